@@ -1,0 +1,140 @@
+/**
+ * A small typed client over node:https. Raw JSON in and out, an explicit Content-Type on
+ * every write, typed errors, and streaming for watches and logs. Credentials come from a
+ * kubeconfig (via @kubernetes/client-node's KubeConfig) or from explicit TLS material.
+ */
+import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import { URL } from 'node:url';
+import { ApiError, type StatusBody } from './errors.ts';
+import type { KubeObject, ObjectList } from './types.ts';
+
+export interface ClientOptions {
+  server: string;
+  ca?: string | Buffer;
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  /** A bearer token, or a function returning the current one (rotated projected tokens). */
+  token?: string | (() => string);
+  userAgent?: string;
+}
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export const PatchType = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+} as const;
+export type PatchContentType = (typeof PatchType)[keyof typeof PatchType];
+
+export interface RequestOptions {
+  query?: Query;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  accept?: string;
+}
+
+export class KubeClient {
+  readonly server: URL;
+  private readonly agent: https.Agent;
+  private readonly token: ClientOptions['token'];
+  private readonly userAgent: string;
+
+  constructor(opts: ClientOptions) {
+    this.server = new URL(opts.server);
+    this.agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: opts.ca, cert: opts.cert, key: opts.key });
+    this.token = opts.token;
+    this.userAgent = opts.userAgent ?? 'kruntimes';
+  }
+
+  /** Closes idle keep-alive sockets. */
+  close(): void { this.agent.destroy(); }
+
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const res = await this.open(method, path, opts);
+    const text = await readBody(res);
+    const code = res.statusCode ?? 0;
+    if (code < 200 || code >= 300) throw errorFromBody(code, text, method, path);
+    if (opts.accept && !opts.accept.includes('json')) return text as T;
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** Opens a request and resolves with the response once its headers arrived (2xx only). */
+  async stream(path: string, opts: RequestOptions = {}): Promise<IncomingMessage> {
+    const res = await this.open('GET', path, opts);
+    const code = res.statusCode ?? 0;
+    if (code < 200 || code >= 300) throw errorFromBody(code, await readBody(res), 'GET', path);
+    return res;
+  }
+
+  get<T extends KubeObject>(path: string, opts?: RequestOptions): Promise<T> {
+    return this.request<T>('GET', path, opts);
+  }
+
+  list<T extends KubeObject>(path: string, query?: Query): Promise<ObjectList<T>> {
+    return this.request<ObjectList<T>>('GET', path, { query });
+  }
+
+  create<T extends KubeObject>(path: string, body: unknown, query?: Query): Promise<T> {
+    return this.request<T>('POST', path, { body, query, contentType: 'application/json' });
+  }
+
+  replace<T extends KubeObject>(path: string, body: unknown): Promise<T> {
+    return this.request<T>('PUT', path, { body, contentType: 'application/json' });
+  }
+
+  patch<T extends KubeObject>(path: string, body: unknown, type: PatchContentType = PatchType.merge, query?: Query): Promise<T> {
+    return this.request<T>('PATCH', path, { body, contentType: type, query });
+  }
+
+  /** Server-side apply with a field manager (the function's name). */
+  apply<T extends KubeObject>(path: string, body: unknown, fieldManager: string, force = true): Promise<T> {
+    return this.patch<T>(path, body, PatchType.apply, { fieldManager, force });
+  }
+
+  delete<T = unknown>(path: string, body?: unknown): Promise<T> {
+    return this.request<T>('DELETE', path, body === undefined ? {} : { body, contentType: 'application/json' });
+  }
+
+  private open(method: string, path: string, opts: RequestOptions): Promise<IncomingMessage> {
+    const url = new URL(path, this.server);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { 'User-Agent': this.userAgent, Accept: opts.accept ?? 'application/json' };
+    const token = typeof this.token === 'function' ? this.token() : this.token;
+    if (token) headers.Authorization = `Bearer ${token}`;
+    let payload: string | undefined;
+    if (opts.body !== undefined) {
+      payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+      headers['Content-Type'] = opts.contentType ?? 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(payload));
+    }
+    return new Promise((resolve, reject) => {
+      const req = https.request(url, { method, headers, agent: this.agent, signal: opts.signal }, resolve);
+      req.on('error', reject);
+      if (opts.timeoutMs) req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`${method} ${url.pathname}: timed out after ${opts.timeoutMs} ms`)));
+      req.end(payload);
+    });
+  }
+}
+
+function readBody(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}
+
+export function errorFromBody(code: number, text: string, method: string, path: string): ApiError {
+  let status: StatusBody | undefined;
+  try {
+    const parsed = JSON.parse(text) as StatusBody;
+    if (parsed && typeof parsed === 'object' && parsed.kind === 'Status') status = parsed;
+  } catch { /* not JSON */ }
+  return new ApiError(code, status, `${method} ${path}: HTTP ${code}${text ? `: ${text.slice(0, 500)}` : ''}`);
+}

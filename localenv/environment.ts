@@ -1,0 +1,204 @@
+/**
+ * The embedded local environment: etcd, kube-apiserver, kube-controller-manager,
+ * kube-scheduler (built from pinned upstream modules) and the TypeScript node agent, all on
+ * loopback with generated PKI. State lives in one directory, so up is idempotent, down stops
+ * what up started, and tests run their own instance in their own directory.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { get as httpsGet } from 'node:https';
+import { join } from 'node:path';
+import { KubeClient } from '../lib/kube/client.ts';
+import { apiserverArgs, etcdArgs, kcmArgs, layout, schedulerArgs, type Layout, type Ports } from './components.ts';
+import { pkiKubeconfig } from './kubeconfig.ts';
+import { ensureClusterPki } from './pki.ts';
+import { freePorts } from './ports.ts';
+import { isAlive, spawnDetached, stopGroup, waitFor } from './process.ts';
+import { REPO_ROOT } from './paths.ts';
+import type { NodeAgentConfig } from '../nodeagent/config.ts';
+
+export type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'node-agent';
+export const COMPONENTS: Component[] = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'node-agent'];
+
+export interface EnvState {
+  root: string;
+  binDir: string;
+  ports: Ports;
+  nodes: string[];
+  pids: Partial<Record<Component, number>>;
+}
+
+export interface UpOptions {
+  root: string;
+  nodes?: string[];
+  progress?: (msg: string) => void;
+  /** Skip the control-plane build and use this directory of binaries. */
+  binDir?: string;
+}
+
+export interface Env {
+  state: EnvState;
+  kubeconfig: string;
+  server: string;
+  admin: KubeClient;
+}
+
+const statePath = (root: string): string => join(root, 'state.json');
+
+export function readState(root: string): EnvState | undefined {
+  const p = statePath(root);
+  return existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as EnvState) : undefined;
+}
+
+function writeState(s: EnvState): void { writeFileSync(statePath(s.root), JSON.stringify(s, null, 2)); }
+
+/** Builds (or finds in the cache) the control-plane binaries; returns their directory. */
+export function buildControlPlane(progress: (m: string) => void): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('bash', [join(REPO_ROOT, 'scripts/build-control-plane.sh')], { maxBuffer: 1 << 24 }, (err, stdout) => {
+      if (err) { reject(new Error(`control-plane build failed: ${err.message}`)); return; }
+      resolve(stdout.trim().split('\n').pop() ?? '');
+    });
+    child.stderr?.on('data', (d: Buffer) => { for (const l of d.toString().split('\n')) if (l.trim()) progress(l.trim()); });
+  });
+}
+
+export function adminClient(l: Layout, ports: Ports): KubeClient {
+  return new KubeClient({
+    server: `https://127.0.0.1:${ports.apiserver}`,
+    ca: readFileSync(join(l.pki, 'ca.crt')), cert: readFileSync(join(l.pki, 'admin.crt')), key: readFileSync(join(l.pki, 'admin.key')),
+    userAgent: 'kruntimes-local',
+  });
+}
+
+async function initialState(opts: UpOptions, binDir: string): Promise<EnvState> {
+  const old = readState(opts.root);
+  if (old) return { ...old, binDir };
+  const nodes = opts.nodes ?? ['kruntimes-node-1'];
+  const [etcdClient, etcdPeer, apiserver, kcm, scheduler, ...nodePorts] = await freePorts(5 + nodes.length);
+  const ports: Ports = { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, kcm: kcm!, scheduler: scheduler!, nodes: nodePorts };
+  return { root: opts.root, binDir, ports, nodes, pids: {} };
+}
+
+function writeKubeconfigs(l: Layout, s: EnvState): string {
+  const server = `https://127.0.0.1:${s.ports.apiserver}`;
+  pkiKubeconfig(l.root, l.pki, server, 'kcm', 'system:kube-controller-manager');
+  pkiKubeconfig(l.root, l.pki, server, 'scheduler', 'system:kube-scheduler');
+  for (const n of s.nodes) pkiKubeconfig(l.root, l.pki, server, `node-${n}`, `system:node:${n}`);
+  const admin = pkiKubeconfig(l.root, l.pki, server, 'admin', 'kruntimes-admin');
+  writeFileSync(join(l.root, 'kubeconfig'), readFileSync(admin), { mode: 0o600 });
+  return join(l.root, 'kubeconfig');
+}
+
+function nodeAgentConfig(l: Layout, s: EnvState): string {
+  const cfg: NodeAgentConfig = {
+    stateDir: join(l.root, 'nodes'),
+    apiserverHost: '127.0.0.1',
+    apiserverPort: s.ports.apiserver,
+    clientCaFile: join(l.pki, 'ca.crt'),
+    clusterCaFile: join(l.pki, 'ca.crt'),
+    nodes: s.nodes.map((name, i) => ({
+      name, port: s.ports.nodes[i] ?? 0, kubeconfig: join(l.root, `node-${name}.kubeconfig`),
+      servingCertFile: join(l.pki, `node-${name}-serving.crt`), servingKeyFile: join(l.pki, `node-${name}-serving.key`),
+    })),
+  };
+  const p = join(l.root, 'nodeagent.json');
+  writeFileSync(p, JSON.stringify(cfg, null, 2));
+  return p;
+}
+
+function httpOk(url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const getter = url.startsWith('https') ? httpsGet : httpGet;
+    const req = getter(url, { rejectUnauthorized: false, timeout: 2000 }, (res) => { res.resume(); resolve(res.statusCode === 200); });
+    req.on('error', () => resolve(false));
+    req.on('timeout', () => { req.destroy(); resolve(false); });
+  });
+}
+
+interface StartSpec { component: Component; command: string; args: string[]; health: () => Promise<boolean>; timeoutMs: number }
+
+async function ensureRunning(s: EnvState, l: Layout, spec: StartSpec, progress: (m: string) => void): Promise<void> {
+  const pid = s.pids[spec.component];
+  if (isAlive(pid) && (await spec.health().catch(() => false))) return;
+  if (isAlive(pid)) await stopGroup(pid);
+  progress(`starting ${spec.component}`);
+  s.pids[spec.component] = spawnDetached({ name: spec.component, command: spec.command, args: spec.args, logFile: join(l.logs, `${spec.component}.log`), cwd: REPO_ROOT });
+  writeState(s);
+  await waitFor(`${spec.component} to become healthy (log: ${join(l.logs, `${spec.component}.log`)})`, async () => {
+    if (!isAlive(s.pids[spec.component])) throw new Error(`${spec.component} exited; see ${join(l.logs, `${spec.component}.log`)}`);
+    return spec.health();
+  }, spec.timeoutMs, progress).catch((err: Error) => {
+    throw new Error(`${err.message}\n${tail(join(l.logs, `${spec.component}.log`))}`);
+  });
+}
+
+function tail(file: string, lines = 15): string {
+  try { return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n'); } catch { return ''; }
+}
+
+async function readyz(admin: KubeClient): Promise<boolean> {
+  const body = await admin.request<string>('GET', '/readyz', { accept: 'text/plain', timeoutMs: 3000 });
+  return body.trim() === 'ok';
+}
+
+async function nodesReady(admin: KubeClient, nodes: string[]): Promise<boolean> {
+  for (const n of nodes) {
+    const node = await admin.get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>(`/api/v1/nodes/${n}`);
+    if (!node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return false;
+  }
+  return true;
+}
+
+export async function up(opts: UpOptions): Promise<Env> {
+  const progress = opts.progress ?? ((): void => undefined);
+  const binDir = opts.binDir ?? (await buildControlPlane(progress));
+  const l = layout(opts.root);
+  mkdirSync(l.logs, { recursive: true });
+  const s = await initialState(opts, binDir);
+  progress('generating PKI and kubeconfigs');
+  ensureClusterPki(l.pki, s.nodes);
+  const kubeconfig = writeKubeconfigs(l, s);
+  writeState(s);
+  const admin = adminClient(l, s.ports);
+  const bin = (c: string): string => join(binDir, c);
+  await ensureRunning(s, l, { component: 'etcd', command: bin('etcd'), args: etcdArgs(l, s.ports), timeoutMs: 30_000,
+    health: () => httpOk(`http://127.0.0.1:${s.ports.etcdClient}/health`) }, progress);
+  await ensureRunning(s, l, { component: 'kube-apiserver', command: bin('kube-apiserver'), args: apiserverArgs(l, s.ports), timeoutMs: 120_000,
+    health: () => readyz(admin) }, progress);
+  await ensureRunning(s, l, { component: 'kube-controller-manager', command: bin('kube-controller-manager'), args: kcmArgs(l, s.ports), timeoutMs: 60_000,
+    health: () => httpOk(`https://127.0.0.1:${s.ports.kcm}/healthz`) }, progress);
+  await ensureRunning(s, l, { component: 'kube-scheduler', command: bin('kube-scheduler'), args: schedulerArgs(l, s.ports), timeoutMs: 60_000,
+    health: () => httpOk(`https://127.0.0.1:${s.ports.scheduler}/healthz`) }, progress);
+  const agentCfg = nodeAgentConfig(l, s);
+  await ensureRunning(s, l, { component: 'node-agent', command: process.execPath, args: ['--import', 'tsx', join(REPO_ROOT, 'nodeagent/main.ts'), agentCfg], timeoutMs: 60_000,
+    health: () => nodesReady(admin, s.nodes) }, progress);
+  await waitFor('the default ServiceAccount', async () => { await admin.get('/api/v1/namespaces/default/serviceaccounts/default'); return true; }, 60_000, progress);
+  return { state: s, kubeconfig, server: `https://127.0.0.1:${s.ports.apiserver}`, admin };
+}
+
+export async function down(root: string, opts: { purge?: boolean } = {}): Promise<void> {
+  const s = readState(root);
+  if (s) {
+    const order: Component[] = ['node-agent', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
+    for (const c of order) await stopGroup(s.pids[c], c === 'node-agent' ? 40_000 : 10_000);
+    s.pids = {};
+    writeState(s);
+  }
+  if (opts.purge) rmSync(root, { recursive: true, force: true });
+}
+
+export interface ComponentStatus { component: Component; pid?: number; running: boolean }
+
+export function status(root: string): { state?: EnvState; components: ComponentStatus[] } {
+  const s = readState(root);
+  const components = COMPONENTS.map((c) => ({ component: c, pid: s?.pids[c], running: isAlive(s?.pids[c]) }));
+  return { ...(s ? { state: s } : {}), components };
+}
+
+export async function apiHealthy(root: string): Promise<boolean> {
+  const s = readState(root);
+  if (!s) return false;
+  return readyz(adminClient(layout(root), s.ports)).catch(() => false);
+}

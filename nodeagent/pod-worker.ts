@@ -1,0 +1,349 @@
+/**
+ * Runs one Pod: volumes, init containers, containers with restart policy and probes, status
+ * reporting, graceful termination and the final delete the kubelet owes the API server.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { PatchType, type KubeClient } from '../lib/kube/client.ts';
+import { isApiError } from '../lib/kube/errors.ts';
+import { launch, signal, exitCode, type Running, type Mount } from './container.ts';
+import { containerEnv, expandVars, EnvError, type DataSource } from './env.ts';
+import { effectiveArgv, resolveImage } from './images.ts';
+import { buildPodStatus, restartBackoffMs, shouldRestart, type ContainerView, type PodView } from './pod-status.ts';
+import type { Container, Pod } from './pod-types.ts';
+import { ProbeState, runProbe } from './probes.ts';
+import { prepareVolume, removePodDir, VolumeError, type PreparedVolume } from './volumes.ts';
+
+export interface WorkerDeps {
+  client: KubeClient;
+  data: DataSource;
+  log: Logger;
+  nodeName: string;
+  podDir: string;
+  podIP: string;
+  hostIP: string;
+  repoRoot: string;
+  clusterCa: string;
+  baseEnv: Record<string, string>;
+  now: () => Date;
+  onGone: () => void;
+}
+
+interface Slot {
+  view: ContainerView;
+  running?: Running;
+  timers: NodeJS.Timeout[];
+  env: Record<string, string>;
+}
+
+export class PodWorker {
+  private pod: Pod;
+  private readonly init: Slot[];
+  private readonly main: Slot[];
+  private volumes = new Map<string, PreparedVolume>();
+  private readonly startTime: string;
+  private initialized = false;
+  private sandboxReady = false;
+  private failed: PodView['failed'];
+  private started = false;
+  private terminating = false;
+  private stopped = false;
+  private flushing: Promise<void> | undefined;
+  private dirty = false;
+  private lastSent = '';
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(pod: Pod, private readonly d: WorkerDeps) {
+    this.pod = pod;
+    this.startTime = pod.status?.startTime ?? d.now().toISOString();
+    const prev = new Map((pod.status?.containerStatuses ?? []).map((s) => [s.name, s.restartCount]));
+    const slot = (c: Container, restarts: number): Slot => ({
+      view: { spec: c, state: { waiting: { reason: 'ContainerCreating' } }, restartCount: restarts, ready: false, started: false, willRestart: false },
+      timers: [], env: {},
+    });
+    this.init = (pod.spec.initContainers ?? []).map((c) => slot(c, 0));
+    this.main = pod.spec.containers.map((c) => slot(c, prev.get(c.name) ?? 0));
+  }
+
+  get uid(): string { return this.pod.metadata.uid ?? ''; }
+
+  update(pod: Pod): void {
+    this.pod = pod;
+    if (pod.metadata.deletionTimestamp) { void this.terminate(); return; }
+    if (!this.started) { this.started = true; void this.start(); }
+  }
+
+  private async start(): Promise<void> {
+    const phase = this.pod.status?.phase;
+    if (phase === 'Succeeded' || phase === 'Failed') { this.stopped = true; return; }
+    this.armDeadline();
+    try {
+      await this.prepareVolumes();
+      this.sandboxReady = true;
+      this.markDirty();
+      for (const s of this.init) if (!(await this.runInit(s))) return;
+      this.initialized = true;
+      for (const s of this.main) await this.startContainer(s);
+    } catch (err) {
+      this.d.log.error({ err }, 'pod start failed');
+    }
+    this.markDirty();
+  }
+
+  private armDeadline(): void {
+    const secs = this.pod.spec.activeDeadlineSeconds;
+    if (!secs) return;
+    const left = Date.parse(this.startTime) + secs * 1000 - this.d.now().getTime();
+    this.timers.push(setTimeout(() => {
+      this.failed = { reason: 'DeadlineExceeded', message: `Pod was active on the node longer than the specified deadline (${secs}s)` };
+      this.killAll('SIGKILL');
+      this.markDirty();
+    }, Math.max(0, left)));
+  }
+
+  private async prepareVolumes(): Promise<void> {
+    for (const v of this.pod.spec.volumes ?? []) {
+      for (;;) {
+        try {
+          const pv = await prepareVolume(this.volumeCtx(), v);
+          this.volumes.set(v.name, pv);
+          if (pv.refreshAt) this.scheduleRefresh(v.name, pv.refreshAt);
+          break;
+        } catch (err) {
+          if (this.terminating) throw err;
+          const reason = err instanceof VolumeError ? err.reason : 'VolumeSetupFailed';
+          this.setWaitingAll(reason, `volume "${v.name}": ${(err as Error).message}`);
+          await sleep(2000);
+        }
+      }
+    }
+  }
+
+  private volumeCtx(): Parameters<typeof prepareVolume>[0] {
+    return {
+      pod: this.pod, podDir: this.d.podDir, client: this.d.client, data: this.d.data, clusterCa: this.d.clusterCa,
+      podIP: this.d.podIP, hostIP: this.d.hostIP, now: () => this.d.now().getTime(),
+    };
+  }
+
+  private scheduleRefresh(name: string, at: number): void {
+    const t = setTimeout(() => {
+      const v = (this.pod.spec.volumes ?? []).find((x) => x.name === name);
+      if (!v || this.terminating) return;
+      prepareVolume(this.volumeCtx(), v).then((pv) => { if (pv.refreshAt) this.scheduleRefresh(name, pv.refreshAt); })
+        .catch((err: unknown) => { this.d.log.warn({ err, volume: name }, 'volume refresh failed'); this.scheduleRefresh(name, Date.now() + 10_000); });
+    }, Math.max(1000, at - this.d.now().getTime()));
+    this.timers.push(t);
+  }
+
+  private setWaitingAll(reason: string, message: string): void {
+    for (const s of [...this.init, ...this.main]) if (!s.running) s.view.state = { waiting: { reason, message } };
+    this.markDirty();
+  }
+
+  private async runInit(s: Slot): Promise<boolean> {
+    for (;;) {
+      if (this.terminating) return false;
+      if (!(await this.startContainer(s))) return false;
+      const exit = await s.running!.exited;
+      const code = exitCode(exit);
+      if (code === 0) return true;
+      if (this.pod.spec.restartPolicy === 'Never') return false;
+      await sleep(restartBackoffMs(s.view.restartCount));
+      s.view.restartCount++;
+    }
+  }
+
+  /** Resolves image, env and mounts, then launches; false when the container cannot start. */
+  private async startContainer(s: Slot): Promise<boolean> {
+    const c = s.view.spec;
+    const image = resolveImage(c.image, this.d.repoRoot);
+    if (!image.ok) {
+      s.view.state = { waiting: { reason: image.reason, message: image.message } };
+      this.markDirty();
+      return false;
+    }
+    try {
+      s.env = await containerEnv(this.pod, c, this.d.data, { ...this.d.baseEnv, ...image.config.env, PATH: image.config.path.join(':') },
+        { pod: this.d.podIP, host: this.d.hostIP });
+    } catch (err) {
+      const reason = err instanceof EnvError ? err.reason : 'CreateContainerConfigError';
+      s.view.state = { waiting: { reason, message: (err as Error).message } };
+      this.markDirty();
+      this.timers.push(setTimeout(() => { if (!this.terminating) void this.startContainer(s); }, 3000));
+      return false;
+    }
+    const argv = effectiveArgv(image.config, c.command, c.args).map((a) => expandVars(a, s.env));
+    if (argv.length === 0) {
+      s.view.state = { waiting: { reason: 'CreateContainerError', message: 'no command specified and the image has no entrypoint' } };
+      this.markDirty();
+      return false;
+    }
+    this.launchSlot(s, argv);
+    return true;
+  }
+
+  private mounts(c: Container): Mount[] {
+    return (c.volumeMounts ?? []).map((m) => {
+      const v = this.volumes.get(m.name);
+      if (!v) throw new Error(`volumeMount ${m.name}: no such volume`);
+      return { hostPath: m.subPath ? join(v.hostPath, m.subPath) : v.hostPath, mountPath: m.mountPath, readOnly: v.readOnly || !!m.readOnly };
+    });
+  }
+
+  private launchSlot(s: Slot, argv: string[]): void {
+    const c = s.view.spec;
+    const startedAt = this.d.now().toISOString();
+    const logFile = join(this.d.podDir, 'logs', c.name, `${s.view.restartCount}.log`);
+    const r = launch({ argv, env: s.env, workingDir: c.workingDir ?? '/', mounts: this.mounts(c), logFile });
+    s.running = r;
+    s.view.containerID = `kruntimes://${this.uid}/${c.name}/${s.view.restartCount}`;
+    s.view.state = { running: { startedAt } };
+    s.view.started = true;
+    s.view.willRestart = false;
+    s.view.ready = !c.readinessProbe;
+    this.startProbes(s);
+    this.markDirty();
+    void r.exited.then((e) => this.onExit(s, r, startedAt, exitCode(e)));
+  }
+
+  private startProbes(s: Slot): void {
+    const c = s.view.spec;
+    const target = { podIP: this.d.podIP, env: s.env, container: c };
+    const loop = (probe: NonNullable<Container['readinessProbe']>, onFlip: (ok: boolean) => void, initial: boolean): void => {
+      const st = new ProbeState(probe, initial);
+      const tick = async (): Promise<void> => {
+        if (!s.running || this.terminating) return;
+        if (st.record(await runProbe(probe, target))) onFlip(st.result);
+        s.timers.push(setTimeout(() => void tick(), (probe.periodSeconds ?? 10) * 1000));
+      };
+      s.timers.push(setTimeout(() => void tick(), (probe.initialDelaySeconds ?? 0) * 1000));
+    };
+    if (c.readinessProbe) loop(c.readinessProbe, (ok) => { s.view.ready = ok; this.markDirty(); }, false);
+    if (c.livenessProbe) loop(c.livenessProbe, (ok) => { if (!ok && s.running) signal(s.running, 'SIGKILL'); }, true);
+  }
+
+  private onExit(s: Slot, r: Running, startedAt: string, code: number): void {
+    for (const t of s.timers) clearTimeout(t);
+    s.timers = [];
+    if (s.running === r) s.running = undefined;
+    s.view.ready = false;
+    s.view.state = { terminated: {
+      exitCode: code, reason: code === 0 ? 'Completed' : 'Error', startedAt, finishedAt: this.d.now().toISOString(),
+      ...(s.view.containerID ? { containerID: s.view.containerID } : {}),
+    } };
+    const isInit = this.init.includes(s);
+    const restart = !isInit && !this.terminating && !this.failed && shouldRestart(this.pod.spec.restartPolicy, code);
+    s.view.willRestart = restart;
+    if (restart) {
+      const delay = restartBackoffMs(s.view.restartCount);
+      s.timers.push(setTimeout(() => {
+        if (this.terminating) return;
+        s.view.lastState = s.view.state;
+        s.view.restartCount++;
+        void this.startContainer(s);
+      }, delay));
+    }
+    this.markDirty();
+  }
+
+  private killAll(sig: NodeJS.Signals): void {
+    for (const s of [...this.init, ...this.main]) if (s.running) signal(s.running, sig);
+  }
+
+  private async terminate(): Promise<void> {
+    if (this.terminating) return;
+    this.terminating = true;
+    for (const t of this.timers) clearTimeout(t);
+    const grace = Math.min(this.pod.metadata.deletionGracePeriodSeconds ?? 30, this.pod.spec.terminationGracePeriodSeconds ?? 30);
+    await this.stopContainers(grace * 1000);
+    await this.flush();
+    try {
+      await this.d.client.delete(`/api/v1/namespaces/${this.pod.metadata.namespace}/pods/${this.pod.metadata.name}`,
+        { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid: this.uid } });
+    } catch (err) {
+      if (!isApiError(err, 404) && !isApiError(err, 409)) this.d.log.warn({ err }, 'final pod delete failed');
+    }
+    this.cleanup();
+  }
+
+  /** SIGTERM, wait up to graceMs, then SIGKILL; resolves when every process is gone. */
+  async stopContainers(graceMs: number): Promise<void> {
+    const running = [...this.init, ...this.main].flatMap((s) => (s.running ? [s.running] : []));
+    for (const s of [...this.init, ...this.main]) { for (const t of s.timers) clearTimeout(t); s.timers = []; s.view.willRestart = false; }
+    for (const r of running) signal(r, 'SIGTERM');
+    const all = Promise.all(running.map((r) => r.exited));
+    const timer = new Promise<void>((res) => this.timers.push(setTimeout(res, graceMs)));
+    await Promise.race([all, timer]);
+    for (const r of running) signal(r, 'SIGKILL');
+    await all;
+  }
+
+  /** The log file of a container instance for /containerLogs, or an HTTP error. */
+  logFile(container: string, previous: boolean): { file: string; running: () => boolean } | { error: string; code: number } {
+    const name = this.pod.metadata.name ?? '';
+    const s = [...this.init, ...this.main].find((x) => x.view.spec.name === container);
+    if (!s) return { code: 400, error: `container ${container} is not valid for pod ${name}` };
+    const n = previous ? s.view.restartCount - 1 : s.view.restartCount;
+    if (n < 0) return { code: 400, error: `previous terminated container "${container}" in pod "${name}" not found` };
+    if (!previous && !s.view.started) {
+      const reason = 'waiting' in s.view.state ? s.view.state.waiting.reason : 'unknown';
+      return { code: 400, error: `container "${container}" in pod "${name}" is waiting to start: ${reason}` };
+    }
+    return { file: join(this.d.podDir, 'logs', container, `${n}.log`), running: () => !previous && !!s.running && s.view.restartCount === n };
+  }
+
+  /** The Pod object is gone (force-deleted): stop everything now. */
+  async forget(): Promise<void> {
+    this.terminating = true;
+    await this.stopContainers(2000);
+    this.cleanup();
+  }
+
+  private cleanup(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    removePodDir(this.d.podDir);
+    this.d.onGone();
+  }
+
+  private view(): PodView {
+    return {
+      podIP: this.d.podIP, hostIP: this.d.hostIP, startTime: this.startTime, initialized: this.initialized,
+      initContainers: this.init.map((s) => s.view), containers: this.main.map((s) => s.view),
+      sandboxReady: this.sandboxReady, ...(this.failed ? { failed: this.failed } : {}),
+    };
+  }
+
+  private markDirty(): void {
+    if (this.stopped) return;
+    this.dirty = true;
+    if (!this.flushing) this.flushing = this.flushLoop().finally(() => { this.flushing = undefined; });
+  }
+
+  private async flush(): Promise<void> {
+    this.markDirty();
+    await this.flushing;
+  }
+
+  private async flushLoop(): Promise<void> {
+    while (this.dirty) {
+      this.dirty = false;
+      await new Promise((r) => setImmediate(r));
+      const status = buildPodStatus(this.view(), this.d.now().toISOString(), this.pod.status?.conditions);
+      const body = JSON.stringify({ status });
+      if (body === this.lastSent) continue;
+      try {
+        await this.d.client.patch(`/api/v1/namespaces/${this.pod.metadata.namespace}/pods/${this.pod.metadata.name}/status`, body, PatchType.strategic);
+        this.lastSent = body;
+      } catch (err) {
+        if (isApiError(err, 404)) return;
+        this.d.log.warn({ err }, 'pod status update failed; retrying');
+        this.dirty = true;
+        await sleep(500);
+      }
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }

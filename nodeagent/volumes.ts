@@ -1,0 +1,151 @@
+/**
+ * Pod volumes as host directories: emptyDir, hostPath, PVC (the bound PV's local directory,
+ * which outlives Pods), configMap, secret, downwardAPI and projected (incl. the bound
+ * service-account token, refreshed before it expires). Files are written atomically.
+ */
+import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
+import type { KubeClient } from '../lib/kube/client.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { fieldValue, type DataSource } from './env.ts';
+import type { KeyToPath, Pod, ProjectedSource, Volume } from './pod-types.ts';
+
+export class VolumeError extends Error {
+  constructor(readonly reason: string, message: string) { super(message); }
+}
+
+export interface VolumeContext {
+  pod: Pod;
+  podDir: string;
+  client: KubeClient;
+  data: DataSource;
+  clusterCa: string;
+  podIP: string;
+  hostIP: string;
+  now: () => number;
+}
+
+export interface PreparedVolume {
+  name: string;
+  hostPath: string;
+  readOnly: boolean;
+  /** Epoch ms when the contents must be refreshed (service-account tokens), if ever. */
+  refreshAt?: number;
+}
+
+function safeRelative(p: string): string {
+  const n = normalize(p);
+  if (n.startsWith('/') || n === '..' || n.startsWith('../')) throw new VolumeError('InvalidVolume', `volume item path "${p}" must be relative without ".."`);
+  return n;
+}
+
+export function writeAtomic(file: string, content: string | Buffer, mode = 0o644): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, content, { mode });
+  chmodSync(tmp, mode);
+  renameSync(tmp, file);
+}
+
+function writeItems(dir: string, data: Record<string, string>, items: KeyToPath[] | undefined, mode: number, what: string): void {
+  const entries: KeyToPath[] = items ?? Object.keys(data).map((key) => ({ key, path: key }));
+  for (const it of entries) {
+    if (!(it.key in data)) throw new VolumeError('CreateContainerConfigError', `${what}: key "${it.key}" not found`);
+    writeAtomic(join(dir, safeRelative(it.path)), data[it.key] ?? '', it.mode ?? mode);
+  }
+}
+
+async function keyedSource(ctx: VolumeContext, kind: 'secret' | 'configMap', name: string, optional: boolean | undefined): Promise<Record<string, string> | undefined> {
+  const ns = ctx.pod.metadata.namespace ?? 'default';
+  const data = await (kind === 'secret' ? ctx.data.secret(ns, name) : ctx.data.configMap(ns, name));
+  if (data === undefined && !optional) throw new VolumeError('CreateContainerConfigError', `${kind === 'secret' ? 'secret' : 'configmap'} "${name}" not found`);
+  return data;
+}
+
+async function saToken(ctx: VolumeContext, src: NonNullable<ProjectedSource['serviceAccountToken']>): Promise<{ token: string; refreshAt: number }> {
+  const pod = ctx.pod;
+  const sa = pod.spec.serviceAccountName ?? 'default';
+  const seconds = Math.max(600, src.expirationSeconds ?? 3600);
+  const req = {
+    apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest',
+    spec: {
+      audiences: src.audience ? [src.audience] : null, expirationSeconds: seconds,
+      boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid },
+    },
+  };
+  const res = await ctx.client.create<KubeObject & { status: { token: string } }>(
+    `/api/v1/namespaces/${pod.metadata.namespace}/serviceaccounts/${sa}/token`, req);
+  return { token: res.status.token, refreshAt: ctx.now() + seconds * 800 };
+}
+
+async function writeProjected(ctx: VolumeContext, dir: string, v: NonNullable<Volume['projected']>): Promise<number | undefined> {
+  let refreshAt: number | undefined;
+  const mode = v.defaultMode ?? 0o644;
+  for (const s of v.sources) {
+    if (s.serviceAccountToken) {
+      const t = await saToken(ctx, s.serviceAccountToken);
+      writeAtomic(join(dir, safeRelative(s.serviceAccountToken.path)), t.token, 0o600);
+      refreshAt = Math.min(refreshAt ?? Infinity, t.refreshAt);
+    } else if (s.configMap) {
+      const data = await keyedSource(ctx, 'configMap', s.configMap.name, s.configMap.optional);
+      if (data) writeItems(dir, data, s.configMap.items, mode, `configmap ${s.configMap.name}`);
+    } else if (s.secret) {
+      const data = await keyedSource(ctx, 'secret', s.secret.name, s.secret.optional);
+      if (data) writeItems(dir, data, s.secret.items, mode, `secret ${s.secret.name}`);
+    } else if (s.downwardAPI) {
+      writeDownward(ctx, dir, s.downwardAPI.items);
+    }
+  }
+  return refreshAt;
+}
+
+function writeDownward(ctx: VolumeContext, dir: string, items: { path: string; fieldRef?: { fieldPath: string } }[]): void {
+  for (const it of items) {
+    if (it.fieldRef) writeAtomic(join(dir, safeRelative(it.path)), fieldValue(ctx.pod, it.fieldRef.fieldPath, ctx.podIP, ctx.hostIP));
+  }
+}
+
+async function pvcPath(ctx: VolumeContext, claimName: string): Promise<string> {
+  const ns = ctx.pod.metadata.namespace ?? 'default';
+  const pvc = await ctx.client.get<KubeObject & { spec: { volumeName?: string }; status?: { phase?: string } }>(
+    `/api/v1/namespaces/${ns}/persistentvolumeclaims/${claimName}`);
+  if (!pvc.spec.volumeName || pvc.status?.phase !== 'Bound') throw new VolumeError('VolumeNotBound', `persistentvolumeclaim "${claimName}" is not bound`);
+  const pv = await ctx.client.get<KubeObject & { spec: { hostPath?: { path: string }; local?: { path: string } } }>(
+    `/api/v1/persistentvolumes/${pvc.spec.volumeName}`);
+  const path = pv.spec.hostPath?.path ?? pv.spec.local?.path;
+  if (!path) throw new VolumeError('VolumeNotSupported', `persistentvolume "${pvc.spec.volumeName}" is neither hostPath nor local`);
+  mkdirSync(path, { recursive: true });
+  return path;
+}
+
+/** Creates or refreshes one volume's directory. */
+export async function prepareVolume(ctx: VolumeContext, v: Volume): Promise<PreparedVolume> {
+  const dir = join(ctx.podDir, 'volumes', v.name);
+  const base = { name: v.name, hostPath: dir, readOnly: false };
+  if (v.hostPath) {
+    if (v.hostPath.type === 'DirectoryOrCreate' || !v.hostPath.type) mkdirSync(v.hostPath.path, { recursive: true });
+    else if (!existsSync(v.hostPath.path)) throw new VolumeError('HostPathMissing', `hostPath ${v.hostPath.path} does not exist`);
+    return { ...base, hostPath: v.hostPath.path };
+  }
+  if (v.persistentVolumeClaim) return { ...base, hostPath: await pvcPath(ctx, v.persistentVolumeClaim.claimName), readOnly: !!v.persistentVolumeClaim.readOnly };
+  mkdirSync(dir, { recursive: true });
+  if (v.emptyDir) return base;
+  if (v.configMap) {
+    const data = await keyedSource(ctx, 'configMap', v.configMap.name, v.configMap.optional);
+    if (data) writeItems(dir, data, v.configMap.items, v.configMap.defaultMode ?? 0o644, `configmap ${v.configMap.name}`);
+    return { ...base, readOnly: true };
+  }
+  if (v.secret) {
+    const data = await keyedSource(ctx, 'secret', v.secret.secretName, v.secret.optional);
+    if (data) writeItems(dir, data, v.secret.items, v.secret.defaultMode ?? 0o644, `secret ${v.secret.secretName}`);
+    return { ...base, readOnly: true };
+  }
+  if (v.downwardAPI) { writeDownward(ctx, dir, v.downwardAPI.items); return { ...base, readOnly: true }; }
+  if (v.projected) {
+    const refreshAt = await writeProjected(ctx, dir, v.projected);
+    return { ...base, readOnly: true, ...(refreshAt !== undefined ? { refreshAt } : {}) };
+  }
+  throw new VolumeError('VolumeNotSupported', `volume "${v.name}": this node agent supports emptyDir, hostPath, persistentVolumeClaim, configMap, secret, downwardAPI and projected`);
+}
+
+export function removePodDir(podDir: string): void { rmSync(podDir, { recursive: true, force: true }); }
