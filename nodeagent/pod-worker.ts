@@ -209,7 +209,7 @@ export class PodWorker {
 
   private startProbes(s: Slot): void {
     const c = s.view.spec;
-    const target = { podIP: this.d.podIP, env: s.env, container: c };
+    const target = { podIP: this.d.podIP, env: s.env, container: c, pid: () => s.running?.pid ?? 0 };
     const loop = (probe: NonNullable<Container['readinessProbe']>, onFlip: (ok: boolean) => void, initial: boolean): void => {
       const st = new ProbeState(probe, initial);
       const tick = async (): Promise<void> => {

@@ -5,7 +5,8 @@ import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import type { Container, Probe } from './pod-types.ts';
 
-export interface ProbeTarget { podIP: string; env: Record<string, string>; container: Container }
+/** pid: the container's main process, whose mount namespace exec probes enter. */
+export interface ProbeTarget { podIP: string; env: Record<string, string>; container: Container; pid: () => number }
 
 function port(p: number | string, c: Container): number {
   if (typeof p === 'number') return p;
@@ -16,9 +17,10 @@ function port(p: number | string, c: Container): number {
 export function runProbe(probe: Probe, t: ProbeTarget): Promise<boolean> {
   const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
   if (probe.exec) {
-    const [cmd, ...args] = probe.exec.command;
+    const pid = t.pid();
+    if (!pid) return Promise.resolve(false);
     return new Promise((resolve) => {
-      execFile(cmd ?? 'false', args, { env: t.env, timeout: timeoutMs }, (err) => resolve(!err));
+      execFile('nsenter', ['--target', String(pid), '--mount', '--', ...probe.exec!.command], { env: t.env, timeout: timeoutMs }, (err) => resolve(!err));
     });
   }
   if (probe.httpGet) {

@@ -71,6 +71,11 @@ export class KubeClient {
     return res;
   }
 
+  /** GET of a non-JSON resource such as pods/log. */
+  getText(path: string, query?: Query): Promise<string> {
+    return this.request<string>('GET', path, { query, accept: '*/*' });
+  }
+
   get<T extends KubeObject>(path: string, opts?: RequestOptions): Promise<T> {
     return this.request<T>('GET', path, opts);
   }

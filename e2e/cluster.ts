@@ -1,0 +1,29 @@
+/** The e2e suite's own control plane: one per test run, in its own directory and ports. */
+import { join } from 'node:path';
+import { down, up, type Env } from '../localenv/environment.ts';
+import { REPO_ROOT } from '../localenv/paths.ts';
+
+let current: Env | undefined;
+export const E2E_ROOT = join(REPO_ROOT, '.kruntimes', 'e2e', String(process.pid));
+export const E2E_NODES = ['e2e-node-a', 'e2e-node-b'];
+
+export async function startCluster(): Promise<Env> {
+  const t0 = Date.now();
+  current = await up({
+    root: E2E_ROOT, nodes: E2E_NODES, ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+    progress: (m) => process.stderr.write(`  [e2e cluster] ${m}\n`),
+  });
+  process.stderr.write(`  [e2e cluster] ready in ${Date.now() - t0} ms at ${current.server}\n`);
+  return current;
+}
+
+export async function stopCluster(): Promise<void> {
+  current?.admin.close();
+  current = undefined;
+  await down(E2E_ROOT, { purge: process.env.KRT_KEEP_E2E !== '1' });
+}
+
+export function cluster(): Env {
+  if (!current) throw new Error('the e2e cluster is not running (e2e/setup.ts starts it)');
+  return current;
+}

@@ -1,0 +1,68 @@
+/** Helpers for e2e specs: namespaces, ServiceAccount clients, certificates, waiting. */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KubeClient } from '../lib/kube/client.ts';
+import { isApiError } from '../lib/kube/errors.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { issueCert } from '../localenv/pki.ts';
+import { cluster, E2E_ROOT } from './cluster.ts';
+
+export function admin(): KubeClient { return cluster().admin; }
+
+export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
+  const start = Date.now();
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) { lastErr = err; }
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+let nsCounter = 0;
+/** A fresh namespace whose default ServiceAccount exists (avoids the SA admission race). */
+export async function newNamespace(prefix: string): Promise<string> {
+  const name = `${prefix}-${process.pid}-${++nsCounter}`;
+  await admin().create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  await eventually(`default ServiceAccount in ${name}`, async () => (await admin().get(`/api/v1/namespaces/${name}/serviceaccounts/default`)) as KubeObject);
+  return name;
+}
+
+export async function deleteNamespace(name: string): Promise<void> {
+  try { await admin().delete(`/api/v1/namespaces/${name}`); } catch (err) { if (!isApiError(err, 404)) throw err; }
+}
+
+/** A client authenticated as a ServiceAccount through a TokenRequest. */
+export async function serviceAccountClient(ns: string, sa: string): Promise<KubeClient> {
+  const res = await admin().create<KubeObject & { status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`,
+    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  return new KubeClient({ server: cluster().server, ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')), token: res.status.token });
+}
+
+export interface Pki { ca: Buffer; cert: Buffer; key: Buffer }
+
+/** A serving certificate signed by the cluster CA (e.g. for <svc>.<ns>.svc backends). */
+export function servingCert(name: string, dns: string[]): Pki {
+  const dir = join(E2E_ROOT, 'pki');
+  issueCert(dir, { name, cn: dns[0] ?? name, usage: 'server', dns: [...dns, 'localhost'], ips: ['127.0.0.1'] });
+  const r = (f: string): Buffer => readFileSync(join(dir, f));
+  return { ca: r('ca.crt'), cert: r(`${name}.crt`), key: r(`${name}.key`) };
+}
+
+export function pkiFile(name: string): Buffer { return readFileSync(join(E2E_ROOT, 'pki', name)); }
+
+export function kubectl(args: string[], input?: string): Promise<string> {
+  const bin = join(cluster().state.binDir, 'kubectl');
+  return new Promise((resolve, reject) => {
+    const child = execFile(bin, args, { env: { ...process.env, KUBECONFIG: cluster().kubeconfig } }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)); else resolve(stdout);
+    });
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+export type Obj = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };

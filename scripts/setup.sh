@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh machine of this kind: system packages (apt),
+# the project-local Node 22, npm packages and the pinned control plane (Go modules).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+missing=()
+for tool in openssl unshare nsenter git python3; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing system packages for: ${missing[*]}" >&2
+  apt-get update -qq && apt-get install -y -qq openssl util-linux git python3 >/dev/null
+fi
+# Go (>= 1.24) builds the pinned control plane; it comes with machines of this kind.
+if ! go version 2>/dev/null | grep -qE 'go1\.(2[4-9]|[3-9][0-9])'; then
+  echo "setup: Go 1.24 or newer is required to build the control plane (found: $(go version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
+source scripts/ensure-node.sh
+[ -d node_modules/tsx ] || npm ci --no-audit --no-fund
+bash scripts/build-control-plane.sh >/dev/null
