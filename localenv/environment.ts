@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { KubeClient } from '../lib/kube/client.ts';
 import { apiserverArgs, etcdArgs, kcmArgs, layout, schedulerArgs, type Layout, type Ports } from './components.ts';
 import { pkiKubeconfig } from './kubeconfig.ts';
+import { applyBootstrap } from './bootstrap.ts';
 import { ensureClusterPki } from './pki.ts';
 import { freePorts } from './ports.ts';
 import { isAlive, spawnDetached, stopGroup, waitFor } from './process.ts';
@@ -86,6 +87,7 @@ function writeKubeconfigs(l: Layout, s: EnvState): string {
   pkiKubeconfig(l.root, l.pki, server, 'kcm', 'system:kube-controller-manager');
   pkiKubeconfig(l.root, l.pki, server, 'scheduler', 'system:kube-scheduler');
   for (const n of s.nodes) pkiKubeconfig(l.root, l.pki, server, `node-${n}`, `system:node:${n}`);
+  pkiKubeconfig(l.root, l.pki, server, 'local-provisioner', 'system:kruntimes:local-provisioner');
   const admin = pkiKubeconfig(l.root, l.pki, server, 'admin', 'kruntimes-admin');
   writeFileSync(join(l.root, 'kubeconfig'), readFileSync(admin), { mode: 0o600 });
   return join(l.root, 'kubeconfig');
@@ -98,6 +100,7 @@ function nodeAgentConfig(l: Layout, s: EnvState): string {
     apiserverPort: s.ports.apiserver,
     clientCaFile: join(l.pki, 'ca.crt'),
     clusterCaFile: join(l.pki, 'ca.crt'),
+    provisioner: { kubeconfig: join(l.root, 'local-provisioner.kubeconfig'), root: join(l.root, 'volumes') },
     nodes: s.nodes.map((name, i) => ({
       name, port: s.ports.nodes[i] ?? 0, kubeconfig: join(l.root, `node-${name}.kubeconfig`),
       servingCertFile: join(l.pki, `node-${name}-serving.crt`), servingKeyFile: join(l.pki, `node-${name}-serving.key`),
@@ -167,6 +170,7 @@ export async function up(opts: UpOptions): Promise<Env> {
     health: () => httpOk(`http://127.0.0.1:${s.ports.etcdClient}/health`) }, progress);
   await ensureRunning(s, l, { component: 'kube-apiserver', command: bin('kube-apiserver'), args: apiserverArgs(l, s.ports), timeoutMs: 120_000,
     health: () => readyz(admin) }, progress);
+  await applyBootstrap(admin);
   await ensureRunning(s, l, { component: 'kube-controller-manager', command: bin('kube-controller-manager'), args: kcmArgs(l, s.ports), timeoutMs: 60_000,
     health: () => httpOk(`https://127.0.0.1:${s.ports.kcm}/healthz`) }, progress);
   await ensureRunning(s, l, { component: 'kube-scheduler', command: bin('kube-scheduler'), args: schedulerArgs(l, s.ports), timeoutMs: 60_000,

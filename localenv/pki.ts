@@ -68,6 +68,7 @@ export function ensureClusterPki(dir: string, nodeNames: string[]): void {
   issueCert(dir, { name: 'scheduler', cn: 'system:kube-scheduler', usage: 'client' });
   issueCert(dir, { name: 'apiserver-kubelet-client', cn: 'kube-apiserver-kubelet-client', orgs: ['system:masters'], usage: 'client' });
   issueCert(dir, { name: 'front-proxy-client', cn: 'front-proxy-client', usage: 'client', ca: 'front-proxy-ca' });
+  issueCert(dir, { name: 'local-provisioner', cn: 'system:kruntimes:local-provisioner', usage: 'client' });
   for (const node of nodeNames) {
     issueCert(dir, { name: `node-${node}`, cn: `system:node:${node}`, orgs: ['system:nodes'], usage: 'client' });
     issueCert(dir, { name: `node-${node}-serving`, cn: `system:node:${node}`, usage: 'server', ips: ['127.0.0.1'], dns: ['localhost', node] });

@@ -21,6 +21,8 @@ export interface NodeAgentConfig {
   /** CA of the cluster, published into service-account token volumes as ca.crt. */
   clusterCaFile: string;
   nodes: NodeConfig[];
+  /** Run the local-dir volume provisioner with this identity, storing volumes under root. */
+  provisioner?: { kubeconfig: string; root: string };
 }
 
 export function loadConfig(path: string): NodeAgentConfig {

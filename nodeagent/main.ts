@@ -6,6 +6,7 @@ import { clientFromKubeconfig } from '../lib/kube/config.ts';
 import { NodeAgent } from './agent.ts';
 import { loadConfig } from './config.ts';
 import { LoopbackIPAM } from './ip.ts';
+import { LocalDirProvisioner } from './provisioner.ts';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -19,6 +20,9 @@ async function main(argv: string[]): Promise<void> {
     client: clientFromKubeconfig(n.kubeconfig, `kruntimes-node-agent/${n.name}`), log, repoRoot: REPO_ROOT, now: () => new Date(),
     allocateIP: (uid) => ipam.allocate(uid), releaseIP: (uid) => ipam.release(uid),
   }));
+  if (cfg.provisioner) {
+    new LocalDirProvisioner(clientFromKubeconfig(cfg.provisioner.kubeconfig, 'kruntimes-local-provisioner'), cfg.provisioner.root, log.child({ component: 'local-provisioner' })).start();
+  }
   let stopping = false;
   const stop = (sig: string): void => {
     if (stopping) return;

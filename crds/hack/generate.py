@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from core_schemas import CoreSchemas  # noqa: E402
