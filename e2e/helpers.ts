@@ -18,7 +18,7 @@ export async function eventually<T>(what: string, fn: () => Promise<T | undefine
       const v = await fn();
       if (v !== undefined && v !== false) return v;
     } catch (err) { lastErr = err; }
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ''}`);
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}${lastErr instanceof Error ? `: ${lastErr.message}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -28,7 +28,7 @@ let nsCounter = 0;
 export async function newNamespace(prefix: string): Promise<string> {
   const name = `${prefix}-${process.pid}-${++nsCounter}`;
   await admin().create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-  await eventually(`default ServiceAccount in ${name}`, async () => (await admin().get(`/api/v1/namespaces/${name}/serviceaccounts/default`)) as KubeObject);
+  await eventually(`default ServiceAccount in ${name}`, () => admin().get<KubeObject>(`/api/v1/namespaces/${name}/serviceaccounts/default`));
   return name;
 }
 

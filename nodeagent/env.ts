@@ -61,9 +61,7 @@ async function resolveOne(v: EnvVar, pod: Pod, c: Container, src: DataSource, ip
   return '';
 }
 
-export async function containerEnv(pod: Pod, c: Container, src: DataSource, base: Record<string, string>, ips: { pod: string; host: string }): Promise<Record<string, string>> {
-  const env: Record<string, string> = { ...base };
-  const ns = pod.metadata.namespace ?? 'default';
+async function applyEnvFrom(env: Record<string, string>, ns: string, c: Container, src: DataSource): Promise<void> {
   for (const ef of c.envFrom ?? []) {
     const ref = ef.configMapRef ?? ef.secretRef;
     if (!ref) continue;
@@ -74,6 +72,11 @@ export async function containerEnv(pod: Pod, c: Container, src: DataSource, base
     }
     for (const [k, v] of Object.entries(data)) env[`${ef.prefix ?? ''}${k}`] = v;
   }
+}
+
+export async function containerEnv(pod: Pod, c: Container, src: DataSource, base: Record<string, string>, ips: { pod: string; host: string }): Promise<Record<string, string>> {
+  const env: Record<string, string> = { ...base };
+  await applyEnvFrom(env, pod.metadata.namespace ?? 'default', c, src);
   for (const v of c.env ?? []) {
     const value = await resolveOne(v, pod, c, src, ips);
     if (value !== undefined) env[v.name] = v.valueFrom ? value : expandVars(value, env);

@@ -66,9 +66,12 @@ export async function streamLog(file: string, q: LogQuery, sink: LogSink, done: 
     return budget > 0;
   };
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  let offset = Buffer.byteLength(text);
   for (const r of selectRecords(text, q)) if (!emit(r)) return;
-  if (!q.follow) return;
+  if (q.follow) await followFile(file, Buffer.byteLength(text), q, emit, { sink, done });
+}
+
+async function followFile(file: string, start: number, q: LogQuery, emit: (r: LogRecord) => boolean, { sink, done }: { sink: LogSink; done: () => boolean }): Promise<void> {
+  let offset = start;
   let partial = '';
   for (;;) {
     if (sink.closed()) return;

@@ -35,8 +35,8 @@ export function containerStatus(v: ContainerView): ContainerStatus {
     name: v.spec.name, image: v.spec.image, imageID: `kruntimes-local://${v.spec.image}`,
     ...(v.containerID ? { containerID: v.containerID } : {}),
     ready: v.ready, started: v.started, restartCount: v.restartCount,
-    state: v.state as unknown as Record<string, unknown>,
-    ...(v.lastState ? { lastState: v.lastState as unknown as Record<string, unknown> } : { lastState: {} }),
+    state: v.state,
+    lastState: v.lastState ?? {},
   };
 }
 

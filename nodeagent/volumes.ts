@@ -130,6 +130,11 @@ export async function prepareVolume(ctx: VolumeContext, v: Volume): Promise<Prep
   if (v.persistentVolumeClaim) return { ...base, hostPath: await pvcPath(ctx, v.persistentVolumeClaim.claimName), readOnly: !!v.persistentVolumeClaim.readOnly };
   mkdirSync(dir, { recursive: true });
   if (v.emptyDir) return base;
+  return prepareDataVolume(ctx, v, base);
+}
+
+async function prepareDataVolume(ctx: VolumeContext, v: Volume, base: PreparedVolume): Promise<PreparedVolume> {
+  const dir = base.hostPath;
   if (v.configMap) {
     const data = await keyedSource(ctx, 'configMap', v.configMap.name, v.configMap.optional);
     if (data) writeItems(dir, data, v.configMap.items, v.configMap.defaultMode ?? 0o644, `configmap ${v.configMap.name}`);
