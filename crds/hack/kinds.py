@@ -25,10 +25,11 @@ DURATION_RE = r"^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
 # jobs.<job>.artifacts.<artifact-name> (seed 000). The job is the text before the first
 # ".artifacts."; artifact names are file names (no "/").
 ARTIFACT_FROM_RE = r"^jobs[.]([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9][.]artifacts[.][^/]+$"
-# A relative path whose segments are neither empty nor "." nor ".." (seed 000: no absolute
-# paths, no traversal). Equivalent to relative_path_rule.
-_SEGMENT = r"([^/.][^/]*|[.][^/.][^/]*|[.][.][^/]+)"
-RELATIVE_PATH_RE = f"^{_SEGMENT}(/{_SEGMENT})*$"
+# A relative path without ".." segments (seed 000: absolute paths and path traversal are
+# rejected). Equivalent to schema.relative_path_rule: the first segment is non-empty (no
+# leading "/") and no segment is "..".
+_SEGMENT = r"([^/.][^/]*|[.]([^/.][^/]*)?|[.][.][^/]+)"
+RELATIVE_PATH_RE = f"^{_SEGMENT}(/{_SEGMENT}?)*$"
 
 
 def label_value(description: str, **extra: Any) -> Schema:
@@ -318,7 +319,7 @@ def run_spec(core: CoreSchemas) -> Schema:
              field_path=".inlinePath"),
     ])
     mode = obj("Mode contains the execution-mode-specific configuration; exactly one of task "
-               "or function.", {
+               "or function. Defaults to task mode (seed 000 Run examples omit it).", {
         "task": obj("Task configures one-shot process execution.", {
             "entrypoint": string("Entrypoint is the relative script file to execute for "
                                  "non-inline sources.", max_length=4096),
@@ -330,8 +331,8 @@ def run_spec(core: CoreSchemas) -> Schema:
             "idleTimeoutSeconds": integer("IdleTimeoutSeconds is reserved for the function "
                                           "lifecycle.", minimum=1),
         }),
-    }, rules=[rule("has(self.task) != has(self.function)",
-                   "exactly one of task or function must be set")])
+    }, default={"task": {}}, rules=[rule("has(self.task) != has(self.function)",
+                                         "exactly one of task or function must be set")])
     workspace = obj("Workspace references a namespace-local PersistentWorkspace used by this "
                     "Run (seed 000 shape; kind and apiGroup default).", {
         "name": dns_subdomain("Name is the PersistentWorkspace name in the Run namespace."),
@@ -344,8 +345,9 @@ def run_spec(core: CoreSchemas) -> Schema:
                          "directory before execution (seed 000).", {
         "artifactRef": artifact_ref("ArtifactRef is the immutable reference of the artifact to "
                                     "stage, as published in a Run's status.artifactRefs."),
-        "path": string("Path is the destination relative to the Run working directory. A file "
-                       "artifact is copied to it; a directory artifact is extracted into it.",
+        "path": string("Path is the destination relative to the Run working directory; it may "
+                       "not start with '/' or contain a '..' segment. A file artifact is copied "
+                       "to it; a directory artifact is extracted into it.",
                        min_length=1, max_length=4096),
     }, required=["artifactRef", "path"], rules=[relative_path_rule("path", "path")])
     retry = obj("RetryPolicy is the retry strategy for the Run; unset means no retries.", {
@@ -384,7 +386,7 @@ def run_spec(core: CoreSchemas) -> Schema:
         "ttlSecondsAfterFinished": integer(
             "TTLSecondsAfterFinished deletes the Run this many seconds after "
             "status.completionTime; unset or 0 keeps it. Mutable.", minimum=0),
-    }, required=["runtime", "mode"], rules=run_spec_rules())
+    }, required=["runtime"], rules=run_spec_rules())
 
 
 def run_spec_rules() -> list[Schema]:
@@ -532,8 +534,8 @@ def step_spec() -> Schema:
         "from": string("From is jobs.<job>.artifacts.<artifact-name>; the job must be listed "
                        "in this job's needs.", min_length=1, max_length=334,
                        pattern=ARTIFACT_FROM_RE),
-        "path": string("Path is the destination relative to the step's working directory: no "
-                       "leading '/', no empty, '.' or '..' segments.", min_length=1,
+        "path": string("Path is the destination relative to the step's working directory; it "
+                       "may not start with '/' or contain a '..' segment.", min_length=1,
                        max_length=4096, pattern=RELATIVE_PATH_RE),
     }, required=["from", "path"])
     rules = [

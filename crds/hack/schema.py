@@ -121,9 +121,8 @@ def conditions(description: str) -> Schema:
 
 
 def relative_path_rule(field: str, what: str) -> Schema:
-    """A relative path with no empty, '.' or '..' segments (no absolute paths, no traversal)."""
+    """A relative path without '..' segments (no absolute paths, no traversal)."""
     return rule(
-        f"!self.{field}.startsWith('/') && !self.{field}.split('/').exists(s, s == '' || s == '.' "
-        f"|| s == '..')",
-        f"{what} must be a relative path without empty, '.' or '..' segments",
+        f"!self.{field}.startsWith('/') && !self.{field}.split('/').exists(s, s == '..')",
+        f"{what} must be a relative path that does not contain '..'",
         field_path=f".{field}")

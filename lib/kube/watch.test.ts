@@ -1,0 +1,30 @@
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { backoffMs } from './watch.ts';
+import { ApiError, isApiError } from './errors.ts';
+import { errorFromBody } from './client.ts';
+
+describe('lib/kube backoff and errors', () => {
+  it('backoff is jittered within [exp/2, exp] and capped', () => {
+    fc.assert(fc.property(fc.nat(40), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, r) => {
+      const exp = Math.min(30_000, 200 * 2 ** Math.min(attempt, 20));
+      const v = backoffMs(attempt, 200, 30_000, () => r);
+      assert.ok(v >= Math.floor(exp / 2) && v <= exp, `${v} not in [${exp / 2}, ${exp}]`);
+    }));
+  });
+
+  it('turns a metav1.Status body into a typed ApiError', () => {
+    const e = errorFromBody(422, JSON.stringify({ kind: 'Status', code: 422, reason: 'Invalid', message: 'spec.x: Invalid value' }), 'POST', '/x');
+    assert.ok(isApiError(e, 422));
+    assert.equal(e.reason, 'Invalid');
+    assert.equal(e.message, 'spec.x: Invalid value');
+    assert.ok(e.invalid && !e.transient);
+  });
+
+  it('classifies transient and terminal codes', () => {
+    assert.ok(new ApiError(429, undefined, 'x').transient);
+    assert.ok(new ApiError(503, undefined, 'x').transient);
+    assert.ok(!new ApiError(404, undefined, 'x').transient);
+    assert.equal(errorFromBody(500, 'plain text', 'GET', '/y').message, 'GET /y: HTTP 500: plain text');
+  });
+});
