@@ -107,11 +107,14 @@ def default_paths() -> tuple[str, list[str]]:
 
 _STRUCT_RE = re.compile(r"^type\s+(\w+)\s+struct\s*\{")
 _FIELD_RE = re.compile(r"`json:\"([^\",]*)")
+_EMBEDDED_RE = re.compile(r"^(\w+)\s+`json:\",inline")
 
 
 def default_markers(go_files: list[str]) -> set[tuple[str, str]]:
-    """(GoTypeName, jsonFieldName) pairs whose field has a `+default=` marker."""
+    """(GoTypeName, jsonFieldName) pairs whose field has a `+default=` marker, including
+    fields inherited from embedded (json:",inline") structs."""
     markers: set[tuple[str, str]] = set()
+    embeds: dict[str, list[str]] = {}
     for path in go_files:
         current = None
         comments: list[str] = []
@@ -125,12 +128,24 @@ def default_markers(go_files: list[str]) -> set[tuple[str, str]]:
                 if line.startswith("//"):
                     comments.append(line)
                     continue
+                embedded = _EMBEDDED_RE.match(line)
+                if current and embedded:
+                    embeds.setdefault(current, []).append(embedded.group(1))
                 field = _FIELD_RE.search(line)
                 if current and field and any("+default=" in c for c in comments):
                     markers.add((current, field.group(1)))
                 comments = []
                 if line == "}":
                     current = None
+    changed = True
+    while changed:
+        changed = False
+        for outer, inners in embeds.items():
+            for inner in inners:
+                for type_name, field in list(markers):
+                    if type_name == inner and (outer, field) not in markers:
+                        markers.add((outer, field))
+                        changed = True
     return markers
 
 

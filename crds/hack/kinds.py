@@ -43,7 +43,7 @@ def dns_subdomain(description: str, **extra: Any) -> Schema:
 def duration(description: str, field: str) -> Schema:
     return string(description, max_length=64, rules=[rule(
         f"self.matches('{DURATION_RE}')",
-        f"{field} must be a duration such as 30s, 1m30s or 1h (units ns, us, ms, s, m, h)")])
+        f"{field} must be a non-negative duration such as 30s, 1m30s or 1h (units ns, us, ms, s, m, h)")])
 
 
 def one_way_true(field: str) -> Schema:
