@@ -16,5 +16,5 @@ if ! go version 2>/dev/null | grep -qE 'go1\.(2[4-9]|[3-9][0-9])'; then
   exit 1
 fi
 source scripts/ensure-node.sh
-[ -d node_modules/tsx ] || npm ci --no-audit --no-fund
+if [ "${CI:-}" = true ] || [ ! -d node_modules/tsx ]; then npm ci --no-audit --no-fund --loglevel=error; fi
 bash scripts/build-control-plane.sh >/dev/null
