@@ -549,7 +549,7 @@ def step_spec() -> Schema:
              reason="FieldValueForbidden"),
     ]
     return obj("StepSpec defines one step; a run step becomes one child Run.", {
-        "name": label_value("Name of the step; unique within the job."),
+        "name": label_value("Name of the step; it becomes a label value on the child Run."),
         "run": string("Run is the inline script (becomes the child Run's source.inline).",
                       max_length=262144),
         "args": string_list("Args are positional arguments for the step.", max_items=256,

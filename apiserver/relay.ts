@@ -1,0 +1,152 @@
+/**
+ * The watch relay: informer caches shared per (resource, selector), one work queue per
+ * function with de-duplication, per-function concurrency, jittered backoff, typed-error
+ * handling, and graceful shutdown. All state it needs is rebuilt from the API server on start.
+ */
+import type { Logger } from 'pino';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { isApiError } from '../lib/kube/errors.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { ListWatch } from '../lib/kube/watch.ts';
+import { TerminalError, TransientError, WaitingError } from '../lib/fn/errors.ts';
+import { executeOperations } from '../lib/fn/execute.ts';
+import type { FnMetrics } from '../lib/fn/metrics.ts';
+import { WorkQueue } from '../lib/fn/queue.ts';
+import { keyOf, resourcePath, type Resource, type State, type WatchFunction } from '../lib/fn/types.ts';
+
+export interface RelayOptions { client: KubeClient; log: Logger; metrics: FnMetrics; now?: () => Date }
+
+const informerKey = (r: Resource, selector?: string): string => `${resourcePath(r)}?${selector ?? ''}`;
+
+export function matchesLabels(o: KubeObject, sel: Record<string, string> | undefined): boolean {
+  if (!sel) return true;
+  return Object.entries(sel).every(([k, v]) => o.metadata.labels?.[k] === v);
+}
+
+export class Relay {
+  private readonly informers = new Map<string, ListWatch<KubeObject>>();
+  private readonly byResource = new Map<string, ListWatch<KubeObject>[]>();
+  private readonly queues = new Map<string, WorkQueue>();
+  private readonly workers: Promise<void>[] = [];
+  private readonly listeners = new Map<string, ((d: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }) => void)[]>();
+  private readonly now: () => Date;
+
+  constructor(private readonly functions: WatchFunction[], private readonly o: RelayOptions) {
+    this.now = o.now ?? (() => new Date());
+  }
+
+  readonly state: State = {
+    get: (r, ns, name) => {
+      for (const inf of this.byResource.get(resourcePath(r)) ?? []) {
+        const hit = inf.store.get(ns ? `${ns}/${name}` : name);
+        if (hit) return hit;
+      }
+      return undefined;
+    },
+    list: (r, ns, sel) => {
+      const seen = new Map<string, KubeObject>();
+      for (const inf of this.byResource.get(resourcePath(r)) ?? []) for (const o of inf.store.list()) seen.set(keyOf(o), o);
+      return [...seen.values()].filter((o) => (!ns || o.metadata.namespace === ns) && matchesLabels(o, sel));
+    },
+  };
+
+  private informer(r: Resource, selector?: string): { key: string; inf: ListWatch<KubeObject> } {
+    const key = informerKey(r, selector);
+    let inf = this.informers.get(key);
+    if (!inf) {
+      inf = new ListWatch<KubeObject>(this.o.client, { path: resourcePath(r), ...(selector ? { labelSelector: selector } : {}), onError: (err) => this.o.log.warn({ err, resource: r.resource }, 'watch error') },
+        (d) => { for (const l of this.listeners.get(key) ?? []) l(d); });
+      this.informers.set(key, inf);
+      const list = this.byResource.get(resourcePath(r)) ?? [];
+      list.push(inf);
+      this.byResource.set(resourcePath(r), list);
+    }
+    return { key, inf };
+  }
+
+  private listen(key: string, fn: (d: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }) => void): void {
+    this.listeners.set(key, [...(this.listeners.get(key) ?? []), fn]);
+  }
+
+  /** Starts informers, waits until all caches synced, then starts the workers. */
+  async start(): Promise<void> {
+    for (const fn of this.functions) {
+      const q = new WorkQueue();
+      this.queues.set(fn.name, q);
+      const t = fn.trigger;
+      const primary = this.informer(t.resource, t.labelSelector);
+      this.listen(primary.key, (d) => { if (!t.filter || t.filter(d)) q.add(keyOf(d.object)); });
+      for (const a of t.also ?? []) {
+        const sec = this.informer(a.resource, a.labelSelector);
+        this.listen(sec.key, (d) => { for (const k of a.map(d.object)) q.add(k); });
+      }
+    }
+    for (const inf of this.informers.values()) inf.start();
+    await Promise.all([...this.informers.values()].map((i) => i.synced));
+    for (const fn of this.functions) {
+      for (let i = 0; i < (fn.concurrency ?? 4); i++) this.workers.push(this.work(fn, this.queues.get(fn.name)!));
+    }
+    this.o.log.info({ functions: this.functions.map((f) => f.name), informers: this.informers.size }, 'relay synced and running');
+  }
+
+  private async work(fn: WatchFunction, q: WorkQueue): Promise<void> {
+    for (;;) {
+      const key = await q.get();
+      if (key === undefined) return;
+      this.o.metrics.queueDepth.set({ name: fn.name }, q.length);
+      const end = this.o.metrics.reconcileTime.startTimer({ controller: fn.name });
+      try {
+        await this.reconcile(fn, q, key);
+      } finally {
+        end();
+        q.done(key);
+      }
+    }
+  }
+
+  private async reconcile(fn: WatchFunction, q: WorkQueue, key: string): Promise<void> {
+    const log = this.o.log.child({ controller: fn.name, key });
+    const sep = key.indexOf('/');
+    const object = this.state.get(fn.trigger.resource, sep < 0 ? undefined : key.slice(0, sep), sep < 0 ? key : key.slice(sep + 1));
+    try {
+      const ops = await fn.handler({ key, object, state: this.state, now: this.now() });
+      const res = await executeOperations(this.o.client, fn.name, ops);
+      q.forget(key);
+      if (res.requeueAfterMs !== undefined) q.addAfter(key, res.requeueAfterMs);
+      this.o.metrics.reconcileTotal.inc({ controller: fn.name, result: res.requeueAfterMs !== undefined ? 'requeue_after' : 'success' });
+    } catch (err) {
+      this.onError(fn, q, key, err, log);
+    }
+  }
+
+  private onError(fn: WatchFunction, q: WorkQueue, key: string, err: unknown, log: Logger): void {
+    const m = this.o.metrics;
+    if (err instanceof WaitingError) {
+      q.addAfter(key, err.retryAfterMs);
+      m.reconcileTotal.inc({ controller: fn.name, result: 'requeue_after' });
+      return;
+    }
+    if (err instanceof TerminalError || isApiError(err, 422)) {
+      q.forget(key);
+      m.terminalErrors.inc({ controller: fn.name });
+      m.reconcileTotal.inc({ controller: fn.name, result: 'error' });
+      log.error({ err }, 'terminal error; not retried');
+      return;
+    }
+    m.reconcileErrors.inc({ controller: fn.name });
+    m.reconcileTotal.inc({ controller: fn.name, result: isApiError(err, 409) ? 'requeue' : 'error' });
+    if (isApiError(err, 409)) { q.add(key); return; }
+    const delay = q.addRateLimited(key);
+    const level = err instanceof TransientError || (isApiError(err) && err.transient) ? 'warn' : 'error';
+    log[level]({ err, retryInMs: delay }, 'reconcile failed; retrying');
+  }
+
+  /** Stops the watches, lets in-flight reconciles finish, and ends the workers. */
+  async stop(): Promise<void> {
+    for (const inf of this.informers.values()) inf.stop();
+    for (const q of this.queues.values()) q.shutDown();
+    await Promise.all(this.workers);
+  }
+
+  queueDepth(name: string): number { return this.queues.get(name)?.length ?? 0; }
+}

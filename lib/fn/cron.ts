@@ -1,0 +1,45 @@
+/** The CronJob host: run one function once against a fresh snapshot of what it reads, then exit. */
+import type { KubeClient } from '../kube/client.ts';
+import { isApiError } from '../kube/errors.ts';
+import type { KubeObject } from '../kube/types.ts';
+import { TerminalError, WaitingError } from './errors.ts';
+import { executeOperations } from './execute.ts';
+import { keyOf, resourcePath, type CronFunction, type Resource, type State } from './types.ts';
+
+/** Exit codes: 0 done, 1 terminal error (a change of input is needed), 75 temporary failure (retry). */
+export const EXIT_OK = 0;
+export const EXIT_TERMINAL = 1;
+export const EXIT_TEMPFAIL = 75;
+
+export async function snapshotState(client: KubeClient, reads: Resource[]): Promise<State> {
+  const data = new Map<string, Map<string, KubeObject>>();
+  for (const r of reads) {
+    const items = new Map<string, KubeObject>();
+    let cont: string | undefined;
+    do {
+      const page = await client.list(resourcePath(r), { limit: 500, continue: cont });
+      for (const o of page.items) items.set(keyOf(o), o);
+      cont = page.metadata.continue || undefined;
+    } while (cont);
+    data.set(resourcePath(r), items);
+  }
+  return {
+    get: (r, ns, name) => data.get(resourcePath(r))?.get(ns ? `${ns}/${name}` : name),
+    list: (r, ns, sel) => [...(data.get(resourcePath(r))?.values() ?? [])].filter((o) =>
+      (!ns || o.metadata.namespace === ns) && Object.entries(sel ?? {}).every(([k, v]) => o.metadata.labels?.[k] === v)),
+  };
+}
+
+export async function runCron(fn: CronFunction, client: KubeClient, now: () => Date = () => new Date()): Promise<{ code: number; message: string }> {
+  try {
+    const state = await snapshotState(client, fn.trigger.reads);
+    const ops = await fn.handler({ state, now: now() });
+    await executeOperations(client, fn.name, ops);
+    return { code: EXIT_OK, message: `${fn.name}: ${ops.length} operation(s) applied` };
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    if (err instanceof TerminalError || isApiError(err, 422) || isApiError(err, 403)) return { code: EXIT_TERMINAL, message: `${fn.name}: ${msg}` };
+    if (err instanceof WaitingError) return { code: EXIT_TEMPFAIL, message: `${fn.name}: waiting: ${msg}` };
+    return { code: EXIT_TEMPFAIL, message: `${fn.name}: temporary failure: ${msg}` };
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The function contract: a function declares its trigger and a handler
+ * `(observed state, now) -> operations`. Hosts (watch relay, CronJob entrypoint, admission
+ * router) apply the operations with optimistic concurrency. Handlers never talk to the API
+ * server themselves; they read through the `State` they are given.
+ */
+import type { KubeObject } from '../kube/types.ts';
+
+export interface Resource {
+  group: string;
+  version: string;
+  /** Plural resource name, e.g. "configmaps". */
+  resource: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+export interface WatchTrigger {
+  type: 'watch';
+  resource: Resource;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Drop events that cannot change the outcome (e.g. status-only updates). */
+  filter?: (event: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }) => boolean;
+  /** Other kinds whose changes wake objects of the primary kind; map returns primary keys. */
+  also?: { resource: Resource; labelSelector?: string; map: (o: KubeObject) => string[] }[];
+}
+
+export interface CronTrigger {
+  type: 'cron';
+  /** Standard 5-field cron schedule of the CronJob. */
+  schedule: string;
+  /** Resources the handler lists (read once per invocation). */
+  reads: Resource[];
+}
+
+export interface AdmissionTrigger {
+  type: 'admission';
+  /** validating or mutating webhook. */
+  webhook: 'validating' | 'mutating';
+  rules: { apiGroups: string[]; apiVersions: string[]; resources: string[]; operations: ('CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT')[]; scope?: 'Namespaced' | 'Cluster' | '*' }[];
+  timeoutSeconds: number;
+  failurePolicy: 'Fail' | 'Ignore';
+}
+
+export type Trigger = WatchTrigger | CronTrigger | AdmissionTrigger;
+
+/** Read access to the observed state (informer caches in the relay, a fresh list in cron). */
+export interface State {
+  get(resource: Resource, namespace: string | undefined, name: string): KubeObject | undefined;
+  list(resource: Resource, namespace?: string, labelSelector?: Record<string, string>): KubeObject[];
+}
+
+export type Operation =
+  /** Server-side apply with the function's name as field manager. */
+  | { op: 'apply'; resource: Resource; object: KubeObject; subresource?: 'status' }
+  /** Create; AlreadyExists counts as done (deterministic names make creates idempotent). */
+  | { op: 'create'; resource: Resource; object: KubeObject }
+  | { op: 'patch'; resource: Resource; namespace?: string; name: string; patch: unknown; patchType?: 'merge' | 'json'; subresource?: 'status' }
+  /** Full status write guarded by the object's resourceVersion (optimistic concurrency). */
+  | { op: 'status'; resource: Resource; object: KubeObject & { status: unknown } }
+  | { op: 'delete'; resource: Resource; namespace?: string; name: string; uid?: string }
+  | { op: 'requeue'; afterMs: number };
+
+export interface ReconcileInput {
+  /** namespace/name (or name) of the object the invocation is for. */
+  key: string;
+  /** The observed object; undefined when it no longer exists. */
+  object: KubeObject | undefined;
+  state: State;
+  now: Date;
+}
+
+export interface CronInput { state: State; now: Date }
+
+export interface AdmissionRequest {
+  uid: string;
+  kind: { group: string; version: string; kind: string };
+  resource: { group: string; version: string; resource: string };
+  subResource?: string;
+  name?: string;
+  namespace?: string;
+  operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+  userInfo: { username: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+  object?: KubeObject;
+  oldObject?: KubeObject;
+  dryRun?: boolean;
+}
+
+export interface AdmissionResult { allowed: boolean; message?: string; reason?: string; code?: number; warnings?: string[]; patch?: unknown[] }
+
+/** What the admission handler may use: the request, the time, and bounded API reads (e.g. SubjectAccessReview). */
+export interface AdmissionContext {
+  now: Date;
+  signal: AbortSignal;
+  /** POST to the API server (e.g. authorization.k8s.io SubjectAccessReviews). */
+  post<T>(path: string, body: unknown): Promise<T>;
+  get<T extends KubeObject>(path: string): Promise<T | undefined>;
+}
+
+export type FunctionDef =
+  | { name: string; description: string; trigger: WatchTrigger; concurrency?: number; handler: (input: ReconcileInput) => Operation[] | Promise<Operation[]> }
+  | { name: string; description: string; trigger: CronTrigger; handler: (input: CronInput) => Operation[] | Promise<Operation[]> }
+  | { name: string; description: string; trigger: AdmissionTrigger; handler: (req: AdmissionRequest, ctx: AdmissionContext) => AdmissionResult | Promise<AdmissionResult> };
+
+export type WatchFunction = Extract<FunctionDef, { trigger: WatchTrigger }>;
+export type CronFunction = Extract<FunctionDef, { trigger: CronTrigger }>;
+export type AdmissionFunction = Extract<FunctionDef, { trigger: AdmissionTrigger }>;
+
+export function resourcePath(r: Resource, namespace?: string, name?: string, subresource?: string): string {
+  const base = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
+  const ns = r.namespaced && namespace ? `/namespaces/${namespace}` : '';
+  return `${base}${ns}/${r.resource}${name ? `/${name}` : ''}${subresource ? `/${subresource}` : ''}`;
+}
+
+export function keyOf(o: KubeObject): string {
+  return o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name ?? ''}` : (o.metadata.name ?? '');
+}
+
+export function splitKey(key: string): { namespace?: string; name: string } {
+  const i = key.indexOf('/');
+  return i < 0 ? { name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+export function apiVersionOf(r: Resource): string { return r.group ? `${r.group}/${r.version}` : r.version; }
