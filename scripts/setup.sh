@@ -15,6 +15,8 @@ if ! go version 2>/dev/null | grep -qE 'go1\.(2[4-9]|[3-9][0-9])'; then
   echo "setup: Go 1.24 or newer is required to build the control plane (found: $(go version 2>/dev/null || echo none))" >&2
   exit 1
 fi
+# PyYAML for the CRD generator check (crds/hack), from PyPI when missing.
+python3 -c 'import yaml' 2>/dev/null || python3 -m pip install --quiet pyyaml
 source scripts/ensure-node.sh
 if [ "${CI:-}" = true ] || [ ! -d node_modules/tsx ]; then npm ci --no-audit --no-fund --loglevel=error; fi
 bash scripts/build-control-plane.sh >/dev/null
