@@ -1,6 +1,7 @@
 /** The entrypoint of the kruntimes image: `kruntimes <component> [args]`. */
 import { createServer } from 'node:http';
 import { VERSION } from '../lib/version.ts';
+import { apiserver, fnRun } from './components.ts';
 
 type Handler = (args: string[]) => Promise<number>;
 
@@ -28,6 +29,8 @@ const components: Record<string, Handler> = {
   version: () => { process.stdout.write(`kruntimes ${VERSION}\n`); return Promise.resolve(0); },
   'demo-job': demoJob,
   'demo-server': demoServer,
+  apiserver: () => apiserver(),
+  fn: (args) => fnRun(args),
 };
 
 const [name, ...rest] = process.argv.slice(2);

@@ -10,6 +10,8 @@ export interface Ports {
   scheduler: number;
   /** One serving port per node agent node, in node order. */
   nodes: number[];
+  /** Loopback port of the kruntimes extension API server (webhooks, aggregated APIs). */
+  extension?: number;
 }
 
 export interface Layout {

@@ -13,6 +13,7 @@ import { KubeClient } from '../lib/kube/client.ts';
 import { apiserverArgs, etcdArgs, kcmArgs, layout, schedulerArgs, type Layout, type Ports } from './components.ts';
 import { pkiKubeconfig } from './kubeconfig.ts';
 import { applyBootstrap } from './bootstrap.ts';
+import { installKruntimes } from './install.ts';
 import { ensureClusterPki } from './pki.ts';
 import { freePorts } from './ports.ts';
 import { isAlive, spawnDetached, stopGroup, waitFor } from './process.ts';
@@ -36,6 +37,8 @@ export interface UpOptions {
   progress?: (msg: string) => void;
   /** Skip the control-plane build and use this directory of binaries. */
   binDir?: string;
+  /** Install kruntimes from the local kustomize overlay (default true). */
+  install?: boolean;
 }
 
 export interface Env {
@@ -179,6 +182,10 @@ export async function up(opts: UpOptions): Promise<Env> {
   await ensureRunning(s, l, { component: 'node-agent', command: process.execPath, args: ['--import', 'tsx', join(REPO_ROOT, 'nodeagent/main.ts'), agentCfg], timeoutMs: 60_000,
     health: () => nodesReady(admin, s.nodes) }, progress);
   await waitFor('the default ServiceAccount', async () => { await admin.get('/api/v1/namespaces/default/serviceaccounts/default'); return true; }, 60_000, progress);
+  if (opts.install !== false) {
+    if (!s.ports.extension) { s.ports.extension = (await freePorts(1))[0]; writeState(s); }
+    await installKruntimes({ kubectl: bin('kubectl'), kubeconfig, api: admin, port: s.ports.extension!, progress });
+  }
   return { state: s, kubeconfig, server: `https://127.0.0.1:${s.ports.apiserver}`, admin };
 }
 

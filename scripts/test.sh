@@ -16,6 +16,7 @@ echo "== generated files are current"
 (cd scripts/k8s-bin && GOTOOLCHAIN=local go mod download k8s.io/kubernetes k8s.io/api k8s.io/apimachinery)
 python3 crds/hack/generate.py --check
 npx tsx scripts/gen-types.ts --check
+npx tsx scripts/gen-manifests.ts --check
 echo "== tests"
 summary=$(mktemp)
 set +e

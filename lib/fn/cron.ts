@@ -4,20 +4,20 @@ import { isApiError } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { TerminalError, WaitingError } from './errors.ts';
 import { executeOperations } from './execute.ts';
-import { keyOf, resourcePath, type CronFunction, type Resource, type State } from './types.ts';
+import { keyOf, resourcePath, type CronFunction, type Read, type State } from './types.ts';
 
 /** Exit codes: 0 done, 1 terminal error (a change of input is needed), 75 temporary failure (retry). */
 export const EXIT_OK = 0;
 export const EXIT_TERMINAL = 1;
 export const EXIT_TEMPFAIL = 75;
 
-export async function snapshotState(client: KubeClient, reads: Resource[]): Promise<State> {
+export async function snapshotState(client: KubeClient, reads: Read[]): Promise<State> {
   const data = new Map<string, Map<string, KubeObject>>();
-  for (const r of reads) {
-    const items = new Map<string, KubeObject>();
+  for (const { resource: r, namespace, labelSelector } of reads) {
+    const items = data.get(resourcePath(r)) ?? new Map<string, KubeObject>();
     let cont: string | undefined;
     do {
-      const page = await client.list(resourcePath(r), { limit: 500, continue: cont });
+      const page = await client.list(resourcePath(r, namespace), { limit: 500, continue: cont, labelSelector });
       for (const o of page.items) items.set(keyOf(o), o);
       cont = page.metadata.continue || undefined;
     } while (cont);

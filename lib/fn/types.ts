@@ -30,9 +30,15 @@ export interface CronTrigger {
   type: 'cron';
   /** Standard 5-field cron schedule of the CronJob. */
   schedule: string;
-  /** Resources the handler lists (read once per invocation). */
-  reads: Resource[];
+  /** What the handler lists (read once per invocation), optionally narrowed to a namespace or labels. */
+  reads: Read[];
 }
+
+export interface Read { resource: Resource; namespace?: string; labelSelector?: string }
+
+/** An RBAC rule the function needs; the host's role is generated from its functions' rules. */
+/** scope 'namespace' grants the rule only in the kruntimes namespace (a Role), otherwise cluster-wide. */
+export interface Rule { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[]; scope?: 'cluster' | 'namespace' }
 
 export interface AdmissionTrigger {
   type: 'admission';
@@ -41,6 +47,8 @@ export interface AdmissionTrigger {
   rules: { apiGroups: string[]; apiVersions: string[]; resources: string[]; operations: ('CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT')[]; scope?: 'Namespaced' | 'Cluster' | '*' }[];
   timeoutSeconds: number;
   failurePolicy: 'Fail' | 'Ignore';
+  /** Only objects with these labels are sent to the webhook. */
+  objectSelector?: { matchLabels: Record<string, string> };
 }
 
 export type Trigger = WatchTrigger | CronTrigger | AdmissionTrigger;
@@ -98,10 +106,11 @@ export interface AdmissionContext {
   get<T extends KubeObject>(path: string): Promise<T | undefined>;
 }
 
+interface Common { name: string; description: string; rbac: Rule[] }
 export type FunctionDef =
-  | { name: string; description: string; trigger: WatchTrigger; concurrency?: number; handler: (input: ReconcileInput) => Operation[] | Promise<Operation[]> }
-  | { name: string; description: string; trigger: CronTrigger; handler: (input: CronInput) => Operation[] | Promise<Operation[]> }
-  | { name: string; description: string; trigger: AdmissionTrigger; handler: (req: AdmissionRequest, ctx: AdmissionContext) => AdmissionResult | Promise<AdmissionResult> };
+  | Common & { trigger: WatchTrigger; concurrency?: number; handler: (input: ReconcileInput) => Operation[] | Promise<Operation[]> }
+  | Common & { trigger: CronTrigger; handler: (input: CronInput) => Operation[] | Promise<Operation[]> }
+  | Common & { trigger: AdmissionTrigger; handler: (req: AdmissionRequest, ctx: AdmissionContext) => AdmissionResult | Promise<AdmissionResult> };
 
 export type WatchFunction = Extract<FunctionDef, { trigger: WatchTrigger }>;
 export type CronFunction = Extract<FunctionDef, { trigger: CronTrigger }>;

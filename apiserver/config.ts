@@ -1,0 +1,34 @@
+/** The extension API server's settings, read once from the environment. */
+export interface ServerConfig {
+  listenAddress: string;
+  httpsPort: number;
+  healthAddress: string;
+  healthPort: number;
+  certFile: string;
+  keyFile: string;
+  namespace: string;
+  podName: string;
+  leaderElection: boolean;
+  /** Comma-separated function names to host; empty = all. */
+  only: string[];
+}
+
+export function loadServerConfig(env: NodeJS.ProcessEnv): ServerConfig {
+  const num = (k: string, d: number): number => {
+    const v = Number(env[k] ?? d);
+    if (!Number.isInteger(v) || v < 0 || v > 65535) throw new Error(`${k} must be a port number, got ${env[k]}`);
+    return v;
+  };
+  return Object.freeze({
+    listenAddress: env.KRT_LISTEN_ADDRESS ?? '0.0.0.0',
+    httpsPort: num('KRT_HTTPS_PORT', 8443),
+    healthAddress: env.KRT_HEALTH_ADDRESS ?? env.POD_IP ?? '0.0.0.0',
+    healthPort: num('KRT_HEALTH_PORT', 8080),
+    certFile: env.KRT_TLS_CERT ?? '/etc/kruntimes/tls/tls.crt',
+    keyFile: env.KRT_TLS_KEY ?? '/etc/kruntimes/tls/tls.key',
+    namespace: env.POD_NAMESPACE ?? 'kruntimes-system',
+    podName: env.POD_NAME ?? `kruntimes-extension-${process.pid}`,
+    leaderElection: env.KRT_LEADER_ELECTION !== 'false',
+    only: (env.KRT_FUNCTIONS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+  });
+}

@@ -1,0 +1,67 @@
+/**
+ * The extension API server process: an HTTPS server (admission router now; aggregated APIs
+ * later) whose certificate is reloaded when the mounted Secret changes, a plain HTTP server
+ * for /healthz, /readyz and /metrics, and the watch relay behind Lease leader election.
+ */
+import { readFileSync, watchFile, unwatchFile } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import express from 'express';
+import type { Logger } from 'pino';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { FnMetrics } from '../lib/fn/metrics.ts';
+import type { FunctionDef } from '../lib/fn/types.ts';
+import { admissionRouter } from './admission.ts';
+import type { ServerConfig } from './config.ts';
+import { admissionFunctions, watchFunctions } from './functions.ts';
+import { LeaderElector } from './leader.ts';
+import { Relay } from './relay.ts';
+
+export interface Running { stop(): Promise<void> }
+
+function listen(srv: http.Server | https.Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => { srv.once('error', reject); srv.listen(port, host, () => resolve()); });
+}
+
+export async function startServer(cfg: ServerConfig, functions: FunctionDef[], client: KubeClient, log: Logger): Promise<Running> {
+  const metrics = new FnMetrics();
+  const selected = cfg.only.length ? functions.filter((f) => cfg.only.includes(f.name)) : functions;
+  const state = { relayRunning: false, leader: !cfg.leaderElection };
+  const app = express();
+  app.use(admissionRouter(admissionFunctions(selected), client, log.child({ host: 'admission' }), metrics));
+  const tls = (): { cert: Buffer; key: Buffer } => ({ cert: readFileSync(cfg.certFile), key: readFileSync(cfg.keyFile) });
+  const secure = https.createServer({ ...tls(), minVersion: 'TLSv1.2' }, app);
+  watchFile(cfg.certFile, { interval: 2000 }, () => {
+    try { secure.setSecureContext({ ...tls(), minVersion: 'TLSv1.2' }); log.info('reloaded serving certificate'); } catch (err) { log.warn({ err }, 'certificate reload failed; keeping the old one'); }
+  });
+  await listen(secure, cfg.httpsPort, cfg.listenAddress);
+
+  const health = express();
+  health.get('/healthz', (_req, res) => { res.type('text/plain').send('ok'); });
+  health.get('/readyz', (_req, res) => { const ok = !state.leader || state.relayRunning; res.status(ok ? 200 : 503).type('text/plain').send(ok ? 'ok' : 'relay not synced'); });
+  health.get('/metrics', (_req, res) => { void metrics.registry.metrics().then((m) => res.type(metrics.registry.contentType).send(m)); });
+  const healthSrv = http.createServer(health);
+  await listen(healthSrv, cfg.healthPort, cfg.healthAddress);
+  log.info({ https: `${cfg.listenAddress}:${cfg.httpsPort}`, health: `${cfg.healthAddress}:${cfg.healthPort}`, functions: selected.map((f) => f.name) }, 'extension API server listening');
+
+  const relay = new Relay(watchFunctions(selected), { client, log: log.child({ host: 'relay' }), metrics });
+  const elector = cfg.leaderElection ? new LeaderElector({ client, namespace: cfg.namespace, name: 'kruntimes-relay', identity: cfg.podName, log }) : undefined;
+  const startRelay = async (): Promise<void> => {
+    if (elector) await elector.run(() => { log.error('lost leadership; exiting so a fresh process competes again'); process.exit(1); });
+    state.leader = true;
+    await relay.start();
+    state.relayRunning = true;
+  };
+  const relayStarted = startRelay().catch((err: unknown) => { log.error({ err }, 'relay failed to start'); process.exit(1); });
+
+  return {
+    stop: async () => {
+      unwatchFile(cfg.certFile);
+      await Promise.race([relayStarted, new Promise((r) => setTimeout(r, 100))]);
+      await relay.stop();
+      await elector?.release();
+      await new Promise((r) => secure.close(r));
+      await new Promise((r) => healthSrv.close(r));
+    },
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * Installs kruntimes into a local environment from the `local` kustomize overlay, with the
+ * one thing that differs per environment: the loopback port of the extension API server
+ * (each environment on this host has its own). Rendered by the pinned kubectl's kustomize,
+ * applied server-side, then waited for.
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+import type { KubeClient } from '../lib/kube/client.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { REPO_ROOT } from './paths.ts';
+import { waitFor } from './process.ts';
+
+export const EXTENSION_SERVICE = 'kruntimes-extension';
+export const KRUNTIMES_NS = 'kruntimes-system';
+type Doc = KubeObject & Record<string, unknown>;
+
+function run(bin: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(bin, args, { env, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${args.slice(0, 2).join(' ')}: ${stderr || err.message}`)); else resolve(stdout);
+    });
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+type ServiceRef = { name?: string; namespace?: string; port?: number };
+
+/** Points every reference to the extension Service at the environment's port. */
+export function localizePorts(docs: Doc[], port: number): Doc[] {
+  const fix = (svc: ServiceRef | undefined): void => { if (svc?.name === EXTENSION_SERVICE && svc.namespace === KRUNTIMES_NS) svc.port = port; };
+  for (const d of docs) {
+    if (d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration') {
+      for (const w of (d.webhooks as { clientConfig?: { service?: ServiceRef } }[] | undefined) ?? []) fix(w.clientConfig?.service);
+    }
+    if (d.kind === 'APIService') fix((d.spec as { service?: ServiceRef }).service);
+    if (d.kind === 'Deployment' && d.metadata.name === EXTENSION_SERVICE) {
+      const c = (d.spec as { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } }).template.spec.containers[0];
+      if (c) c.env = [...(c.env ?? []).filter((e) => e.name !== 'KRT_HTTPS_PORT'), { name: 'KRT_HTTPS_PORT', value: String(port) }];
+    }
+  }
+  return docs;
+}
+
+export async function renderLocal(kubectl: string, port: number): Promise<Doc[]> {
+  const yaml = await run(kubectl, ['kustomize', join(REPO_ROOT, 'kustomize', 'overlays', 'local')], process.env);
+  const docs = parseAllDocuments(yaml).map((d) => d.toJSON() as Doc).filter(Boolean);
+  return localizePorts(docs, port);
+}
+
+async function condition(api: KubeClient, path: string, type: string): Promise<boolean> {
+  const o = await api.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(path);
+  return !!o.status?.conditions?.some((c) => c.type === type && c.status === 'True');
+}
+
+export async function installKruntimes(o: { kubectl: string; kubeconfig: string; api: KubeClient; port: number; progress: (m: string) => void }): Promise<void> {
+  const docs = await renderLocal(o.kubectl, o.port);
+  o.progress(`installing kruntimes from kustomize/overlays/local (${docs.length} objects)`);
+  const env = { ...process.env, KUBECONFIG: o.kubeconfig };
+  const crds = docs.filter((d) => d.kind === 'CustomResourceDefinition');
+  await run(o.kubectl, ['apply', '--server-side', '--force-conflicts', '--field-manager=kruntimes-local', '-f', '-'], env, crds.map((d) => stringify(d)).join('---\n'));
+  for (const c of crds) await waitFor(`CRD ${c.metadata.name} Established`, () => condition(o.api, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${c.metadata.name}`, 'Established'), 30_000);
+  const rest = docs.filter((d) => d.kind !== 'CustomResourceDefinition');
+  await run(o.kubectl, ['apply', '--server-side', '--force-conflicts', '--field-manager=kruntimes-local', '-f', '-'], env, rest.map((d) => stringify(d)).join('---\n'));
+  await waitFor('the TLS certificate Job', () => condition(o.api, `/apis/batch/v1/namespaces/${KRUNTIMES_NS}/jobs/kruntimes-tls-init`, 'Complete'), 120_000, o.progress);
+  await waitFor('the extension API server to be available', async () => {
+    const d = await o.api.get<KubeObject & { status?: { availableReplicas?: number; updatedReplicas?: number; replicas?: number } }>(`/apis/apps/v1/namespaces/${KRUNTIMES_NS}/deployments/${EXTENSION_SERVICE}`);
+    return (d.status?.availableReplicas ?? 0) >= 1 && d.status?.updatedReplicas === d.status?.replicas;
+  }, 120_000, o.progress);
+}
