@@ -17,6 +17,14 @@ export interface Example {
 
 const HEADER = /^\*\*(Valid|Invalid|Valid update|Invalid update|Valid status update|Invalid status update): (.+?)\*\*(.*)$/;
 
+function yamlBlockAfter(lines: string[], from: number): { body: Record<string, unknown>; end: number } {
+  let j = from;
+  while (j < lines.length && !(lines[j] ?? '').startsWith('```yaml')) j++;
+  let k = j + 1;
+  while (k < lines.length && !(lines[k] ?? '').startsWith('```')) k++;
+  return { body: parse(lines.slice(j + 1, k).join('\n')) as Record<string, unknown>, end: k };
+}
+
 export function parseExamples(markdown: string): Example[] {
   const lines = markdown.split('\n');
   const out: Example[] = [];
@@ -28,11 +36,7 @@ export function parseExamples(markdown: string): Example[] {
     const m = HEADER.exec(line);
     if (!m) continue;
     const expect = /rejected with `([^`]+)`/.exec(m[3] ?? '')?.[1];
-    let j = i + 1;
-    while (j < lines.length && !(lines[j] ?? '').startsWith('```yaml')) j++;
-    let k = j + 1;
-    while (k < lines.length && !(lines[k] ?? '').startsWith('```')) k++;
-    const body = parse(lines.slice(j + 1, k).join('\n')) as Record<string, unknown>;
+    const { body, end: k } = yamlBlockAfter(lines, i + 1);
     out.push({ section, kind: (m[1] ?? '').toLowerCase() as ExampleKind, title: m[2] ?? '', ...(expect ? { expect } : {}), body });
     i = k;
   }

@@ -18,11 +18,11 @@ import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
 const GROUP = '/apis/kruntimes.io/v1alpha1';
 const examples = loadExamples();
 
+/** The CRDs were installed with kruntimes by the e2e cluster's `up` (kustomize local overlay). */
 export async function installCrds(): Promise<void> {
   const dir = join(REPO_ROOT, 'crds');
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml'))) {
+  for (const f of readdirSync(dir).filter((x) => /^kruntimes\.io_.*\.yaml$/.test(x))) {
     const crd = parse(readFileSync(join(dir, f), 'utf8')) as KubeObject;
-    await admin().apply(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`, crd, 'kruntimes-e2e');
     await eventually(`CRD ${crd.metadata.name} Established`, async () => {
       const c = await admin().get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`);
       return c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True');
@@ -66,8 +66,8 @@ describe('CRDs: the documented good and bad manifests against the real API serve
 
   let counter = 0;
   const uniq = (obj: Record<string, unknown>): Record<string, unknown> => {
-    const meta = (obj.metadata ?? {}) as Record<string, unknown>;
-    return { ...obj, metadata: { ...meta, name: `${String(meta.name ?? 'x')}-${++counter}` } };
+    const meta = (obj.metadata ?? {}) as { name?: string };
+    return { ...obj, metadata: { ...meta, name: `${meta.name ?? 'x'}-${++counter}` } };
   };
 
   for (const e of examples.filter((x) => x.kind === 'valid' || x.kind === 'invalid')) {

@@ -2,7 +2,8 @@
  * Runs one Pod: volumes, init containers, containers with restart policy and probes, status
  * reporting, graceful termination and the final delete the kubelet owes the API server.
  */
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { PatchType, type KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -13,6 +14,9 @@ import { buildPodStatus, restartBackoffMs, shouldRestart, type ContainerView, ty
 import type { Container, Pod } from './pod-types.ts';
 import { ProbeState, runProbe } from './probes.ts';
 import { prepareVolume, removePodDir, VolumeError, type PreparedVolume } from './volumes.ts';
+
+/** How often configMap/secret/projected volume contents are re-synced (the kubelet does about every minute). */
+const VOLUME_SYNC_MS = 10_000;
 
 export interface WorkerDeps {
   client: KubeClient;
@@ -107,7 +111,7 @@ export class PodWorker {
         try {
           const pv = await prepareVolume(this.volumeCtx(), v);
           this.volumes.set(v.name, pv);
-          if (pv.refreshAt) this.scheduleRefresh(v.name, pv.refreshAt);
+          if (v.configMap || v.secret || v.projected || v.downwardAPI) this.scheduleRefresh(v.name, Math.min(pv.refreshAt ?? Infinity, this.d.now().getTime() + VOLUME_SYNC_MS));
           break;
         } catch (err) {
           if (this.terminating) throw err;
@@ -126,11 +130,20 @@ export class PodWorker {
     };
   }
 
+  private readonly tokenDue = new Map<string, number>();
+
   private scheduleRefresh(name: string, at: number): void {
+    const pv0 = this.volumes.get(name);
+    if (pv0?.refreshAt && !this.tokenDue.has(name)) this.tokenDue.set(name, pv0.refreshAt);
     const t = setTimeout(() => {
       const v = (this.pod.spec.volumes ?? []).find((x) => x.name === name);
       if (!v || this.terminating) return;
-      prepareVolume(this.volumeCtx(), v).then((pv) => { if (pv.refreshAt) this.scheduleRefresh(name, pv.refreshAt); })
+      const due = this.tokenDue.get(name);
+      const refreshTokens = due !== undefined && this.d.now().getTime() >= due;
+      prepareVolume({ ...this.volumeCtx(), refreshTokens }, v).then((pv) => {
+        if (pv.refreshAt) this.tokenDue.set(name, pv.refreshAt);
+        this.scheduleRefresh(name, Math.min(this.tokenDue.get(name) ?? Infinity, this.d.now().getTime() + VOLUME_SYNC_MS));
+      })
         .catch((err: unknown) => { this.d.log.warn({ err, volume: name }, 'volume refresh failed'); this.scheduleRefresh(name, Date.now() + 10_000); });
     }, Math.max(1000, at - this.d.now().getTime()));
     this.timers.push(t);
@@ -197,6 +210,7 @@ export class PodWorker {
     const logFile = join(this.d.podDir, 'logs', c.name, `${s.view.restartCount}.log`);
     const r = launch({ argv, env: s.env, workingDir: c.workingDir ?? '/', mounts: this.mounts(c), logFile });
     s.running = r;
+    writePidFile(join(this.d.podDir, 'pids', c.name), r.pid);
     s.view.containerID = `kruntimes://${this.uid}/${c.name}/${s.view.restartCount}`;
     s.view.state = { running: { startedAt } };
     s.view.started = true;
@@ -347,3 +361,8 @@ export class PodWorker {
 }
 
 function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
+
+/** The container's main pid, for operators and tests (like a CRI's container state). */
+function writePidFile(file: string, pid: number): void {
+  try { mkdirSync(dirname(file), { recursive: true }); writeFileSync(file, `${pid}\n`); } catch { /* informational only */ }
+}

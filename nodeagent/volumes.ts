@@ -3,7 +3,7 @@
  * which outlives Pods), configMap, secret, downwardAPI and projected (incl. the bound
  * service-account token, refreshed before it expires). Files are written atomically.
  */
-import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
@@ -23,6 +23,8 @@ export interface VolumeContext {
   podIP: string;
   hostIP: string;
   now: () => number;
+  /** Request fresh service-account tokens (false on a periodic resync before they are due). */
+  refreshTokens?: boolean;
 }
 
 export interface PreparedVolume {
@@ -39,7 +41,9 @@ function safeRelative(p: string): string {
   return n;
 }
 
+/** Writes via rename; an unchanged file is left alone so readers watching mtime see no churn. */
 export function writeAtomic(file: string, content: string | Buffer, mode = 0o644): void {
+  try { if (readFileSync(file).equals(Buffer.from(content))) return; } catch { /* new file */ }
   mkdirSync(dirname(file), { recursive: true });
   const tmp = `${file}.tmp-${process.pid}`;
   writeFileSync(tmp, content, { mode });
@@ -83,6 +87,7 @@ async function writeProjected(ctx: VolumeContext, dir: string, v: NonNullable<Vo
   const mode = v.defaultMode ?? 0o644;
   for (const s of v.sources) {
     if (s.serviceAccountToken) {
+      if (ctx.refreshTokens === false) continue;
       const t = await saToken(ctx, s.serviceAccountToken);
       writeAtomic(join(dir, safeRelative(s.serviceAccountToken.path)), t.token, 0o600);
       refreshAt = Math.min(refreshAt ?? Infinity, t.refreshAt);

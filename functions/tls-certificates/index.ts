@@ -43,7 +43,7 @@ export async function desiredMaterial(current: Secret | undefined, now: Date): P
   if (expired.length) { bundle = splitBundle(bundle).filter((c) => !expired.includes(c)).join('\n'); changed = true; }
   if (!serving || notAfter(serving.cert).getTime() - now.getTime() < 30 * DAY) {
     const dns = [`${SERVICE}.${NAMESPACE}.svc`, `${SERVICE}.${NAMESPACE}.svc.cluster.local`, SERVICE, 'localhost'];
-    serving = await issueServing(ca, `${SERVICE}.${NAMESPACE}.svc`, dns, ['127.0.0.1'], now, 365);
+    serving = await issueServing(ca, `${SERVICE}.${NAMESPACE}.svc`, { dns, ips: ['127.0.0.1'] }, now, 365);
     changed = true;
   }
   return { material: { ca, caBundle: bundle.trim() + '\n', serving }, changed };
@@ -66,7 +66,7 @@ function caPatches(state: CronInput['state'], bundle: string): Operation[] {
 }
 
 export async function rotate({ state, now }: CronInput): Promise<Operation[]> {
-  const current = state.get(R.secrets, NAMESPACE, SECRET) as Secret | undefined;
+  const current = state.get(R.secrets, NAMESPACE, SECRET);
   const { material, changed } = await desiredMaterial(current, now);
   const ops: Operation[] = [];
   if (changed) {
@@ -74,7 +74,7 @@ export async function rotate({ state, now }: CronInput): Promise<Operation[]> {
       metadata: { name: SECRET, namespace: NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'kruntimes' } },
       type: 'kubernetes.io/tls',
       data: { 'tls.crt': b64(material.serving.cert), 'tls.key': b64(material.serving.key), 'ca.crt': b64(material.ca.cert), 'ca.key': b64(material.ca.key), 'ca-bundle.crt': b64(material.caBundle) },
-    } as KubeObject });
+    } });
   }
   return [...ops, ...caPatches(state, material.caBundle)];
 }

@@ -4,7 +4,6 @@ import * as x509 from '@peculiar/x509';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 type CryptoKey = webcrypto.CryptoKey;
-type CryptoKeyPair = webcrypto.CryptoKeyPair;
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
 export interface KeyPairPem { cert: string; key: string }
@@ -23,7 +22,7 @@ async function importKey(pem: string): Promise<CryptoKey> {
 const serial = (): string => webcrypto.getRandomValues(new Uint8Array(16)).reduce((s, b) => s + b.toString(16).padStart(2, '0'), '').replace(/^[89a-f]/, '1');
 
 export async function createCa(cn: string, now: Date, days: number): Promise<KeyPairPem> {
-  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']) as CryptoKeyPair;
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(), name: `CN=${cn}`, notBefore: new Date(now.getTime() - 60_000), notAfter: new Date(now.getTime() + days * 86_400_000),
     signingAlgorithm: ALG, keys,
@@ -32,8 +31,9 @@ export async function createCa(cn: string, now: Date, days: number): Promise<Key
   return { cert: cert.toString('pem'), key: await exportKey(keys.privateKey) };
 }
 
-export async function issueServing(ca: KeyPairPem, cn: string, dns: string[], ips: string[], now: Date, days: number): Promise<KeyPairPem> {
-  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']) as CryptoKeyPair;
+export async function issueServing(ca: KeyPairPem, cn: string, san: { dns: string[]; ips: string[] }, now: Date, days: number): Promise<KeyPairPem> {
+  const { dns, ips } = san;
+  const keys = await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify']);
   const caCert = new x509.X509Certificate(ca.cert);
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(), subject: `CN=${cn}`, issuer: caCert.subject, notBefore: new Date(now.getTime() - 60_000), notAfter: new Date(now.getTime() + days * 86_400_000),
