@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { desiredMaterial, rotate, SECRET, NAMESPACE } from './index.ts';
+import { notAfter, splitBundle } from '../../lib/tls/certs.ts';
+import type { State } from '../../lib/fn/types.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
+
+const DAY = 86_400_000;
+const b64 = (s: string): string => Buffer.from(s).toString('base64');
+function secretOf(m: Awaited<ReturnType<typeof desiredMaterial>>['material']): KubeObject & { data: Record<string, string> } {
+  return { metadata: { name: SECRET, namespace: NAMESPACE }, data: { 'tls.crt': b64(m.serving.cert), 'tls.key': b64(m.serving.key), 'ca.crt': b64(m.ca.cert), 'ca.key': b64(m.ca.key), 'ca-bundle.crt': b64(m.caBundle) } };
+}
+
+describe('tls-certificates function', () => {
+  const t0 = new Date('2027-01-01T00:00:00Z');
+
+  it('issues a CA and a serving certificate for the Service and localhost, verifiable by the CA', async () => {
+    const { material, changed } = await desiredMaterial(undefined, t0);
+    assert.ok(changed);
+    const leaf = new X509Certificate(material.serving.cert);
+    const ca = new X509Certificate(material.ca.cert);
+    assert.ok(leaf.verify(ca.publicKey));
+    assert.match(leaf.subjectAltName ?? '', /DNS:kruntimes-extension\.kruntimes-system\.svc/);
+    assert.match(leaf.subjectAltName ?? '', /IP Address:127\.0\.0\.1/);
+  });
+
+  it('keeps valid material, renews the leaf 30 days before expiry, and keeps the old CA in the bundle while it is valid', async () => {
+    const first = (await desiredMaterial(undefined, t0)).material;
+    const again = await desiredMaterial(secretOf(first), new Date(t0.getTime() + 10 * DAY));
+    assert.equal(again.changed, false);
+    const leafRenewal = await desiredMaterial(secretOf(first), new Date(notAfter(first.serving.cert).getTime() - 10 * DAY));
+    assert.ok(leafRenewal.changed);
+    assert.equal(leafRenewal.material.ca.cert, first.ca.cert, 'same CA');
+    assert.notEqual(leafRenewal.material.serving.cert, first.serving.cert);
+    const caTime = new Date(notAfter(first.ca.cert).getTime() - 30 * DAY);
+    const caRenewal = await desiredMaterial(secretOf(first), caTime);
+    assert.notEqual(caRenewal.material.ca.cert, first.ca.cert);
+    assert.equal(splitBundle(caRenewal.material.caBundle).length, 2, 'old and new CA both trusted during rotation');
+    const later = await desiredMaterial(secretOf(caRenewal.material), new Date(notAfter(first.ca.cert).getTime() + DAY));
+    assert.equal(splitBundle(later.material.caBundle).length, 1, 'expired CA dropped');
+  });
+
+  it('patches only the caBundles that differ', async () => {
+    const first = (await desiredMaterial(undefined, t0)).material;
+    const want = b64(first.caBundle);
+    const objs: Record<string, KubeObject[]> = {
+      validatingwebhookconfigurations: [{ metadata: { name: 'w' }, webhooks: [{ clientConfig: { caBundle: want } }, { clientConfig: {} }] }],
+      apiservices: [{ metadata: { name: 'a' }, spec: { caBundle: want } }],
+    };
+    const state: State = {
+      get: (r, _ns, name) => (r.resource === 'secrets' && name === SECRET ? secretOf(first) : undefined),
+      list: (r) => objs[r.resource] ?? [],
+    };
+    const ops = await rotate({ state, now: new Date(t0.getTime() + DAY) });
+    assert.deepEqual(ops.map((o) => o.op), ['patch']);
+    assert.deepEqual((ops[0] as { patch: unknown }).patch, [{ op: 'add', path: '/webhooks/1/clientConfig/caBundle', value: want }]);
+  });
+});
