@@ -13,7 +13,7 @@ interface Crd { spec: { group: string; names: { kind: string }; versions: { name
 function documentFor(dir: string): { doc: Record<string, unknown>; group: string } {
   const schemas: Record<string, unknown> = {};
   let group = '';
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml')).sort()) {
+  for (const f of readdirSync(dir).filter((x) => /^[a-z0-9.-]+_[a-z]+\.yaml$/.test(x)).sort()) {
     const crd = parse(readFileSync(join(dir, f), 'utf8')) as Crd;
     group = crd.spec.group;
     for (const v of crd.spec.versions) schemas[crd.spec.names.kind] = v.schema.openAPIV3Schema;
