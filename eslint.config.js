@@ -28,7 +28,7 @@ export default tseslint.config(
       'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
       'max-depth': ['error', 4],
       'max-params': ['error', 5],
-      complexity: ['error', 15],
+      complexity: ['error', 20],
     },
   },
   { files: ['**/*.test.ts', 'e2e/**/*.ts', 'bench/**/*.ts'], rules: { 'max-lines-per-function': 'off', '@typescript-eslint/no-unused-expressions': 'off' } },

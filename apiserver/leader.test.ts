@@ -32,3 +32,16 @@ describe('leader election, relay selectors, local install', () => {
     assert.deepEqual(dep.spec.template.spec.containers[0]?.env, [{ name: 'A', value: '1' }, { name: 'KRT_HTTPS_PORT', value: '12345' }]);
   });
 });
+
+describe('relay read-your-writes helpers', () => {
+  it('compares resourceVersions numerically and parses equality selectors', async () => {
+    const { rvAtLeast, selectorMatches } = await import('./relay.ts');
+    assert.ok(rvAtLeast('10', '9'));
+    assert.ok(!rvAtLeast('9', '10'));
+    assert.ok(!rvAtLeast(undefined, '1'));
+    assert.equal(selectorMatches('a=1,b', { a: '1', b: 'x' }), true);
+    assert.equal(selectorMatches('a=1', { a: '2' }), false);
+    assert.equal(selectorMatches('a!=1,!c', { a: '2' }), true);
+    assert.equal(selectorMatches('a in (1,2)', { a: '1' }), undefined);
+  });
+});

@@ -18,6 +18,28 @@ export interface RelayOptions { client: KubeClient; log: Logger; metrics: FnMetr
 
 const informerKey = (r: Resource, selector?: string): string => `${resourcePath(r)}?${selector ?? ''}`;
 
+/** resourceVersions are etcd revisions in practice; compare numerically when both are numbers. */
+export function rvAtLeast(have: string | undefined, want: string): boolean {
+  if (have === undefined) return false;
+  if (/^\d+$/.test(have) && /^\d+$/.test(want)) return BigInt(have) >= BigInt(want);
+  return have === want;
+}
+
+/** Equality-based label selector strings (k=v, k==v, k!=v, k, !k); undefined when not understood. */
+export function selectorMatches(selector: string | undefined, labels: Record<string, string>): boolean | undefined {
+  if (!selector) return true;
+  for (const raw of selector.split(',')) {
+    const term = raw.trim();
+    let m: RegExpExecArray | null;
+    if ((m = /^([\w./-]+)\s*!=\s*([\w.-]*)$/.exec(term))) { if (labels[m[1]!] === m[2]) return false; }
+    else if ((m = /^([\w./-]+)\s*==?\s*([\w.-]*)$/.exec(term))) { if (labels[m[1]!] !== m[2]) return false; }
+    else if ((m = /^!([\w./-]+)$/.exec(term))) { if (m[1]! in labels) return false; }
+    else if ((m = /^([\w./-]+)$/.exec(term))) { if (!(m[1]! in labels)) return false; }
+    else return undefined;
+  }
+  return true;
+}
+
 export function matchesLabels(o: KubeObject, sel: Record<string, string> | undefined): boolean {
   if (!sel) return true;
   return Object.entries(sel).every(([k, v]) => o.metadata.labels?.[k] === v);
@@ -75,7 +97,7 @@ export class Relay {
       this.queues.set(fn.name, q);
       const t = fn.trigger;
       const primary = this.informer(t.resource, t.labelSelector);
-      this.listen(primary.key, (d) => { if (!t.filter || t.filter(d)) q.add(keyOf(d.object)); });
+      this.listen(primary.key, (d) => { if (!t.filter || t.filter(d)) for (const k of t.keys ? t.keys(d.object) : [keyOf(d.object)]) q.add(k); });
       for (const a of t.also ?? []) {
         const sec = this.informer(a.resource, a.labelSelector);
         this.listen(sec.key, (d) => { for (const k of a.map(d.object)) q.add(k); });
@@ -111,6 +133,7 @@ export class Relay {
     try {
       const ops = await fn.handler({ key, object, state: this.state, now: this.now() });
       const res = await executeOperations(this.o.client, fn.name, ops);
+      await this.seeWrites(res.written);
       q.forget(key);
       if (res.requeueAfterMs !== undefined) q.addAfter(key, res.requeueAfterMs);
       this.o.metrics.reconcileTotal.inc({ controller: fn.name, result: res.requeueAfterMs !== undefined ? 'requeue_after' : 'success' });
@@ -139,6 +162,21 @@ export class Relay {
     const delay = q.addRateLimited(key);
     const level = err instanceof TransientError || (isApiError(err) && err.transient) ? 'warn' : 'error';
     log[level]({ err, retryInMs: delay }, 'reconcile failed; retrying');
+  }
+
+  /** Read-your-writes: before the key is released, wait (bounded) until the caches hold what this
+   * invocation wrote, so the next invocation of the key never decides on older state. */
+  private async seeWrites(written: { resource: Resource; object: KubeObject }[]): Promise<void> {
+    const deadline = Date.now() + 2000;
+    for (const w of written) {
+      const infs = (this.byResource.get(resourcePath(w.resource)) ?? []).filter((i) => selectorMatches(i.labelSelector, w.object.metadata.labels ?? {}) !== false);
+      if (!infs.length) continue;
+      const key = keyOf(w.object);
+      const rv = w.object.metadata.resourceVersion ?? '';
+      while (Date.now() < deadline && !infs.some((i) => rvAtLeast(i.store.get(key)?.metadata.resourceVersion, rv))) {
+        await new Promise((r) => setImmediate(r));
+      }
+    }
   }
 
   /** Stops the watches, lets in-flight reconciles finish, and ends the workers. */

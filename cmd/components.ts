@@ -34,3 +34,36 @@ export async function fnRun(args: string[]): Promise<number> {
   log[result.code === 0 ? 'info' : 'error']({ exitCode: result.code }, result.message);
   return result.code;
 }
+
+/** `kruntimes runtime-server --language bash|python [--work-dir /workspace]`: the Runtime Server of a Runtime Pod. */
+export async function runtimeServer(args: string[]): Promise<number> {
+  const flag = (name: string, def: string): string => {
+    const i = args.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+    if (i < 0) return def;
+    const a = args[i] ?? '';
+    return a.includes('=') ? a.slice(a.indexOf('=') + 1) : (args[i + 1] ?? def);
+  };
+  const language = flag('language', 'bash');
+  if (language !== 'bash' && language !== 'python') { process.stderr.write(`runtime-server: --language must be bash or python, got ${language}\n`); return 2; }
+  const socket = process.env.KRT_RUNTIME_SOCKET ?? `${flag('work-dir', '/workspace')}/.kruntimes/runtime.sock`;
+  const { startRuntimeServer } = await import('../runtimed/runtime-server/server.ts');
+  const srv = await startRuntimeServer(socket, language, process.env);
+  process.stderr.write(`${JSON.stringify({ level: 30, component: 'runtime-server', language, socket, msg: 'runtime server listening' })}\n`);
+  return new Promise((resolve) => { process.once('SIGTERM', () => { srv.close(); resolve(0); }); });
+}
+
+/** `kruntimes runtimed`: the daemon of a Runtime Pod. Run output goes to stdout as JSON records; its own logs to stderr. */
+export async function runtimed(): Promise<number> {
+  const { loadRuntimedConfig } = await import('../runtimed/config.ts');
+  const { RuntimeClient } = await import('../runtimed/runtime-client.ts');
+  const { startDaemon } = await import('../runtimed/daemon.ts');
+  const { makeFinisher } = await import('../runtimed/artifact-finisher.ts');
+  const log = pino({ base: { component: 'runtimed', version: VERSION } }, pino.destination(2));
+  const cfg = loadRuntimedConfig(process.env);
+  const client = defaultClient(process.env, `kruntimes-runtimed/${VERSION}`);
+  const runtime = new RuntimeClient(cfg.socketPath);
+  const daemon = await startDaemon({ client, cfg, runtime, finisher: makeFinisher(cfg), log });
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => { void daemon.stop().then(() => resolve(0)); });
+  });
+}

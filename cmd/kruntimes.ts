@@ -1,7 +1,7 @@
 /** The entrypoint of the kruntimes image: `kruntimes <component> [args]`. */
 import { createServer } from 'node:http';
 import { VERSION } from '../lib/version.ts';
-import { apiserver, fnRun } from './components.ts';
+import { apiserver, fnRun, runtimed, runtimeServer } from './components.ts';
 
 type Handler = (args: string[]) => Promise<number>;
 
@@ -31,6 +31,8 @@ const components: Record<string, Handler> = {
   'demo-server': demoServer,
   apiserver: () => apiserver(),
   fn: (args) => fnRun(args),
+  runtimed: () => runtimed(),
+  'runtime-server': (args) => runtimeServer(args),
 };
 
 const [name, ...rest] = process.argv.slice(2);

@@ -269,12 +269,26 @@ def runtime_crd(core: CoreSchemas) -> dict[str, Any]:
 # Run
 
 
+# Supported Run affinity topology keys, in enum order (the apiserver lists them in this order
+# in "Unsupported value" messages). The Node label keys are a kruntimes addition; upstream
+# only has kruntimes.io/runtime-pod.
+RUN_AFFINITY_TOPOLOGY_KEYS = [
+    "kruntimes.io/runtime-pod",
+    "kubernetes.io/hostname",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+]
+
+
 def run_affinity(core: CoreSchemas) -> Schema:
     term = obj("RunAffinityTerm matches active namespace-local Runs for one topology.", {
         "labelSelector": label_selector(core),
         "topologyKey": string("TopologyKey identifies the topology; kruntimes.io/runtime-pod "
-                              "means the same assigned Runtime Pod.",
-                              enum=["kruntimes.io/runtime-pod"]),
+                              "means the same assigned Runtime Pod, the Node label keys "
+                              "kubernetes.io/hostname, topology.kubernetes.io/zone and "
+                              "topology.kubernetes.io/region mean the same value of that label "
+                              "on the Node of the assigned Runtime Pod.",
+                              enum=RUN_AFFINITY_TOPOLOGY_KEYS),
     }, required=["labelSelector", "topologyKey"], rules=[rule(
         "has(self.labelSelector) && ((has(self.labelSelector.matchLabels) && "
         "size(self.labelSelector.matchLabels) > 0) || (has(self.labelSelector.matchExpressions) "

@@ -22,6 +22,9 @@ export interface WatchTrigger {
   fieldSelector?: string;
   /** Drop events that cannot change the outcome (e.g. status-only updates). */
   filter?: (event: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }) => boolean;
+  /** Queue keys for an object of the primary kind (default: its namespace/name). Handlers then get
+   * the key and look objects up in `state` (e.g. one key per namespace/runtime to batch work). */
+  keys?: (o: KubeObject) => string[];
   /** Other kinds whose changes wake objects of the primary kind; map returns primary keys. */
   also?: { resource: Resource; labelSelector?: string; map: (o: KubeObject) => string[] }[];
 }

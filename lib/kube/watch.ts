@@ -40,6 +40,8 @@ export class ListWatch<T extends KubeObject> {
     this.synced = new Promise((r) => { this.syncedResolve = r; });
   }
 
+  get labelSelector(): string | undefined { return this.opts.labelSelector; }
+
   start(): void { void this.loop(); }
 
   stop(): void {

@@ -196,10 +196,10 @@ export interface components {
                                     };
                                 };
                                 /**
-                                 * @description TopologyKey identifies the topology; kruntimes.io/runtime-pod means the same assigned Runtime Pod.
+                                 * @description TopologyKey identifies the topology; kruntimes.io/runtime-pod means the same assigned Runtime Pod, the Node label keys kubernetes.io/hostname, topology.kubernetes.io/zone and topology.kubernetes.io/region mean the same value of that label on the Node of the assigned Runtime Pod.
                                  * @enum {string}
                                  */
-                                topologyKey: "kruntimes.io/runtime-pod";
+                                topologyKey: "kruntimes.io/runtime-pod" | "kubernetes.io/hostname" | "topology.kubernetes.io/zone" | "topology.kubernetes.io/region";
                             };
                             /**
                              * Format: int32
@@ -222,10 +222,10 @@ export interface components {
                                 };
                             };
                             /**
-                             * @description TopologyKey identifies the topology; kruntimes.io/runtime-pod means the same assigned Runtime Pod.
+                             * @description TopologyKey identifies the topology; kruntimes.io/runtime-pod means the same assigned Runtime Pod, the Node label keys kubernetes.io/hostname, topology.kubernetes.io/zone and topology.kubernetes.io/region mean the same value of that label on the Node of the assigned Runtime Pod.
                              * @enum {string}
                              */
-                            topologyKey: "kruntimes.io/runtime-pod";
+                            topologyKey: "kruntimes.io/runtime-pod" | "kubernetes.io/hostname" | "topology.kubernetes.io/zone" | "topology.kubernetes.io/region";
                         }[];
                     };
                     /** @description RunAntiAffinity requires or prefers avoiding a topology with matching active Runs. */
@@ -247,10 +247,10 @@ export interface components {
                                     };
                                 };
                                 /**
-                                 * @description TopologyKey identifies the topology; kruntimes.io/runtime-pod means the same assigned Runtime Pod.
+                                 * @description TopologyKey identifies the topology; kruntimes.io/runtime-pod means the same assigned Runtime Pod, the Node label keys kubernetes.io/hostname, topology.kubernetes.io/zone and topology.kubernetes.io/region mean the same value of that label on the Node of the assigned Runtime Pod.
                                  * @enum {string}
                                  */
-                                topologyKey: "kruntimes.io/runtime-pod";
+                                topologyKey: "kruntimes.io/runtime-pod" | "kubernetes.io/hostname" | "topology.kubernetes.io/zone" | "topology.kubernetes.io/region";
                             };
                             /**
                              * Format: int32
@@ -273,10 +273,10 @@ export interface components {
                                 };
                             };
                             /**
-                             * @description TopologyKey identifies the topology; kruntimes.io/runtime-pod means the same assigned Runtime Pod.
+                             * @description TopologyKey identifies the topology; kruntimes.io/runtime-pod means the same assigned Runtime Pod, the Node label keys kubernetes.io/hostname, topology.kubernetes.io/zone and topology.kubernetes.io/region mean the same value of that label on the Node of the assigned Runtime Pod.
                              * @enum {string}
                              */
-                            topologyKey: "kruntimes.io/runtime-pod";
+                            topologyKey: "kruntimes.io/runtime-pod" | "kubernetes.io/hostname" | "topology.kubernetes.io/zone" | "topology.kubernetes.io/region";
                         }[];
                     };
                 };

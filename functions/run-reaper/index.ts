@@ -1,0 +1,75 @@
+/**
+ * Stale Run reaper: a Run whose assigned Runtime Pod is gone, replaced, terminating, not ready
+ * or whose runtimed heartbeat is stale is retried elsewhere (back to Pending, next attempt)
+ * when its retry policy allows, otherwise it fails with the reason. Keyed per
+ * namespace/runtime and woken by Pod and Run changes.
+ */
+import { R } from '../../lib/fn/resources.ts';
+import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
+import { setCondition } from '../../lib/run/conditions.ts';
+import { terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
+import { currentAttempt, shouldRetry, type RetryPolicy } from '../../lib/run/retry.ts';
+
+export const STALE_MS = 30_000;
+interface RunObj extends KubeObject { spec: { runtime: string; retryPolicy?: RetryPolicy }; status?: RunStatus }
+interface PodObj extends KubeObject { status?: { conditions?: { type: string; status: string; lastProbeTime?: string; lastTransitionTime?: string }[] } }
+
+export type Verdict = { stale: false; recheckAt?: number } | { stale: true; reason: string; message: string };
+
+export function judge(run: RunObj, pod: PodObj | undefined, now: number, staleMs = STALE_MS): Verdict {
+  if (!pod) return { stale: true, reason: 'PodGone', message: 'assigned pod was deleted' };
+  if (run.status?.assignedPodUID && pod.metadata.uid !== run.status.assignedPodUID) return { stale: true, reason: 'PodGone', message: 'assigned pod was replaced' };
+  if (pod.metadata.deletionTimestamp) return { stale: true, reason: 'PodTerminating', message: 'assigned pod is terminating' };
+  const ready = pod.status?.conditions?.find((c) => c.type === 'Ready');
+  if (!ready) return { stale: false };
+  if (ready.status !== 'True') {
+    const since = Date.parse(ready.lastTransitionTime ?? '');
+    if (!Number.isFinite(since) || now - since >= staleMs) return { stale: true, reason: 'PodUnhealthy', message: 'assigned pod is not ready' };
+    return { stale: false, recheckAt: since + staleMs };
+  }
+  const beat = Date.parse(pod.status?.conditions?.find((c) => c.type === 'kruntimes.io/RuntimedReady')?.lastProbeTime ?? '');
+  if (!Number.isFinite(beat) || now - beat >= staleMs) return { stale: true, reason: 'PodUnhealthy', message: 'assigned pod runtimed heartbeat is stale' };
+  return { stale: false, recheckAt: beat + staleMs };
+}
+
+function reset(run: RunObj, reason: string, message: string, now: string): RunStatus {
+  const s = run.status ?? {};
+  const { assignedPod: _p, assignedPodUID: _u, startTime: _t, ...rest } = s;
+  return { ...rest, phase: 'Pending', attempt: currentAttempt(s.attempt) + 1, message, conditions: setCondition(s.conditions, { type: 'Running', status: 'False', reason, message }, now) };
+}
+
+export function reap({ key, state, now }: ReconcileInput): Operation[] {
+  const [ns = '', runtime = ''] = key.split('/');
+  const ops: Operation[] = [];
+  let recheck: number | undefined;
+  const active = (state.list(R.runs, ns) as RunObj[]).filter((r) => r.spec.runtime === runtime && r.status?.assignedPod && ['Scheduled', 'Running', 'Ready'].includes(r.status.phase ?? ''));
+  for (const run of active) {
+    const v = judge(run, state.get(R.pods, ns, run.status!.assignedPod!), now.getTime());
+    if (!v.stale) { if (v.recheckAt) recheck = Math.min(recheck ?? Infinity, v.recheckAt); continue; }
+    const retry = shouldRetry(run.spec.retryPolicy, currentAttempt(run.status?.attempt), v.reason);
+    const status = retry ? reset(run, v.reason, v.message, now.toISOString()) : terminalFailure(run.status ?? {}, now.toISOString(), v.reason, v.message);
+    ops.push({ op: 'status', resource: R.runs, object: { ...run, status } });
+  }
+  if (recheck !== undefined) ops.push({ op: 'requeue', afterMs: Math.max(1000, recheck - now.getTime() + 100) });
+  return ops;
+}
+
+const fn: FunctionDef = {
+  name: 'run-reaper',
+  description: 'Retries or fails Runs whose Runtime Pod is gone, terminating, unready or has a stale runtimed heartbeat.',
+  trigger: {
+    type: 'watch', resource: R.runs,
+    keys: (o) => [`${o.metadata.namespace}/${(o as RunObj).spec?.runtime ?? ''}`],
+    filter: (e) => ['Scheduled', 'Running', 'Ready'].includes((e.object as RunObj).status?.phase ?? ''),
+    also: [{ resource: R.pods, labelSelector: 'runtime', map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`] }],
+  },
+  concurrency: 2,
+  rbac: [
+    { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: ['kruntimes.io'], resources: ['runs/status'], verbs: ['get', 'update', 'patch'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  ],
+  handler: reap,
+};
+export default fn;

@@ -1,0 +1,105 @@
+/**
+ * Pure rendering of a Runtime into its workload: a DaemonSet of Runtime Pods (default) or a
+ * Deployment when spec.replicas is set. Every Pod runs the user's `runtime` container (the
+ * language toolchain + Runtime Server) and the injected `runtimed` sidecar, sharing the
+ * `workspace` volume; capacity reaches the Pods as kruntimes.io/capacity.* annotations.
+ */
+import type { KubeObject } from '../../lib/kube/types.ts';
+
+export const DEFAULT_DAEMON_IMAGE = 'ghcr.io/kruntimes/kruntimes:0.1.0';
+export const RUNTIMED_SA = 'kruntimes-runtimed';
+export const RUNTIMED_CLUSTER_ROLE = 'kruntimes:runtimed';
+export const RUNTIME_LABEL = 'kruntimes.io/runtime';
+
+type Json = Record<string, unknown>;
+interface Container { name: string; image?: string; env?: Json[]; volumeMounts?: Json[]; [k: string]: unknown }
+interface PodSpec { containers?: Container[]; volumes?: Json[]; serviceAccountName?: string; [k: string]: unknown }
+export interface RuntimeSpec {
+  template: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: PodSpec };
+  replicas?: number;
+  port?: number;
+  daemonImage?: string;
+  capacity?: { resources?: Record<string, string | number> };
+  workspace?: Json;
+  artifactStore?: { driver: 'filesystem' | 's3'; filesystem?: { volumeClaimName: string }; s3?: { credentialsSecretName?: string } & Json };
+}
+export interface Runtime extends KubeObject { spec: RuntimeSpec; status?: Json }
+
+export const workloadName = (rt: Runtime): string => `runtime-${rt.metadata.name}`;
+
+export function selectorLabels(rt: Runtime): Record<string, string> {
+  return { runtime: rt.metadata.name ?? '', app: `kruntimes-${rt.metadata.name}` };
+}
+
+/** Positive integer capacities as annotations; `runs` defaults to 2. */
+export function capacityAnnotations(rt: Runtime): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(rt.spec.capacity?.resources ?? {})) {
+    const n = Number(v);
+    if (Number.isInteger(n) && n > 0) out[`kruntimes.io/capacity.${k}`] = String(n);
+  }
+  return out;
+}
+
+export function workers(rt: Runtime): number { return Number(capacityAnnotations(rt)['kruntimes.io/capacity.runs'] ?? 2); }
+
+function runtimedContainer(rt: Runtime): Container {
+  const env: Json[] = [
+    { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
+    { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    { name: 'KRT_RUNTIME', value: rt.metadata.name },
+    { name: 'KRT_WORKERS', value: String(workers(rt)) },
+  ];
+  const mounts: Json[] = [{ name: 'workspace', mountPath: '/workspace' }];
+  const c: Container = {
+    name: 'runtimed', image: rt.spec.daemonImage || DEFAULT_DAEMON_IMAGE, args: ['runtimed'], env, volumeMounts: mounts,
+    ports: [{ name: 'health', containerPort: 9094 }],
+    readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 2 },
+    livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 10, failureThreshold: 6 },
+    resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+    securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } },
+  };
+  const store = rt.spec.artifactStore;
+  if (store) {
+    env.push({ name: 'KRT_ARTIFACT_STORE', value: JSON.stringify(store) });
+    if (store.driver === 'filesystem') mounts.push({ name: 'artifact-store', mountPath: '/var/lib/kruntimes/artifacts' });
+    if (store.driver === 's3' && store.s3?.credentialsSecretName) c.envFrom = [{ secretRef: { name: store.s3.credentialsSecretName } }];
+  }
+  return c;
+}
+
+function runtimeContainer(c: Container): Container {
+  const mounts = (c.volumeMounts ?? []).filter((m) => m.name !== 'workspace' && m.name !== 'artifact-store');
+  return { ...c, volumeMounts: [...mounts, { name: 'workspace', mountPath: '/workspace' }] };
+}
+
+export function podTemplate(rt: Runtime): Json {
+  const t = rt.spec.template;
+  const spec = t.spec ?? {};
+  const [first, ...rest] = spec.containers ?? [];
+  const containers = [runtimeContainer(first ?? { name: 'runtime' }), ...rest.filter((c) => c.name !== 'runtimed'), runtimedContainer(rt)];
+  const volumes = (spec.volumes ?? []).filter((v) => v.name !== 'workspace' && v.name !== 'artifact-store');
+  volumes.push({ name: 'workspace', ...(rt.spec.workspace && Object.keys(rt.spec.workspace).length ? rt.spec.workspace : { emptyDir: {} }) });
+  if (rt.spec.artifactStore?.driver === 'filesystem' && rt.spec.artifactStore.filesystem) {
+    volumes.push({ name: 'artifact-store', persistentVolumeClaim: { claimName: rt.spec.artifactStore.filesystem.volumeClaimName } });
+  }
+  return {
+    metadata: {
+      labels: { ...(t.metadata?.labels ?? {}), ...selectorLabels(rt), [RUNTIME_LABEL]: rt.metadata.name ?? '' },
+      annotations: { ...(t.metadata?.annotations ?? {}), ...capacityAnnotations(rt) },
+    },
+    spec: { ...spec, serviceAccountName: spec.serviceAccountName || RUNTIMED_SA, containers, volumes },
+  };
+}
+
+export function workload(rt: Runtime): { kind: 'DaemonSet' | 'Deployment'; object: KubeObject } {
+  const owner = { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', name: rt.metadata.name ?? '', uid: rt.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+  const metadata = { name: workloadName(rt), namespace: rt.metadata.namespace, labels: { ...selectorLabels(rt), [RUNTIME_LABEL]: rt.metadata.name ?? '', 'app.kubernetes.io/part-of': 'kruntimes' }, ownerReferences: [owner] };
+  const selector = { matchLabels: selectorLabels(rt) };
+  if (rt.spec.replicas !== undefined) {
+    return { kind: 'Deployment', object: { metadata, spec: { replicas: Math.max(1, rt.spec.replicas), selector, template: podTemplate(rt) } } };
+  }
+  return { kind: 'DaemonSet', object: { metadata, spec: { selector, template: podTemplate(rt), updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } } } } };
+}

@@ -1,0 +1,64 @@
+/** Run phases and the status transitions every writer uses (exact upstream reasons and messages). */
+import { setCondition, type Condition } from './conditions.ts';
+
+export const TERMINAL = new Set(['Succeeded', 'Failed', 'Timeout', 'Cancelled']);
+export const ACTIVE = new Set(['Scheduled', 'Running', 'Ready']);
+export const isTerminal = (phase: string | undefined): boolean => TERMINAL.has(phase ?? '');
+
+export interface RunStatus {
+  phase?: string;
+  assignedPod?: string;
+  assignedPodUID?: string;
+  message?: string;
+  startTime?: string;
+  completionTime?: string;
+  outputs?: Record<string, string>;
+  artifactRefs?: unknown[];
+  artifactStore?: unknown;
+  attempt?: number;
+  conditions?: Condition[];
+}
+
+/** Phase for a terminal failure reason. */
+export function phaseFor(reason: string): 'Failed' | 'Timeout' | 'Cancelled' {
+  if (reason === 'Timeout') return 'Timeout';
+  if (reason === 'Cancelled') return 'Cancelled';
+  return 'Failed';
+}
+
+/** Bounds a message to 1024 bytes, UTF-8 safe, marking the cut with "...". */
+export function boundMessage(msg: string, max = 1024): string {
+  if (Buffer.byteLength(msg) <= max) return msg;
+  let out = msg;
+  while (Buffer.byteLength(out) > max - 3) out = out.slice(0, -1);
+  return `${out}...`;
+}
+
+export function claimed(s: RunStatus, now: string, gen?: number): RunStatus {
+  return { ...s, phase: 'Running', startTime: s.startTime ?? now, attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
+    conditions: setCondition(s.conditions, { type: 'Running', status: 'True', reason: 'Claimed', message: 'claimed by runtimed', ...(gen ? { observedGeneration: gen } : {}) }, now) };
+}
+
+export function succeeded(s: RunStatus, now: string, outputs: Record<string, string> | undefined, artifactRefs: unknown[] | undefined): RunStatus {
+  let conditions = setCondition(s.conditions, { type: 'Running', status: 'False', reason: 'Completed', message: '' }, now);
+  conditions = setCondition(conditions, { type: 'Completed', status: 'True', reason: 'RunCompleted', message: 'Completed successfully' }, now);
+  return { ...s, phase: 'Succeeded', message: 'execution completed', completionTime: now, attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
+    ...(outputs ? { outputs } : {}), ...(artifactRefs?.length ? { artifactRefs } : {}), conditions };
+}
+
+export function terminalFailure(s: RunStatus, now: string, reason: string, message: string): RunStatus {
+  const msg = boundMessage(message);
+  let conditions = setCondition(s.conditions, { type: 'Running', status: 'False', reason, message: msg }, now);
+  conditions = setCondition(conditions, { type: 'Completed', status: 'False', reason, message: msg }, now);
+  return { ...s, phase: phaseFor(reason), message: msg, completionTime: now, conditions };
+}
+
+/** In-place retry scheduled on the same Pod: still Running, next attempt, Running=False/<reason>. */
+export function retryScheduled(s: RunStatus, now: string, reason: string, message: string): RunStatus {
+  return { ...s, phase: 'Running', attempt: (s.attempt && s.attempt > 0 ? s.attempt : 1) + 1, message: boundMessage(message),
+    conditions: setCondition(s.conditions, { type: 'Running', status: 'False', reason, message: boundMessage(message) }, now) };
+}
+
+export function retryStarted(s: RunStatus, now: string): RunStatus {
+  return { ...s, conditions: setCondition(s.conditions, { type: 'Running', status: 'True', reason: 'Retrying', message: 'Retry after failure' }, now) };
+}

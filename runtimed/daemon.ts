@@ -1,0 +1,61 @@
+/**
+ * runtimed: watches only the Runs assigned to its own Pod (field selector on the CRD's
+ * selectable field status.assignedPod), keeps the Pod's kruntimes.io/RuntimedReady heartbeat
+ * fresh, and hands every Run to the Runner. Serves /healthz, /readyz and /metrics.
+ */
+import http from 'node:http';
+import type { Logger } from 'pino';
+import { PatchType, type KubeClient } from '../lib/kube/client.ts';
+import { ListWatch } from '../lib/kube/watch.ts';
+import type { RuntimedConfig } from './config.ts';
+import type { Finisher } from './finish.ts';
+import type { RuntimeClient } from './runtime-client.ts';
+import { Runner } from './runner.ts';
+import type { Run } from './types.ts';
+
+export interface Daemon { stop(): Promise<void> }
+
+export async function heartbeat(client: KubeClient, cfg: RuntimedConfig, now: Date, since: string): Promise<void> {
+  await client.patch(`/api/v1/namespaces/${cfg.namespace}/pods/${cfg.podName}/status`, { status: { conditions: [{
+    type: 'kruntimes.io/RuntimedReady', status: 'True', reason: 'Heartbeat', message: 'runtimed heartbeat is fresh',
+    lastProbeTime: now.toISOString(), lastTransitionTime: since,
+  }] } }, PatchType.strategic);
+}
+
+async function waitForRuntime(runtime: RuntimeClient, log: Logger): Promise<void> {
+  for (let i = 0; !(await runtime.health()); i++) {
+    if (i % 20 === 0) log.info('waiting for the Runtime Server socket');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function startDaemon(o: { client: KubeClient; cfg: RuntimedConfig; runtime: RuntimeClient; finisher: Finisher; log: Logger }): Promise<Daemon> {
+  const { client, cfg, runtime, log } = o;
+  await waitForRuntime(runtime, log);
+  const runner = new Runner({ client, cfg, runtime, log, now: () => new Date(), out: (s) => { process.stdout.write(s); }, finisher: o.finisher });
+  const watch = new ListWatch<Run>(client, {
+    path: `/apis/kruntimes.io/v1alpha1/namespaces/${cfg.namespace}/runs`, fieldSelector: `status.assignedPod=${cfg.podName}`,
+    onError: (err) => log.warn({ err }, 'run watch error'),
+  }, (d) => { if (d.type === 'deleted') void runner.onDeleted(d.object); else runner.onRun(d.object); });
+  watch.start();
+  await watch.synced;
+  const since = new Date().toISOString();
+  const beat = (): void => { heartbeat(client, cfg, new Date(), since).catch((err: unknown) => log.warn({ err }, 'heartbeat failed')); };
+  beat();
+  const timer = setInterval(beat, cfg.heartbeatMs);
+  const health = http.createServer((req, res) => {
+    if (req.url === '/healthz') { res.end('ok'); return; }
+    if (req.url === '/readyz') { void runtime.health().then((ok) => { res.statusCode = ok ? 200 : 503; res.end(ok ? 'ok' : 'runtime server not healthy'); }); return; }
+    res.statusCode = 404; res.end();
+  });
+  await new Promise<void>((r) => health.listen(cfg.healthPort, cfg.healthAddress, () => r()));
+  log.info({ pod: cfg.podName, runtime: cfg.runtime, workers: cfg.workers }, 'runtimed ready');
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      watch.stop();
+      health.close();
+      await Promise.resolve();
+    },
+  };
+}

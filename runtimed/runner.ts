@@ -1,0 +1,210 @@
+/**
+ * The Run state machine of runtimed: claim, stage, execute on the Runtime Server, follow
+ * output into Run-keyed log records, then outputs, artifacts and the terminal status; with
+ * cancellation, deadline, in-place retries and recovery of executions after a restart.
+ * Status writes carry the observed resourceVersion (optimistic concurrency).
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { isApiError } from '../lib/kube/errors.ts';
+import { formatDuration, parseDuration } from '../lib/run/duration.ts';
+import { claimed, isTerminal, retryScheduled, retryStarted, succeeded, terminalFailure, type RunStatus } from '../lib/run/phases.ts';
+import { backoffMs, currentAttempt, shouldRetry } from '../lib/run/retry.ts';
+import type { RuntimedConfig } from './config.ts';
+import { logRecord } from './logs.ts';
+import type { RuntimeClient } from './runtime-client.ts';
+import type { Summary } from './runtime-server/executions.ts';
+import { PrepareError, prepareSource } from './source.ts';
+import type { Run } from './types.ts';
+import { classifyFailure, type Finisher } from './finish.ts';
+
+interface Active { run: Run; attempt: number; timer?: NodeJS.Timeout; cancelling: boolean; timedOut: boolean; workdir: string }
+
+export interface RunnerDeps { client: KubeClient; cfg: RuntimedConfig; runtime: RuntimeClient; log: Logger; now: () => Date; out: (s: string) => void; finisher: Finisher }
+
+const rvNum = (r: Run): bigint => { try { return BigInt(r.metadata.resourceVersion ?? '0'); } catch { return 0n; } };
+
+export class Runner {
+  readonly active = new Map<string, Active>();
+  private readonly waiting = new Set<string>();
+
+  constructor(private readonly d: RunnerDeps) {}
+
+  private path(run: Run, sub = ''): string { return `/apis/kruntimes.io/v1alpha1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}${sub}`; }
+  runDir(run: Run): string { return join(this.d.cfg.workspaceRoot, run.metadata.uid ?? 'unknown'); }
+
+  mine(run: Run): boolean {
+    const s = run.status;
+    return s?.assignedPod === this.d.cfg.podName && (!s.assignedPodUID || s.assignedPodUID === this.d.cfg.podUID);
+  }
+
+  /** Entry point for every observed version of a Run assigned to this Pod. */
+  onRun(run: Run): void {
+    const uid = run.metadata.uid ?? '';
+    const a = this.active.get(uid);
+    if (a) {
+      if (rvNum(run) > rvNum(a.run)) a.run = run;
+      if (run.spec.cancelRequested && !a.cancelling) void this.cancel(a);
+      return;
+    }
+    if (!this.mine(run) || run.metadata.deletionTimestamp || isTerminal(run.status?.phase)) return;
+    if (run.status?.phase === 'Scheduled' && run.spec.cancelRequested) { void this.terminal(run, 'Cancelled', 'cancelled by user'); return; }
+    if (run.status?.phase !== 'Scheduled' && run.status?.phase !== 'Running') return;
+    if (this.active.size >= this.d.cfg.workers) { this.retryLater(run); return; }
+    void this.start(run).catch((err: unknown) => this.d.log.error({ err, run: run.metadata.name }, 'run handling failed'));
+  }
+
+  private retryLater(run: Run): void {
+    const uid = run.metadata.uid ?? '';
+    if (this.waiting.has(uid)) return;
+    this.waiting.add(uid);
+    setTimeout(() => { this.waiting.delete(uid); void this.refetch(run).then((r) => { if (r) this.onRun(r); }); }, 1000);
+  }
+
+  private async refetch(run: Run): Promise<Run | undefined> {
+    try { return await this.d.client.get<Run>(this.path(run)); } catch (err) { if (isApiError(err, 404)) return undefined; throw err; }
+  }
+
+  /** Writes status computed from the freshest Run, retrying conflicts; undefined when the Run is gone or already terminal. */
+  async writeStatus(a: { run: Run }, build: (s: RunStatus) => RunStatus): Promise<Run | undefined> {
+    for (let i = 0; i < 5; i++) {
+      const status = build(a.run.status ?? {});
+      try {
+        const res = await this.d.client.patch<Run>(this.path(a.run, '/status'), { metadata: { resourceVersion: a.run.metadata.resourceVersion }, status });
+        a.run = res;
+        return res;
+      } catch (err) {
+        if (!isApiError(err, 409)) { if (isApiError(err, 404)) return undefined; throw err; }
+        const fresh = await this.refetch(a.run);
+        if (!fresh || isTerminal(fresh.status?.phase) || !this.mine(fresh)) return undefined;
+        a.run = fresh;
+      }
+    }
+    throw new Error(`status write for ${a.run.metadata.name}: too many conflicts`);
+  }
+
+  private async terminal(run: Run, reason: string, message: string): Promise<void> {
+    await this.writeStatus({ run }, (s) => terminalFailure(s, this.d.now().toISOString(), reason, message));
+  }
+
+  private async start(run: Run): Promise<void> {
+    const uid = run.metadata.uid ?? '';
+    const a: Active = { run, attempt: currentAttempt(run.status?.attempt), cancelling: false, timedOut: false, workdir: this.runDir(run) };
+    this.active.set(uid, a);
+    if (run.status?.phase === 'Running') { await this.recover(a); return; }
+    const exec = this.launch(a);
+    const claim = this.writeStatus(a, (s) => claimed(s, this.d.now().toISOString(), run.metadata.generation));
+    const [claimedRun] = await Promise.all([claim, exec.catch(() => undefined)]);
+    if (!claimedRun) { await this.abandon(a); return; }
+    await exec.then(() => this.follow(a), (err: unknown) => this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute',
+      err instanceof PrepareError ? err.message : `runtime Execute: ${err instanceof Error ? err.message : String(err)}`));
+  }
+
+  /** Stages the source and starts the execution (idempotent per Run UID on the Runtime Server). */
+  private async launch(a: Active): Promise<void> {
+    const run = a.run;
+    a.workdir = await prepareSource(this.runDir(run), run.spec.source, run.spec.mode?.function ? 'function' : 'task');
+    await rm(join(a.workdir, 'outputs'), { force: true });
+    const env: Record<string, string> = Object.fromEntries((run.spec.env ?? []).map((e) => [e.name, e.value ?? '']));
+    env.KRUNTIME_OUTPUTS = join(a.workdir, 'outputs');
+    const artifacts = await this.d.finisher.prepareArtifactsDir(run);
+    if (artifacts) env.KRUNTIME_ARTIFACTS_DIR = artifacts;
+    const inline = run.spec.source?.inline !== undefined;
+    await this.d.runtime.execute({
+      id: run.metadata.uid ?? '', workingDir: a.workdir, env,
+      entrypoint: inline ? 'script' : (run.spec.mode?.task?.entrypoint || 'script'),
+      args: inline ? [] : (run.spec.mode?.task?.args ?? []),
+    });
+  }
+
+  private armDeadline(a: Active): void {
+    const timeoutMs = parseDuration(a.run.spec.timeout);
+    const start = Date.parse(a.run.status?.startTime ?? '');
+    if (!timeoutMs || !Number.isFinite(start)) return;
+    const left = start + timeoutMs - this.d.now().getTime();
+    a.timer = setTimeout(() => { a.timedOut = true; void this.d.runtime.cancel(a.run.metadata.uid ?? '').catch(() => undefined); }, Math.max(0, left));
+  }
+
+  private async follow(a: Active, from = 0): Promise<void> {
+    this.armDeadline(a);
+    let summary: Summary;
+    try {
+      summary = await this.d.runtime.follow(a.run.metadata.uid ?? '', from, (rec) => this.d.out(logRecord(a.run, { pod: this.d.cfg.podName, runtime: this.d.cfg.runtime }, rec, a.attempt)));
+    } catch (err) {
+      clearTimeout(a.timer);
+      const lost = (err as { notFound?: boolean }).notFound;
+      await this.failed(a, lost ? 'ExecutionLost' : 'RuntimeError', lost ? 'runtime execution not found' : `runtime Status: ${(err as Error).message}`);
+      return;
+    }
+    clearTimeout(a.timer);
+    await this.finish(a, summary);
+  }
+
+  private async finish(a: Active, s: Summary): Promise<void> {
+    if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
+    if (a.timedOut) { await this.failed(a, 'Timeout', `timeout after ${formatDuration(parseDuration(a.run.spec.timeout) ?? 0)}`); return; }
+    if (s.state !== 'SUCCEEDED') { const f = classifyFailure(s); await this.failed(a, f.reason, f.message); return; }
+    const result = await this.d.finisher.collect(a.run, a.workdir);
+    if (!result.ok) { if (result.transient) { setTimeout(() => void this.finish(a, s), 1000); return; } await this.done(a, result.reason, result.message); return; }
+    await this.writeStatus(a, (st) => succeeded(st, this.d.now().toISOString(), result.outputs, result.artifactRefs));
+    await this.release(a);
+  }
+
+  /** A failed attempt: retry in place when the policy allows, otherwise the terminal phase. */
+  private async failed(a: Active, reason: string, message: string): Promise<void> {
+    if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
+    if (!shouldRetry(a.run.spec.retryPolicy, a.attempt, reason)) { await this.done(a, reason, message); return; }
+    const written = await this.writeStatus(a, (s) => retryScheduled(s, this.d.now().toISOString(), reason, message));
+    if (!written) { await this.release(a); return; }
+    a.attempt = currentAttempt(written.status?.attempt);
+    await new Promise((r) => setTimeout(r, backoffMs(a.run.spec.retryPolicy, a.attempt)));
+    if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
+    await this.writeStatus(a, (s) => retryStarted(s, this.d.now().toISOString()));
+    await this.launch(a).then(() => this.follow(a), (err: unknown) => this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute', (err as Error).message));
+  }
+
+  private async done(a: Active, reason: string, message: string): Promise<void> {
+    await this.writeStatus(a, (s) => terminalFailure(s, this.d.now().toISOString(), reason, message));
+    await this.release(a);
+  }
+
+  private async cancel(a: Active): Promise<void> {
+    a.cancelling = true;
+    await this.d.runtime.cancel(a.run.metadata.uid ?? '').catch(() => undefined);
+  }
+
+  /** After runtimed restarted: adopt the execution if the Runtime Server still has it. */
+  private async recover(a: Active): Promise<void> {
+    const uid = a.run.metadata.uid ?? '';
+    const known = await this.d.runtime.get(uid);
+    if (!known) { await this.failed(a, 'ExecutionLost', 'runtime execution not found after runtimed restart'); return; }
+    a.workdir = this.runDir(a.run);
+    if (a.run.spec.source?.repoURL) a.workdir = join(a.workdir, 'repo');
+    await this.follow(a);
+  }
+
+  private async abandon(a: Active): Promise<void> {
+    await this.d.runtime.cancel(a.run.metadata.uid ?? '').catch(() => undefined);
+    await this.release(a);
+  }
+
+  private async release(a: Active): Promise<void> {
+    clearTimeout(a.timer);
+    const uid = a.run.metadata.uid ?? '';
+    for (let i = 0; i < 50; i++) {
+      try { await this.d.runtime.forget(uid); break; } catch { await new Promise((r) => setTimeout(r, 100)); }
+    }
+    await rm(this.runDir(a.run), { recursive: true, force: true });
+    this.active.delete(uid);
+  }
+
+  /** The Run object was deleted: stop its execution without writing status. */
+  async onDeleted(run: Run): Promise<void> {
+    const a = this.active.get(run.metadata.uid ?? '');
+    if (!a) return;
+    a.cancelling = true;
+    await this.abandon(a);
+  }
+}

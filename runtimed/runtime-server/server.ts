@@ -1,0 +1,81 @@
+/**
+ * The Runtime Server of a Runtime Pod's `runtime` container (bash or python toolchain). It
+ * listens on a Unix socket in the shared /workspace volume; runtimed is its only client.
+ *   POST   /v1/executions                  start (idempotent per id)
+ *   GET    /v1/executions                  list
+ *   GET    /v1/executions/:id              summary
+ *   GET    /v1/executions/:id/records?from=N&follow=1   NDJSON records, then {"end":summary}
+ *   POST   /v1/executions/:id/cancel       cancel
+ *   DELETE /v1/executions/:id              forget (409 while running)
+ *   GET    /healthz
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { mkdirSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { ExecRequest, Language } from './command.ts';
+import { Executions, type Execution, type OutputRecord, type Summary } from './executions.ts';
+
+function json(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function readBody(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => { size += c.length; if (size > 4 << 20) { reject(new Error('request too large')); req.destroy(); } else chunks.push(c); });
+    req.on('end', () => { try { resolve(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}')); } catch (e) { reject(e instanceof Error ? e : new Error(String(e))); } });
+    req.on('error', reject);
+  });
+}
+
+function streamRecords(res: ServerResponse, e: Execution, from: number, follow: boolean): void {
+  res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
+  const write = (r: OutputRecord): void => { if (r.seq >= from) res.write(`${JSON.stringify(r)}\n`); };
+  for (const r of e.records) write(r);
+  if (!follow || e.state !== 'RUNNING') { res.end(`${JSON.stringify({ end: e.summary() })}\n`); return; }
+  const onRecord = (r: OutputRecord): void => write(r);
+  const onEnd = (s: Summary): void => { cleanup(); res.end(`${JSON.stringify({ end: s })}\n`); };
+  const cleanup = (): void => { e.off('record', onRecord); e.off('end', onEnd); };
+  e.on('record', onRecord);
+  e.once('end', onEnd);
+  res.on('close', cleanup);
+}
+
+async function collection(req: IncomingMessage, res: ServerResponse, ex: Executions): Promise<void> {
+  if (req.method === 'GET') return json(res, 200, { executions: ex.list() });
+  if (req.method !== 'POST') return json(res, 405, { message: 'method not allowed' });
+  const body = (await readBody(req)) as ExecRequest;
+  if (!body.id || !body.workingDir) return json(res, 400, { message: 'id and workingDir are required' });
+  const { execution, created } = ex.execute(body);
+  return json(res, created ? 201 : 200, execution.summary());
+}
+
+async function route(req: IncomingMessage, res: ServerResponse, ex: Executions): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://runtime');
+  const parts = url.pathname.split('/').filter(Boolean);
+  if (url.pathname === '/healthz') return json(res, 200, { healthy: true });
+  if (parts[0] !== 'v1' || parts[1] !== 'executions') return json(res, 404, { message: 'not found' });
+  const id = parts[2] ? decodeURIComponent(parts[2]) : undefined;
+  if (!id) return collection(req, res, ex);
+  const e = ex.get(id);
+  if (!e) return json(res, 404, { message: `execution ${id} not found` });
+  if (req.method === 'GET' && parts[3] === 'records') return streamRecords(res, e, Number(url.searchParams.get('from') ?? 0), url.searchParams.get('follow') === '1');
+  if (req.method === 'GET') return json(res, 200, e.summary());
+  if (req.method === 'POST' && parts[3] === 'cancel') { e.kill('cancelled'); return json(res, 200, e.summary()); }
+  if (req.method === 'DELETE') {
+    const r = ex.forget(id);
+    return json(res, r === 'running' ? 409 : 200, { result: r });
+  }
+  return json(res, 405, { message: 'method not allowed' });
+}
+
+export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: NodeJS.ProcessEnv): Promise<Server> {
+  const ex = new Executions(lang, baseEnv);
+  const srv = createServer((req, res) => { route(req, res, ex).catch((err: unknown) => json(res, 400, { message: err instanceof Error ? err.message : String(err) })); });
+  mkdirSync(dirname(socketPath), { recursive: true });
+  rmSync(socketPath, { force: true });
+  return new Promise((resolve, reject) => { srv.once('error', reject); srv.listen(socketPath, () => resolve(srv)); });
+}
