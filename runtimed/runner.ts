@@ -20,7 +20,10 @@ import { PrepareError, prepareSource } from './source.ts';
 import type { Run } from './types.ts';
 import { classifyFailure, type Finisher } from './finish.ts';
 
-interface Active { run: Run; attempt: number; timer?: NodeJS.Timeout; cancelling: boolean; timedOut: boolean; workdir: string }
+interface Active { run: Run; attempt: number; timer?: NodeJS.Timeout; cancelling: boolean; timedOut: boolean; workdir: string; claim?: Promise<Run | undefined>; startedAt: string }
+
+/** Short Runs finish before this and go Scheduled -> terminal in one status write; longer ones are claimed (Running) after it. */
+export const CLAIM_DELAY_MS = 50;
 
 export interface RunnerDeps { client: KubeClient; cfg: RuntimedConfig; runtime: RuntimeClient; log: Logger; now: () => Date; out: (s: string) => void; finisher: Finisher }
 
@@ -91,20 +94,41 @@ export class Runner {
 
   private async start(run: Run): Promise<void> {
     const uid = run.metadata.uid ?? '';
-    const a: Active = { run, attempt: currentAttempt(run.status?.attempt), cancelling: false, timedOut: false, workdir: this.runDir(run) };
+    const a: Active = { run, attempt: currentAttempt(run.status?.attempt), cancelling: false, timedOut: false, workdir: this.runDir(run), startedAt: this.d.now().toISOString() };
     this.active.set(uid, a);
     if (run.status?.phase === 'Running') { await this.recover(a); return; }
-    const exec = this.launch(a);
-    const claim = this.writeStatus(a, (s) => claimed(s, this.d.now().toISOString(), run.metadata.generation));
-    const [claimedRun] = await Promise.all([claim, exec.catch(() => undefined)]);
-    if (!claimedRun) { await this.abandon(a); return; }
-    await exec.then(() => this.follow(a), (err: unknown) => this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute',
-      err instanceof PrepareError ? err.message : `runtime Execute: ${err instanceof Error ? err.message : String(err)}`));
+    const claimTimer = setTimeout(() => { a.claim = this.claim(a); }, CLAIM_DELAY_MS);
+    try {
+      await this.launch(a);
+    } catch (err) {
+      clearTimeout(claimTimer);
+      await this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute',
+        err instanceof PrepareError ? err.message : `runtime Execute: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
+    await this.follow(a, 0, () => clearTimeout(claimTimer));
+  }
+
+  /** The claim write (phase Running, startTime = when runtimed took the Run); abandons the Run if it was taken away. */
+  private async claim(a: Active): Promise<Run | undefined> {
+    const res = await this.writeStatus(a, (s) => claimed({ ...s, startTime: s.startTime ?? a.startedAt }, this.d.now().toISOString(), a.run.metadata.generation));
+    if (!res) await this.abandon(a);
+    return res;
+  }
+
+  /** Terminal writes wait for an in-flight claim and include startTime when the Run was never claimed. */
+  private async settle(a: Active): Promise<void> {
+    if (a.claim) await a.claim;
   }
 
   /** Stages the source and starts the execution (idempotent per Run UID on the Runtime Server). */
-  private async launch(a: Active): Promise<void> {
+  /** adopt: a Run runtimed may have started before it restarted keeps its execution (no re-staging). */
+  private async launch(a: Active, adopt = true): Promise<void> {
     const run = a.run;
+    if (adopt && await this.d.runtime.get(run.metadata.uid ?? '').catch(() => undefined)) {
+      a.workdir = run.spec.source?.repoURL ? join(this.runDir(run), 'repo') : this.runDir(run);
+      return;
+    }
     a.workdir = await prepareSource(this.runDir(run), run.spec.source, run.spec.mode?.function ? 'function' : 'task');
     await rm(join(a.workdir, 'outputs'), { force: true });
     const env: Record<string, string> = Object.fromEntries((run.spec.env ?? []).map((e) => [e.name, e.value ?? '']));
@@ -121,18 +145,20 @@ export class Runner {
 
   private armDeadline(a: Active): void {
     const timeoutMs = parseDuration(a.run.spec.timeout);
-    const start = Date.parse(a.run.status?.startTime ?? '');
+    const start = Date.parse(a.run.status?.startTime ?? a.startedAt);
     if (!timeoutMs || !Number.isFinite(start)) return;
     const left = start + timeoutMs - this.d.now().getTime();
     a.timer = setTimeout(() => { a.timedOut = true; void this.d.runtime.cancel(a.run.metadata.uid ?? '').catch(() => undefined); }, Math.max(0, left));
   }
 
-  private async follow(a: Active, from = 0): Promise<void> {
+  private async follow(a: Active, from = 0, ended: () => void = () => undefined): Promise<void> {
     this.armDeadline(a);
     let summary: Summary;
     try {
       summary = await this.d.runtime.follow(a.run.metadata.uid ?? '', from, (rec) => this.d.out(logRecord(a.run, { pod: this.d.cfg.podName, runtime: this.d.cfg.runtime }, rec, a.attempt)));
+      ended();
     } catch (err) {
+      ended();
       clearTimeout(a.timer);
       const lost = (err as { notFound?: boolean }).notFound;
       await this.failed(a, lost ? 'ExecutionLost' : 'RuntimeError', lost ? 'runtime execution not found' : `runtime Status: ${(err as Error).message}`);
@@ -148,7 +174,8 @@ export class Runner {
     if (s.state !== 'SUCCEEDED') { const f = classifyFailure(s); await this.failed(a, f.reason, f.message); return; }
     const result = await this.d.finisher.collect(a.run, a.workdir);
     if (!result.ok) { if (result.transient) { setTimeout(() => void this.finish(a, s), 1000); return; } await this.done(a, result.reason, result.message); return; }
-    await this.writeStatus(a, (st) => succeeded(st, this.d.now().toISOString(), result.outputs, result.artifactRefs));
+    await this.settle(a);
+    await this.writeStatus(a, (st) => succeeded(this.started(a, st), this.d.now().toISOString(), result.outputs, result.artifactRefs));
     await this.release(a);
   }
 
@@ -156,17 +183,25 @@ export class Runner {
   private async failed(a: Active, reason: string, message: string): Promise<void> {
     if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
     if (!shouldRetry(a.run.spec.retryPolicy, a.attempt, reason)) { await this.done(a, reason, message); return; }
-    const written = await this.writeStatus(a, (s) => retryScheduled(s, this.d.now().toISOString(), reason, message));
+    await this.settle(a);
+    const written = await this.writeStatus(a, (s) => retryScheduled(claimed(this.started(a, s), this.d.now().toISOString()), this.d.now().toISOString(), reason, message));
     if (!written) { await this.release(a); return; }
     a.attempt = currentAttempt(written.status?.attempt);
     await new Promise((r) => setTimeout(r, backoffMs(a.run.spec.retryPolicy, a.attempt)));
     if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
     await this.writeStatus(a, (s) => retryStarted(s, this.d.now().toISOString()));
-    await this.launch(a).then(() => this.follow(a), (err: unknown) => this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute', (err as Error).message));
+    await this.d.runtime.forget(a.run.metadata.uid ?? '').catch(() => undefined);
+    await this.launch(a, false).then(() => this.follow(a), (err: unknown) => this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute', (err as Error).message));
+  }
+
+  /** Status as if claimed: a Run that ends before its claim write still reports startTime and attempt. */
+  private started(a: Active, s: RunStatus): RunStatus {
+    return { ...s, startTime: s.startTime ?? a.startedAt, attempt: s.attempt && s.attempt > 0 ? s.attempt : 1 };
   }
 
   private async done(a: Active, reason: string, message: string): Promise<void> {
-    await this.writeStatus(a, (s) => terminalFailure(s, this.d.now().toISOString(), reason, message));
+    await this.settle(a);
+    await this.writeStatus(a, (s) => terminalFailure(this.started(a, s), this.d.now().toISOString(), reason, message));
     await this.release(a);
   }
 

@@ -20,8 +20,9 @@ export function registerLocal(program: Command): void {
       env.admin.close();
     });
   local.command('down').description('stop everything `up` started').option('--purge', 'also delete all state (etcd data, PKI, logs)')
-    .action(async (opts: { purge?: boolean }) => {
-      await down(LOCAL_ENV_DIR, { purge: !!opts.purge });
+    .option('--dir <path>', 'environment directory (default: the krt local one; tests and benchmarks use their own)')
+    .action(async (opts: { purge?: boolean; dir?: string }) => {
+      await down(opts.dir ?? LOCAL_ENV_DIR, { purge: !!opts.purge });
       process.stderr.write(`stopped${opts.purge ? ' and purged' : ''}\n`);
     });
   local.command('status').description('report the health of every component').action(async () => {

@@ -20,7 +20,13 @@ export type Verdict = { stale: false; recheckAt?: number } | { stale: true; reas
 export function judge(run: RunObj, pod: PodObj | undefined, now: number, staleMs = STALE_MS): Verdict {
   if (!pod) return { stale: true, reason: 'PodGone', message: 'assigned pod was deleted' };
   if (run.status?.assignedPodUID && pod.metadata.uid !== run.status.assignedPodUID) return { stale: true, reason: 'PodGone', message: 'assigned pod was replaced' };
-  if (pod.metadata.deletionTimestamp) return { stale: true, reason: 'PodTerminating', message: 'assigned pod is terminating' };
+  if (pod.metadata.deletionTimestamp) {
+    // A terminating Pod gets its grace period (runtimed may finish its Runs); when it is gone the
+    // Run is PodGone; a Pod stuck terminating past the grace period plus the threshold is PodTerminating.
+    const until = Date.parse(pod.metadata.deletionTimestamp) + staleMs;
+    if (now < until) return { stale: false, recheckAt: until };
+    return { stale: true, reason: 'PodTerminating', message: 'assigned pod is terminating' };
+  }
   const ready = pod.status?.conditions?.find((c) => c.type === 'Ready');
   if (!ready) return { stale: false };
   if (ready.status !== 'True') {

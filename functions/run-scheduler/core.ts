@@ -18,6 +18,7 @@ import { heartbeatBound, podAvailable } from './pods.ts';
 import type { Rat } from './quantity.ts';
 import { addUsage, fits, formatRequests, parseRequests, podCapacityExact, requestMap, type Usage } from './resources.ts';
 import { rankCandidates, type Candidate } from './score.ts';
+import { matchesSelector } from './selector.ts';
 import {
   ACTIVE_PHASES,
   type FailReason, type Plan, type PlanInput, type RunView, type RuntimePod, type WaitReason,
@@ -183,22 +184,66 @@ function decide(state: BatchState, run: RunView): Decision {
   return { kind: 'bind', pod: best.pod, request };
 }
 
+/** Whether a newly bound Run (labels, namespace) could satisfy one of run's required affinity terms. */
+function couldHelp(run: RunView, bound: RunView): boolean {
+  if (run.namespace !== bound.namespace) return false;
+  const terms = run.affinity?.runAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? [];
+  return terms.some((t) => matchesSelector(t.labelSelector, bound.labels));
+}
+
+/**
+ * Marks for re-evaluation the Runs waiting on required affinity that the bound Run could now
+ * satisfy, and returns the earliest such position (or `next` when there is none earlier).
+ */
+function wakeAffinityWaiters(order: RunView[], decisions: (Decision | undefined)[], dirty: boolean[], bound: RunView, next: number): number {
+  let resume = next;
+  decisions.forEach((d, j) => {
+    const waiter = order[j];
+    if (d?.kind !== 'wait' || d.reason !== 'UnsatisfiedRunAffinity' || !waiter || !couldHelp(waiter, bound)) return;
+    dirty[j] = true;
+    resume = Math.min(resume, j);
+  });
+  return resume;
+}
+
+function bindInto(state: BatchState, run: RunView, decision: Extract<Decision, { kind: 'bind' }>): void {
+  addUsage(usageOf(state, run.namespace, decision.pod.name), decision.request);
+  state.targets.push({ uid: run.uid, namespace: run.namespace, podName: decision.pod.name, labels: run.labels });
+}
+
 /**
  * Plans one batch of pending Runs of `input.runtime` (see the module comment). Deterministic:
  * the result depends neither on the order of `pods` nor on the order of `pending`/`active`.
+ *
+ * FIFO fairness: Runs are decided in FIFO order, and every binding returns the scan to the
+ * earliest Run that waits on required affinity the new binding could satisfy, so an earlier
+ * Run always gets the first chance at a state that could admit it. (Every other waiting
+ * reason is monotone within a batch: capacity only shrinks and targets only grow.) `bind`
+ * lists bindings in the order they were made, which is the order in which their usage and
+ * targets were accounted; `wait` and `fail` are in FIFO order.
  */
 export function planBatch(input: PlanInput): Plan {
   const state = initialState(input);
-  const plan: Plan = { bind: [], wait: [], fail: [] };
-  for (const run of [...input.pending].sort(fifoCompare)) {
+  const order = [...input.pending].sort(fifoCompare);
+  const decisions: (Decision | undefined)[] = new Array<Decision | undefined>(order.length).fill(undefined);
+  const dirty = new Array<boolean>(order.length).fill(true);
+  const bind: Plan['bind'] = [];
+  for (let i = 0; i < order.length;) {
+    const run = order[i] as RunView;
+    if (!dirty[i]) { i++; continue; }
+    dirty[i] = false;
     const decision = decide(state, run);
-    if (decision.kind === 'fail') plan.fail.push({ run, reason: decision.reason, message: decision.message });
-    else if (decision.kind === 'wait') plan.wait.push({ run, reason: decision.reason, message: decision.message });
-    else {
-      plan.bind.push({ run, pod: decision.pod });
-      addUsage(usageOf(state, run.namespace, decision.pod.name), decision.request);
-      state.targets.push({ uid: run.uid, namespace: run.namespace, podName: decision.pod.name, labels: run.labels });
-    }
+    decisions[i] = decision;
+    if (decision.kind !== 'bind') { i++; continue; }
+    bind.push({ run, pod: decision.pod });
+    bindInto(state, run, decision);
+    i = wakeAffinityWaiters(order, decisions, dirty, run, i + 1);
   }
+  const plan: Plan = { bind, wait: [], fail: [] };
+  decisions.forEach((d, i) => {
+    const run = order[i] as RunView;
+    if (d?.kind === 'wait') plan.wait.push({ run, reason: d.reason, message: d.message });
+    else if (d?.kind === 'fail') plan.fail.push({ run, reason: d.reason, message: d.message });
+  });
   return plan;
 }

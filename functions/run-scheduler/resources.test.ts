@@ -13,7 +13,7 @@ describe('run-scheduler resources', () => {
     assert.deepEqual(parseRequests({ 'example.com/gpu': '1k' }), { ok: true, requests: { 'example.com/gpu': 1000n, runs: 1n } });
     assert.deepEqual(parseRequests({ 'example.com/mem': '2Ki' }), { ok: true, requests: { 'example.com/mem': 2048n, runs: 1n } });
     assert.deepEqual(parseRequests({ runs: '2000m' }), { ok: true, requests: { runs: 2n } });
-    assert.deepEqual(parseRequests({ runs: 2 } as unknown as Record<string, string>), { ok: true, requests: { runs: 2n } });
+    assert.deepEqual(parseRequests({ runs: 2 }), { ok: true, requests: { runs: 2n } });
   });
 
   it('parseRequests rejects negative, fractional, unparseable and out-of-int64 quantities with the upstream message', () => {

@@ -8,13 +8,25 @@ import { apiVersionOf, resourcePath, type Operation, type Resource } from './typ
 export interface Written { resource: Resource; object: KubeObject }
 export interface ExecuteResult { requeueAfterMs?: number; written: Written[] }
 
+/** Consecutive status writes touch distinct objects, so they go out concurrently (bounded). */
+const PARALLEL_STATUS = 16;
+
 export async function executeOperations(client: KubeClient, fieldManager: string, ops: Operation[]): Promise<ExecuteResult> {
   let requeueAfterMs: number | undefined;
   const written: Written[] = [];
-  for (const op of ops) {
-    if (op.op === 'requeue') { requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, op.afterMs); continue; }
-    const obj = await executeOne(client, fieldManager, op);
-    if (obj && op.op !== 'delete') written.push({ resource: op.resource, object: obj });
+  for (let i = 0; i < ops.length;) {
+    const op = ops[i]!;
+    if (op.op === 'requeue') { requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, op.afterMs); i++; continue; }
+    let j = i + 1;
+    if (op.op === 'status') while (j < ops.length && j - i < PARALLEL_STATUS && ops[j]!.op === 'status') j++;
+    const batch = ops.slice(i, j) as Exclude<Operation, { op: 'requeue' }>[];
+    const results = await Promise.allSettled(batch.map((b) => executeOne(client, fieldManager, b)));
+    for (const [k, r] of results.entries()) {
+      if (r.status === 'rejected') throw r.reason;
+      const b = batch[k]!;
+      if (r.value && b.op !== 'delete') written.push({ resource: b.resource, object: r.value });
+    }
+    i = j;
   }
   return requeueAfterMs === undefined ? { written } : { requeueAfterMs, written };
 }

@@ -5,7 +5,7 @@
  * 0755/0644; gzip header mtime 0 and OS 255. Identical trees give identical bytes whatever the
  * file timestamps, owners or creation order. Symlinks and special files are rejected.
  */
-import { constants, createWriteStream } from 'node:fs';
+import { constants } from 'node:fs';
 import { lstat, open, rm } from 'node:fs/promises';
 import { Readable, Transform, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -125,7 +125,9 @@ export async function archiveDirectory(root: string, outPath: string, opts: Arch
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   let created = false;
   try {
-    const out = createWriteStream(outPath, { flags, mode: 0o600 }).once('open', () => { created = true; });
+    const fh = await open(outPath, flags, 0o600);
+    created = true;
+    const out = fh.createWriteStream();
     await pipeline(Readable.from(tarBlocks(root, opts), { objectMode: false }), createGzip(), new GzipOsByte(), digest, out);
   } catch (err) {
     // Only remove what this call created: O_EXCL refuses to touch an existing path.

@@ -72,23 +72,40 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 const ARTIFACT_TYPES = ['file', 'directory', 'archive', 'blob'];
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
+function checkFilesystemLocation(fs: Json, label: string, fail: (m: string) => never): ArtifactRef['location'] {
+  if (typeof fs.path !== 'string') fail(`${label}: filesystem location path is required`);
+  const path = fs.path;
+  const problem = relativePathProblem(path);
+  if (problem) fail(`${label}: filesystem location path ${problem}`);
+  const claim = fs.volumeClaimName;
+  if (claim !== undefined && typeof claim !== 'string') fail(`${label}: volumeClaimName must be a string`);
+  return { filesystem: { path, ...(typeof claim === 'string' && claim ? { volumeClaimName: claim } : {}) } };
+}
+
 function checkLocation(ref: Json, label: string, fail: (m: string) => never): ArtifactRef['location'] {
   const location = ref.location;
   if (!isObject(location)) fail(`${label}: location is required`);
   const { filesystem: fs, s3 } = location;
   if (ref.driver === 'filesystem') {
     if (!isObject(fs) || s3 !== undefined) fail(`${label}: a filesystem artifact must contain only a filesystem location`);
-    if (typeof fs.path !== 'string') fail(`${label}: filesystem location path is required`);
-    const problem = relativePathProblem(fs.path);
-    if (problem) fail(`${label}: filesystem location path ${problem}`);
-    if (fs.volumeClaimName !== undefined && typeof fs.volumeClaimName !== 'string') fail(`${label}: volumeClaimName must be a string`);
-    return { filesystem: { path: fs.path, ...(fs.volumeClaimName ? { volumeClaimName: fs.volumeClaimName } : {}) } };
+    return checkFilesystemLocation(fs, label, fail);
   }
   if (!isObject(s3) || fs !== undefined) fail(`${label}: an s3 artifact must contain only an s3 location`);
   if (typeof s3.bucket !== 'string' || s3.bucket === '' || typeof s3.key !== 'string' || s3.key === '') {
     fail(`${label}: s3 bucket and key are required`);
   }
   return { s3: { bucket: s3.bucket, key: s3.key } };
+}
+
+function checkScalars(ref: Json, label: string, fail: (m: string) => never): void {
+  if (ref.driver !== 'filesystem' && ref.driver !== 's3') fail(`${label}: unsupported artifact driver ${JSON.stringify(ref.driver)}`);
+  if (typeof ref.type !== 'string' || !ARTIFACT_TYPES.includes(ref.type)) fail(`${label}: unsupported artifact type ${JSON.stringify(ref.type)}`);
+  if (typeof ref.sizeBytes !== 'number' || !Number.isSafeInteger(ref.sizeBytes) || ref.sizeBytes < 0) {
+    fail(`${label}: sizeBytes must be a non-negative integer`);
+  }
+  if (ref.digest !== undefined && ref.digest !== '' && (typeof ref.digest !== 'string' || !DIGEST.test(ref.digest))) {
+    fail(`${label}: digest must be sha256:<64 hex digits>`);
+  }
 }
 
 /**
@@ -102,14 +119,7 @@ export function validateArtifactRef(ref: unknown, reason: ArtifactReason = 'Arti
   const label = `artifact ${quoteName(ref.name)}`;
   const nameProblem = artifactNameProblem(ref.name);
   if (nameProblem) fail(`invalid artifact reference: ${nameProblem}`);
-  if (ref.driver !== 'filesystem' && ref.driver !== 's3') fail(`${label}: unsupported artifact driver ${JSON.stringify(ref.driver)}`);
-  if (typeof ref.type !== 'string' || !ARTIFACT_TYPES.includes(ref.type)) fail(`${label}: unsupported artifact type ${JSON.stringify(ref.type)}`);
-  if (typeof ref.sizeBytes !== 'number' || !Number.isSafeInteger(ref.sizeBytes) || ref.sizeBytes < 0) {
-    fail(`${label}: sizeBytes must be a non-negative integer`);
-  }
-  if (ref.digest !== undefined && ref.digest !== '' && (typeof ref.digest !== 'string' || !DIGEST.test(ref.digest))) {
-    fail(`${label}: digest must be sha256:<64 hex digits>`);
-  }
+  checkScalars(ref, label, fail);
   const location = checkLocation(ref, label, fail);
   return {
     name: ref.name,
@@ -198,4 +208,18 @@ export async function collectStaged(dir: string, limits: Partial<ArtifactLimits>
     out.push(staged);
   }
   return out;
+}
+
+/** Type of a local artifact source; symlinks and special files are ArtifactInvalid. */
+export async function inspectSource(localPath: string, label: string): Promise<ArtifactType> {
+  let st;
+  try {
+    st = await lstat(localPath);
+  } catch (err) {
+    throw asArtifactError(err, 'ArtifactInvalid', `${label}: cannot inspect`);
+  }
+  if (st.isSymbolicLink()) throw new ArtifactError('ArtifactInvalid', `${label}: symbolic links are not allowed`);
+  if (st.isFile()) return 'file';
+  if (st.isDirectory()) return 'directory';
+  throw new ArtifactError('ArtifactInvalid', `${label}: special files are not allowed`);
 }

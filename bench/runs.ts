@@ -1,0 +1,151 @@
+/**
+ * Runs benchmark (not a test), upstream method (reference §7): N Runs created with a given
+ * concurrency on R Runtime Pods with C run slots each, `sleep <s>; echo benchmark-run-<i>`,
+ * latencies from Run status timestamps (schedule, dispatch, execution, complete) and throughput.
+ * In the same run: the floor (API create + update latency × writes per Run + a bare process
+ * spawn of the same command) and a plain batch/v1 Job doing the same work on the same node agent.
+ *   npx tsx bench/runs.ts                 # hot path: 50 Runs, concurrency 25, 2 Pods × 64 slots, sleep 0
+ *   BENCH_CASE=backlog npx tsx bench/runs.ts   # 50 Runs, concurrency 10, 2 Pods × 4 slots, sleep 500ms
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { down, up, type Env } from '../localenv/environment.ts';
+import { REPO_ROOT } from '../localenv/paths.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { ListWatch } from '../lib/kube/watch.ts';
+import { ms, ratio, summary } from './stats.ts';
+
+const backlog = process.env.BENCH_CASE === 'backlog';
+const RUNS = Number(process.env.BENCH_RUNS ?? '50');
+const CONC = Number(process.env.BENCH_CONCURRENCY ?? (backlog ? '10' : '25'));
+const PODS = Number(process.env.BENCH_REPLICAS ?? '2');
+const SLOTS = Number(process.env.BENCH_CAPACITY ?? (backlog ? '4' : '64'));
+const SLEEP = Number(process.env.BENCH_SLEEP ?? (backlog ? '0.5' : '0'));
+const WRITES_PER_RUN = 4;
+const NS = 'bench';
+type Run = KubeObject & { status?: { phase?: string; startTime?: string; completionTime?: string; conditions?: { type: string; lastTransitionTime: string }[] } };
+
+async function pool<T>(n: number, conc: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: conc }, async () => { while (next < n) { const i = next++; out[i] = await fn(i); } }));
+  return out;
+}
+
+async function runtimeReady(api: KubeClient): Promise<void> {
+  for (;;) {
+    const pods = await api.list<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(`/api/v1/namespaces/${NS}/pods`, { labelSelector: 'runtime=bench-bash' });
+    const ready = pods.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'kruntimes.io/RuntimedReady' && c.status === 'True') && p.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True'));
+    if (ready.length >= PODS) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function measureRuns(api: KubeClient): Promise<void> {
+  const created: Record<string, number> = {};
+  const done = new Map<string, Run>();
+  let resolveAll: () => void = () => undefined;
+  const all = new Promise<void>((r) => { resolveAll = r; });
+  const watch = new ListWatch<Run>(api, { path: `/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs`, labelSelector: 'kruntimes.io/benchmark=true' }, (d) => {
+    if (['Succeeded', 'Failed', 'Timeout', 'Cancelled'].includes(d.object.status?.phase ?? '')) { done.set(d.object.metadata.name ?? '', d.object); if (done.size >= RUNS) resolveAll(); }
+  });
+  watch.start();
+  await watch.synced;
+  const t0 = Date.now();
+  const createMs = await pool(RUNS, CONC, async (i) => {
+    const start = Date.now();
+    const name = `bench-${i}`;
+    created[name] = start;
+    await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run',
+      metadata: { name, labels: { 'kruntimes.io/benchmark': 'true' } },
+      spec: { runtime: 'bench-bash', mode: { task: { args: [`sleep ${SLEEP.toFixed(3)}; echo benchmark-run-${i}`] } }, ttlSecondsAfterFinished: 300 } });
+    return Date.now() - start;
+  });
+  await all;
+  watch.stop();
+  const wall = (Math.max(...[...done.values()].map((r) => Date.parse(r.status?.completionTime ?? ''))) - t0) / 1000;
+  const lat = (f: (r: Run, c: number) => number): number[] => [...done.values()].map((r) => f(r, created[r.metadata.name ?? ''] ?? 0));
+  const sched = summary(lat((r, c) => Date.parse(r.status?.conditions?.find((x) => x.type === 'Scheduled')?.lastTransitionTime ?? '') - c));
+  const disp = summary(lat((r, c) => Date.parse(r.status?.startTime ?? '') - c));
+  const exec = summary(lat((r) => Date.parse(r.status?.completionTime ?? '') - Date.parse(r.status?.startTime ?? '')));
+  const comp = summary(lat((r, c) => Date.parse(r.status?.completionTime ?? '') - c));
+  const ok = [...done.values()].filter((r) => r.status?.phase === 'Succeeded').length;
+  const cr = summary(createMs);
+  process.stdout.write([
+    `kruntimes Runs: ${RUNS} runs, concurrency ${CONC}, ${PODS} pods x ${SLOTS} slots, sleep ${SLEEP}s`,
+    `  schedule  p50 ${ms(sched.p50)}  p95 ${ms(sched.p95)}`,
+    `  dispatch  p50 ${ms(disp.p50)}  p95 ${ms(disp.p95)}`,
+    `  execution p50 ${ms(exec.p50)}  p95 ${ms(exec.p95)}`,
+    `  complete  p50 ${ms(comp.p50)}  p95 ${ms(comp.p95)}`,
+    `  create request p50 ${ms(cr.p50)}; succeeded ${ok}/${RUNS}; throughput ${(ok / wall).toFixed(1)} Runs/s (first create -> last completion ${wall.toFixed(2)} s)`,
+    '',
+  ].join('\n'));
+  (globalThis as { benchComplete?: number }).benchComplete = comp.p50;
+}
+
+async function floor(api: KubeClient): Promise<number> {
+  const creates: number[] = [];
+  const updates: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    let t = performance.now();
+    await api.create(`/api/v1/namespaces/${NS}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `floor-${i}` }, data: { a: '0' } });
+    creates.push(performance.now() - t);
+    t = performance.now();
+    await api.patch(`/api/v1/namespaces/${NS}/configmaps/floor-${i}`, { data: { a: '1' } });
+    updates.push(performance.now() - t);
+  }
+  const spawns: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const t = performance.now();
+    await new Promise<void>((r) => spawn('bash', ['-c', `sleep ${SLEEP.toFixed(3)}; echo x`], { stdio: 'ignore' }).on('exit', () => r()));
+    spawns.push(performance.now() - t);
+  }
+  const c = summary(creates).p50, u = summary(updates).p50, s = summary(spawns).p50;
+  const f = c + (WRITES_PER_RUN - 1) * u + s;
+  process.stdout.write(`floor: API create p50 ${ms(c)} + ${WRITES_PER_RUN - 1} x update p50 ${ms(u)} + bare spawn p50 ${ms(s)} = ${ms(f)} (writes per Run: ${WRITES_PER_RUN})\n`);
+  return f;
+}
+
+async function jobs(api: KubeClient, n: number): Promise<void> {
+  const lat = await pool(n, Math.min(CONC, 10), async (i) => {
+    const t = Date.now();
+    await api.create(`/apis/batch/v1/namespaces/${NS}/jobs`, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: `job-${i}` },
+      spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'bash', command: ['bash', '-c', `sleep ${SLEEP.toFixed(3)}; echo benchmark-job-${i}`] }] } } } });
+    for (;;) {
+      const j = await api.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(`/apis/batch/v1/namespaces/${NS}/jobs/job-${i}`);
+      if (j.status?.conditions?.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True')) return Date.now() - t;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  });
+  const s = summary(lat);
+  process.stdout.write(`plain batch/v1 Job, same work, same node agent (n=${n}, concurrency ${Math.min(CONC, 10)}): complete p50 ${ms(s.p50)}  p95 ${ms(s.p95)}\n`);
+  (globalThis as { benchJob?: number }).benchJob = s.p50;
+}
+
+async function setup(env: Env): Promise<void> {
+  const api = env.admin;
+  await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime',
+    metadata: { name: 'bench-bash', labels: { 'kruntimes.io/benchmark': 'true' } },
+    spec: { replicas: PODS, capacity: { resources: { runs: String(SLOTS) } }, template: { spec: { containers: [{ name: 'runtime', image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3', args: ['--port=9091', '--work-dir=/workspace'] }] } } } });
+  await runtimeReady(api);
+}
+
+async function main(): Promise<void> {
+  const root = join(REPO_ROOT, '.kruntimes', 'bench', `runs-${process.pid}`);
+  const env = await up({ root, nodes: ['bench-a', 'bench-b'], ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}) });
+  try {
+    await setup(env);
+    await measureRuns(env.admin);
+    const f = await floor(env.admin);
+    await jobs(env.admin, Number(process.env.BENCH_JOBS ?? '20'));
+    const g = globalThis as { benchComplete?: number; benchJob?: number };
+    process.stdout.write(`ratios: Run complete p50 / floor ${ratio(g.benchComplete ?? NaN, f)}; plain Job / Run complete p50 ${ratio(g.benchJob ?? NaN, g.benchComplete ?? NaN)}\n`);
+  } finally {
+    env.admin.close();
+    if (process.env.BENCH_KEEP !== '1') await down(root, { purge: true });
+  }
+}
+
+main().catch((err: unknown) => { process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`); process.exit(1); });

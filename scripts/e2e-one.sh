@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Runs the given e2e spec files (with the shared e2e cluster setup): scripts/e2e-one.sh e2e/runs.e2e.ts
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/ensure-node.sh
+KRT_BIN_DIR=${KRT_BIN_DIR:-$(bash scripts/build-control-plane.sh | tail -n 1)} exec npx mocha --no-config --node-option import=tsx --extension ts \
+  --reporter scripts/mocha-reporter.cjs --timeout 120000 --require e2e/setup.ts "$@"
