@@ -8,8 +8,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
-import { E2E_ROOT } from './cluster.ts';
-import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
+import { KubeClient } from '../lib/kube/client.ts';
+import { E2E_ROOT, cluster } from './cluster.ts';
+import { admin, deleteNamespace, eventually, newNamespace, pkiFile } from './helpers.ts';
 import { GROUP, bashRuntime, cond, createRun, createRuntime, example, finished, getRun, phase, runtimePods, type RunObj } from './runs-helpers.ts';
 
 describe('Runs on warm Runtime Pods', function () {
@@ -196,5 +197,36 @@ describe('runtimed restart and Runtime Pod loss', function () {
     assert.equal(mover.status?.phase, 'Succeeded', mover.status?.message);
     assert.equal(mover.status?.attempt, 2);
     assert.ok(!pods.has(mover.status?.assignedPod), 'retried on a replacement Pod');
+  });
+});
+
+describe('runtimed may write only its own Pod\'s Runs', function () {
+  let ns: string;
+  before(async () => {
+    ns = await newNamespace('own');
+    await createRuntime(ns, 'two', bashRuntime({ replicas: 2, capacity: { resources: { runs: '4' } } }));
+    await runtimePods(ns, 'two', 2);
+  });
+  after(async () => { await deleteNamespace(ns); });
+
+  it('a runtimed token bound to one Pod cannot write a Run assigned to another Pod', async () => {
+    const [podA, podB] = await runtimePods(ns, 'two', 2);
+    assert.ok(podA && podB);
+    const tok = await admin().create<RunObj & { status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/kruntimes-runtimed/token`, {
+      apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest',
+      spec: { expirationSeconds: 600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: podA.metadata.name, uid: podA.metadata.uid } },
+    });
+    const asA = new KubeClient({ server: cluster().server, ca: pkiFile('ca.crt'), token: tok.status.token });
+    const runs = await Promise.all([0, 1, 2, 3].map((i) => createRun(ns, { runtime: 'two', source: { inline: 'sleep 20' } }, { name: `target-${i}` })));
+    const placed = await Promise.all(runs.map((r) => phase(ns, r.metadata.name ?? '', 'Running')));
+    const onB = placed.find((r) => r.status?.assignedPod === podB.metadata.name);
+    const onA = placed.find((r) => r.status?.assignedPod === podA.metadata.name);
+    assert.ok(onA && onB, 'least-loaded scoring spreads Runs over both Pods');
+    await assert.rejects(asA.patch(`${GROUP}/namespaces/${ns}/runs/${onB.metadata.name}/status`, { status: { message: 'hijacked' } }),
+      (e: unknown) => isApiError(e, 403) && /may only write Runs assigned to its own Pod/.test(e.message));
+    await asA.patch(`${GROUP}/namespaces/${ns}/runs/${onA.metadata.name}/status`, { status: { message: 'own run' } });
+    await assert.rejects(asA.patch(`/api/v1/namespaces/${ns}/pods/${podB.metadata.name}/status`, { status: { conditions: [] } }, 'application/strategic-merge-patch+json' as never),
+      (e: unknown) => isApiError(e, 403) && /only update the status of its own Pod/.test(e.message));
+    asA.close();
   });
 });

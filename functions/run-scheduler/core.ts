@@ -6,14 +6,15 @@
  * Pod, left waiting (Pending, with the reason it cannot be placed yet) or failed (its spec
  * can never be scheduled). A Run bound earlier in the batch immediately counts toward Pod usage
  * and is an affinity target for later Runs, so a batch never over-commits capacity and later
- * anti-affinity sees earlier binds.
+ * anti-affinity sees earlier binds. A binding that could satisfy the required affinity of an
+ * earlier waiting Run sends the scan back to that Run first (FIFO fairness, see planBatch).
  *
  * Per Run (reference §3.2): requests (InvalidResources) → affinity compilation
  * (InvalidAffinity) → workspace fencing → per-Pod filters in order: availability, capacity,
  * required affinity, required anti-affinity → scores PreferredRunAffinity + LeastLoaded →
  * total desc, Pod name asc.
  */
-import { affinityVerdict, compileAffinity, type AffinityTarget, type CompiledAffinity } from './affinity.ts';
+import { affinityVerdict, compileAffinity, topologyValue, type AffinityTarget, type CompiledAffinity } from './affinity.ts';
 import { heartbeatBound, podAvailable } from './pods.ts';
 import type { Rat } from './quantity.ts';
 import { addUsage, fits, formatRequests, parseRequests, podCapacityExact, requestMap, type Usage } from './resources.ts';
@@ -21,7 +22,7 @@ import { rankCandidates, type Candidate } from './score.ts';
 import { matchesSelector } from './selector.ts';
 import {
   ACTIVE_PHASES,
-  type FailReason, type Plan, type PlanInput, type RunView, type RuntimePod, type WaitReason,
+  type Binding, type FailReason, type Plan, type PlanInput, type RunView, type RuntimePod, type WaitReason,
 } from './types.ts';
 import { fenceAdmits, fenceRejection, workspacePodUnavailable, workspaceState, type WorkspaceFence } from './workspace.ts';
 
@@ -184,22 +185,25 @@ function decide(state: BatchState, run: RunView): Decision {
   return { kind: 'bind', pod: best.pod, request };
 }
 
-/** Whether a newly bound Run (labels, namespace) could satisfy one of run's required affinity terms. */
-function couldHelp(run: RunView, bound: RunView): boolean {
+/**
+ * Whether a Run just bound to pod could satisfy one of run's required affinity terms: same
+ * namespace, labels matching the term's selector, and the Pod is in a domain for its key.
+ */
+function couldHelp(run: RunView, bound: RunView, pod: RuntimePod): boolean {
   if (run.namespace !== bound.namespace) return false;
   const terms = run.affinity?.runAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? [];
-  return terms.some((t) => matchesSelector(t.labelSelector, bound.labels));
+  return terms.some((t) => topologyValue(pod, t.topologyKey) !== undefined && matchesSelector(t.labelSelector, bound.labels));
 }
 
 /**
  * Marks for re-evaluation the Runs waiting on required affinity that the bound Run could now
  * satisfy, and returns the earliest such position (or `next` when there is none earlier).
  */
-function wakeAffinityWaiters(order: RunView[], decisions: (Decision | undefined)[], dirty: boolean[], bound: RunView, next: number): number {
+function wakeAffinityWaiters(order: RunView[], decisions: (Decision | undefined)[], dirty: boolean[], bound: Binding, next: number): number {
   let resume = next;
   decisions.forEach((d, j) => {
     const waiter = order[j];
-    if (d?.kind !== 'wait' || d.reason !== 'UnsatisfiedRunAffinity' || !waiter || !couldHelp(waiter, bound)) return;
+    if (d?.kind !== 'wait' || d.reason !== 'UnsatisfiedRunAffinity' || !waiter || !couldHelp(waiter, bound.run, bound.pod)) return;
     dirty[j] = true;
     resume = Math.min(resume, j);
   });
@@ -237,7 +241,7 @@ export function planBatch(input: PlanInput): Plan {
     if (decision.kind !== 'bind') { i++; continue; }
     bind.push({ run, pod: decision.pod });
     bindInto(state, run, decision);
-    i = wakeAffinityWaiters(order, decisions, dirty, run, i + 1);
+    i = wakeAffinityWaiters(order, decisions, dirty, { run, pod: decision.pod }, i + 1);
   }
   const plan: Plan = { bind, wait: [], fail: [] };
   decisions.forEach((d, i) => {

@@ -90,7 +90,7 @@ export function podTemplate(rt: Runtime): Json {
       labels: { ...(t.metadata?.labels ?? {}), ...selectorLabels(rt), [RUNTIME_LABEL]: rt.metadata.name ?? '' },
       annotations: { ...(t.metadata?.annotations ?? {}), ...capacityAnnotations(rt) },
     },
-    spec: { ...spec, serviceAccountName: spec.serviceAccountName || RUNTIMED_SA, containers, volumes },
+    spec: { ...spec, serviceAccountName: RUNTIMED_SA, containers, volumes },
   };
 }
 

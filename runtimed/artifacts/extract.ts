@@ -361,7 +361,10 @@ function verify(bytes: number, digest: string, opts: WriteOptions, label: string
 export async function writeStreamAtomically(input: Readable, dest: string, opts: WriteOptions = {}): Promise<{ sizeBytes: number; digest: string }> {
   const label = opts.label ?? `destination ${quoteName(dest)}`;
   const target = resolve(dest);
-  await assertFreeDestination(target, dest);
+  await assertFreeDestination(target, dest).catch((err: unknown) => {
+    input.destroy();
+    throw err;
+  });
   const tmp = join(dirname(target), `.kruntimes-stage-${randomBytes(8).toString('hex')}-${basename(target).slice(0, 32)}`);
   const max = opts.maxBytes ?? Infinity;
   const digest = new DigestStream(max, () => invalid(`${label}: content exceeds ${max} bytes`));

@@ -286,19 +286,19 @@ export class S3ArtifactStore implements ArtifactStore {
     return body;
   }
 
+  /** Lists every key under the Run prefix (all pages) first, then deletes them, so paging never skips keys. */
   async deleteRun(namespace: string, runUID: string): Promise<void> {
     const prefix = runKeyPrefix(this.config.prefix, namespace, runUID);
     const { bucket } = this.config;
-    let token: string | undefined;
     try {
+      const keys: string[] = [];
+      let token: string | undefined;
       do {
         const page = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
-        for (const object of page.Contents ?? []) {
-          if (!object.Key?.startsWith(prefix)) continue;
-          await this.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: object.Key }));
-        }
+        for (const object of page.Contents ?? []) if (object.Key?.startsWith(prefix)) keys.push(object.Key);
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
+      for (const key of keys) await this.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
     } catch (err) {
       throw asArtifactError(err, 'ArtifactStoreError', `cannot delete artifacts under s3://${bucket}/${prefix}`);
     }

@@ -5,10 +5,10 @@
  * are verified against the reference. Staging is all-or-nothing over the whole input list.
  */
 import { randomBytes } from 'node:crypto';
-import { rm, rmdir } from 'node:fs/promises';
+import { lstat, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { ArtifactError, asArtifactError, quoteName } from './errors.ts';
+import { ArtifactError, asArtifactError, errnoCode, quoteName } from './errors.ts';
 import { extractArchive, writeStreamAtomically, DEFAULT_EXTRACT_LIMITS, type ExtractLimits } from './extract.ts';
 import { mkdirBeneath } from './safe-path.ts';
 import type { ArtifactRef, ArtifactStore } from './store.ts';
@@ -45,6 +45,16 @@ export function inputPathSegments(path: unknown): string[] {
   if (segments.length === 0) throw invalid(`${label} must name an entry below the working directory`);
   if (Buffer.byteLength(path) > 4096 || segments.some((s) => Buffer.byteLength(s) > 255)) throw invalid(`${label} is too long`);
   return segments;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return false;
+    throw err;
+  }
 }
 
 /** Errors of the store stream itself (network, I/O) are transient; everything else is about the input. */
@@ -84,6 +94,7 @@ async function stageOne(store: ArtifactStore, input: ArtifactInput, workDir: str
   const { path: parent, created } = await mkdirBeneath(workDir, segments.slice(0, -1), 'ArtifactInputInvalid', 0o755);
   const dest = join(parent, segments[segments.length - 1] as string);
   try {
+    if (await exists(dest)) throw invalid(`${label}: destination already exists`);
     if (ref.type !== 'directory') {
       await download(store, ref, dest, { namespace: opts.namespace, maxBytes: limits.maxBytes, label });
     } else {
