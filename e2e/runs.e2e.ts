@@ -225,7 +225,7 @@ describe('runtimed may write only its own Pod\'s Runs', function () {
     await assert.rejects(asA.patch(`${GROUP}/namespaces/${ns}/runs/${onB.metadata.name}/status`, { status: { message: 'hijacked' } }),
       (e: unknown) => isApiError(e, 403) && /may only write Runs assigned to its own Pod/.test(e.message));
     await asA.patch(`${GROUP}/namespaces/${ns}/runs/${onA.metadata.name}/status`, { status: { message: 'own run' } });
-    await assert.rejects(asA.patch(`/api/v1/namespaces/${ns}/pods/${podB.metadata.name}/status`, { status: { conditions: [] } }, 'application/strategic-merge-patch+json' as never),
+    await assert.rejects(asA.patch(`/api/v1/namespaces/${ns}/pods/${podB.metadata.name}/status`, { status: { conditions: [] } }, 'application/strategic-merge-patch+json'),
       (e: unknown) => isApiError(e, 403) && /only update the status of its own Pod/.test(e.message));
     asA.close();
   });

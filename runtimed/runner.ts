@@ -27,6 +27,12 @@ export const CLAIM_DELAY_MS = 50;
 
 export interface RunnerDeps { client: KubeClient; cfg: RuntimedConfig; runtime: RuntimeClient; log: Logger; now: () => Date; out: (s: string) => void; finisher: Finisher }
 
+function runEnv(run: Run, workdir: string): Record<string, string> {
+  const env: Record<string, string> = Object.fromEntries((run.spec.env ?? []).map((e) => [e.name, e.value ?? '']));
+  env.KRUNTIME_OUTPUTS = join(workdir, 'outputs');
+  return env;
+}
+
 const rvNum = (r: Run): bigint => { try { return BigInt(r.metadata.resourceVersion ?? '0'); } catch { return 0n; } };
 
 export class Runner {
@@ -131,8 +137,7 @@ export class Runner {
     }
     a.workdir = await prepareSource(this.runDir(run), run.spec.source, run.spec.mode?.function ? 'function' : 'task');
     await rm(join(a.workdir, 'outputs'), { force: true });
-    const env: Record<string, string> = Object.fromEntries((run.spec.env ?? []).map((e) => [e.name, e.value ?? '']));
-    env.KRUNTIME_OUTPUTS = join(a.workdir, 'outputs');
+    const env = runEnv(run, a.workdir);
     const artifacts = await this.d.finisher.prepareArtifactsDir(run);
     if (artifacts) env.KRUNTIME_ARTIFACTS_DIR = artifacts;
     const inline = run.spec.source?.inline !== undefined;

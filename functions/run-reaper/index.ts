@@ -20,6 +20,10 @@ export type Verdict = { stale: false; recheckAt?: number } | { stale: true; reas
 export function judge(run: RunObj, pod: PodObj | undefined, now: number, staleMs = STALE_MS): Verdict {
   if (!pod) return { stale: true, reason: 'PodGone', message: 'assigned pod was deleted' };
   if (run.status?.assignedPodUID && pod.metadata.uid !== run.status.assignedPodUID) return { stale: true, reason: 'PodGone', message: 'assigned pod was replaced' };
+  return judgeHealth(pod, now, staleMs);
+}
+
+function judgeHealth(pod: PodObj, now: number, staleMs: number): Verdict {
   if (pod.metadata.deletionTimestamp) {
     // A terminating Pod gets its grace period (runtimed may finish its Runs); when it is gone the
     // Run is PodGone; a Pod stuck terminating past the grace period plus the threshold is PodTerminating.
