@@ -10,7 +10,8 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { KubeClient } from '../lib/kube/client.ts';
 import { E2E_ROOT, cluster } from './cluster.ts';
-import { admin, deleteNamespace, eventually, newNamespace, pkiFile } from './helpers.ts';
+import { admin, deleteNamespace, eventually, newNamespace, pkiFile, servingCert } from './helpers.ts';
+import { startGitServer, type GitServer } from './git-server.ts';
 import { GROUP, bashRuntime, cond, createRun, createRuntime, example, finished, getRun, phase, runtimePods, type RunObj } from './runs-helpers.ts';
 
 describe('Runs on warm Runtime Pods', function () {
@@ -228,5 +229,36 @@ describe('runtimed may write only its own Pod\'s Runs', function () {
     await assert.rejects(asA.patch(`/api/v1/namespaces/${ns}/pods/${podB.metadata.name}/status`, { status: { conditions: [] } }, 'application/strategic-merge-patch+json'),
       (e: unknown) => isApiError(e, 403) && /only update the status of its own Pod/.test(e.message));
     asA.close();
+  });
+});
+
+describe('git-source Runs', function () {
+  let ns: string;
+  let git: GitServer;
+  before(async () => {
+    ns = await newNamespace('git');
+    git = await startGitServer({ 'build.sh': '#!/bin/bash\necho "built from git: $1"\necho "commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)" >> "$KRUNTIME_OUTPUTS"\n' }, servingCert(`git-${ns}`, ['git.local']));
+    await createRuntime(ns, 'bash', bashRuntime({ template: { spec: { containers: [{ name: 'runtime', image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3',
+      env: [{ name: 'GIT_SSL_CAINFO', value: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt' }] }] } } }));
+    await runtimePods(ns, 'bash', 2);
+  });
+  after(async () => { git.close(); await deleteNamespace(ns); });
+
+  it('fetches the commit over https and runs its entrypoint with args', async () => {
+    await createRun(ns, { runtime: 'bash', source: { repoURL: git.url, commitSHA: git.commit }, mode: { task: { entrypoint: 'build.sh', args: ['release'] } } }, { name: 'from-git' });
+    const r = await finished(ns, 'from-git', 60_000);
+    assert.equal(r.status?.phase, 'Succeeded', r.status?.message);
+    assert.deepEqual(r.status?.outputs, { commit: git.commit });
+  });
+
+  it('fails clearly for a disallowed URL scheme and an unreachable commit', async () => {
+    await createRun(ns, { runtime: 'bash', source: { repoURL: git.url.replace('https://', 'http://') } }, { name: 'plain-http' });
+    await createRun(ns, { runtime: 'bash', source: { repoURL: git.url, commitSHA: '0123456789abcdef0123456789abcdef01234567' } }, { name: 'bad-commit' });
+    const h = await finished(ns, 'plain-http');
+    assert.equal(cond(h, 'Completed')?.reason, 'PrepareSource');
+    assert.match(h.status?.message ?? '', /is not allowed: use https:\/\/, ssh:\/\/ or git@host:path/);
+    const c = await finished(ns, 'bad-commit', 60_000);
+    assert.equal(cond(c, 'Completed')?.reason, 'PrepareSource');
+    assert.match(c.status?.message ?? '', /prepare source: git fetch/);
   });
 });

@@ -43,8 +43,14 @@ export function capacityAnnotations(rt: Runtime): Record<string, string> {
 
 export function workers(rt: Runtime): number { return Number(capacityAnnotations(rt)['kruntimes.io/capacity.runs'] ?? 2); }
 
+/** GIT_* settings of the runtime container (e.g. GIT_SSL_CAINFO) also apply to runtimed's source fetches. */
+function gitEnv(rt: Runtime): Json[] {
+  return (rt.spec.template.spec?.containers?.[0]?.env ?? []).filter((e) => typeof e.name === 'string' && e.name.startsWith('GIT_'));
+}
+
 function runtimedContainer(rt: Runtime): Container {
   const env: Json[] = [
+    ...gitEnv(rt),
     { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
     { name: 'POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
     { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, open, rename, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { pipeline as pipelineCb, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -290,8 +290,9 @@ async function assertFreeDestination(dest: string, shown: string): Promise<void>
   throw invalid(`destination ${quoteName(shown)} already exists`);
 }
 
+/** The destination's parent is the caller's (stage.ts creates it without symlinks); it may itself be reached through one. */
 async function assertDirectory(dir: string, shown: string): Promise<void> {
-  const st = await lstat(dir).catch((err: unknown) => {
+  const st = await stat(dir).catch((err: unknown) => {
     throw asArtifactError(err, 'ArtifactInputInvalid', `parent of destination ${quoteName(shown)}`);
   });
   if (!st.isDirectory()) throw invalid(`parent of destination ${quoteName(shown)} is not a directory`);

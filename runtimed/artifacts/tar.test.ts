@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
+import { rm } from 'node:fs/promises';
 import fc from 'fast-check';
 import { ArtifactError, isArtifactError } from './errors.ts';
 import { createArtifactStore, FilesystemArtifactStore, S3ArtifactStore } from './index.ts';
 import { BLOCK, decodeHeader, encodeHeader, parseNumeric, parsePax, splitUstarName } from './tar.ts';
 import { makeTmp, paxRecord } from './test-support.ts';
-import { rm } from 'node:fs/promises';
 
 /** Decodes what encodeHeader wrote, applying a GNU long name when present. */
 function decodeAll(buf: Buffer): { name: string; typeflag: string; size: number; mode: number } {
   const first = decodeHeader(buf.subarray(0, BLOCK));
-  assert.ok(typeof first !== 'string', String(first));
+  assert.ok(typeof first !== 'string', typeof first === 'string' ? first : '');
   if (first.typeflag !== 'L') return { name: first.path.toString('utf8'), typeflag: first.typeflag, size: first.size, mode: first.mode };
   const long = buf.subarray(BLOCK, BLOCK + first.size - 1).toString('utf8');
   const next = decodeHeader(buf.subarray(buf.length - BLOCK));

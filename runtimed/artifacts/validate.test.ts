@@ -129,6 +129,12 @@ describe('runtimed/artifacts collectStaged', () => {
     assert.deepEqual(await collectStaged(dir), []);
   });
 
+  it('refuses a staging directory replaced by a symlink (no export of files outside it)', async () => {
+    await writeTree(join(dir, 'secrets'), { token: 'secret' });
+    await symlink(join(dir, 'secrets'), join(dir, 'artifacts'));
+    await rejects(collectStaged(join(dir, 'artifacts')), 'ArtifactInvalid', /staging directory must be a directory, not a symbolic link/);
+  });
+
   it(`rejects more than ${MAX_ARTIFACT_REFS} entries`, async () => {
     for (let i = 0; i <= MAX_ARTIFACT_REFS; i++) await writeFile(join(dir, `f${i}`), '');
     await rejects(collectStaged(dir), 'ArtifactInvalid', /^artifact count 33 exceeds limit 32$/);

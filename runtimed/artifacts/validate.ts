@@ -185,17 +185,19 @@ async function inspectStaged(dir: string, name: string, limits: ArtifactLimits):
 /**
  * Lists the top-level entries of a staging directory in byte order of their names and validates
  * each (name, type, nested content, per-artifact and per-Run size). A missing directory means
- * no artifacts. Throws ArtifactError('ArtifactInvalid') naming the offending entry.
+ * no artifacts; the directory itself must not be a symlink (its parents are runtimed's and
+ * trusted). Throws ArtifactError('ArtifactInvalid') naming the offending entry.
  */
 export async function collectStaged(dir: string, limits: Partial<ArtifactLimits> = {}): Promise<StagedArtifact[]> {
   const lim: ArtifactLimits = { ...DEFAULT_ARTIFACT_LIMITS, ...limits };
-  let names: string[];
-  try {
-    names = await readSortedNames(dir, (n) => (n ? `artifact ${quoteName(n)}` : 'artifact staging directory'), 'ArtifactInvalid');
-  } catch (err) {
-    if (errnoCode((err as { cause?: unknown }).cause) === 'ENOENT') return [];
-    throw err;
-  }
+  // The Run's code could have replaced its staging directory with a symlink to files it must not export.
+  const st = await lstat(dir).catch((err: unknown) => {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw asArtifactError(err, 'ArtifactInvalid', 'artifact staging directory: cannot inspect');
+  });
+  if (!st) return [];
+  if (!st.isDirectory()) throw new ArtifactError('ArtifactInvalid', 'artifact staging directory must be a directory, not a symbolic link or file');
+  const names = await readSortedNames(dir, (n) => (n ? `artifact ${quoteName(n)}` : 'artifact staging directory'), 'ArtifactInvalid');
   if (names.length > MAX_ARTIFACT_REFS) {
     throw new ArtifactError('ArtifactInvalid', `artifact count ${names.length} exceeds limit ${MAX_ARTIFACT_REFS}`);
   }
