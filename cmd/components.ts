@@ -62,7 +62,8 @@ export async function runtimed(): Promise<number> {
   const cfg = loadRuntimedConfig(process.env);
   const client = defaultClient(process.env, `kruntimes-runtimed/${VERSION}`);
   const runtime = new RuntimeClient(cfg.socketPath);
-  const daemon = await startDaemon({ client, cfg, runtime, finisher: makeFinisher(cfg), log });
+  const { recorderFor } = await import('../runtimed/runner.ts');
+  const daemon = await startDaemon({ client, cfg, runtime, finisher: await makeFinisher(cfg, recorderFor(client)), log });
   return new Promise((resolve) => {
     process.once('SIGTERM', () => { void daemon.stop().then(() => resolve(0)); });
   });

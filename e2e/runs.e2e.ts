@@ -104,6 +104,14 @@ describe('Runs on warm Runtime Pods', function () {
     assert.deepEqual(r.status?.outputs, { attempt: '3' });
   });
 
+  it('deletes a finished Run after ttlSecondsAfterFinished', async () => {
+    await createRun(ns, { runtime: 'bash', source: { inline: 'true' }, ttlSecondsAfterFinished: 1 }, { name: 'short-lived' });
+    await finished(ns, 'short-lived');
+    await eventually('the Run to be deleted by run-ttl', async () => {
+      try { await getRun(ns, 'short-lived'); return false; } catch (e) { return isApiError(e, 404); }
+    }, 20_000);
+  });
+
   it('rejects invalid resource requests with InvalidResources', async () => {
     await createRun(ns, { runtime: 'bash', source: { inline: 'true' }, resources: { requests: { runs: '1500m' } } }, { name: 'bad-resources' });
     const r = await finished(ns, 'bad-resources');

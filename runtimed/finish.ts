@@ -14,6 +14,8 @@ export type Collected =
   | { ok: false; transient?: boolean; reason: string; message: string };
 
 export interface Finisher {
+  /** The Runtime's artifact store, when it has one (artifact inputs are staged from it, cleanup deletes from it). */
+  readonly store?: import('./artifacts/store.ts').ArtifactStore;
   /** Recreates the Run's artifact staging directory when the Runtime has a store; returns its path. */
   prepareArtifactsDir(run: Run): Promise<string | undefined>;
   collect(run: Run, workdir: string): Promise<Collected>;

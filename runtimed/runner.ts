@@ -19,11 +19,32 @@ import type { Summary } from './runtime-server/executions.ts';
 import { PrepareError, prepareSource } from './source.ts';
 import type { Run } from './types.ts';
 import { classifyFailure, type Finisher } from './finish.ts';
+import type { RunRecorder } from './artifact-finisher.ts';
+import { isArtifactError, stageArtifactInputs } from './artifacts/index.ts';
+
+/** A bad artifact input: terminal with its own reason (never retried). */
+export class InputError extends Error { constructor(readonly reason: string, message: string) { super(message); } }
 
 interface Active { run: Run; attempt: number; timer?: NodeJS.Timeout; cancelling: boolean; timedOut: boolean; workdir: string; claim?: Promise<Run | undefined>; startedAt: string }
 
 /** Short Runs finish before this and go Scheduled -> terminal in one status write; longer ones are claimed (Running) after it. */
 export const CLAIM_DELAY_MS = 50;
+
+export const ARTIFACT_FINALIZER = 'kruntimes.io/artifact-cleanup';
+const runPath = (run: Run, sub = ''): string => `/apis/kruntimes.io/v1alpha1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}${sub}`;
+
+/** Records the store and adds the cleanup finalizer (idempotent) before any artifact is uploaded. */
+export function recorderFor(client: KubeClient): RunRecorder {
+  return {
+    beforeUpload: async (run, spec) => {
+      const fresh = await client.get<Run>(runPath(run));
+      if (!(fresh.metadata.finalizers ?? []).includes(ARTIFACT_FINALIZER)) {
+        await client.patch(runPath(run), { metadata: { resourceVersion: fresh.metadata.resourceVersion, finalizers: [...(fresh.metadata.finalizers ?? []), ARTIFACT_FINALIZER] } });
+      }
+      await client.patch(runPath(run, '/status'), { status: { artifactStore: spec } });
+    },
+  };
+}
 
 export interface RunnerDeps { client: KubeClient; cfg: RuntimedConfig; runtime: RuntimeClient; log: Logger; now: () => Date; out: (s: string) => void; finisher: Finisher }
 
@@ -53,16 +74,19 @@ export class Runner {
   onRun(run: Run): void {
     const uid = run.metadata.uid ?? '';
     const a = this.active.get(uid);
-    if (a) {
-      if (rvNum(run) > rvNum(a.run)) a.run = run;
-      if (run.spec.cancelRequested && !a.cancelling) void this.cancel(a);
-      return;
-    }
+    if (a) { this.onActive(a, run); return; }
+    if (run.metadata.deletionTimestamp && this.mine(run)) { void this.cleanup(run); return; }
     if (!this.mine(run) || run.metadata.deletionTimestamp || isTerminal(run.status?.phase)) return;
     if (run.status?.phase === 'Scheduled' && run.spec.cancelRequested) { void this.terminal(run, 'Cancelled', 'cancelled by user'); return; }
     if (run.status?.phase !== 'Scheduled' && run.status?.phase !== 'Running') return;
     if (this.active.size >= this.d.cfg.workers) { this.retryLater(run); return; }
     void this.start(run).catch((err: unknown) => this.d.log.error({ err, run: run.metadata.name }, 'run handling failed'));
+  }
+
+  private onActive(a: Active, run: Run): void {
+    if (run.metadata.deletionTimestamp) { void this.onDeleted(run).then(() => this.cleanup(run)); return; }
+    if (rvNum(run) > rvNum(a.run)) a.run = run;
+    if (run.spec.cancelRequested && !a.cancelling) void this.cancel(a);
   }
 
   private retryLater(run: Run): void {
@@ -108,6 +132,7 @@ export class Runner {
       await this.launch(a);
     } catch (err) {
       clearTimeout(claimTimer);
+      if (err instanceof InputError) { await this.done(a, err.reason, err.message); return; }
       await this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute',
         err instanceof PrepareError ? err.message : `runtime Execute: ${err instanceof Error ? err.message : String(err)}`);
       return;
@@ -137,6 +162,7 @@ export class Runner {
     }
     a.workdir = await prepareSource(this.runDir(run), run.spec.source, run.spec.mode?.function ? 'function' : 'task');
     await rm(join(a.workdir, 'outputs'), { force: true });
+    await this.stageInputs(run, a.workdir);
     const env = runEnv(run, a.workdir);
     const artifacts = await this.d.finisher.prepareArtifactsDir(run);
     if (artifacts) env.KRUNTIME_ARTIFACTS_DIR = artifacts;
@@ -146,6 +172,18 @@ export class Runner {
       entrypoint: inline ? 'script' : (run.spec.mode?.task?.entrypoint || 'script'),
       args: inline ? [] : (run.spec.mode?.task?.args ?? []),
     });
+  }
+
+  /** Stages spec.artifactInputs into the working directory; bad inputs are terminal (InputError). */
+  private async stageInputs(run: Run, workdir: string): Promise<void> {
+    if (!run.spec.artifactInputs?.length) return;
+    if (!this.d.finisher.store) throw new InputError('ArtifactInputInvalid', 'artifact inputs: the Runtime has no spec.artifactStore to read them from');
+    try {
+      await stageArtifactInputs(this.d.finisher.store, run.spec.artifactInputs, workdir, { namespace: run.metadata.namespace ?? '' });
+    } catch (err) {
+      if (isArtifactError(err) && !err.transient) throw new InputError(err.reason, `artifact inputs: ${err.message}`);
+      throw err;
+    }
   }
 
   private armDeadline(a: Active): void {
@@ -238,6 +276,30 @@ export class Runner {
     }
     await rm(this.runDir(a.run), { recursive: true, force: true });
     this.active.delete(uid);
+  }
+
+  private readonly cleaning = new Set<string>();
+
+  /** A deleted Run with artifacts: delete them from the store (bounded), then drop the finalizer. */
+  private async cleanup(run: Run): Promise<void> {
+    const uid = run.metadata.uid ?? '';
+    if (!(run.metadata.finalizers ?? []).includes(ARTIFACT_FINALIZER) || this.cleaning.has(uid)) return;
+    this.cleaning.add(uid);
+    try {
+      if (this.d.finisher.store) {
+        await Promise.race([this.d.finisher.store.deleteRun(run.metadata.namespace ?? '', uid), new Promise((_, rej) => setTimeout(() => rej(new Error('artifact deletion timed out after 30s')), 30_000))]);
+      }
+      const fresh = await this.refetch(run);
+      if (fresh) {
+        const finalizers = (fresh.metadata.finalizers ?? []).filter((f) => f !== ARTIFACT_FINALIZER);
+        await this.d.client.patch(this.path(fresh), { metadata: { resourceVersion: fresh.metadata.resourceVersion, finalizers } });
+      }
+    } catch (err) {
+      this.d.log.warn({ err, run: run.metadata.name }, 'artifact cleanup failed; retrying in 5s');
+      setTimeout(() => { void this.refetch(run).then((r) => { if (r) void this.cleanup(r); }); }, 5000);
+    } finally {
+      this.cleaning.delete(uid);
+    }
   }
 
   /** The Run object was deleted: stop its execution without writing status. */
