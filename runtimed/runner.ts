@@ -28,7 +28,7 @@ export class InputError extends Error { constructor(readonly reason: string, mes
 interface Active { run: Run; attempt: number; timer?: NodeJS.Timeout; cancelling: boolean; timedOut: boolean; workdir: string; claim?: Promise<Run | undefined>; startedAt: string }
 
 /** Short Runs finish before this and go Scheduled -> terminal in one status write; longer ones are claimed (Running) after it. */
-export const CLAIM_DELAY_MS = 50;
+export const CLAIM_DELAY_MS = 200;
 
 export const ARTIFACT_FINALIZER = 'kruntimes.io/artifact-cleanup';
 const runPath = (run: Run, sub = ''): string => `/apis/kruntimes.io/v1alpha1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}${sub}`;
@@ -59,6 +59,8 @@ const rvNum = (r: Run): bigint => { try { return BigInt(r.metadata.resourceVersi
 export class Runner {
   readonly active = new Map<string, Active>();
   private readonly waiting = new Set<string>();
+  /** When this runtimed started (seconds precision like creationTimestamp, rounded down, with a margin). */
+  private readonly bornAt = Math.floor(Date.now() / 1000) * 1000 + 1000;
 
   constructor(private readonly d: RunnerDeps) {}
 
@@ -153,10 +155,12 @@ export class Runner {
   }
 
   /** Stages the source and starts the execution (idempotent per Run UID on the Runtime Server). */
-  /** adopt: a Run runtimed may have started before it restarted keeps its execution (no re-staging). */
+  /** adopt: a Run runtimed may have started before it restarted keeps its execution (no re-staging).
+   * Only Runs created before this runtimed started can have one. */
   private async launch(a: Active, adopt = true): Promise<void> {
     const run = a.run;
-    if (adopt && await this.d.runtime.get(run.metadata.uid ?? '').catch(() => undefined)) {
+    const older = Date.parse(run.metadata.creationTimestamp ?? '') <= this.bornAt;
+    if (adopt && older && await this.d.runtime.get(run.metadata.uid ?? '').catch(() => undefined)) {
       a.workdir = run.spec.source?.repoURL ? join(this.runDir(run), 'repo') : this.runDir(run);
       return;
     }

@@ -71,7 +71,11 @@ const fn: FunctionDef = {
   trigger: {
     type: 'watch', resource: R.runs,
     keys: (o) => [`${o.metadata.namespace}/${(o as RunObj).spec?.runtime ?? ''}`],
-    filter: (e) => ['Scheduled', 'Running', 'Ready'].includes((e.object as RunObj).status?.phase ?? ''),
+    // Wake when a Run becomes assigned (to start watching its Pod); Pod events and requeues do the rest.
+    filter: (e) => {
+      const active = (o?: KubeObject): boolean => ['Scheduled', 'Running', 'Ready'].includes((o as RunObj | undefined)?.status?.phase ?? '');
+      return active(e.object) && !active(e.old);
+    },
     also: [{ resource: R.pods, labelSelector: 'runtime', map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`] }],
   },
   concurrency: 2,

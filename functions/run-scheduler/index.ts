@@ -106,7 +106,13 @@ const fn: FunctionDef = {
   description: 'Binds Pending Runs to ready Runtime Pods with free capacity, affinity and workspace fencing.',
   trigger: {
     type: 'watch', resource: R.runs, keys: runtimeKey,
-    filter: (e) => e.type !== 'updated' || (e.old as RunObj | undefined)?.status?.phase !== (e.object as RunObj).status?.phase || isPending(e.object as RunObj),
+    // Wake on new or changed pending Runs and on capacity released (an active Run ending or going away).
+    filter: (e) => {
+      const now = e.object as RunObj;
+      const wasActive = ACTIVE.has((e.old as RunObj | undefined)?.status?.phase ?? '');
+      if (e.type === 'deleted') return ACTIVE.has(now.status?.phase ?? '') || isPending(now);
+      return isPending(now) || (wasActive && !ACTIVE.has(now.status?.phase ?? ''));
+    },
     also: [
       { resource: R.pods, labelSelector: 'runtime', map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`] },
       { resource: R.persistentWorkspaces, map: runtimeKey },
