@@ -159,8 +159,7 @@ export class Runner {
    * Only Runs created before this runtimed started can have one. */
   private async launch(a: Active, adopt = true): Promise<void> {
     const run = a.run;
-    const older = Date.parse(run.metadata.creationTimestamp ?? '') <= this.bornAt;
-    if (adopt && older && await this.d.runtime.get(run.metadata.uid ?? '').catch(() => undefined)) {
+    if (adopt && await this.adoptable(run)) {
       a.workdir = run.spec.source?.repoURL ? join(this.runDir(run), 'repo') : this.runDir(run);
       return;
     }
@@ -188,6 +187,12 @@ export class Runner {
       if (isArtifactError(err) && !err.transient) throw new InputError(err.reason, `artifact inputs: ${err.message}`);
       throw err;
     }
+  }
+
+  /** Whether the Runtime Server already has this Run's execution (only possible for Runs older than this runtimed). */
+  private async adoptable(run: Run): Promise<boolean> {
+    if (Date.parse(run.metadata.creationTimestamp ?? '') > this.bornAt) return false;
+    return !!(await this.d.runtime.get(run.metadata.uid ?? '').catch(() => undefined));
   }
 
   private armDeadline(a: Active): void {
