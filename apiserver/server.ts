@@ -12,6 +12,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { FnMetrics } from '../lib/fn/metrics.ts';
 import type { FunctionDef } from '../lib/fn/types.ts';
 import { admissionRouter } from './admission.ts';
+import { aggregationRouter } from './aggregation/router.ts';
 import type { ServerConfig } from './config.ts';
 import { admissionFunctions, watchFunctions } from './functions.ts';
 import { LeaderElector } from './leader.ts';
@@ -29,10 +30,14 @@ export async function startServer(cfg: ServerConfig, functions: FunctionDef[], c
   const state = { relayRunning: false, leader: !cfg.leaderElection };
   const app = express();
   app.use(admissionRouter(admissionFunctions(selected), client, log.child({ host: 'admission' }), metrics));
-  const tls = (): { cert: Buffer; key: Buffer } => ({ cert: readFileSync(cfg.certFile), key: readFileSync(cfg.keyFile) });
-  const secure = https.createServer({ ...tls(), minVersion: 'TLSv1.2' }, app);
+  const aggregated = await aggregationRouter(client, log.child({ host: 'aggregation' }));
+  app.use(aggregated.router);
+  // Client certificates are requested but optional: admission calls carry none, aggregated
+  // requests must present the front-proxy certificate (checked per request).
+  const tls = (): https.ServerOptions => ({ cert: readFileSync(cfg.certFile), key: readFileSync(cfg.keyFile), ca: aggregated.clientCA, requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2' });
+  const secure = https.createServer(tls(), app);
   watchFile(cfg.certFile, { interval: 2000 }, () => {
-    try { secure.setSecureContext({ ...tls(), minVersion: 'TLSv1.2' }); log.info('reloaded serving certificate'); } catch (err) { log.warn({ err }, 'certificate reload failed; keeping the old one'); }
+    try { secure.setSecureContext(tls()); log.info('reloaded serving certificate'); } catch (err) { log.warn({ err }, 'certificate reload failed; keeping the old one'); }
   });
   await listen(secure, cfg.httpsPort, cfg.listenAddress);
 

@@ -10,6 +10,7 @@ export interface KubeconfigSpec {
   keyFile?: string;
   token?: string;
   user: string;
+  namespace?: string;
 }
 
 export function renderKubeconfig(s: KubeconfigSpec): string {
@@ -21,7 +22,7 @@ export function renderKubeconfig(s: KubeconfigSpec): string {
     apiVersion: 'v1', kind: 'Config', 'current-context': 'kruntimes-local',
     clusters: [{ name: 'kruntimes-local', cluster: { server: s.server, 'certificate-authority': s.caFile } }],
     users: [{ name: s.user, user }],
-    contexts: [{ name: 'kruntimes-local', context: { cluster: 'kruntimes-local', user: s.user } }],
+    contexts: [{ name: 'kruntimes-local', context: { cluster: 'kruntimes-local', user: s.user, ...(s.namespace ? { namespace: s.namespace } : {}) } }],
   });
 }
 

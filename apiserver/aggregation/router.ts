@@ -1,0 +1,47 @@
+/**
+ * The aggregated API surface of the extension server: discovery for logs.kruntimes.io (and
+ * later sessions.kruntimes.io) and request-header authentication in front of everything under
+ * /apis. Admission webhook paths are not under /apis and are not affected.
+ */
+import express, { type Router } from 'express';
+import type { Logger } from 'pino';
+import type { KubeClient } from '../../lib/kube/client.ts';
+import { logsRouter, LOGS_GROUP } from '../logs/handler.ts';
+import { authenticate, loadRequestHeaderConfig, type RequestHeaderConfig } from './requestheader.ts';
+import { status } from './status.ts';
+
+const GROUPS = [LOGS_GROUP];
+
+function groupDoc(g: string): object {
+  const v = { groupVersion: `${g}/v1alpha1`, version: 'v1alpha1' };
+  return { kind: 'APIGroup', apiVersion: 'v1', name: g, versions: [v], preferredVersion: v };
+}
+
+export function resourceList(group: string): object {
+  return {
+    kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${group}/v1alpha1`,
+    resources: [
+      { name: 'runs', singularName: 'run', namespaced: true, kind: 'Run', verbs: [] },
+      { name: 'runs/log', singularName: '', namespaced: true, kind: 'RunLog', verbs: ['get'] },
+    ],
+  };
+}
+
+export async function aggregationRouter(client: KubeClient, log: Logger): Promise<{ router: Router; clientCA: string }> {
+  let cfg: RequestHeaderConfig = await loadRequestHeaderConfig(client);
+  setInterval(() => { loadRequestHeaderConfig(client).then((c) => { cfg = c; }, (err: unknown) => log.warn({ err }, 'requestheader config refresh failed')); }, 60_000).unref();
+  const r = express.Router();
+  r.use('/apis', (req, res, next) => {
+    const who = authenticate(req, cfg);
+    if (typeof who === 'string') { status(res, 401, 'Unauthorized', `this API is served through the Kubernetes API server only: ${who}`); return; }
+    (req as express.Request & { user?: unknown }).user = who;
+    next();
+  });
+  r.get('/apis', (_req, res) => { res.json({ kind: 'APIGroupList', apiVersion: 'v1', groups: GROUPS.map((g) => groupDoc(g)) }); });
+  for (const g of GROUPS) {
+    r.get(`/apis/${g}`, (_req, res) => { res.json(groupDoc(g)); });
+    r.get(`/apis/${g}/v1alpha1`, (_req, res) => { res.json(resourceList(g)); });
+  }
+  r.use(logsRouter(client, log));
+  return { router: r, clientCA: cfg.clientCA };
+}

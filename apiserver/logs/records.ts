@@ -1,0 +1,66 @@
+/**
+ * The pure part of Run logs: runtimed's Run-keyed JSON records (one per output line, with
+ * attempt and seq), selection of one Run's records, opaque resumable cursors, and snapshot
+ * bounds (tailLines default 100, max 500, payload at most 1 MiB).
+ */
+export interface LogRecord { time: string; stream: string; message: string; attempt: number; seq: number }
+export interface CursorPos { attempt: number; seq: number }
+
+export const DEFAULT_TAIL = 100;
+export const MAX_TAIL = 500;
+export const MAX_PAYLOAD = 1 << 20;
+
+/** Parses one runtimed stdout line; undefined for other lines or other Runs. */
+export function parseRecord(line: string, runUID: string): LogRecord | undefined {
+  if (!line.startsWith('{') || !line.includes(runUID)) return undefined;
+  try {
+    const o = JSON.parse(line) as Partial<LogRecord> & { run_uid?: string };
+    if (o.run_uid !== runUID || typeof o.message !== 'string') return undefined;
+    return { time: o.time ?? '', stream: o.stream ?? 'stdout', message: o.message, attempt: Number(o.attempt ?? 1), seq: Number(o.seq ?? 0) };
+  } catch { return undefined; }
+}
+
+export function encodeCursor(p: CursorPos): string {
+  return Buffer.from(`v1:${p.attempt}:${p.seq}`).toString('base64url');
+}
+
+export function decodeCursor(s: string): CursorPos | undefined {
+  const m = /^v1:(\d+):(\d+)$/.exec(Buffer.from(s, 'base64url').toString('utf8'));
+  return m ? { attempt: Number(m[1]), seq: Number(m[2]) } : undefined;
+}
+
+/** Strictly after the cursor in (attempt, seq) order. */
+export function after(r: CursorPos, c: CursorPos | undefined): boolean {
+  if (!c) return true;
+  return r.attempt > c.attempt || (r.attempt === c.attempt && r.seq > c.seq);
+}
+
+/** Records of one Run from a log text, in order, each once (a restarted runtimed may repeat records). */
+export function runRecords(text: string, runUID: string, cursor?: CursorPos): LogRecord[] {
+  const out: LogRecord[] = [];
+  let last = cursor;
+  for (const line of text.split('\n')) {
+    const r = parseRecord(line, runUID);
+    if (r && after(r, last)) { out.push(r); last = r; }
+  }
+  return out;
+}
+
+export function parseTail(raw: unknown): number | string {
+  if (raw === undefined) return DEFAULT_TAIL;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) return `tailLines must be a non-negative integer, got ${JSON.stringify(raw)}`;
+  return Math.min(n, MAX_TAIL);
+}
+
+/** The last `tail` records whose JSON fits in MAX_PAYLOAD, and the cursor after the last one. */
+export function snapshot(records: LogRecord[], tail: number, maxBytes = MAX_PAYLOAD): { items: LogRecord[]; cursor?: string } {
+  let items = tail === 0 ? [] : records.slice(-tail);
+  let size = Buffer.byteLength(JSON.stringify({ items }));
+  while (items.length && size > maxBytes) {
+    size -= Buffer.byteLength(JSON.stringify(items[0])) + 1;
+    items = items.slice(1);
+  }
+  const last = records[records.length - 1];
+  return { items, ...(last ? { cursor: encodeCursor(last) } : {}) };
+}
