@@ -68,4 +68,7 @@ export async function installKruntimes(o: { kubectl: string; kubeconfig: string;
     const d = await o.api.get<KubeObject & { status?: { availableReplicas?: number; updatedReplicas?: number; replicas?: number } }>(`/apis/apps/v1/namespaces/${KRUNTIMES_NS}/deployments/${EXTENSION_SERVICE}`);
     return (d.status?.availableReplicas ?? 0) >= 1 && d.status?.updatedReplicas === d.status?.replicas;
   }, 120_000, o.progress);
+  for (const a of docs.filter((d) => d.kind === 'APIService')) {
+    await waitFor(`APIService ${a.metadata.name} to be Available`, () => condition(o.api, `/apis/apiregistration.k8s.io/v1/apiservices/${a.metadata.name}`, 'Available'), 60_000, o.progress);
+  }
 }

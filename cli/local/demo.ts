@@ -6,6 +6,11 @@
 import type { Env } from '../../localenv/environment.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { isTerminal } from '../../lib/run/phases.ts';
+import { REPO_ROOT } from '../../localenv/paths.ts';
 
 const NS = 'kruntimes-demo';
 const IMAGE = 'ghcr.io/kruntimes/kruntimes:dev';
@@ -23,13 +28,19 @@ async function until<T>(what: string, fn: () => Promise<T | undefined>, say: (m:
   }
 }
 
+/** Removes what an earlier demo left (the namespace itself is kept: deleting namespaces waits on discovery). */
 async function reset(env: Env): Promise<void> {
-  try { await env.admin.delete(`/api/v1/namespaces/${NS}`); } catch (err) { if (!isApiError(err, 404)) throw err; }
-  await until('the previous demo namespace to be deleted', async () => {
-    try { await env.admin.get(`/api/v1/namespaces/${NS}`); return undefined; } catch (err) { return isApiError(err, 404) ? true : undefined; }
-  }, () => undefined);
-  await env.admin.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await until('the default ServiceAccount', () => env.admin.get(`/api/v1/namespaces/${NS}/serviceaccounts/default`), () => undefined);
+  const api = env.admin;
+  try { await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }); } catch (err) { if (!isApiError(err, 409)) throw err; }
+  const paths = [`/apis/apps/v1/namespaces/${NS}/deployments/demo-server`, `/apis/batch/v1/namespaces/${NS}/jobs/demo-job`, `/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes/bash`,
+    ...[0, 1, 2].map((i) => `/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs/demo-run-${i}`)];
+  for (const p of paths) await api.delete(p, { propagationPolicy: 'Foreground' }).catch((err: unknown) => { if (!isApiError(err, 404)) throw err; });
+  for (const p of paths) {
+    await until(`${p.split('/').slice(-2).join('/')} from an earlier demo to be deleted`, async () => {
+      try { await api.get(p); return undefined; } catch (err) { return isApiError(err, 404) ? true : undefined; }
+    }, () => undefined);
+  }
+  await until('the default ServiceAccount', () => api.get(`/api/v1/namespaces/${NS}/serviceaccounts/default`), () => undefined);
 }
 
 function deployment(): object {
@@ -73,5 +84,31 @@ export async function runDemo(env: Env, say: (m: string) => void): Promise<void>
     process.stdout.write(await api.getText(`/api/v1/namespaces/${NS}/pods/${p.metadata.name}/log`));
   }
   if (!ok) throw new Error('demo: the Job failed');
-  process.stdout.write(`demo finished in ${Date.now() - t0} ms. Try: kubectl get pods -n ${NS} -o wide\n`);
+  await runsDemo(env, say);
+  process.stdout.write(`demo finished in ${Date.now() - t0} ms. Try: kubectl get pods,runtimes,runs -n ${NS} -o wide\n`);
+}
+
+type RunStatus = KubeObject & { status?: { phase?: string; outputs?: Record<string, string>; startTime?: string; completionTime?: string; message?: string } };
+
+/** Runs on warm Runtime Pods: the bash example Runtime, then a few Runs with outputs. */
+async function runsDemo(env: Env, say: (m: string) => void): Promise<void> {
+  const api = env.admin;
+  const G = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}`;
+  const runtime = parse(readFileSync(join(REPO_ROOT, 'examples/runtimes/bash.yaml'), 'utf8')) as object;
+  await api.create(`${G}/runtimes`, runtime);
+  say('demo: created Runtime bash (examples/runtimes/bash.yaml), waiting for its warm Runtime Pod');
+  await until('the bash Runtime to be ready', async () => {
+    const rt = await api.get<KubeObject & { status?: { readyReplicas?: number } }>(`${G}/runtimes/bash`);
+    return (rt.status?.readyReplicas ?? 0) > 0 ? rt : undefined;
+  }, say);
+  const scripts = ['echo "greeting=hello from a warm Runtime Pod" >> "$KRUNTIME_OUTPUTS"', 'echo "answer=$((6 * 7))" >> "$KRUNTIME_OUTPUTS"', 'echo "kernel=$(uname -s)" >> "$KRUNTIME_OUTPUTS"'];
+  const t = Date.now();
+  for (const [i, s] of scripts.entries()) await api.create(`${G}/runs`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name: `demo-run-${i}` }, spec: { runtime: 'bash', source: { inline: s } } });
+  for (let i = 0; i < scripts.length; i++) {
+    const r = await until(`Run demo-run-${i}`, async () => { const x = await api.get<RunStatus>(`${G}/runs/demo-run-${i}`); return isTerminal(x.status?.phase) ? x : undefined; }, say);
+    const took = Date.parse(r.status?.completionTime ?? '') - Date.parse(r.metadata.creationTimestamp ?? '');
+    say(`demo: Run demo-run-${i} ${r.status?.phase} (created -> completed within ${Number.isFinite(took) ? `${took} ms` : '?'}, second-precision creationTimestamp) outputs ${JSON.stringify(r.status?.outputs ?? {})}`);
+    if (r.status?.phase !== 'Succeeded') throw new Error(`demo: Run demo-run-${i} ${r.status?.phase}: ${r.status?.message}`);
+  }
+  say(`demo: ${scripts.length} Runs finished ${Date.now() - t} ms after the first create. Try: ./bin/krt get runs -n ${NS}; ./bin/krt logs -n ${NS} demo-run-0`);
 }
