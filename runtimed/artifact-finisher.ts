@@ -18,18 +18,18 @@ export interface RunRecorder {
 export class ArtifactFinisher extends OutputsFinisher {
   constructor(workspaceRoot: string, readonly store: ArtifactStore, readonly spec: RuntimeArtifactStoreSpec, private readonly runtime: string, private readonly recorder: RunRecorder) { super(workspaceRoot); }
 
-  override prepareArtifactsDir(run: Run): Promise<string | undefined> {
-    return this.recreate(join(this.workspaceRoot, run.metadata.uid ?? 'unknown', 'artifacts'));
+  override prepareArtifactsDir(_run: Run, runDir: string): Promise<string | undefined> {
+    return this.recreate(join(runDir, 'artifacts'));
   }
 
-  override async collect(run: Run, workdir: string): Promise<Collected> {
-    const out = await super.collect(run, workdir);
+  override async collect(run: Run, runDir: string): Promise<Collected> {
+    const out = await super.collect(run, runDir);
     if (!out.ok) return out;
     const ns = run.metadata.namespace ?? '';
     const uid = run.metadata.uid ?? '';
     let uploaded = false;
     try {
-      const staged = await collectStaged(join(this.workspaceRoot, uid, 'artifacts'));
+      const staged = await collectStaged(join(runDir, 'artifacts'));
       if (!staged.length) return out;
       await this.recorder.beforeUpload(run, this.spec);
       const refs: ArtifactRef[] = [];

@@ -11,6 +11,7 @@ import type { RuntimedConfig } from './config.ts';
 import type { Finisher } from './finish.ts';
 import type { RuntimeClient } from './runtime-client.ts';
 import { Runner } from './runner.ts';
+import { startWorkspaceCleaner } from './workspaces.ts';
 import type { Run } from './types.ts';
 
 export interface Daemon { stop(): Promise<void> }
@@ -39,6 +40,8 @@ export async function startDaemon(o: { client: KubeClient; cfg: RuntimedConfig; 
   }, (d) => { if (d.type === 'deleted') void runner.onDeleted(d.object); else runner.onRun(d.object); });
   watch.start();
   await watch.synced;
+  const cleaner = startWorkspaceCleaner({ client, namespace: cfg.namespace, podName: cfg.podName, podUID: cfg.podUID, dirOf: (n) => runner.workspaceDir(n), inUse: (n) => runner.usesWorkspace(n), log });
+  runner.onRelease = (): void => cleaner.recheck();
   const since = new Date().toISOString();
   const beat = (): void => { heartbeat(client, cfg, new Date(), since).catch((err: unknown) => log.warn({ err }, 'heartbeat failed')); };
   beat();
@@ -54,6 +57,7 @@ export async function startDaemon(o: { client: KubeClient; cfg: RuntimedConfig; 
     stop: async () => {
       clearInterval(timer);
       watch.stop();
+      cleaner.stop();
       health.close();
       await Promise.resolve();
     },

@@ -17,8 +17,9 @@ export interface Finisher {
   /** The Runtime's artifact store, when it has one (artifact inputs are staged from it, cleanup deletes from it). */
   readonly store?: import('./artifacts/store.ts').ArtifactStore;
   /** Recreates the Run's artifact staging directory when the Runtime has a store; returns its path. */
-  prepareArtifactsDir(run: Run): Promise<string | undefined>;
-  collect(run: Run, workdir: string): Promise<Collected>;
+  prepareArtifactsDir(run: Run, runDir: string): Promise<string | undefined>;
+  /** runDir: the Run-local directory holding outputs and artifacts. */
+  collect(run: Run, runDir: string): Promise<Collected>;
 }
 
 const PREPARE_MESSAGES = ['no args or script provided', 'no script or args provided'];
@@ -34,10 +35,10 @@ export function classifyFailure(s: Summary, stderrTail = ''): { reason: string; 
 export class OutputsFinisher implements Finisher {
   constructor(protected readonly workspaceRoot: string) {}
 
-  prepareArtifactsDir(_run: Run): Promise<string | undefined> { return Promise.resolve(undefined); }
+  prepareArtifactsDir(_run: Run, _runDir: string): Promise<string | undefined> { return Promise.resolve(undefined); }
 
-  async collect(_run: Run, workdir: string): Promise<Collected> {
-    const out = await readOutputsFile(join(workdir, 'outputs'));
+  async collect(_run: Run, runDir: string): Promise<Collected> {
+    const out = await readOutputsFile(join(runDir, 'outputs'));
     if (!out.ok) return { ok: false, reason: out.reason, message: out.message };
     return { ok: true, outputs: out.outputs, artifactRefs: undefined };
   }

@@ -58,6 +58,8 @@ const rvNum = (r: Run): bigint => { try { return BigInt(r.metadata.resourceVersi
 
 export class Runner {
   readonly active = new Map<string, Active>();
+  /** Called after a Run was released (its workspace may now be cleaned up). */
+  onRelease: () => void = () => undefined;
   private readonly waiting = new Set<string>();
   /** When this runtimed started (seconds precision like creationTimestamp, rounded down, with a margin). */
   private readonly bornAt = Math.floor(Date.now() / 1000) * 1000 + 1000;
@@ -65,7 +67,17 @@ export class Runner {
   constructor(private readonly d: RunnerDeps) {}
 
   private path(run: Run, sub = ''): string { return `/apis/kruntimes.io/v1alpha1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}${sub}`; }
-  runDir(run: Run): string { return join(this.d.cfg.workspaceRoot, run.metadata.uid ?? 'unknown'); }
+  /** The Run-local directory (source, outputs, artifacts): /workspace/<uid>, or inside a referenced
+   * PersistentWorkspace /workspace/persistent/<ws>/.kruntimes/runs/<uid>. */
+  runDir(run: Run): string {
+    const uid = run.metadata.uid ?? 'unknown';
+    return run.spec.workspace ? join(this.workspaceDir(run.spec.workspace.name), '.kruntimes', 'runs', uid) : join(this.d.cfg.workspaceRoot, uid);
+  }
+
+  workspaceDir(name: string): string { return join(this.d.cfg.workspaceRoot, 'persistent', name); }
+
+  /** Whether a local, non-finished Run uses the workspace (its directory must not be deleted). */
+  usesWorkspace(name: string): boolean { return [...this.active.values()].some((a) => a.run.spec.workspace?.name === name); }
 
   mine(run: Run): boolean {
     const s = run.status;
@@ -159,20 +171,19 @@ export class Runner {
    * Only Runs created before this runtimed started can have one. */
   private async launch(a: Active, adopt = true): Promise<void> {
     const run = a.run;
-    if (adopt && await this.adoptable(run)) {
-      a.workdir = run.spec.source?.repoURL ? join(this.runDir(run), 'repo') : this.runDir(run);
-      return;
-    }
-    a.workdir = await prepareSource(this.runDir(run), run.spec.source, run.spec.mode?.function ? 'function' : 'task');
-    await rm(join(a.workdir, 'outputs'), { force: true });
+    if (adopt && await this.adoptable(run)) { a.workdir = this.workdirOf(run); return; }
+    const runDir = this.runDir(run);
+    const staged = await prepareSource(runDir, run.spec.source, run.spec.mode?.function ? 'function' : 'task');
+    a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
+    await rm(join(runDir, 'outputs'), { force: true });
     await this.stageInputs(run, a.workdir);
-    const env = runEnv(run, a.workdir);
-    const artifacts = await this.d.finisher.prepareArtifactsDir(run);
+    const env = runEnv(run, runDir);
+    const artifacts = await this.d.finisher.prepareArtifactsDir(run, runDir);
     if (artifacts) env.KRUNTIME_ARTIFACTS_DIR = artifacts;
     const inline = run.spec.source?.inline !== undefined;
     await this.d.runtime.execute({
       id: run.metadata.uid ?? '', workingDir: a.workdir, env,
-      entrypoint: inline ? 'script' : (run.spec.mode?.task?.entrypoint || 'script'),
+      entrypoint: inline ? join(runDir, 'script') : join(staged, run.spec.mode?.task?.entrypoint || 'script'),
       args: inline ? [] : (run.spec.mode?.task?.args ?? []),
     });
   }
@@ -187,6 +198,11 @@ export class Runner {
       if (isArtifactError(err) && !err.transient) throw new InputError(err.reason, `artifact inputs: ${err.message}`);
       throw err;
     }
+  }
+
+  private workdirOf(run: Run): string {
+    if (run.spec.workspace) return this.workspaceDir(run.spec.workspace.name);
+    return run.spec.source?.repoURL ? join(this.runDir(run), 'repo') : this.runDir(run);
   }
 
   /** Whether the Runtime Server already has this Run's execution (only possible for Runs older than this runtimed). */
@@ -224,7 +240,7 @@ export class Runner {
     if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
     if (a.timedOut) { await this.failed(a, 'Timeout', `timeout after ${formatDuration(parseDuration(a.run.spec.timeout) ?? 0)}`); return; }
     if (s.state !== 'SUCCEEDED') { const f = classifyFailure(s); await this.failed(a, f.reason, f.message); return; }
-    const result = await this.d.finisher.collect(a.run, a.workdir);
+    const result = await this.d.finisher.collect(a.run, this.runDir(a.run));
     if (!result.ok) { if (result.transient) { setTimeout(() => void this.finish(a, s), 1000); return; } await this.done(a, result.reason, result.message); return; }
     await this.settle(a);
     await this.writeStatus(a, (st) => succeeded(this.started(a, st), this.d.now().toISOString(), result.outputs, result.artifactRefs));
@@ -267,8 +283,7 @@ export class Runner {
     const uid = a.run.metadata.uid ?? '';
     const known = await this.d.runtime.get(uid);
     if (!known) { await this.failed(a, 'ExecutionLost', 'runtime execution not found after runtimed restart'); return; }
-    a.workdir = this.runDir(a.run);
-    if (a.run.spec.source?.repoURL) a.workdir = join(a.workdir, 'repo');
+    a.workdir = this.workdirOf(a.run);
     await this.follow(a);
   }
 
@@ -285,6 +300,7 @@ export class Runner {
     }
     await rm(this.runDir(a.run), { recursive: true, force: true });
     this.active.delete(uid);
+    if (a.run.spec.workspace) this.onRelease();
   }
 
   private readonly cleaning = new Set<string>();

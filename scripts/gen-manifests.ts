@@ -78,6 +78,7 @@ function webhooks(fns: FunctionDef[]): Doc[] {
       failurePolicy: f.trigger.failurePolicy, timeoutSeconds: f.trigger.timeoutSeconds, matchPolicy: 'Equivalent',
       rules: f.trigger.rules,
       ...(f.trigger.objectSelector ? { objectSelector: f.trigger.objectSelector } : {}),
+      ...(f.trigger.matchConditions ? { matchConditions: f.trigger.matchConditions } : {}),
       namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS] }] },
       clientConfig: { service: { namespace: NS, name: 'kruntimes-extension', path: `/admission/${f.name}`, port: 443 } },
     })),

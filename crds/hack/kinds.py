@@ -534,7 +534,7 @@ def persistent_workspace_crd() -> dict[str, Any]:
         column("Runtime", ".spec.runtime"),
         column("Bound Pod", ".status.boundPod"),
     ], spec, status, "PersistentWorkspace is a workspace bound to one Runtime Pod and shared "
-        "by the Runs that reference it.")
+        "by the Runs that reference it.", selectable_fields=[".status.boundPod", ".spec.runtime"])
 
 
 # --------------------------------------------------------------------------------------

@@ -52,6 +52,8 @@ export interface AdmissionTrigger {
   failurePolicy: 'Fail' | 'Ignore';
   /** Only objects with these labels are sent to the webhook. */
   objectSelector?: { matchLabels: Record<string, string> };
+  /** CEL match conditions evaluated by the API server before calling (e.g. has(object.spec.workspace)). */
+  matchConditions?: { name: string; expression: string }[];
 }
 
 export type Trigger = WatchTrigger | CronTrigger | AdmissionTrigger;
