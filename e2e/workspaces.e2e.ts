@@ -55,7 +55,7 @@ describe('PersistentWorkspaces', function () {
     await createRun(ns, { runtime: 'bash', workspace: { name: 'shared' }, source: { inline: 'echo "seen=$(cat src/out.txt)" >> "$KRUNTIME_OUTPUTS"; echo "cwd=$(cat where.txt)" >> "$KRUNTIME_OUTPUTS"' } }, { name: 'reader' });
     const rd = await finished(ns, 'reader');
     assert.deepEqual(rd.status?.outputs, { seen: 'built', cwd: '/workspace/persistent/shared' });
-    assert.ok(existsSync(join(hostDir(w.status!.boundPod!, 'shared', pods), 'src', 'out.txt')));
+    assert.ok(existsSync(join(hostDir(w.status.boundPod!, 'shared', pods), 'src', 'out.txt')));
   });
 
   it('rejects Runs naming a missing workspace or one of another Runtime', async () => {
