@@ -66,7 +66,7 @@ describe('PersistentWorkspaces', function () {
 
   it('requires use on persistentworkspaces/use; a Role with resourceNames grants it for that workspace only', async () => {
     await createWs(ns, 'guarded', { runtime: 'bash' });
-    await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'runner' }, rules: [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['create', 'get'] }] });
+    await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'runner' }, rules: [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['create', 'get', 'list'] }] });
     await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'runner' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'runner' }, subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: ns }] });
     const user = await serviceAccountClient(ns, 'default');
     const run = (name: string, ws: string): Promise<unknown> => user.create(`${GROUP}/namespaces/${ns}/runs`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name }, spec: { runtime: 'bash', workspace: { name: ws }, source: { inline: 'true' } } });
