@@ -541,6 +541,11 @@ def persistent_workspace_crd() -> dict[str, Any]:
 # Workflow, WorkflowRun, Action
 
 
+def any_value(description: str) -> Schema:
+    """A field that is a boolean/number or a ${{ }} expression string; the controller checks it."""
+    return {"description": description, "x-kubernetes-preserve-unknown-fields": True}
+
+
 def step_spec() -> Schema:
     # Patterns rather than CEL: a Workflow holds up to 64 jobs x 128 steps x 16 artifacts,
     # far beyond the CEL cost budget for string scanning rules.
@@ -577,6 +582,11 @@ def step_spec() -> Schema:
             "Artifacts imports artifacts produced by jobs listed in needs into the step's "
             "working directory (seed 000). Destination paths are unique.", artifact,
             max_items=16, list_type="map", list_map_keys=["path"]),
+        "if": string("If is a ${{ }} condition (success(), failure(), always(), cancelled(), "
+                     "needs.<job>.result, ...); the step runs only when it holds.", max_length=4096),
+        "continue-on-error": any_value("ContinueOnError (boolean or expression): a failure of this "
+                                       "step does not fail the job."),
+        "timeout-minutes": any_value("TimeoutMinutes (number or expression) bounds the step's Run."),
     }, required=["name"], rules=rules)
 
 
@@ -593,6 +603,14 @@ def job_spec() -> Schema:
                            max_properties=256),
         "outputs": string_map("Outputs maps job output names to ${{ }} expressions.",
                               max_properties=64),
+        "if": string("If is a ${{ }} condition; the job runs only when it holds (default "
+                     "success()).", max_length=4096),
+        "strategy": {"description": "Strategy: matrix (keys to value lists, include, exclude, or an "
+                     "expression), fail-fast, max-parallel. Every combination's outputs are kept.",
+                     "type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "continue-on-error": any_value("ContinueOnError (boolean or expression): a failure of this "
+                                       "job does not fail the WorkflowRun or its dependents."),
+        "timeout-minutes": any_value("TimeoutMinutes (number or expression) bounds the whole job."),
     }, rules=[
         rule("has(self.steps) != has(self.uses)", "exactly one of steps or uses must be set"),
         rule("!has(self.with) || has(self.uses)", "with can only be set when uses is set",
@@ -647,7 +665,7 @@ def workflow_crd() -> dict[str, Any]:
 
 
 def workflow_run_status() -> Schema:
-    step_phase = ["Pending", "Running", "Succeeded", "Failed"]
+    step_phase = ["Pending", "Running", "Succeeded", "Failed", "Skipped"]
     action_step = obj("ActionStepStatus tracks one Action-internal child Run.", {
         "name": label_value("Name is the Action-local step name."),
         "phase": string("Phase of the Action step.", enum=step_phase),
@@ -661,7 +679,7 @@ def workflow_run_status() -> Schema:
         "outputs": string_map("Outputs of the step.", max_properties=64),
         "actionSteps": array("ActionSteps tracks the child Runs of an Action-call step.",
                              action_step, max_items=128),
-    }, required=["name", "phase"])
+    }, required=["name", "phase"], **{"x-kubernetes-preserve-unknown-fields": True})
     job = obj("JobStatus tracks one job.", {
         "phase": string("Phase of the job.", enum=["Pending", "Waiting", "Running", "Succeeded",
                                                     "Failed", "Skipped"]),
@@ -676,7 +694,7 @@ def workflow_run_status() -> Schema:
             "Run that produced it (seed 000).",
             artifact_ref("ArtifactRef is compact metadata of one stored artifact."),
             max_properties=64),
-    }, required=["phase"])
+    }, required=["phase"], **{"x-kubernetes-preserve-unknown-fields": True})
     return obj("WorkflowRunStatus is the observed state of a WorkflowRun.", {
         "phase": string("Phase of the WorkflowRun.", default="Pending",
                         enum=["Pending", "Running", "Succeeded", "Failed", "Cancelled"]),

@@ -46,14 +46,20 @@ export interface components {
                         /** @description Path is the destination relative to the step's working directory; it may not start with '/' or contain a '..' segment. */
                         path: string;
                     }[];
+                    /** @description ContinueOnError (boolean or expression): a failure of this step does not fail the job. */
+                    "continue-on-error"?: unknown;
                     /** @description Env is extra environment variables for the step. */
                     env?: {
                         [key: string]: string;
                     };
+                    /** @description If is a ${{ }} condition (success(), failure(), always(), cancelled(), needs.<job>.result, ...); the step runs only when it holds. */
+                    if?: string;
                     /** @description Name of the step; it becomes a label value on the child Run. */
                     name: string;
                     /** @description Run is the inline script (becomes the child Run's source.inline). */
                     run?: string;
+                    /** @description TimeoutMinutes (number or expression) bounds the step's Run. */
+                    "timeout-minutes"?: unknown;
                     /** @description Uses references an Action in the same namespace. */
                     uses?: string;
                     /** @description With passes string inputs to the Action referenced by uses. */
@@ -2700,6 +2706,10 @@ export interface components {
                 /** @description Jobs maps job names to jobs; jobs run in parallel unless ordered by needs. */
                 jobs: {
                     [key: string]: {
+                        /** @description ContinueOnError (boolean or expression): a failure of this job does not fail the WorkflowRun or its dependents. */
+                        "continue-on-error"?: unknown;
+                        /** @description If is a ${{ }} condition; the job runs only when it holds (default success()). */
+                        if?: string;
                         /** @description Needs lists the jobs that must succeed before this job starts. */
                         needs?: string[];
                         /** @description Outputs maps job output names to ${{ }} expressions. */
@@ -2719,14 +2729,20 @@ export interface components {
                                 /** @description Path is the destination relative to the step's working directory; it may not start with '/' or contain a '..' segment. */
                                 path: string;
                             }[];
+                            /** @description ContinueOnError (boolean or expression): a failure of this step does not fail the job. */
+                            "continue-on-error"?: unknown;
                             /** @description Env is extra environment variables for the step. */
                             env?: {
                                 [key: string]: string;
                             };
+                            /** @description If is a ${{ }} condition (success(), failure(), always(), cancelled(), needs.<job>.result, ...); the step runs only when it holds. */
+                            if?: string;
                             /** @description Name of the step; it becomes a label value on the child Run. */
                             name: string;
                             /** @description Run is the inline script (becomes the child Run's source.inline). */
                             run?: string;
+                            /** @description TimeoutMinutes (number or expression) bounds the step's Run. */
+                            "timeout-minutes"?: unknown;
                             /** @description Uses references an Action in the same namespace. */
                             uses?: string;
                             /** @description With passes string inputs to the Action referenced by uses. */
@@ -2734,6 +2750,10 @@ export interface components {
                                 [key: string]: string;
                             };
                         }[];
+                        /** @description Strategy: matrix (keys to value lists, include, exclude, or an expression), fail-fast, max-parallel. Every combination's outputs are kept. */
+                        strategy?: Record<string, never>;
+                        /** @description TimeoutMinutes (number or expression) bounds the whole job. */
+                        "timeout-minutes"?: unknown;
                         /** @description Uses references a reusable Workflow in the same namespace. */
                         uses?: string;
                         /** @description With passes string inputs to the reusable Workflow. */
@@ -2792,6 +2812,10 @@ export interface components {
                 /** @description Jobs maps job names to jobs; immutable after creation. */
                 jobs: {
                     [key: string]: {
+                        /** @description ContinueOnError (boolean or expression): a failure of this job does not fail the WorkflowRun or its dependents. */
+                        "continue-on-error"?: unknown;
+                        /** @description If is a ${{ }} condition; the job runs only when it holds (default success()). */
+                        if?: string;
                         /** @description Needs lists the jobs that must succeed before this job starts. */
                         needs?: string[];
                         /** @description Outputs maps job output names to ${{ }} expressions. */
@@ -2811,14 +2835,20 @@ export interface components {
                                 /** @description Path is the destination relative to the step's working directory; it may not start with '/' or contain a '..' segment. */
                                 path: string;
                             }[];
+                            /** @description ContinueOnError (boolean or expression): a failure of this step does not fail the job. */
+                            "continue-on-error"?: unknown;
                             /** @description Env is extra environment variables for the step. */
                             env?: {
                                 [key: string]: string;
                             };
+                            /** @description If is a ${{ }} condition (success(), failure(), always(), cancelled(), needs.<job>.result, ...); the step runs only when it holds. */
+                            if?: string;
                             /** @description Name of the step; it becomes a label value on the child Run. */
                             name: string;
                             /** @description Run is the inline script (becomes the child Run's source.inline). */
                             run?: string;
+                            /** @description TimeoutMinutes (number or expression) bounds the step's Run. */
+                            "timeout-minutes"?: unknown;
                             /** @description Uses references an Action in the same namespace. */
                             uses?: string;
                             /** @description With passes string inputs to the Action referenced by uses. */
@@ -2826,6 +2856,10 @@ export interface components {
                                 [key: string]: string;
                             };
                         }[];
+                        /** @description Strategy: matrix (keys to value lists, include, exclude, or an expression), fail-fast, max-parallel. Every combination's outputs are kept. */
+                        strategy?: Record<string, never>;
+                        /** @description TimeoutMinutes (number or expression) bounds the whole job. */
+                        "timeout-minutes"?: unknown;
                         /** @description Uses references a reusable Workflow in the same namespace. */
                         uses?: string;
                         /** @description With passes string inputs to the reusable Workflow. */
@@ -2937,7 +2971,7 @@ export interface components {
                                  * @description Phase of the Action step.
                                  * @enum {string}
                                  */
-                                phase: "Pending" | "Running" | "Succeeded" | "Failed";
+                                phase: "Pending" | "Running" | "Succeeded" | "Failed" | "Skipped";
                                 /** @description RunName is the child Run. */
                                 runName?: string;
                             }[];
@@ -2951,7 +2985,7 @@ export interface components {
                              * @description Phase of the step.
                              * @enum {string}
                              */
-                            phase: "Pending" | "Running" | "Succeeded" | "Failed";
+                            phase: "Pending" | "Running" | "Succeeded" | "Failed" | "Skipped";
                             /** @description RunName is the child Run of a run step. */
                             runName?: string;
                         }[];
