@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { registerLocal } from './local/commands.ts';
 import { registerRuns } from './runs/commands.ts';
+import { registerWorkflows } from './wf/commands.ts';
 import { UsageError } from './kube.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { VERSION } from '../lib/version.ts';
@@ -13,6 +14,7 @@ const program = new Command('krt').description('kruntimes: short work on pre-war
 program.command('version').description('print the krt version').action(() => { process.stdout.write(`krt ${VERSION}\n`); });
 registerLocal(program);
 registerRuns(program);
+registerWorkflows(program);
 
 /** Exit codes: 0 ok, 1 error (the API server's Status message is shown), 2 usage, 3 a waited-for Run did not succeed. */
 program.parseAsync(process.argv).catch((err: unknown) => {

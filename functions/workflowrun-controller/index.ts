@@ -1,0 +1,150 @@
+/**
+ * WorkflowRun controller (load -> calculate -> apply -> patch). The pure cores in
+ * functions/workflow-core decide everything; this glue loads the observed children, creates
+ * one PersistentWorkspace per inline job (owned by the WorkflowRun, never chosen by users), turns
+ * the decisions into operations, and surfaces workspace loss as a clear condition.
+ */
+import { R } from '../../lib/fn/resources.ts';
+import type { FunctionDef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
+import type { KubeObject, OwnerReference } from '../../lib/kube/types.ts';
+import { setCondition } from '../../lib/run/conditions.ts';
+import { CONTROLLER_LABEL, WORKFLOWRUN_LABEL } from '../../lib/workflow/labels.ts';
+import {
+  initialStatus, jobWorkspaceName, reconcileStatus, rejectedStatus, snapshotName, stepRefFromLabels, workflowRunProblem,
+  LABEL_WORKFLOWRUN_UID, LABEL_WORKFLOW_JOB, LABEL_WORKFLOW_MATRIX,
+  type ActionSnapshot, type ChildRunView, type ChildWorkflowRunView, type JobsSpec, type WorkflowRunStatus, type WorkflowSpec,
+} from '../workflow-core/core.ts';
+
+interface Wfr extends KubeObject { spec: { jobs: JobsSpec; cancelRequested?: boolean }; status?: WorkflowRunStatus }
+interface RunObj extends KubeObject { spec: { cancelRequested?: boolean; workspace?: { name: string } }; status?: { phase?: string; outputs?: Record<string, string>; artifactRefs?: unknown[]; startTime?: string; completionTime?: string; message?: string } }
+type WsObj = KubeObject & { status?: { phase?: string } };
+
+const strip = <T extends KubeObject>(o: T): T => { const { managedFields: _m, ...metadata } = o.metadata as T['metadata'] & { managedFields?: unknown }; return { ...o, metadata }; };
+const owner = (w: Wfr): OwnerReference => ({ apiVersion: 'kruntimes.io/v1alpha1', kind: 'WorkflowRun', name: w.metadata.name ?? '', uid: w.metadata.uid ?? '', controller: true, blockOwnerDeletion: true });
+const isInline = (spec: JobsSpec[string] | undefined): boolean => !!spec?.steps && !spec.uses;
+
+function runViews(state: State, ns: string, uid: string): ChildRunView[] {
+  return (state.list(R.runs, ns, { [LABEL_WORKFLOWRUN_UID]: uid }) as RunObj[]).flatMap((r) => {
+    const ref = stepRefFromLabels(r.metadata.labels);
+    if (!ref) return [];
+    const s = r.status ?? {};
+    return [{ name: r.metadata.name ?? '', ref, ...(s.phase ? { phase: s.phase } : {}), ...(r.spec.cancelRequested ? { cancelRequested: true } : {}),
+      ...(s.outputs ? { outputs: s.outputs } : {}), ...(s.artifactRefs ? { artifactRefs: s.artifactRefs as ChildRunView['artifactRefs'] } : {}),
+      ...(s.startTime ? { startTime: s.startTime } : {}), ...(s.completionTime ? { completionTime: s.completionTime } : {}), ...(s.message ? { message: s.message } : {}) }];
+  });
+}
+
+function workflowRunViews(state: State, ns: string, uid: string): ChildWorkflowRunView[] {
+  return (state.list(R.workflowRuns, ns, { [LABEL_WORKFLOWRUN_UID]: uid }) as Wfr[])
+    .filter((c) => c.metadata.ownerReferences?.some((o) => o.controller && o.uid === uid))
+    .map((c) => ({ name: c.metadata.name ?? '', job: c.metadata.labels?.[LABEL_WORKFLOW_JOB] ?? '', ...(c.metadata.labels?.[LABEL_WORKFLOW_MATRIX] ? { combination: c.metadata.labels[LABEL_WORKFLOW_MATRIX] } : {}),
+      ...(c.status?.phase ? { phase: c.status.phase } : {}), ...(c.spec.cancelRequested ? { cancelRequested: true } : {}),
+      ...(c.status?.jobs ? { jobs: c.status.jobs } : {}), ...(c.metadata.annotations ? { annotations: c.metadata.annotations } : {}), ...(c.status?.message ? { message: c.status.message } : {}) }));
+}
+
+function lookups(state: State, ns: string): { action: (name: string) => ActionSnapshot | undefined; workflow: (name: string) => WorkflowSpec | undefined } {
+  return {
+    action: (name) => { const a = state.get(R.actions, ns, name) as (KubeObject & { spec: ActionSnapshot['spec'] }) | undefined; return a ? { name, spec: a.spec } : undefined; },
+    workflow: (name) => (state.get(R.workflows, ns, name) as (KubeObject & { spec: WorkflowSpec }) | undefined)?.spec,
+  };
+}
+
+function workspaceOps(w: Wfr): Operation[] {
+  return Object.entries(w.spec.jobs).filter(([, j]) => isInline(j)).map(([job, j]) => ({
+    op: 'create', resource: R.persistentWorkspaces, object: {
+      metadata: { name: jobWorkspaceName(w.metadata.name ?? '', job), namespace: w.metadata.namespace, ownerReferences: [owner(w)],
+        labels: { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [LABEL_WORKFLOW_JOB]: job, [WORKFLOWRUN_LABEL]: w.metadata.name ?? '', [CONTROLLER_LABEL]: 'workflowrun-controller' } },
+      spec: { runtime: j['runs-on'] ?? '', mode: 'RuntimePodLocal', cleanupPolicy: 'DeleteAfterTTL', ttlSecondsAfterUnused: 3600 },
+    },
+  }));
+}
+
+function initialize(w: Wfr, state: State, now: string): Operation[] {
+  const ns = w.metadata.namespace ?? '';
+  const { action } = lookups(state, ns);
+  const problem = workflowRunProblem(w.spec.jobs, (_job, _step, uses) => !!action(uses));
+  const gen = w.metadata.generation;
+  const status = problem ? rejectedStatus(w.status, problem, { now, ...(gen ? { generation: gen } : {}) })
+    : initialStatus(w.spec.jobs, { now, ...(gen ? { generation: gen } : {}), snapshotName: snapshotName(w.metadata.name ?? '', w.metadata.uid ?? ''),
+      actionSteps: (job, step) => { const u = w.spec.jobs[job]?.steps?.find((s) => s.name === step)?.uses; return u ? action(u)?.spec.steps.map((s) => s.name) : undefined; } });
+  return [...(problem ? [] : workspaceOps(w)), { op: 'status', resource: R.workflowRuns, object: { ...strip(w), status } }];
+}
+
+function cancelJobRuns(state: State, w: Wfr, job: string): Operation[] {
+  const ns = w.metadata.namespace ?? '';
+  return (state.list(R.runs, ns, { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [LABEL_WORKFLOW_JOB]: job }) as RunObj[])
+    .filter((r) => !r.spec.cancelRequested && !['Succeeded', 'Failed', 'Timeout', 'Cancelled'].includes(r.status?.phase ?? ''))
+    .map((r) => ({ op: 'patch', resource: R.runs, namespace: ns, name: r.metadata.name ?? '', patch: { spec: { cancelRequested: true } } }));
+}
+
+/** Runs of a job whose workspace was lost are cancelled; the WorkflowRun says why. */
+function lostWorkspaces(w: Wfr, state: State, status: WorkflowRunStatus, now: string): { ops: Operation[]; status: WorkflowRunStatus } {
+  const ns = w.metadata.namespace ?? '';
+  const ops: Operation[] = [];
+  const lost: string[] = [];
+  for (const [job, j] of Object.entries(w.spec.jobs)) {
+    if (!isInline(j) || !['Running', 'Pending', 'Waiting'].includes(status.jobs?.[job]?.phase ?? '')) continue;
+    const ws: WsObj | undefined = state.get(R.persistentWorkspaces, ns, jobWorkspaceName(w.metadata.name ?? '', job));
+    if (ws?.status?.phase !== 'Lost') continue;
+    lost.push(job);
+    ops.push(...cancelJobRuns(state, w, job));
+  }
+  if (!lost.length) return { ops, status };
+  const message = `job${lost.length > 1 ? 's' : ''} ${lost.join(', ')} failed: the controller-owned job workspace was lost with its Runtime Pod`;
+  return { ops, status: { ...status, conditions: setCondition(status.conditions, { type: 'WorkspaceLost', status: 'True', reason: 'RuntimePodLost', message }, now) } };
+}
+
+export function reconcileWorkflowRun({ object, state, now }: ReconcileInput): Operation[] {
+  const w = object as Wfr | undefined;
+  if (!w || w.metadata.deletionTimestamp) return [];
+  const nowIso = now.toISOString();
+  if (!w.status?.jobs) return w.status?.phase === 'Failed' ? [] : initialize(w, state, nowIso);
+  const ns = w.metadata.namespace ?? '';
+  const uid = w.metadata.uid ?? '';
+  const { action, workflow } = lookups(state, ns);
+  const res = reconcileStatus({
+    workflowRun: { name: w.metadata.name ?? '', uid, ...(w.metadata.generation ? { generation: w.metadata.generation } : {}), ...(w.metadata.annotations ? { annotations: w.metadata.annotations } : {}) },
+    jobs: w.spec.jobs, status: w.status, runs: runViews(state, ns, uid), workflowRuns: workflowRunViews(state, ns, uid), cancelRequested: !!w.spec.cancelRequested, now: nowIso,
+    action: (job, step) => { const u = w.spec.jobs[job]?.steps?.find((s) => s.name === step)?.uses; return u ? action(u) : undefined; },
+    workflows: workflow, workspace: (job, combination) => (isInline(w.spec.jobs[job]) ? jobWorkspaceName(w.metadata.name ?? '', job, combination) : undefined),
+  });
+  const ops: Operation[] = [];
+  for (const c of res.createRuns) ops.push({ op: 'create', resource: R.runs, object: { metadata: { name: c.run.name, namespace: ns, labels: { ...c.run.labels, [WORKFLOWRUN_LABEL]: w.metadata.name ?? '' }, ownerReferences: [owner(w)] }, spec: c.run.spec } });
+  for (const c of res.createWorkflowRuns) ops.push({ op: 'create', resource: R.workflowRuns, object: { metadata: { name: c.workflowRun.name, namespace: ns, labels: c.workflowRun.labels, annotations: c.workflowRun.annotations, ownerReferences: [owner(w)] }, spec: c.workflowRun.spec } });
+  for (const c of res.cancel) ops.push({ op: 'patch', resource: c.kind === 'Run' ? R.runs : R.workflowRuns, namespace: ns, name: c.name, patch: { spec: { cancelRequested: true } } });
+  const lost = lostWorkspaces(w, state, res.status, nowIso);
+  ops.push(...lost.ops);
+  if (JSON.stringify(lost.status) !== JSON.stringify(w.status)) ops.push({ op: 'status', resource: R.workflowRuns, object: { ...strip(w), status: lost.status } });
+  if (res.requeueAfterMs !== undefined) ops.push({ op: 'requeue', afterMs: res.requeueAfterMs });
+  return ops;
+}
+
+const parent = (o: KubeObject): string[] => {
+  const c = o.metadata.ownerReferences?.find((r) => r.controller && r.kind === 'WorkflowRun');
+  return c ? [`${o.metadata.namespace}/${c.name}`] : [];
+};
+
+const fn: FunctionDef = {
+  name: 'workflowrun-controller',
+  description: 'Executes WorkflowRuns: jobs, steps as child Runs, outputs, artifacts, job-local workspaces, calls.',
+  trigger: {
+    type: 'watch', resource: R.workflowRuns,
+    also: [
+      { resource: R.runs, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
+      { resource: R.workflowRuns, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
+      { resource: R.persistentWorkspaces, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
+      { resource: R.actions, map: () => [] },
+      { resource: R.workflows, map: () => [] },
+    ],
+  },
+  concurrency: 4,
+  rbac: [
+    { apiGroups: ['kruntimes.io'], resources: ['workflowruns'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
+    { apiGroups: ['kruntimes.io'], resources: ['workflowruns/status'], verbs: ['get', 'update', 'patch'] },
+    { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
+    { apiGroups: ['kruntimes.io'], resources: ['persistentworkspaces'], verbs: ['get', 'list', 'watch', 'create'] },
+    { apiGroups: ['kruntimes.io'], resources: ['actions', 'workflows'], verbs: ['get', 'list', 'watch'] },
+  ],
+  handler: reconcileWorkflowRun,
+};
+export default fn;
