@@ -49,14 +49,16 @@ function lookups(state: State, ns: string): { action: (name: string) => ActionSn
   };
 }
 
-function workspaceOps(w: Wfr): Operation[] {
-  return Object.entries(w.spec.jobs).filter(([, j]) => isInline(j)).map(([job, j]) => ({
-    op: 'create', resource: R.persistentWorkspaces, object: {
-      metadata: { name: jobWorkspaceName(w.metadata.name ?? '', job), namespace: w.metadata.namespace, ownerReferences: [owner(w)],
-        labels: { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [LABEL_WORKFLOW_JOB]: job, [WORKFLOWRUN_LABEL]: w.metadata.name ?? '', [CONTROLLER_LABEL]: 'workflowrun-controller' } },
-      spec: { runtime: j['runs-on'] ?? '', mode: 'RuntimePodLocal', cleanupPolicy: 'DeleteAfterTTL', ttlSecondsAfterUnused: 3600 },
-    },
-  }));
+/** The job-local workspace a step Run needs, created before the Run (the admission check requires it to exist). */
+function workspaceOp(w: Wfr, state: State, run: { labels: Record<string, string>; spec: { runtime: string; workspace?: { name: string } } }): Operation[] {
+  const name = run.spec.workspace?.name;
+  if (!name || state.get(R.persistentWorkspaces, w.metadata.namespace, name)) return [];
+  const combo = run.labels[LABEL_WORKFLOW_MATRIX];
+  const labels: Record<string, string> = { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [LABEL_WORKFLOW_JOB]: run.labels[LABEL_WORKFLOW_JOB] ?? '',
+    ...(combo ? { [LABEL_WORKFLOW_MATRIX]: combo } : {}), [WORKFLOWRUN_LABEL]: w.metadata.name ?? '', [CONTROLLER_LABEL]: 'workflowrun-controller' };
+  const object: KubeObject = { metadata: { name, namespace: w.metadata.namespace, ownerReferences: [owner(w)], labels },
+    spec: { runtime: run.spec.runtime, mode: 'RuntimePodLocal', cleanupPolicy: 'DeleteAfterTTL', ttlSecondsAfterUnused: 3600 } };
+  return [{ op: 'create', resource: R.persistentWorkspaces, object }];
 }
 
 function initialize(w: Wfr, state: State, now: string): Operation[] {
@@ -67,7 +69,7 @@ function initialize(w: Wfr, state: State, now: string): Operation[] {
   const status = problem ? rejectedStatus(w.status, problem, { now, ...(gen ? { generation: gen } : {}) })
     : initialStatus(w.spec.jobs, { now, ...(gen ? { generation: gen } : {}), snapshotName: snapshotName(w.metadata.name ?? '', w.metadata.uid ?? ''),
       actionSteps: (job, step) => { const u = w.spec.jobs[job]?.steps?.find((s) => s.name === step)?.uses; return u ? action(u)?.spec.steps.map((s) => s.name) : undefined; } });
-  return [...(problem ? [] : workspaceOps(w)), { op: 'status', resource: R.workflowRuns, object: { ...strip(w), status } }];
+  return [{ op: 'status', resource: R.workflowRuns, object: { ...strip(w), status } }];
 }
 
 function cancelJobRuns(state: State, w: Wfr, job: string): Operation[] {
@@ -83,7 +85,7 @@ function lostWorkspaces(w: Wfr, state: State, status: WorkflowRunStatus, now: st
   const ops: Operation[] = [];
   const lost: string[] = [];
   for (const [job, j] of Object.entries(w.spec.jobs)) {
-    if (!isInline(j) || !['Running', 'Pending', 'Waiting'].includes(status.jobs?.[job]?.phase ?? '')) continue;
+    if (!isInline(j) || ['Succeeded', 'Skipped'].includes(status.jobs?.[job]?.phase ?? '')) continue;
     const ws: WsObj | undefined = state.get(R.persistentWorkspaces, ns, jobWorkspaceName(w.metadata.name ?? '', job));
     if (ws?.status?.phase !== 'Lost') continue;
     lost.push(job);
@@ -109,7 +111,7 @@ export function reconcileWorkflowRun({ object, state, now }: ReconcileInput): Op
     workflows: workflow, workspace: (job, combination) => (isInline(w.spec.jobs[job]) ? jobWorkspaceName(w.metadata.name ?? '', job, combination) : undefined),
   });
   const ops: Operation[] = [];
-  for (const c of res.createRuns) ops.push({ op: 'create', resource: R.runs, object: { metadata: { name: c.run.name, namespace: ns, labels: { ...c.run.labels, [WORKFLOWRUN_LABEL]: w.metadata.name ?? '' }, ownerReferences: [owner(w)] }, spec: c.run.spec } });
+  for (const c of res.createRuns) ops.push(...workspaceOp(w, state, c.run), { op: 'create', resource: R.runs, object: { metadata: { name: c.run.name, namespace: ns, labels: { ...c.run.labels, [WORKFLOWRUN_LABEL]: w.metadata.name ?? '' }, ownerReferences: [owner(w)] }, spec: c.run.spec } });
   for (const c of res.createWorkflowRuns) ops.push({ op: 'create', resource: R.workflowRuns, object: { metadata: { name: c.workflowRun.name, namespace: ns, labels: c.workflowRun.labels, annotations: c.workflowRun.annotations, ownerReferences: [owner(w)] }, spec: c.workflowRun.spec } });
   for (const c of res.cancel) ops.push({ op: 'patch', resource: c.kind === 'Run' ? R.runs : R.workflowRuns, namespace: ns, name: c.name, patch: { spec: { cancelRequested: true } } });
   const lost = lostWorkspaces(w, state, res.status, nowIso);
