@@ -147,8 +147,7 @@ describe('Workflows', function () {
     const w = await done(ns, 'pod-loss', 90_000);
     assert.equal(w.status?.phase, 'Failed');
     assert.equal(w.status?.jobs?.second?.phase, 'Failed');
-    const cond = w.status?.conditions?.find((c) => c.type === 'WorkspaceLost');
-    assert.equal(cond?.status, 'True');
+    const cond = await eventually('the WorkspaceLost condition', async () => (await admin().get<Wfr>(`${GROUP}/namespaces/${ns}/workflowruns/pod-loss`)).status?.conditions?.find((c) => c.type === 'WorkspaceLost' && c.status === 'True'));
     assert.match(cond?.message ?? '', /job workspace was lost/);
     const kept = w.status?.jobs?.first?.artifacts?.['kept.txt'];
     assert.ok(kept, 'the earlier job\'s artifact ref is still in status');
