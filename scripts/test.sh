@@ -18,6 +18,7 @@ echo "== generated files are current"
 python3 crds/hack/generate.py --check
 npx tsx scripts/gen-types.ts --check
 npx tsx scripts/gen-manifests.ts --check
+npx tsx lib/opensandbox/gen.ts --check
 echo "== tests"
 summary=$(mktemp)
 set +e

@@ -1,0 +1,61 @@
+/**
+ * JobClass controller: reports Accepted (controllerName is ours, parametersRef is a supported
+ * kind that exists and is valid, resource policy and namespace selector are consistent) and
+ * Ready (Kubernetes: the RuntimeClass exists; OpenSandbox: API key Secret present and the
+ * adapter's last probe of the current endpoint/key succeeded recently), with an Event per
+ * transition. A protection finalizer holds a class deletion until no non-terminal Job
+ * references its UID. Woken by its parameters, RuntimeClasses, API key Secrets and Jobs.
+ */
+import { R } from '../../lib/fn/resources.ts';
+import type { FunctionDef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
+import { X, type Job, type JobClass, type KubernetesParameters, type OpenSandboxParameters } from '../jobclass-core/api.ts';
+import { parametersOf } from '../jobclass-core/controllers.ts';
+import { endpointPolicy } from '../jobclass-core/config.ts';
+import { reconcileClass } from './core.ts';
+
+/** Classes affected by a change to a dependency key (@params:Kind:name, @runtimeclass:name, @secret:ns:name). */
+export function affectedClasses(key: string, state: State): JobClass[] {
+  const [what = '', a = '', b = ''] = key.slice(1).split(':');
+  const classes = state.list(X.jobClasses) as JobClass[];
+  switch (what) {
+    case 'params': return classes.filter((c) => c.spec.parametersRef.kind === a && c.spec.parametersRef.name === b);
+    case 'runtimeclass': return classes.filter((c) => (parametersOf(c, state) as KubernetesParameters | undefined)?.spec.runtimeClassName === a);
+    case 'secret': return classes.filter((c) => {
+      const ref = (parametersOf(c, state) as OpenSandboxParameters | undefined)?.spec.apiKeySecretRef;
+      return ref?.namespace === a && ref.name === b;
+    });
+    default: return [];
+  }
+}
+
+export function handle({ key, object, state, now }: ReconcileInput): Operation[] {
+  const ctx = { state, now, endpointPolicy: endpointPolicy() };
+  if (!key.startsWith('@')) return reconcileClass(object as JobClass | undefined, ctx);
+  return affectedClasses(key, state).flatMap((c) => reconcileClass(c, ctx).filter((op) => op.op !== 'requeue'));
+}
+
+const fn: FunctionDef = {
+  name: 'jobclass-controller',
+  description: 'Reports JobClass Accepted/Ready with Events and protects classes referenced by non-terminal Jobs.',
+  trigger: {
+    type: 'watch', resource: X.jobClasses,
+    also: [
+      { resource: X.kubernetesParameters, map: (o) => [`@params:KubernetesExecutionParameters:${o.metadata.name ?? ''}`] },
+      { resource: X.openSandboxParameters, map: (o) => [`@params:OpenSandboxExecutionParameters:${o.metadata.name ?? ''}`] },
+      { resource: X.runtimeClasses, map: (o) => [`@runtimeclass:${o.metadata.name ?? ''}`] },
+      { resource: R.secrets, map: (o) => [`@secret:${o.metadata.namespace ?? ''}:${o.metadata.name ?? ''}`] },
+      { resource: X.jobs, map: (o) => { const c = (o as Job).status?.resolvedJobClass?.name; return c ? [c] : []; } },
+    ],
+  },
+  concurrency: 2,
+  rbac: [
+    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses'], verbs: ['get', 'list', 'watch', 'patch'] },
+    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses/status'], verbs: ['get', 'update', 'patch'] },
+    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['kubernetesexecutionparameters', 'opensandboxexecutionparameters', 'jobs'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: ['node.k8s.io'], resources: ['runtimeclasses'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  ],
+  handler: handle,
+};
+export default fn;

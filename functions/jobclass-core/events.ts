@@ -1,0 +1,90 @@
+/**
+ * Conditions and Events for the JobClass API. Every condition transition (status or reason
+ * change) becomes a core/v1 Event whose name is derived from the transition, so a retried
+ * invocation recreates the same name and the host's create treats AlreadyExists as done: an
+ * Event per transition, at least once, without duplicates.
+ */
+import { createHash } from 'node:crypto';
+import { R } from '../../lib/fn/resources.ts';
+import type { Operation } from '../../lib/fn/types.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
+import { setCondition, type Condition } from '../../lib/run/conditions.ts';
+
+export interface EventSpec { type: 'Normal' | 'Warning'; reason: string; message: string; /** Distinguishes one occurrence from another of the same reason. */ key: string }
+
+export interface Involved { apiVersion: string; kind: string; name: string; namespace?: string; uid: string }
+
+export function involvedOf(o: KubeObject, apiVersion: string, kind: string): Involved {
+  return { apiVersion, kind, name: o.metadata.name ?? '', ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), uid: o.metadata.uid ?? '' };
+}
+
+const hash = (s: string): string => createHash('sha256').update(s).digest('hex').slice(0, 16);
+
+/** A create of a core/v1 Event about `involved` (cluster-scoped objects report into "default"). */
+export function eventOp(involved: Involved, e: EventSpec, now: Date, component: string): Operation {
+  const namespace = involved.namespace ?? 'default';
+  const name = `${involved.name.slice(0, 200)}.${hash(`${involved.uid}|${e.reason}|${e.key}`)}`;
+  const at = now.toISOString();
+  return {
+    op: 'create', resource: R.events,
+    object: {
+      metadata: { name, namespace },
+      involvedObject: involved, reason: e.reason, message: e.message.slice(0, 1024), type: e.type,
+      firstTimestamp: at, lastTimestamp: at, count: 1, source: { component },
+    },
+  };
+}
+
+const WARN_WHEN_FALSE = new Set(['Accepted', 'Ready', 'Scheduled', 'BackendReachable']);
+const WARN_WHEN_TRUE = new Set(['Failed', 'ResultUnknown']);
+
+/** Progress reasons that are expected on the way to True, not problems. */
+const PROGRESS = new Set(['CreatingSandbox']);
+
+function severity(c: Condition): 'Normal' | 'Warning' {
+  if (c.status === 'False' && WARN_WHEN_FALSE.has(c.type) && !PROGRESS.has(c.reason)) return 'Warning';
+  if (c.status === 'True' && WARN_WHEN_TRUE.has(c.type)) return 'Warning';
+  return 'Normal';
+}
+
+/** One Event per condition whose status or reason changed between prev and next. */
+export function conditionEvents(prev: Condition[] | undefined, next: Condition[]): EventSpec[] {
+  const out: EventSpec[] = [];
+  for (const c of next) {
+    const p = prev?.find((x) => x.type === c.type);
+    if (p && p.status === c.status && p.reason === c.reason) continue;
+    out.push({
+      type: severity(c), reason: c.reason, message: `${c.type}=${c.status}: ${c.message}`,
+      key: `${c.type}|${p ? `${p.status}/${p.reason}/${p.lastTransitionTime}` : 'none'}|${c.status}`,
+    });
+  }
+  return out;
+}
+
+export type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
+
+/** Sets several conditions (lastTransitionTime kept while the status is unchanged). */
+export function withConditions(list: Condition[] | undefined, updates: ConditionInput[], now: Date, generation?: number): Condition[] {
+  let out = list ?? [];
+  for (const u of updates) out = setCondition(out, { ...u, ...(generation !== undefined ? { observedGeneration: generation } : {}) }, now.toISOString());
+  return out;
+}
+
+export function isTrue(list: Condition[] | undefined, type: string): boolean {
+  return list?.find((c) => c.type === type)?.status === 'True';
+}
+
+export function conditionOf(list: Condition[] | undefined, type: string): Condition | undefined {
+  return list?.find((c) => c.type === type);
+}
+
+/** Stable JSON (sorted keys) for change detection. */
+export function stableJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, x]) => `${JSON.stringify(k)}:${stableJson(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+export const sameJson = (a: unknown, b: unknown): boolean => stableJson(a) === stableJson(b);

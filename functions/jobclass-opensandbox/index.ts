@@ -1,0 +1,51 @@
+/**
+ * OpenSandbox adapter (controllerName execution.ayatori.ddupan.top/opensandbox): runs each
+ * accepted Job as one OpenSandbox sandbox tagged with the Job UID, observes it by polling,
+ * cancels and cleans up by deleting it (a finalizer holds Job deletion until the sandbox is
+ * gone), probes each OpenSandboxExecutionParameters backend for its classes' Ready, and
+ * protects parameters referenced by classes.
+ *
+ * Hosting: unlike the other functions this handler performs HTTP calls to OpenSandbox. The
+ * decisions are pure (core.ts, outcome.ts, probe.ts); effects.ts runs at most one list plus one
+ * create/delete per invocation through an injected client, and everything it changes in
+ * Kubernetes is returned as ordinary operations. See docs/adr/0006-job-api.md.
+ */
+import { R } from '../../lib/fn/resources.ts';
+import type { FunctionDef, ReconcileInput } from '../../lib/fn/types.ts';
+import { OPENSANDBOX_CONTROLLER, X, type Job, type JobClass } from '../jobclass-core/api.ts';
+import { isOpenSandboxJob } from './core.ts';
+import { defaultDeps, reconcileWithEffects } from './effects.ts';
+
+const fn: FunctionDef = {
+  name: 'jobclass-opensandbox',
+  description: 'OpenSandbox JobClass adapter: creates exactly one tagged sandbox per accepted Job, observes, cancels and cleans it up; probes backends.',
+  trigger: {
+    type: 'watch', resource: X.jobs,
+    filter: (e) => isOpenSandboxJob(e.object as Job),
+    also: [
+      { resource: X.openSandboxParameters, map: (o) => [`@params:${o.metadata.name ?? ''}`] },
+      {
+        resource: X.jobClasses,
+        map: (o) => {
+          const c = o as JobClass;
+          return c.spec.controllerName === OPENSANDBOX_CONTROLLER ? [`@class:${c.metadata.name ?? ''}`, `@params:${c.spec.parametersRef.name}`] : [];
+        },
+      },
+      { resource: R.secrets, map: (o) => [`@secret:${o.metadata.namespace ?? ''}:${o.metadata.name ?? ''}`] },
+      // Read for env values only; waiting Jobs retry on their own.
+      { resource: R.configMaps, map: () => [] },
+    ],
+  },
+  concurrency: 4,
+  rbac: [
+    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'patch'] },
+    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs/status'], verbs: ['get', 'update', 'patch'] },
+    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['opensandboxexecutionparameters'], verbs: ['get', 'list', 'watch', 'patch'] },
+    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['opensandboxexecutionparameters/status'], verbs: ['get', 'update', 'patch'] },
+    { apiGroups: [''], resources: ['secrets', 'configmaps'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  ],
+  handler: (input: ReconcileInput) => reconcileWithEffects(input, defaultDeps()),
+};
+export default fn;

@@ -1,0 +1,11 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { OUT, render, specPath } from './gen.ts';
+
+describe('opensandbox generated types', () => {
+  it('are up to date with the vendored lifecycle spec (gen.ts --check)', async function () {
+    if (!existsSync(specPath())) this.skip();
+    this.timeout(30_000);
+    assert.equal(readFileSync(OUT, 'utf8'), await render(specPath()), 'run npx tsx lib/opensandbox/gen.ts');
+  });
+});
