@@ -14,12 +14,12 @@ import { startOpenSandboxServer, type OpenSandboxTestServer } from './opensandbo
 
 const X = '/apis/execution.ayatori.ddupan.top/v1alpha1';
 type Cond = { type: string; status: string; reason: string; message: string };
-type Job = Obj & { status?: { phase?: string; message?: string; conditions?: Cond[]; resolvedJobClass?: { name: string; uid: string; parameters?: { uid?: string } }; effectiveResources?: Record<string, Record<string, string>>; execution?: { name?: string; sandboxID?: string } } };
+type Job = Obj & { status?: { phase?: string; message?: string; conditions?: Cond[]; resolvedJobClass?: { name: string; uid: string; controllerName: string; parametersRef?: { uid?: string } }; effectiveResources?: Record<string, Record<string, string>>; execution?: { name?: string; sandboxID?: string } } };
 const cond = (j: Job, t: string): Cond | undefined => j.status?.conditions?.find((c) => c.type === t);
 const uniq = `${process.pid}`;
 
 async function apply(path: string, obj: Record<string, unknown>): Promise<void> {
-  await admin().create(path, obj).catch(async (e: unknown) => { if (!isApiError(e, 409)) throw e; });
+  await admin().create(path, obj).catch((e: unknown) => { if (!isApiError(e, 409)) throw e; });
 }
 async function job(ns: string, name: string, spec: Record<string, unknown>): Promise<void> {
   await admin().create(`${X}/namespaces/${ns}/jobs`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'Job', metadata: { name }, spec });
@@ -29,8 +29,10 @@ async function until(ns: string, name: string, pred: (j: Job) => boolean, what: 
   return eventually(`Job ${name}: ${what}`, async () => { const j = await getJob(ns, name); return pred(j) ? j : undefined; }, timeoutMs);
 }
 function kubernetesClass(name: string, params: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'JobClass', metadata: { name, ...(extra.metadata as object ?? {}) },
-    spec: { controllerName: 'execution.ayatori.ddupan.top/kubernetes', parametersRef: { group: 'execution.ayatori.ddupan.top', kind: 'KubernetesExecutionParameters', name: params }, ...(extra.spec as object ?? {}) } };
+  const meta = (extra.metadata ?? {}) as Record<string, unknown>;
+  const spec = (extra.spec ?? {}) as Record<string, unknown>;
+  return { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'JobClass', metadata: { name, ...meta },
+    spec: { controllerName: 'execution.ayatori.ddupan.top/kubernetes', parametersRef: { group: 'execution.ayatori.ddupan.top', kind: 'KubernetesExecutionParameters', name: params }, ...spec } };
 }
 
 describe('JobClass execution: Kubernetes adapter', function () {
@@ -51,7 +53,8 @@ describe('JobClass execution: Kubernetes adapter', function () {
     const c = await admin().get<Obj>(`${X}/jobclasses/${cls}`);
     assert.equal(j.status?.resolvedJobClass?.name, cls);
     assert.equal(j.status?.resolvedJobClass?.uid, c.metadata.uid);
-    assert.ok(j.status?.resolvedJobClass?.parameters?.uid);
+    assert.ok(j.status?.resolvedJobClass?.parametersRef?.uid, 'the parameters object UID is frozen too');
+    assert.equal(j.status?.resolvedJobClass?.controllerName, 'execution.ayatori.ddupan.top/kubernetes');
     assert.deepEqual(j.status?.effectiveResources, { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } });
     const bj = await admin().get<Obj & { spec: { template: { spec: { serviceAccountName: string } } } }>(`/apis/batch/v1/namespaces/${ns}/jobs/${j.status?.execution?.name}`);
     assert.equal(bj.spec.template.spec.serviceAccountName, 'jobs-runner');
