@@ -1,0 +1,79 @@
+/**
+ * Workflow benchmark (not a test): the seed demo's trigger-to-Succeeded time and the gap between
+ * consecutive steps of a job (previous Run's completionTime -> next Run's startTime), p50/p95
+ * over 20 WorkflowRuns; the admission webhook's cost (Run create with a workspace reference,
+ * which goes through the SubjectAccessReview, versus the same create without one); and, in the
+ * same run, the API floor (Run create + status update latency).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { renderRun } from '../cli/wf/commands.ts';
+import { down, up } from '../localenv/environment.ts';
+import { REPO_ROOT } from '../localenv/paths.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { ms, summary } from './stats.ts';
+
+const N = Number(process.env.BENCH_WORKFLOWS ?? '20');
+const NS = 'bench';
+const G = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}`;
+type Step = { runName?: string };
+type Wfr = KubeObject & { status?: { phase?: string; jobs?: Record<string, { steps?: Step[] }> } };
+type Run = KubeObject & { status?: { startTime?: string; completionTime?: string } };
+
+async function main(): Promise<void> {
+  const root = join(REPO_ROOT, '.kruntimes', 'bench', `wf-${process.pid}`);
+  const env = await up({ root, nodes: ['bench-a'], ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}) });
+  const api = env.admin;
+  try {
+    await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    for (const doc of parseAllDocuments(readFileSync(join(REPO_ROOT, 'examples/workflows/runtime-bash.yaml'), 'utf8')).map((d) => d.toJSON() as KubeObject & { kind: string })) {
+      await api.create(doc.kind === 'Runtime' ? `${G}/runtimes` : `/api/v1/namespaces/${NS}/persistentvolumeclaims`, doc);
+    }
+    for (;;) { const rt = await api.get<KubeObject & { status?: { readyReplicas?: number } }>(`${G}/runtimes/bash`); if ((rt.status?.readyReplicas ?? 0) > 0) break; await new Promise((r) => setTimeout(r, 200)); }
+    await new Promise((r) => setTimeout(r, 1000));
+    const wf = parse(readFileSync(join(REPO_ROOT, 'examples/workflows/ci-data-sharing-demo.yaml'), 'utf8')) as KubeObject;
+    const totals: number[] = [];
+    const gaps: number[] = [];
+    for (let i = 0; i < N; i++) {
+      const t0 = Date.now();
+      const w = await api.create<Wfr>(`${G}/workflowruns`, renderRun(wf as never, {}, `demo-${i}`));
+      let done: Wfr;
+      for (;;) { done = await api.get<Wfr>(`${G}/workflowruns/${w.metadata.name}`); if (['Succeeded', 'Failed', 'Cancelled'].includes(done.status?.phase ?? '')) break; await new Promise((r) => setTimeout(r, 5)); }
+      if (done.status?.phase !== 'Succeeded') throw new Error(`demo-${i} ${done.status?.phase}`);
+      totals.push(Date.now() - t0);
+      const steps = done.status?.jobs?.build?.steps ?? [];
+      const runs = await Promise.all(steps.map((s) => api.get<Run>(`${G}/runs/${s.runName}`)));
+      for (let k = 1; k < runs.length; k++) gaps.push(Date.parse(runs[k]!.status?.startTime ?? '') - Date.parse(runs[k - 1]!.status?.completionTime ?? ''));
+    }
+    await api.create(`${G}/persistentworkspaces`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'PersistentWorkspace', metadata: { name: 'ws' }, spec: { runtime: 'bash' } });
+    const withWs: number[] = [];
+    const without: number[] = [];
+    const upd: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      let t = performance.now();
+      await api.create(`${G}/runs`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name: `hook-${i}` }, spec: { runtime: 'none', workspace: { name: 'ws' }, source: { inline: 'true' } } });
+      withWs.push(performance.now() - t);
+      t = performance.now();
+      await api.create(`${G}/runs`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name: `plain-${i}` }, spec: { runtime: 'none', source: { inline: 'true' } } });
+      without.push(performance.now() - t);
+      t = performance.now();
+      await api.patch(`${G}/runs/plain-${i}/status`, { status: { phase: 'Pending', message: 'floor' } });
+      upd.push(performance.now() - t);
+    }
+    const tt = summary(totals), g = summary(gaps), a = summary(withWs), b = summary(without), u = summary(upd);
+    process.stdout.write([
+      `ci-data-sharing-demo, ${N} WorkflowRuns one after the other (4 Runs, 2 jobs, 1 artifact each):`,
+      `  trigger -> Succeeded  p50 ${ms(tt.p50)}  p95 ${ms(tt.p95)}`,
+      `  step-to-step gap (previous Run completion -> next Run start, build job) p50 ${ms(g.p50)}  p95 ${ms(g.p95)} (n=${g.n})`,
+      `admission: Run create with spec.workspace (webhook + SubjectAccessReview) p50 ${ms(a.p50)} p99 ${ms(a.p99)}; without (no webhook call) p50 ${ms(b.p50)} p99 ${ms(b.p99)} -> webhook adds p50 ${ms(a.p50 - b.p50)}`,
+      `floor: Run create p50 ${ms(b.p50)}, Run status update p50 ${ms(u.p50)}; a step boundary needs 3 writes (WorkflowRun status, next Run create, its bind) ~ ${ms(u.p50 + b.p50 + u.p50)}`,
+      '',
+    ].join('\n'));
+  } finally {
+    api.close();
+    await down(root, { purge: true });
+  }
+}
+
+main().catch((err: unknown) => { process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`); process.exit(1); });
