@@ -44,6 +44,14 @@ async function rejected(p: Promise<unknown>, fragment: string): Promise<void> {
   });
 }
 
+/** A valid Run naming a workspace needs it to exist (admission checks it; the schema alone does not). */
+async function workspaceFor(ns: string, body: Record<string, unknown>): Promise<void> {
+  const spec = body.spec as { runtime?: string; workspace?: { name: string } } | undefined;
+  if (body.kind !== 'Run' || !spec?.workspace) return;
+  await admin().create(`${GROUP}/namespaces/${ns}/persistentworkspaces`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'PersistentWorkspace', metadata: { name: spec.workspace.name }, spec: { runtime: spec.runtime } })
+    .catch((e: unknown) => { if (!isApiError(e, 409)) throw e; });
+}
+
 function baseOf(section: string): Example {
   const base = examples.find((e) => e.section === section && e.kind === 'valid');
   if (!base) throw new Error(`docs/crds.md: section ${section} has no valid example to update`);
@@ -73,6 +81,7 @@ describe('CRDs: the documented good and bad manifests against the real API serve
   for (const e of examples.filter((x) => x.kind === 'valid' || x.kind === 'invalid')) {
     it(`${e.section} ${e.kind}: ${e.title}`, async () => {
       if (e.kind === 'valid') {
+        await workspaceFor(ns, e.body);
         const o = await create(ns, uniq(e.body));
         assert.equal(o.kind, e.body.kind);
       } else {
