@@ -51,7 +51,9 @@ export function launch(spec: LaunchSpec): Running {
   const out = createWriteStream(spec.logFile, { flags: 'a' });
   const logger = new LineLogger(out);
   const env = { ...spec.env, KRT_MOUNTS: mountsEnv(spec.mounts) };
-  const child = spawn('unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', LAUNCHER, spec.workingDir, ...spec.argv], {
+  // setpriv --pdeathsig: if the node agent dies, the kernel kills the container process instead of
+  // leaving an orphan running host process behind (exec keeps the setting through unshare and sh).
+  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'unshare', '--mount', '--propagation', 'private', '--', '/bin/sh', LAUNCHER, spec.workingDir, ...spec.argv], {
     detached: true, env, stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (c: Buffer) => logger.write('stdout', c));

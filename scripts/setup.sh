@@ -5,7 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 missing=()
-for tool in openssl unshare nsenter git python3; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+for tool in openssl unshare nsenter setpriv git python3; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing system packages for: ${missing[*]}" >&2
   apt-get update -qq && apt-get install -y -qq openssl util-linux git python3 >/dev/null
