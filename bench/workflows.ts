@@ -46,7 +46,7 @@ async function main(): Promise<void> {
       const runs = await Promise.all(steps.map((s) => api.get<Run>(`${G}/runs/${s.runName}`)));
       for (let k = 1; k < runs.length; k++) gaps.push(Date.parse(runs[k]!.status?.startTime ?? '') - Date.parse(runs[k - 1]!.status?.completionTime ?? ''));
     }
-    await api.create(`${G}/persistentworkspaces`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'PersistentWorkspace', metadata: { name: 'ws' }, spec: { runtime: 'bash' } });
+    await api.create(`${G}/persistentworkspaces`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'PersistentWorkspace', metadata: { name: 'ws' }, spec: { runtime: 'none' } });
     const withWs: number[] = [];
     const without: number[] = [];
     const upd: number[] = [];
