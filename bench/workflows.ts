@@ -12,6 +12,8 @@ import { renderRun } from '../cli/wf/commands.ts';
 import { down, up } from '../localenv/environment.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { ListWatch } from '../lib/kube/watch.ts';
 import { ms, summary } from './stats.ts';
 
 const N = Number(process.env.BENCH_WORKFLOWS ?? '20');
@@ -20,6 +22,16 @@ const G = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}`;
 type Step = { runName?: string };
 type Wfr = KubeObject & { status?: { phase?: string; jobs?: Record<string, { steps?: Step[] }> } };
 type Run = KubeObject & { status?: { startTime?: string; completionTime?: string } };
+
+/** Waits for the WorkflowRun's end through a watch (no polling load on the API server). */
+function finished(api: KubeClient, name: string): Promise<Wfr> {
+  return new Promise((resolve) => {
+    const lw: ListWatch<Wfr> = new ListWatch<Wfr>(api, { path: `${G}/workflowruns`, fieldSelector: `metadata.name=${name}` }, (d) => {
+      if (['Succeeded', 'Failed', 'Cancelled'].includes(d.object.status?.phase ?? '')) { lw.stop(); resolve(d.object); }
+    });
+    lw.start();
+  });
+}
 
 async function main(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `wf-${process.pid}`);
@@ -38,8 +50,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < N; i++) {
       const t0 = Date.now();
       const w = await api.create<Wfr>(`${G}/workflowruns`, renderRun(wf as never, {}, `demo-${i}`));
-      let done: Wfr;
-      for (;;) { done = await api.get<Wfr>(`${G}/workflowruns/${w.metadata.name}`); if (['Succeeded', 'Failed', 'Cancelled'].includes(done.status?.phase ?? '')) break; await new Promise((r) => setTimeout(r, 5)); }
+      const done = await finished(api, w.metadata.name ?? '');
       if (done.status?.phase !== 'Succeeded') throw new Error(`demo-${i} ${done.status?.phase}`);
       totals.push(Date.now() - t0);
       const steps = done.status?.jobs?.build?.steps ?? [];
