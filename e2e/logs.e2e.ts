@@ -13,7 +13,7 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import { renderKubeconfig } from '../localenv/kubeconfig.ts';
 import { cluster, E2E_ROOT } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, serviceAccountClient } from './helpers.ts';
-import { bashRuntime, createRun, createRuntime, finished, phase, runtimePods } from './runs-helpers.ts';
+import { bashRuntime, createRun, createRuntime, finished, getRun, phase, runtimePods } from './runs-helpers.ts';
 
 const LOGS = (ns: string, run: string): string => `/apis/logs.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/log`;
 type Snap = { items: { message: string; stream: string }[]; cursor?: string };
@@ -89,6 +89,7 @@ describe('Run logs through the aggregated API and krt', function () {
   it('delivers every line exactly once across many reconnects with the cursor', async () => {
     const N = 300;
     await createRun(ns, { runtime: 'bash', source: { inline: `for i in $(seq 1 ${N}); do echo "line $i"; [ $((i % 50)) -eq 0 ] && sleep 0.1; done` } }, { name: 'chatty' });
+    await eventually('chatty to be assigned', async () => !!(await getRun(ns, 'chatty')).status?.assignedPod);
     const got: string[] = [];
     let cursor: string | undefined;
     let reconnects = 0;

@@ -38,6 +38,8 @@ export async function followLogs(c: Conn, name: string, tail?: string, maxRetrie
       return;
     } catch (err) {
       const code = (err as { code?: number }).code;
+      // A Run that is not scheduled yet has no logs: wait for it (krt run --follow right after create).
+      if (code === 409 && /not assigned to a Runtime Pod yet/.test((err as Error).message) && attempt < 300) { await new Promise((r) => setTimeout(r, 200)); continue; }
       if (typeof code === 'number' && code < 500 && code !== 429) throw err;
       if (attempt >= maxRetries) throw err;
       process.stderr.write(`krt: log stream lost (${err instanceof Error ? err.message : String(err)}); reconnecting${cursor ? ' from the last record' : ''}...\n`);
