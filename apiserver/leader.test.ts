@@ -45,3 +45,13 @@ describe('relay read-your-writes helpers', () => {
     assert.equal(selectorMatches('a in (1,2)', { a: '1' }), undefined);
   });
 });
+
+describe('relay state with several informers of one kind', () => {
+  it('prefers the newest resourceVersion', async () => {
+    const { newer } = await import('./relay.ts');
+    const o = (rv: string): { metadata: { resourceVersion: string } } => ({ metadata: { resourceVersion: rv } });
+    assert.ok(newer(o('12'), o('9')));
+    assert.ok(!newer(o('9'), o('12')));
+    assert.ok(!newer(o('12'), o('12')));
+  });
+});

@@ -40,6 +40,13 @@ export function selectorMatches(selector: string | undefined, labels: Record<str
   return true;
 }
 
+/** Whether a is a newer version of the same object than b (resourceVersion order). */
+export function newer(a: KubeObject, b: KubeObject): boolean {
+  const ra = a.metadata.resourceVersion ?? '';
+  const rb = b.metadata.resourceVersion ?? '';
+  return ra !== rb && rvAtLeast(ra, rb);
+}
+
 export function matchesLabels(o: KubeObject, sel: Record<string, string> | undefined): boolean {
   if (!sel) return true;
   return Object.entries(sel).every(([k, v]) => o.metadata.labels?.[k] === v);
@@ -58,16 +65,21 @@ export class Relay {
   }
 
   readonly state: State = {
+    // Several informers may cache the same kind (different selectors, separate watches): always
+    // answer with the newest copy, so a reconcile woken by one informer never reads a staler one.
     get: (r, ns, name) => {
+      let best: KubeObject | undefined;
       for (const inf of this.byResource.get(resourcePath(r)) ?? []) {
         const hit = inf.store.get(ns ? `${ns}/${name}` : name);
-        if (hit) return hit;
+        if (hit && (!best || newer(hit, best))) best = hit;
       }
-      return undefined;
+      return best;
     },
     list: (r, ns, sel) => {
       const seen = new Map<string, KubeObject>();
-      for (const inf of this.byResource.get(resourcePath(r)) ?? []) for (const o of inf.store.list()) seen.set(keyOf(o), o);
+      for (const inf of this.byResource.get(resourcePath(r)) ?? []) {
+        for (const o of inf.store.list()) { const k = keyOf(o); const prev = seen.get(k); if (!prev || newer(o, prev)) seen.set(k, o); }
+      }
       return [...seen.values()].filter((o) => (!ns || o.metadata.namespace === ns) && matchesLabels(o, sel));
     },
   };
