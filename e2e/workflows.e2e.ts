@@ -119,6 +119,32 @@ describe('Workflows', function () {
     assert.match(w.status?.message ?? '', /"make" is not in the needs of job "use"/);
   });
 
+  it('calls reusable Workflows with inputs and outputs; the child WorkflowRun owns its job workspace; call cycles fail', async () => {
+    const wf = (name: string, spec: Record<string, unknown>): Promise<unknown> => admin().create(`${GROUP}/namespaces/${ns}/workflows`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Workflow', metadata: { name }, spec });
+    await wf('greeter', {
+      inputs: { who: { required: true } }, outputs: { greeting: { value: '${{ jobs.say.outputs.greeting }}' } },
+      jobs: { say: { 'runs-on': 'bash', outputs: { greeting: '${{ steps.hello.outputs.msg }}' }, steps: [{ name: 'hello', run: 'echo "msg=hello ${{ inputs.who }}" >> "$KRUNTIME_OUTPUTS"' }] } },
+    });
+    await workflowRun(ns, 'caller', {
+      call: { uses: 'greeter', with: { who: 'world' } },
+      after: { 'runs-on': 'bash', needs: ['call'], steps: [{ name: 'use', run: 'echo "got=${{ needs.call.outputs.greeting }}" >> "$KRUNTIME_OUTPUTS"' }] },
+    });
+    const w = await done(ns, 'caller');
+    assert.equal(w.status?.phase, 'Succeeded', w.status?.message ?? JSON.stringify(w.status?.jobs));
+    assert.deepEqual(w.status?.jobs?.after?.steps?.[0]?.outputs, { got: 'hello world' });
+    const child = (w.status?.jobs?.call as { workflowRunName?: string } | undefined)?.workflowRunName ?? '';
+    const childRun = await admin().get<Obj>(`${GROUP}/namespaces/${ns}/workflowruns/${child}`);
+    assert.equal(childRun.metadata.ownerReferences?.[0]?.name, 'caller');
+    const pws = await admin().list<Obj>(`${GROUP}/namespaces/${ns}/persistentworkspaces`, { labelSelector: `kruntimes.io/workflowrun-uid=${childRun.metadata.uid}` });
+    assert.equal(pws.items.length, 1, 'the child WorkflowRun owns its own job workspace');
+    await wf('loop-a', { jobs: { x: { uses: 'loop-b' } } });
+    await wf('loop-b', { jobs: { y: { uses: 'loop-a' } } });
+    await workflowRun(ns, 'cyclic', { start: { uses: 'loop-a' } });
+    const c = await done(ns, 'cyclic');
+    assert.equal(c.status?.phase, 'Failed');
+    assert.match(JSON.stringify(c.status), /workflow call cycle: loop-a -> loop-b -> loop-a/);
+  });
+
   it('propagates cancellation to running steps', async () => {
     await workflowRun(ns, 'cancelled', { slow: { 'runs-on': 'bash', steps: [{ name: 'sleep', run: 'sleep 60' }, { name: 'later', run: 'true' }] } });
     const running = await eventually('the step Run to be running', async () => {

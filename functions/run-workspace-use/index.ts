@@ -52,13 +52,17 @@ export async function admitRunWorkspace(req: AdmissionRequest, ctx: AdmissionCon
   const ref = run?.spec?.workspace;
   if (!run || !ref || req.operation !== 'CREATE') return { allowed: true };
   const ns = req.namespace ?? run.metadata.namespace ?? '';
-  const ws = await ctx.get<WsObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/persistentworkspaces/${ref.name}`);
+  const owner = controllerOf(run);
+  const viaController = req.userInfo.username === CONTROLLER_SERVICE_ACCOUNT && owner?.kind === 'WorkflowRun';
+  // The workspace and (for the controller path) the owning WorkflowRun are read in parallel.
+  const [ws, wfr] = await Promise.all([
+    ctx.get<WsObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/persistentworkspaces/${ref.name}`),
+    viaController ? ctx.get(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/workflowruns/${owner.name}`) : Promise.resolve(undefined),
+  ]);
   if (!ws) return deny(`spec.workspace.name: PersistentWorkspace "${ref.name}" does not exist in namespace ${ns}; create it before the Run`, 422, 'Invalid');
   if (ws.spec.runtime !== run.spec?.runtime) return deny(`spec.workspace.name: PersistentWorkspace "${ref.name}" belongs to runtime "${ws.spec.runtime}", but the Run uses runtime "${run.spec?.runtime}"`, 422, 'Invalid');
   if (ws.metadata.deletionTimestamp || ws.status?.phase === 'Released') return deny(`spec.workspace.name: PersistentWorkspace "${ref.name}" is being deleted (Released) and accepts no new Runs`, 422, 'Invalid');
   if (req.userInfo.username === CONTROLLER_SERVICE_ACCOUNT) {
-    const owner = controllerOf(run);
-    const wfr = owner?.kind === 'WorkflowRun' ? await ctx.get(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/workflowruns/${owner.name}`) : undefined;
     const problem = controllerPathProblem(run, ws, wfr);
     return problem ? deny(`spec.workspace.name: the Workflow controller may only reference the job workspace of its own WorkflowRun: ${problem}`) : { allowed: true };
   }
