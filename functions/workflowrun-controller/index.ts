@@ -19,7 +19,6 @@ interface Wfr extends KubeObject { spec: { jobs: JobsSpec; cancelRequested?: boo
 interface RunObj extends KubeObject { spec: { cancelRequested?: boolean; workspace?: { name: string } }; status?: { phase?: string; outputs?: Record<string, string>; artifactRefs?: unknown[]; startTime?: string; completionTime?: string; message?: string } }
 type WsObj = KubeObject & { status?: { phase?: string } };
 
-const strip = <T extends KubeObject>(o: T): T => { const { managedFields: _m, ...metadata } = o.metadata as T['metadata'] & { managedFields?: unknown }; return { ...o, metadata }; };
 const owner = (w: Wfr): OwnerReference => ({ apiVersion: 'kruntimes.io/v1alpha1', kind: 'WorkflowRun', name: w.metadata.name ?? '', uid: w.metadata.uid ?? '', controller: true, blockOwnerDeletion: true });
 const isInline = (spec: JobsSpec[string] | undefined): boolean => !!spec?.steps && !spec.uses;
 
@@ -69,7 +68,7 @@ function initialize(w: Wfr, state: State, now: string): Operation[] {
   const status = problem ? rejectedStatus(w.status, problem, { now, ...(gen ? { generation: gen } : {}) })
     : initialStatus(w.spec.jobs, { now, ...(gen ? { generation: gen } : {}), snapshotName: snapshotName(w.metadata.name ?? '', w.metadata.uid ?? ''),
       actionSteps: (job, step) => { const u = w.spec.jobs[job]?.steps?.find((s) => s.name === step)?.uses; return u ? action(u)?.spec.steps.map((s) => s.name) : undefined; } });
-  return [{ op: 'status', resource: R.workflowRuns, object: { ...strip(w), status } }];
+  return [{ op: 'status', resource: R.workflowRuns, object: { ...w, status } }];
 }
 
 function cancelJobRuns(state: State, w: Wfr, job: string): Operation[] {
@@ -116,7 +115,7 @@ export function reconcileWorkflowRun({ object, state, now }: ReconcileInput): Op
   for (const c of res.cancel) ops.push({ op: 'patch', resource: c.kind === 'Run' ? R.runs : R.workflowRuns, namespace: ns, name: c.name, patch: { spec: { cancelRequested: true } } });
   const lost = lostWorkspaces(w, state, res.status, nowIso);
   ops.push(...lost.ops);
-  if (JSON.stringify(lost.status) !== JSON.stringify(w.status)) ops.push({ op: 'status', resource: R.workflowRuns, object: { ...strip(w), status: lost.status } });
+  if (JSON.stringify(lost.status) !== JSON.stringify(w.status)) ops.push({ op: 'status', resource: R.workflowRuns, object: { ...w, status: lost.status } });
   if (res.requeueAfterMs !== undefined) ops.push({ op: 'requeue', afterMs: res.requeueAfterMs });
   return ops;
 }

@@ -20,10 +20,8 @@ export function podViews(pods: PodObj[]): PodView[] {
 function opFor(ws: Workspace, d: ReturnType<typeof decide>): Operation | undefined {
   const m = ws.metadata;
   switch (d.kind) {
-    case 'status': {
-      const { managedFields: _m, ...metadata } = m as typeof m & { managedFields?: unknown };
-      return { op: 'status', resource: R.persistentWorkspaces, object: { ...ws, metadata, status: d.status } };
-    }
+    case 'status':
+      return { op: 'status', resource: R.persistentWorkspaces, object: { ...ws, status: d.status } };
     case 'addFinalizer':
       return { op: 'patch', resource: R.persistentWorkspaces, namespace: m.namespace, name: m.name ?? '', patch: { metadata: { resourceVersion: m.resourceVersion, finalizers: [...(m.finalizers ?? []), WORKSPACE_FINALIZER] } } };
     case 'removeFinalizer':

@@ -51,8 +51,10 @@ async function executeOne(client: KubeClient, fieldManager: string, op: Exclude<
       return client.patch(resourcePath(op.resource, op.namespace, op.name, op.subresource), op.patch,
         op.patchType === 'json' ? PatchType.json : PatchType.merge, { fieldManager });
     case 'status': {
-      const m = op.object.metadata;
-      const body = { apiVersion: apiVersionOf(op.resource), kind: op.resource.kind, ...op.object };
+      // The observed object's managedFields are the API server's to keep; sending them back would
+      // ask it to replace them.
+      const { managedFields: _mf, ...m } = op.object.metadata as KubeObject['metadata'] & { managedFields?: unknown };
+      const body = { apiVersion: apiVersionOf(op.resource), kind: op.resource.kind, ...op.object, metadata: m };
       return client.replace(resourcePath(op.resource, m.namespace, m.name, 'status'), body);
     }
     case 'delete':
