@@ -5,6 +5,7 @@
  * defaults are ambiguous: there is no newest-wins rule, because isolation and permissions must
  * not depend on creation time. The result is frozen into status.resolvedJobClass.
  */
+import { conditionOf, isTrue } from './events.ts';
 import { matchesSelector, validateSelector } from '../run-scheduler/selector.ts';
 import { DEFAULT_CLASS_ANNOTATION, NAMESPACE_DEFAULT_ANNOTATION, type JobClass, type Namespace, type Parameters, type ResolvedJobClass } from './api.ts';
 
@@ -67,4 +68,13 @@ export function namespaceAllowed(cls: JobClass, ns: Namespace | undefined): bool
   if (!sel) return true;
   if (!ns || validateSelector(sel) !== undefined) return false;
   return matchesSelector(sel, ns.metadata.labels ?? {});
+}
+
+/** The frozen class must still be the same object and Ready before a new execution is created. */
+export function classGate(frozen: ResolvedJobClass, cls: JobClass | undefined): Problem | undefined {
+  const cp = frozenClassProblem(frozen, cls);
+  if (cp) return cp;
+  if (isTrue(cls!.status?.conditions, 'Ready')) return undefined;
+  const c = conditionOf(cls!.status?.conditions, 'Ready');
+  return { reason: 'JobClassNotReady', message: `JobClass ${frozen.name} is not Ready${c ? ` (${c.reason}: ${c.message})` : ''}; waiting for the backend` };
 }

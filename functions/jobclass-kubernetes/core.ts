@@ -11,9 +11,9 @@ import { R } from '../../lib/fn/resources.ts';
 import type { Operation, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { GROUP, KUBERNETES_CONTROLLER, X, type ExecutionRef, type Job, type JobClass, type KubernetesParameters } from '../jobclass-core/api.ts';
-import { conditionOf, isTrue, type ConditionInput } from '../jobclass-core/events.ts';
+import { isTrue, type ConditionInput } from '../jobclass-core/events.ts';
 import { finish, isAccepted, isFinished, statusOps, updateStatus } from '../jobclass-core/jobs.ts';
-import { frozenClassProblem, frozenParametersProblem, type Problem } from '../jobclass-core/resolve.ts';
+import { classGate, frozenParametersProblem, type Problem } from '../jobclass-core/resolve.ts';
 import { batchJobName, renderBatchJob } from './render.ts';
 
 export const COMPONENT = 'jobclass-kubernetes';
@@ -38,12 +38,8 @@ function unknown(job: Job, reason: string, message: string, now: Date): Operatio
 export function preflight(job: Job, state: State): { problem: Problem } | { params: KubernetesParameters } {
   const frozen = job.status!.resolvedJobClass!;
   const cls = state.get(X.jobClasses, undefined, frozen.name) as JobClass | undefined;
-  const cp = frozenClassProblem(frozen, cls);
-  if (cp) return { problem: cp };
-  if (!isTrue(cls!.status?.conditions, 'Ready')) {
-    const c = conditionOf(cls!.status?.conditions, 'Ready');
-    return { problem: { reason: 'JobClassNotReady', message: `JobClass ${frozen.name} is not Ready${c ? ` (${c.reason}: ${c.message})` : ''}; waiting for the backend` } };
-  }
+  const gate = classGate(frozen, cls);
+  if (gate) return { problem: gate };
   const params = state.get(X.kubernetesParameters, undefined, frozen.parametersRef.name) as KubernetesParameters | undefined;
   const pp = frozenParametersProblem(frozen, params);
   if (pp) return { problem: pp };

@@ -19,10 +19,10 @@ import type { Operation, State } from '../../lib/fn/types.ts';
 import type { EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
 import type { CreateSandboxRequest } from '../../lib/opensandbox/types.ts';
 import { OPENSANDBOX_CONTROLLER, SANDBOX_FINALIZER, X, type ExecutionRef, type Job, type JobClass } from '../jobclass-core/api.ts';
-import { conditionOf, isTrue, type ConditionInput } from '../jobclass-core/events.ts';
+import { isTrue, type ConditionInput } from '../jobclass-core/events.ts';
 import { addFinalizer, removeFinalizer } from '../jobclass-core/finalizers.ts';
 import { isAccepted, isFinished } from '../jobclass-core/jobs.ts';
-import { frozenClassProblem, type Problem } from '../jobclass-core/resolve.ts';
+import { classGate, type Problem } from '../jobclass-core/resolve.ts';
 import { connectionFor, type Connection } from './connection.ts';
 import { buildCreateRequest, materials } from './request.ts';
 import { afterStatus, cleanupBlocked, finishOps, requeue, scheduledFalse, unknownOps, withIntent } from './status.ts';
@@ -129,12 +129,8 @@ function adopt(job: Job, now: Date, conn: Connection, sorted: SandboxView[]): De
 export function preflight(job: Job, state: State, conn: Connection): { problem: Problem } | { request: CreateSandboxRequest } {
   const frozen = job.status!.resolvedJobClass!;
   const cls = state.get(X.jobClasses, undefined, frozen.name) as JobClass | undefined;
-  const cp = frozenClassProblem(frozen, cls);
-  if (cp) return { problem: cp };
-  if (!isTrue(cls!.status?.conditions, 'Ready')) {
-    const c = conditionOf(cls!.status?.conditions, 'Ready');
-    return { problem: { reason: 'JobClassNotReady', message: `JobClass ${frozen.name} is not Ready${c ? ` (${c.reason}: ${c.message})` : ''}; waiting for the backend` } };
-  }
+  const gate = classGate(frozen, cls);
+  if (gate) return { problem: gate };
   const m = materials(job, conn.params, state);
   if (!m.ok) return { problem: m.problem };
   return { request: buildCreateRequest(job, conn.params, m.m) };
