@@ -332,8 +332,8 @@ def run_spec(core: CoreSchemas) -> Schema:
              "inlinePath must be a relative file path without empty, '.' or '..' segments",
              field_path=".inlinePath"),
     ])
-    mode = obj("Mode contains the execution-mode-specific configuration; exactly one of task "
-               "or function. Defaults to task mode (seed 000 Run examples omit it).", {
+    mode = obj("Mode contains the execution-mode-specific configuration; exactly one of task, "
+               "function or session. Defaults to task mode (seed 000 Run examples omit it).", {
         "task": obj("Task configures one-shot process execution.", {
             "entrypoint": string("Entrypoint is the relative script file to execute for "
                                  "non-inline sources.", max_length=4096),
@@ -345,8 +345,21 @@ def run_spec(core: CoreSchemas) -> Schema:
             "idleTimeoutSeconds": integer("IdleTimeoutSeconds is reserved for the function "
                                           "lifecycle.", minimum=1),
         }),
-    }, default={"task": {}}, rules=[rule("has(self.task) != has(self.function)",
-                                         "exactly one of task or function must be set")])
+        "session": obj("Session keeps the Run Ready on its Runtime Pod for interactive "
+                       "operations through sessions.kruntimes.io (seed 004) until it is "
+                       "cancelled, times out or stays idle.", {
+            "command": string_list("Command is the default process an operation starts "
+                                   "(argv, run in the Run working directory with the Run env); "
+                                   "empty means the Runtime's shell (bash, or python3 -i).",
+                                   max_items=64, item_max_length=4096),
+            "idleTimeoutSeconds": integer("IdleTimeoutSeconds ends the session (Succeeded, "
+                                          "reason SessionIdle) after this long without an "
+                                          "attached operation; default 600.", minimum=1,
+                                          maximum=86400),
+        }),
+    }, default={"task": {}}, rules=[rule("(has(self.task) ? 1 : 0) + (has(self.function) ? 1 : 0) "
+                                         "+ (has(self.session) ? 1 : 0) == 1",
+                                         "exactly one of task, function or session must be set")])
     workspace = obj("Workspace references a namespace-local PersistentWorkspace used by this "
                     "Run (seed 000 shape; kind and apiGroup default).", {
         "name": dns_subdomain("Name is the PersistentWorkspace name in the Run namespace."),

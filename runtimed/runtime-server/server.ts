@@ -7,6 +7,7 @@
  *   GET    /v1/executions/:id/records?from=N&follow=1   NDJSON records, then {"end":summary}
  *   POST   /v1/executions/:id/cancel       cancel
  *   DELETE /v1/executions/:id              forget (409 while running)
+ *   GET    /v1/sessions                    WebSocket: one interactive operation (sessions.ts)
  *   GET    /healthz
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -14,6 +15,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ExecRequest, Language } from './command.ts';
 import { Executions, type Execution, type OutputRecord, type Summary } from './executions.ts';
+import { SessionOperations } from './sessions.ts';
 
 function json(res: ServerResponse, code: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -75,6 +77,11 @@ async function route(req: IncomingMessage, res: ServerResponse, ex: Executions):
 export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: NodeJS.ProcessEnv): Promise<Server> {
   const ex = new Executions(lang, baseEnv);
   const srv = createServer((req, res) => { route(req, res, ex).catch((err: unknown) => json(res, 400, { message: err instanceof Error ? err.message : String(err) })); });
+  const sessions = new SessionOperations(lang, baseEnv);
+  srv.on('upgrade', (req, socket, head) => {
+    if (new URL(req.url ?? '/', 'http://runtime').pathname === '/v1/sessions') sessions.handleUpgrade(req, socket, head);
+    else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
+  });
   mkdirSync(dirname(socketPath), { recursive: true });
   rmSync(socketPath, { force: true });
   return new Promise((resolve, reject) => { srv.once('error', reject); srv.listen(socketPath, () => resolve(srv)); });

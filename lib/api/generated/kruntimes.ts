@@ -375,7 +375,7 @@ export interface components {
                     };
                 }[];
                 /**
-                 * @description Mode contains the execution-mode-specific configuration; exactly one of task or function. Defaults to task mode (seed 000 Run examples omit it).
+                 * @description Mode contains the execution-mode-specific configuration; exactly one of task, function or session. Defaults to task mode (seed 000 Run examples omit it).
                  * @default {
                  *       "task": {}
                  *     }
@@ -388,6 +388,16 @@ export interface components {
                         /**
                          * Format: int32
                          * @description IdleTimeoutSeconds is reserved for the function lifecycle.
+                         */
+                        idleTimeoutSeconds?: number;
+                    };
+                    /** @description Session keeps the Run Ready on its Runtime Pod for interactive operations through sessions.kruntimes.io (seed 004) until it is cancelled, times out or stays idle. */
+                    session?: {
+                        /** @description Command is the default process an operation starts (argv, run in the Run working directory with the Run env); empty means the Runtime's shell (bash, or python3 -i). */
+                        command?: string[];
+                        /**
+                         * Format: int32
+                         * @description IdleTimeoutSeconds ends the session (Succeeded, reason SessionIdle) after this long without an attached operation; default 600.
                          */
                         idleTimeoutSeconds?: number;
                     };

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { Channel, exitCodeOf, frame, PROTOCOL } from '../../lib/session/channel.ts';
+import { startRuntimeServer } from './server.ts';
+import { parseSessionSpec, SESSION_HEADER, type SessionSpec } from './sessions.ts';
+
+interface Result { stdout: string; stderr: string; code: number; status: { status?: string; reason?: string; message?: string } }
+
+function operate(socket: string, spec: SessionSpec, input: (ws: WebSocket) => void): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws+unix://${socket}:/v1/sessions`, [PROTOCOL], { headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') } });
+    const out = { stdout: '', stderr: '', code: -1, status: {} };
+    ws.on('open', () => input(ws));
+    ws.on('message', (m: Buffer) => {
+      const ch = m[0];
+      const data = m.subarray(1).toString('utf8');
+      if (ch === Channel.Stdout) out.stdout += data;
+      else if (ch === Channel.Stderr) out.stderr += data;
+      else if (ch === Channel.Status) { out.status = JSON.parse(data) as Result['status']; out.code = exitCodeOf(out.status); }
+    });
+    ws.on('close', () => resolve(out));
+    ws.on('error', reject);
+  });
+}
+
+describe('runtime server: session operations', () => {
+  let dir: string;
+  let srv: Server;
+  let socket: string;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'krt-sess-'));
+    socket = join(dir, 'runtime.sock');
+    srv = await startRuntimeServer(socket, 'bash', {});
+  });
+  after(() => { srv.close(); rmSync(dir, { recursive: true, force: true }); });
+
+  it('runs an interactive shell: stdin in, stdout and stderr out, exit code in the status frame', async () => {
+    const r = await operate(socket, { id: 'a', command: ['bash', '-c', 'read name; echo "$GREETING $name from $(pwd)"; echo oops >&2; exit 7'], workingDir: dir, env: { GREETING: 'hi' } }, (ws) => {
+      ws.send(frame(Channel.Stdin, 'wor'));
+      ws.send(frame(Channel.Stdin, 'ld\n'));
+    });
+    assert.equal(r.stdout, `hi world from ${dir}\n`);
+    assert.equal(r.stderr, 'oops\n');
+    assert.equal(r.code, 7);
+    assert.equal(r.status.reason, 'NonZeroExitCode');
+  });
+
+  it('the default command is the language shell reading commands from stdin', async () => {
+    const r = await operate(socket, { id: 'd', command: [], workingDir: dir, env: {} }, (ws) => { ws.send(frame(Channel.Stdin, 'x=$((6*7)); echo $x\nexit 3\n')); });
+    assert.equal(r.stdout, '42\n');
+    assert.equal(r.code, 3);
+  });
+
+  it('closing stdin ends a reader (v5 close frame) and success is exit 0', async () => {
+    const r = await operate(socket, { id: 'b', command: ['wc', '-l'], workingDir: dir, env: {} }, (ws) => {
+      ws.send(frame(Channel.Stdin, 'a\nb\nc\n'));
+      ws.send(frame(Channel.Resize, JSON.stringify({ Width: 80, Height: 24 })));
+      ws.send(Buffer.from([Channel.Close, Channel.Stdin]));
+    });
+    assert.equal(r.stdout.trim(), '3');
+    assert.equal(r.code, 0);
+    assert.equal(r.status.status, 'Success');
+  });
+
+  it('a command that cannot start ends with a StartFailed status, not a crash', async () => {
+    const r = await operate(socket, { id: 'c', command: ['/nonexistent/binary'], workingDir: dir, env: {} }, () => undefined);
+    assert.equal(r.status.reason, 'StartFailed');
+    assert.equal(r.code, 1);
+  });
+
+  it('rejects a malformed spec before upgrading', () => {
+    assert.equal(parseSessionSpec(undefined), 'missing session spec');
+    assert.equal(parseSessionSpec('!!'), 'session spec is not base64 JSON');
+    assert.equal(parseSessionSpec(Buffer.from(JSON.stringify({ id: 'x', workingDir: '/', command: [1] })).toString('base64')), 'session command must be a list of strings');
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * Session operations of the Runtime Server: runtimed opens a WebSocket on the Unix socket
+ * (GET /v1/sessions, spec in the X-Kruntimes-Session header as base64 JSON) and the server runs
+ * one interactive process in its own process group, relaying channel frames
+ * (lib/session/channel.ts): stdin in, stdout/stderr out, and the exit status last. Closing the
+ * socket kills the process group, so no operation outlives its connection.
+ */
+import { spawn } from 'node:child_process';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { Channel, errorStatus, exitStatus, frame, parseFrame, parseResize, PROTOCOLS, sessionArgv } from '../../lib/session/channel.ts';
+import type { Language } from './command.ts';
+
+export const SESSION_HEADER = 'x-kruntimes-session';
+export interface SessionSpec { id: string; command: string[]; workingDir: string; env: Record<string, string> }
+
+export function parseSessionSpec(raw: string | undefined): SessionSpec | string {
+  if (!raw) return 'missing session spec';
+  try {
+    const s = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Partial<SessionSpec>;
+    if (!s.id || !s.workingDir) return 'session spec needs id and workingDir';
+    if (!Array.isArray(s.command) || !s.command.every((c) => typeof c === 'string')) return 'session command must be a list of strings';
+    return { id: s.id, command: s.command, workingDir: s.workingDir, env: s.env ?? {} };
+  } catch { return 'session spec is not base64 JSON'; }
+}
+
+export class SessionOperations {
+  private readonly wss = new WebSocketServer({ noServer: true, handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false });
+  constructor(private readonly lang: Language, private readonly baseEnv: NodeJS.ProcessEnv) {}
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const spec = parseSessionSpec(req.headers[SESSION_HEADER] as string | undefined);
+    if (typeof spec === 'string') { socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\n${spec}\n`); return; }
+    this.wss.handleUpgrade(req, socket, head, (ws) => { this.run(ws, spec); });
+  }
+
+  private run(ws: WebSocket, spec: SessionSpec): void {
+    const argv = sessionArgv(this.lang, spec.command, undefined);
+    const [bin, ...args] = argv;
+    // stdin is a socketpair (libuv): `bash -c` at SHLVL 0 would take that for rshd and source ~/.bashrc.
+    const child = spawn(bin ?? 'false', args, { cwd: spec.workingDir, env: { SHLVL: '1', ...spec.env, ...this.baseEnv }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    let ended = false;
+    const send = (b: Buffer): void => { if (ws.readyState === ws.OPEN) ws.send(b); };
+    const end = (status: object): void => {
+      if (ended) return;
+      ended = true;
+      send(frame(Channel.Status, JSON.stringify(status)));
+      ws.close(1000);
+    };
+    const kill = (): void => {
+      const pid = child.pid;
+      const sig = (s: NodeJS.Signals): void => { try { if (pid) process.kill(-pid, s); } catch { /* gone */ } };
+      sig('SIGTERM');
+      setTimeout(() => sig('SIGKILL'), 2000).unref();
+    };
+    child.stdout.on('data', (c: Buffer) => send(frame(Channel.Stdout, c)));
+    child.stderr.on('data', (c: Buffer) => send(frame(Channel.Stderr, c)));
+    child.stdin.on('error', () => undefined);
+    child.on('error', (err) => end(errorStatus('StartFailed', `starting ${JSON.stringify(bin)} failed: ${err.message}`)));
+    child.on('close', (code, signal) => {
+      const exit = code ?? (signal === 'SIGKILL' ? 137 : signal ? 143 : 1);
+      end(exitStatus(exit));
+    });
+    ws.on('message', (msg: Buffer, isBinary: boolean) => {
+      const f = parseFrame(isBinary ? msg : Buffer.from(msg));
+      if (!f) return;
+      if (f.channel === Channel.Stdin) child.stdin.write(f.data);
+      else if (f.channel === Channel.Close && f.data[0] === Channel.Stdin) child.stdin.end();
+      else if (f.channel === Channel.Resize) parseResize(f.data); // no terminal is allocated: sizes are accepted and ignored
+    });
+    ws.on('close', () => { ended = true; kill(); });
+  }
+}
