@@ -6,6 +6,7 @@
 import { readFileSync, watchFile, unwatchFile } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
@@ -17,6 +18,7 @@ import type { ServerConfig } from './config.ts';
 import { admissionFunctions, watchFunctions } from './functions.ts';
 import { LeaderElector } from './leader.ts';
 import { Relay } from './relay.ts';
+import { SessionProxy, SessionTokens } from './sessions/handler.ts';
 
 export interface Running { stop(): Promise<void> }
 
@@ -38,6 +40,11 @@ export async function startServer(cfg: ServerConfig, functions: FunctionDef[], c
   const secure = https.createServer(tls(), app);
   watchFile(cfg.certFile, { interval: 2000 }, () => {
     try { secure.setSecureContext(tls()); log.info('reloaded serving certificate'); } catch (err) { log.warn({ err }, 'certificate reload failed; keeping the old one'); }
+  });
+  const sessions = new SessionProxy({ client, log: log.child({ host: 'sessions' }), authenticate: aggregated.authenticate,
+    tokens: new SessionTokens(client, cfg.namespace, process.env.KRT_SERVICE_ACCOUNT ?? 'kruntimes-extension') });
+  secure.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!sessions.handle(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });
   await listen(secure, cfg.httpsPort, cfg.listenAddress);
 

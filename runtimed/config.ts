@@ -15,6 +15,9 @@ export interface RuntimedConfig {
   /** JSON of the Runtime's spec.artifactStore, when it has one. */
   artifactStore?: Record<string, unknown>;
   artifactRoot: string;
+  /** The TLS session port on the Pod IP and the only identity allowed to open operations on it. */
+  sessionPort: number;
+  sessionSubject: string;
 }
 
 export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
@@ -32,5 +35,7 @@ export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     heartbeatMs: Number(env.KRT_HEARTBEAT_MS ?? '5000'), healthAddress: env.POD_IP ?? '0.0.0.0', healthPort: Number(env.KRT_HEALTH_PORT ?? '9094'),
     ...(env.KRT_ARTIFACT_STORE ? { artifactStore: JSON.parse(env.KRT_ARTIFACT_STORE) as Record<string, unknown> } : {}),
     artifactRoot: env.KRT_ARTIFACT_ROOT ?? '/var/lib/kruntimes/artifacts',
+    sessionPort: Number(env.KRT_SESSION_PORT ?? '9095'),
+    sessionSubject: env.KRT_SESSION_SUBJECT ?? 'system:serviceaccount:kruntimes-system:kruntimes-extension',
   });
 }

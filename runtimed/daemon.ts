@@ -12,15 +12,20 @@ import type { Finisher } from './finish.ts';
 import type { RuntimeClient } from './runtime-client.ts';
 import { Runner } from './runner.ts';
 import { startWorkspaceCleaner } from './workspaces.ts';
+import { Jwks } from './session-auth.ts';
+import { SESSION_CONDITION, startSessionServer } from './session-server.ts';
 import type { Run } from './types.ts';
 
 export interface Daemon { stop(): Promise<void> }
 
-export async function heartbeat(client: KubeClient, cfg: RuntimedConfig, now: Date, since: string): Promise<void> {
-  await client.patch(`/api/v1/namespaces/${cfg.namespace}/pods/${cfg.podName}/status`, { status: { conditions: [{
+export async function heartbeat(client: KubeClient, cfg: RuntimedConfig, now: Date, since: string, sessionFingerprint?: string): Promise<void> {
+  const conditions: object[] = [{
     type: 'kruntimes.io/RuntimedReady', status: 'True', reason: 'Heartbeat', message: 'runtimed heartbeat is fresh',
     lastProbeTime: now.toISOString(), lastTransitionTime: since,
-  }] } }, PatchType.strategic);
+  }];
+  // The extension API server pins the session port's certificate to this fingerprint.
+  if (sessionFingerprint) conditions.push({ type: SESSION_CONDITION, status: 'True', reason: 'Listening', message: `port=${cfg.sessionPort} sha256=${sessionFingerprint}`, lastTransitionTime: since });
+  await client.patch(`/api/v1/namespaces/${cfg.namespace}/pods/${cfg.podName}/status`, { status: { conditions } }, PatchType.strategic);
 }
 
 async function waitForRuntime(runtime: RuntimeClient, log: Logger): Promise<void> {
@@ -42,8 +47,12 @@ export async function startDaemon(o: { client: KubeClient; cfg: RuntimedConfig; 
   await watch.synced;
   const cleaner = startWorkspaceCleaner({ client, namespace: cfg.namespace, podName: cfg.podName, podUID: cfg.podUID, dirOf: (n) => runner.workspaceDir(n), inUse: (n) => runner.usesWorkspace(n), log });
   runner.onRelease = (): void => cleaner.recheck();
+  const sessions = await startSessionServer({
+    address: cfg.healthAddress, port: cfg.sessionPort, socketPath: cfg.socketPath, subject: cfg.sessionSubject,
+    jwks: new Jwks(client), log: log.child({ part: 'sessions' }), target: (uid) => runner.sessionTarget(uid),
+  });
   const since = new Date().toISOString();
-  const beat = (): void => { heartbeat(client, cfg, new Date(), since).catch((err: unknown) => log.warn({ err }, 'heartbeat failed')); };
+  const beat = (): void => { heartbeat(client, cfg, new Date(), since, sessions.fingerprint).catch((err: unknown) => log.warn({ err }, 'heartbeat failed')); };
   beat();
   const timer = setInterval(beat, cfg.heartbeatMs);
   const health = http.createServer((req, res) => {
@@ -59,6 +68,7 @@ export async function startDaemon(o: { client: KubeClient; cfg: RuntimedConfig; 
       watch.stop();
       cleaner.stop();
       health.close();
+      sessions.close();
       await Promise.resolve();
     },
   };

@@ -4,13 +4,15 @@
  * cancellation, deadline, in-place retries and recovery of executions after a restart.
  * Status writes carry the observed resourceVersion (optimistic concurrency).
  */
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import type WebSocket from 'ws';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { formatDuration, parseDuration } from '../lib/run/duration.ts';
-import { claimed, isTerminal, retryScheduled, retryStarted, succeeded, terminalFailure, type RunStatus } from '../lib/run/phases.ts';
+import { claimed, isTerminal, retryScheduled, retryStarted, sessionEnded, sessionReady, succeeded, terminalFailure, type RunStatus } from '../lib/run/phases.ts';
+import { setCondition } from '../lib/run/conditions.ts';
 import { backoffMs, currentAttempt, shouldRetry } from '../lib/run/retry.ts';
 import type { RuntimedConfig } from './config.ts';
 import { logRecord } from './logs.ts';
@@ -21,11 +23,16 @@ import type { Run } from './types.ts';
 import { classifyFailure, type Finisher } from './finish.ts';
 import type { RunRecorder } from './artifact-finisher.ts';
 import { isArtifactError, stageArtifactInputs } from './artifacts/index.ts';
+import type { SessionTarget } from './session-server.ts';
 
 /** A bad artifact input: terminal with its own reason (never retried). */
 export class InputError extends Error { constructor(readonly reason: string, message: string) { super(message); } }
 
-interface Active { run: Run; attempt: number; timer?: NodeJS.Timeout; cancelling: boolean; timedOut: boolean; workdir: string; claim?: Promise<Run | undefined>; startedAt: string }
+interface Session { ops: Set<WebSocket>; idle?: NodeJS.Timeout; ended: boolean }
+interface Active { run: Run; attempt: number; timer?: NodeJS.Timeout; cancelling: boolean; timedOut: boolean; workdir: string; claim?: Promise<Run | undefined>; startedAt: string; session?: Session }
+
+/** Default spec.mode.session.idleTimeoutSeconds. */
+export const SESSION_IDLE_SECONDS = 600;
 
 /** Short Runs finish before this and go Scheduled -> terminal in one status write; longer ones are claimed (Running) after it. */
 export const CLAIM_DELAY_MS = 200;
@@ -92,7 +99,8 @@ export class Runner {
     if (run.metadata.deletionTimestamp && this.mine(run)) { void this.cleanup(run); return; }
     if (!this.mine(run) || run.metadata.deletionTimestamp || isTerminal(run.status?.phase)) return;
     if (run.status?.phase === 'Scheduled' && run.spec.cancelRequested) { void this.terminal(run, 'Cancelled', 'cancelled by user'); return; }
-    if (run.status?.phase !== 'Scheduled' && run.status?.phase !== 'Running') return;
+    const phase = run.status?.phase;
+    if (phase !== 'Scheduled' && phase !== 'Running' && !(phase === 'Ready' && run.spec.mode?.session)) return;
     if (this.active.size >= this.d.cfg.workers) { this.retryLater(run); return; }
     void this.start(run).catch((err: unknown) => this.d.log.error({ err, run: run.metadata.name }, 'run handling failed'));
   }
@@ -100,7 +108,10 @@ export class Runner {
   private onActive(a: Active, run: Run): void {
     if (run.metadata.deletionTimestamp) { void this.onDeleted(run).then(() => this.cleanup(run)); return; }
     if (rvNum(run) > rvNum(a.run)) a.run = run;
-    if (run.spec.cancelRequested && !a.cancelling) void this.cancel(a);
+    if (run.spec.cancelRequested && !a.cancelling) {
+      if (a.session) void this.endSession(a, 'Cancelled', 'cancelled by user');
+      else void this.cancel(a);
+    }
   }
 
   private retryLater(run: Run): void {
@@ -140,6 +151,7 @@ export class Runner {
     const uid = run.metadata.uid ?? '';
     const a: Active = { run, attempt: currentAttempt(run.status?.attempt), cancelling: false, timedOut: false, workdir: this.runDir(run), startedAt: this.d.now().toISOString() };
     this.active.set(uid, a);
+    if (run.spec.mode?.session) { await this.startSession(a); return; }
     if (run.status?.phase === 'Running') { await this.recover(a); return; }
     const claimTimer = setTimeout(() => { a.claim = this.claim(a); }, CLAIM_DELAY_MS);
     try {
@@ -294,6 +306,7 @@ export class Runner {
 
   private async release(a: Active): Promise<void> {
     clearTimeout(a.timer);
+    if (a.session) { a.session.ended = true; clearTimeout(a.session.idle); for (const ws of a.session.ops) ws.close(1001, 'session ended'); }
     const uid = a.run.metadata.uid ?? '';
     for (let i = 0; i < 50; i++) {
       try { await this.d.runtime.forget(uid); break; } catch { await new Promise((r) => setTimeout(r, 100)); }
@@ -325,6 +338,75 @@ export class Runner {
     } finally {
       this.cleaning.delete(uid);
     }
+  }
+
+  /** A session Run: stage source and inputs, go Ready, then serve operations until cancel, timeout or idle. */
+  private async startSession(a: Active): Promise<void> {
+    const run = a.run;
+    if (run.status?.phase === 'Ready') {
+      a.workdir = this.workdirOf(run);
+      await mkdir(a.workdir, { recursive: true });
+    } else {
+      try {
+        const staged = await prepareSource(this.runDir(run), run.spec.source, 'task');
+        a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
+        await this.stageInputs(run, a.workdir);
+      } catch (err) {
+        const reason = err instanceof InputError ? err.reason : err instanceof PrepareError ? 'PrepareSource' : 'SessionSetup';
+        await this.done(a, reason, err instanceof Error ? err.message : String(err));
+        return;
+      }
+      if (!await this.writeStatus(a, (s) => sessionReady(this.started(a, s), this.d.now().toISOString(), run.metadata.generation))) { await this.release(a); return; }
+    }
+    a.session = { ops: new Set(), ended: false };
+    const timeoutMs = parseDuration(run.spec.timeout);
+    const start = Date.parse(a.run.status?.startTime ?? a.startedAt);
+    if (timeoutMs && Number.isFinite(start)) {
+      a.timer = setTimeout(() => void this.endSession(a, 'Timeout', `timeout after ${formatDuration(timeoutMs)}`), Math.max(0, start + timeoutMs - this.d.now().getTime()));
+    }
+    this.armIdle(a);
+    if (run.spec.cancelRequested) await this.endSession(a, 'Cancelled', 'cancelled by user');
+  }
+
+  private armIdle(a: Active): void {
+    const s = a.session;
+    if (!s || s.ended) return;
+    clearTimeout(s.idle);
+    if (s.ops.size) return;
+    const secs = a.run.spec.mode?.session?.idleTimeoutSeconds ?? SESSION_IDLE_SECONDS;
+    s.idle = setTimeout(() => void this.endSession(a, 'SessionIdle', `session ended after ${secs}s without an operation`), secs * 1000);
+  }
+
+  /** Ends a session: closes its operations (their processes are killed) and writes the terminal status. */
+  private async endSession(a: Active, reason: string, message: string): Promise<void> {
+    const s = a.session;
+    if (!s || s.ended) return;
+    s.ended = true;
+    a.cancelling = reason === 'Cancelled';
+    clearTimeout(s.idle);
+    clearTimeout(a.timer);
+    for (const ws of s.ops) ws.close(1001, reason);
+    const now = this.d.now().toISOString();
+    await this.writeStatus(a, (st) => reason === 'SessionIdle'
+      ? sessionEnded(st, now, reason, message)
+      : { ...terminalFailure(st, now, reason, message), conditions: setCondition(terminalFailure(st, now, reason, message).conditions, { type: 'Ready', status: 'False', reason, message }, now) });
+    await this.release(a);
+  }
+
+  /** The session endpoint's view of a Run UID: a target while the session is Ready on this Pod, else why not. */
+  sessionTarget(uid: string): SessionTarget | string {
+    const a = this.active.get(uid);
+    if (!a?.session) return `Run ${uid} has no Ready session on this Runtime Pod`;
+    if (a.session.ended) return `the session of Run ${a.run.metadata.name} has ended`;
+    const session = a.session;
+    return {
+      spec: { id: uid, command: a.run.spec.mode?.session?.command ?? [], workingDir: a.workdir, env: runEnv(a.run, this.runDir(a.run)) },
+      attach: (ws) => {
+        session.ops.add(ws);
+        clearTimeout(session.idle);
+        ws.once('close', () => { session.ops.delete(ws); this.armIdle(a); });
+      },
+    };
   }
 
   /** The Run object was deleted: stop its execution without writing status. */

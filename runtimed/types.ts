@@ -7,7 +7,7 @@ import type { Source } from './source.ts';
 export interface RunSpec {
   runtime: string;
   source?: Source;
-  mode?: { task?: { entrypoint?: string; args?: string[] }; function?: { handler?: string } };
+  mode?: { task?: { entrypoint?: string; args?: string[] }; function?: { handler?: string }; session?: { command?: string[]; idleTimeoutSeconds?: number } };
   env?: { name: string; value?: string }[];
   timeout?: string;
   cancelRequested?: boolean;

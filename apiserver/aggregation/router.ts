@@ -1,16 +1,20 @@
 /**
- * The aggregated API surface of the extension server: discovery for logs.kruntimes.io (and
- * later sessions.kruntimes.io) and request-header authentication in front of everything under
- * /apis. Admission webhook paths are not under /apis and are not affected.
+ * The aggregated API surface of the extension server: discovery for logs.kruntimes.io and
+ * sessions.kruntimes.io and request-header authentication in front of everything under /apis
+ * (WebSocket session upgrades authenticate the same way in apiserver/sessions). Admission
+ * webhook paths are not under /apis and are not affected.
  */
 import express, { type Router } from 'express';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../lib/kube/client.ts';
+import type { IncomingMessage } from 'node:http';
 import { logsRouter, LOGS_GROUP } from '../logs/handler.ts';
-import { authenticate, loadRequestHeaderConfig, type RequestHeaderConfig } from './requestheader.ts';
+import { SESSIONS_GROUP } from '../sessions/handler.ts';
+import { authenticate, loadRequestHeaderConfig, type RequestHeaderConfig, type UserInfo } from './requestheader.ts';
 import { status } from './status.ts';
 
-const GROUPS = [LOGS_GROUP];
+const GROUPS = [LOGS_GROUP, SESSIONS_GROUP];
+const SUBRESOURCE: Record<string, { name: string; kind: string }> = { [LOGS_GROUP]: { name: 'runs/log', kind: 'RunLog' }, [SESSIONS_GROUP]: { name: 'runs/session', kind: 'RunSession' } };
 
 function groupDoc(g: string): object {
   const v = { groupVersion: `${g}/v1alpha1`, version: 'v1alpha1' };
@@ -22,12 +26,12 @@ export function resourceList(group: string): object {
     kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${group}/v1alpha1`,
     resources: [
       { name: 'runs', singularName: 'run', namespaced: true, kind: 'Run', verbs: [] },
-      { name: 'runs/log', singularName: '', namespaced: true, kind: 'RunLog', verbs: ['get'] },
+      { name: SUBRESOURCE[group]?.name ?? 'runs/log', singularName: '', namespaced: true, kind: SUBRESOURCE[group]?.kind ?? 'RunLog', verbs: ['get'] },
     ],
   };
 }
 
-export async function aggregationRouter(client: KubeClient, log: Logger): Promise<{ router: Router; clientCA: string }> {
+export async function aggregationRouter(client: KubeClient, log: Logger): Promise<{ router: Router; clientCA: string; authenticate: (req: IncomingMessage) => UserInfo | string }> {
   let cfg: RequestHeaderConfig = await loadRequestHeaderConfig(client);
   setInterval(() => { loadRequestHeaderConfig(client).then((c) => { cfg = c; }, (err: unknown) => log.warn({ err }, 'requestheader config refresh failed')); }, 60_000).unref();
   const r = express.Router();
@@ -43,5 +47,5 @@ export async function aggregationRouter(client: KubeClient, log: Logger): Promis
     r.get(`/apis/${g}/v1alpha1`, (_req, res) => { res.json(resourceList(g)); });
   }
   r.use(logsRouter(client, log));
-  return { router: r, clientCA: cfg.clientCA };
+  return { router: r, clientCA: cfg.clientCA, authenticate: (req) => authenticate(req, cfg) };
 }

@@ -1,4 +1,4 @@
-/** krt run | get | list | cancel | logs | artifact: Runs and Runtimes through the current kubeconfig. */
+/** krt run | get | list | cancel | logs | session | artifact: Runs and Runtimes through the current kubeconfig. */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
@@ -7,6 +7,7 @@ import { isTerminal } from '../../lib/run/phases.ts';
 import { connect, UsageError, type Conn } from '../kube.ts';
 import { age, parseFormat, render, table } from '../output.ts';
 import { followLogs, snapshotLogs } from './logs.ts';
+import { attach, SessionEnded, waitReady } from './session.ts';
 
 const G = '/apis/kruntimes.io/v1alpha1';
 type Run = KubeObject & { spec: { runtime?: string }; status?: { phase?: string; assignedPod?: string; message?: string; outputs?: Record<string, string>; artifactRefs?: { name: string; type: string; sizeBytes: number; digest?: string }[]; completionTime?: string } };
@@ -29,17 +30,32 @@ function kindPath(kind: string): { plural: 'runs' | 'runtimes'; table: (o: never
 }
 
 /** Builds a Run from flags, or reads it from -f. */
-export function runFromFlags(o: { file?: string; runtime?: string; inline?: string; script?: string; repo?: string; commit?: string; entrypoint?: string; env?: string[]; timeout?: string; name?: string }, args: string[]): Record<string, unknown> {
+export function runFromFlags(o: { file?: string; runtime?: string; inline?: string; script?: string; repo?: string; commit?: string; entrypoint?: string; env?: string[]; timeout?: string; name?: string; session?: boolean; idleTimeout?: string }, args: string[]): Record<string, unknown> {
   if (o.file) return parse(readFileSync(o.file, 'utf8')) as Record<string, unknown>;
   if (!o.runtime) throw new UsageError('--runtime is required (or give a manifest with -f)');
   const source = o.inline !== undefined ? { inline: o.inline } : o.script ? { inline: readFileSync(o.script, 'utf8') } : o.repo ? { repoURL: o.repo, ...(o.commit ? { commitSHA: o.commit } : {}) } : undefined;
-  if (!source && !args.length) throw new UsageError('give a script: --inline, --script FILE, --repo URL, or a command after --');
+  if (!source && !args.length && !o.session) throw new UsageError('give a script: --inline, --script FILE, --repo URL, or a command after -- (or --session)');
+  if (o.session && o.entrypoint) throw new UsageError('--entrypoint is for task Runs; a session runs the command after -- (default: the Runtime shell)');
+  const idle = idleSeconds(o.idleTimeout);
   const env = (o.env ?? []).map((kv) => { const i = kv.indexOf('='); if (i < 1) throw new UsageError(`--env ${kv}: use KEY=VALUE`); return { name: kv.slice(0, i), value: kv.slice(i + 1) }; });
   return {
     apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: o.name ? { name: o.name } : { generateName: 'run-' },
-    spec: { runtime: o.runtime, ...(source ? { source } : {}), ...(args.length || o.entrypoint ? { mode: { task: { ...(o.entrypoint ? { entrypoint: o.entrypoint } : {}), ...(args.length ? { args } : {}) } } } : {}),
+    spec: { runtime: o.runtime, ...(source ? { source } : {}), ...modeFromFlags(o, args, idle),
       ...(env.length ? { env } : {}), ...(o.timeout ? { timeout: o.timeout } : {}) },
   };
+}
+
+function idleSeconds(flag: string | undefined): number | undefined {
+  if (flag === undefined) return undefined;
+  const n = Number(flag);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--idle-timeout ${flag}: give whole seconds >= 1`);
+  return n;
+}
+
+function modeFromFlags(o: { session?: boolean; entrypoint?: string }, args: string[], idle: number | undefined): { mode?: object } {
+  if (o.session) return { mode: { session: { ...(args.length ? { command: args } : {}), ...(idle ? { idleTimeoutSeconds: idle } : {}) } } };
+  if (!args.length && !o.entrypoint) return {};
+  return { mode: { task: { ...(o.entrypoint ? { entrypoint: o.entrypoint } : {}), ...(args.length ? { args } : {}) } } };
 }
 
 async function waitTerminal(c: Conn, name: string, progress: boolean): Promise<Run> {
@@ -58,6 +74,7 @@ function registerRun(program: Command): void {
     .argument('[command...]', 'command for the Runtime (after --)')
     .option('--name <name>').option('--runtime <runtime>').option('--inline <script>').option('--script <file>').option('--repo <url>').option('--commit <sha>')
     .option('--entrypoint <path>').option('--env <KEY=VALUE...>').option('--timeout <duration>').option('-f, --file <manifest>')
+    .option('--session', 'create a session Run (Ready for `krt session`; the command after -- becomes its default)').option('--idle-timeout <seconds>', 'session: end after this long without an operation (default 600)')
     .option('-w, --wait', 'wait until the Run ends; exit 0 only if it Succeeded').option('--follow', 'follow its logs until it ends (implies --wait)')
     .action(async (args: string[], o: Parameters<typeof runFromFlags>[0] & { wait?: boolean; follow?: boolean }, cmd: Command) => {
       const c = conn(cmd);
@@ -109,6 +126,19 @@ export function registerRuns(program: Command): void {
     .action(async (name: string, o: { follow?: boolean; tail?: string }, cmd: Command) => {
       const c = conn(cmd);
       if (o.follow) await followLogs(c, name, o.tail); else await snapshotLogs(c, name, o.tail);
+    });
+  program.command('session').description('run an interactive command on a Ready session Run (sessions.kruntimes.io); exits with its exit code')
+    .argument('<run>').argument('[command...]', 'command to run instead of the session default (after --)')
+    .action(async (name: string, command: string[], _o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      try {
+        await waitReady(c, name, process.stderr);
+        process.exitCode = await attach(c, name, command, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+      } catch (err) {
+        if (!(err instanceof SessionEnded)) throw err;
+        process.stderr.write(`error: ${err.message}\n`);
+        process.exitCode = err.exitCode;
+      }
     });
   const artifact = program.command('artifact').description('artifacts of a Run');
   artifact.command('list').argument('<run>').action(async (name: string, _o: unknown, cmd: Command) => {

@@ -1,15 +1,21 @@
 /**
  * Runtime controller: materialises each Runtime as a DaemonSet (or Deployment) of Runtime Pods
  * with the runtimed sidecar, least-privilege RBAC for runtimed in the namespace, a NetworkPolicy
- * that admits no ingress, and reports ready replicas and a Ready condition.
+ * that admits only the extension API server to runtimed's session port, and reports ready replicas and a Ready condition.
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput, Resource } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { RUNTIME_LABEL, RUNTIMED_CLUSTER_ROLE, RUNTIMED_SA, selectorLabels, workload, workloadName, type Runtime } from './render.ts';
+import { RUNTIME_LABEL, RUNTIMED_CLUSTER_ROLE, SESSION_PORT, RUNTIMED_SA, selectorLabels, workload, workloadName, type Runtime } from './render.ts';
 
 const networkPolicies: Resource = { group: 'networking.k8s.io', version: 'v1', resource: 'networkpolicies', kind: 'NetworkPolicy', namespaced: true };
 const roleBindings: Resource = { group: 'rbac.authorization.k8s.io', version: 'v1', resource: 'rolebindings', kind: 'RoleBinding', namespaced: true };
+
+/** The only ingress a Runtime Pod admits: the extension API server to runtimed's session port (seed 004). */
+export const sessionIngress = {
+  from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kruntimes-system' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'kruntimes-extension' } } }],
+  ports: [{ protocol: 'TCP', port: SESSION_PORT }],
+};
 
 type Workload = KubeObject & { status?: { readyReplicas?: number; numberReady?: number; desiredNumberScheduled?: number; replicas?: number } };
 
@@ -45,7 +51,7 @@ export function reconcileRuntime({ object, state, now }: ReconcileInput): Operat
       subjects: [{ kind: 'ServiceAccount', name: RUNTIMED_SA, namespace: ns }] } },
     { op: 'apply', resource: kind === 'DaemonSet' ? R.daemonSets : R.deployments, object: wl },
     { op: 'apply', resource: networkPolicies, object: { metadata: { name: workloadName(rt), namespace: ns, ownerReferences: wl.metadata.ownerReferences },
-      spec: { podSelector: { matchLabels: selectorLabels(rt) }, policyTypes: ['Ingress'] } } },
+      spec: { podSelector: { matchLabels: selectorLabels(rt) }, policyTypes: ['Ingress'], ingress: [sessionIngress] } } },
   ];
   const other = kind === 'DaemonSet' ? R.deployments : R.daemonSets;
   if (state.get(other, ns, workloadName(rt))) ops.push({ op: 'delete', resource: other, namespace: ns, name: workloadName(rt) });

@@ -41,6 +41,9 @@ export function capacityAnnotations(rt: Runtime): Record<string, string> {
   return out;
 }
 
+/** runtimed's TLS session port (sessions.kruntimes.io operations arrive here from the extension API server only). */
+export const SESSION_PORT = 9095;
+
 export function workers(rt: Runtime): number { return Number(capacityAnnotations(rt)['kruntimes.io/capacity.runs'] ?? 2); }
 
 /** GIT_* settings of the runtime container (e.g. GIT_SSL_CAINFO) also apply to runtimed's source fetches. */
@@ -57,11 +60,12 @@ function runtimedContainer(rt: Runtime): Container {
     { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     { name: 'KRT_RUNTIME', value: rt.metadata.name },
     { name: 'KRT_WORKERS', value: String(workers(rt)) },
+    { name: 'KRT_SESSION_PORT', value: String(SESSION_PORT) },
   ];
   const mounts: Json[] = [{ name: 'workspace', mountPath: '/workspace' }];
   const c: Container = {
     name: 'runtimed', image: rt.spec.daemonImage || DEFAULT_DAEMON_IMAGE, args: ['runtimed'], env, volumeMounts: mounts,
-    ports: [{ name: 'health', containerPort: 9094 }],
+    ports: [{ name: 'health', containerPort: 9094 }, { name: 'session', containerPort: SESSION_PORT }],
     readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 2 },
     livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 10, failureThreshold: 6 },
     resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },

@@ -6,6 +6,7 @@
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import { URL } from 'node:url';
+import WebSocket from 'ws';
 import { ApiError, type StatusBody } from './errors.ts';
 import type { KubeObject, ObjectList } from './types.ts';
 
@@ -43,8 +44,10 @@ export class KubeClient {
   private readonly agent: https.Agent;
   private readonly token: ClientOptions['token'];
   private readonly userAgent: string;
+  private readonly tlsOpts: Pick<ClientOptions, 'ca' | 'cert' | 'key'>;
 
   constructor(opts: ClientOptions) {
+    this.tlsOpts = { ca: opts.ca, cert: opts.cert, key: opts.key };
     this.server = new URL(opts.server);
     this.agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: opts.ca, cert: opts.cert, key: opts.key });
     this.token = opts.token;
@@ -103,6 +106,20 @@ export class KubeClient {
 
   delete<T = unknown>(path: string, body?: unknown): Promise<T> {
     return this.request<T>('DELETE', path, body === undefined ? {} : { body, contentType: 'application/json' });
+  }
+
+  /** Opens a WebSocket (an aggregated session) with this client's credentials; a refused upgrade rejects with the ApiError of its Status. */
+  websocket(path: string, protocols: string[], query: [string, string][] = []): Promise<WebSocket> {
+    const url = new URL(path, this.server);
+    url.protocol = 'wss:';
+    for (const [k, v] of query) url.searchParams.append(k, v);
+    const token = typeof this.token === 'function' ? this.token() : this.token;
+    const ws = new WebSocket(url, protocols, { ...this.tlsOpts, headers: { 'User-Agent': this.userAgent, ...(token ? { Authorization: `Bearer ${token}` } : {}) } });
+    return new Promise((resolve, reject) => {
+      ws.once('open', () => resolve(ws));
+      ws.once('unexpected-response', (_req, res) => { void readBody(res).then((text) => reject(errorFromBody(res.statusCode ?? 0, text, 'GET', url.pathname))); });
+      ws.once('error', reject);
+    });
   }
 
   private open(method: string, path: string, opts: RequestOptions): Promise<IncomingMessage> {

@@ -62,3 +62,16 @@ export function retryScheduled(s: RunStatus, now: string, reason: string, messag
 export function retryStarted(s: RunStatus, now: string): RunStatus {
   return { ...s, conditions: setCondition(s.conditions, { type: 'Running', status: 'True', reason: 'Retrying', message: 'Retry after failure' }, now) };
 }
+
+/** A session Run is staged and accepts operations: phase Ready, Ready=True (seed 004 "Ready Session Run"). */
+export function sessionReady(s: RunStatus, now: string, gen?: number): RunStatus {
+  return { ...s, phase: 'Ready', message: 'session is ready for operations', startTime: s.startTime ?? now, attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
+    conditions: setCondition(s.conditions, { type: 'Ready', status: 'True', reason: 'SessionReady', message: 'session is ready for operations', ...(gen ? { observedGeneration: gen } : {}) }, now) };
+}
+
+/** A session that ended without failing (idle): Succeeded with the reason, Ready=False. */
+export function sessionEnded(s: RunStatus, now: string, reason: string, message: string): RunStatus {
+  let conditions = setCondition(s.conditions, { type: 'Ready', status: 'False', reason, message }, now);
+  conditions = setCondition(conditions, { type: 'Completed', status: 'True', reason, message }, now);
+  return { ...s, phase: 'Succeeded', message, completionTime: now, conditions };
+}

@@ -1,0 +1,151 @@
+/**
+ * sessions.kruntimes.io/v1alpha1: GET .../namespaces/{ns}/runs/{name}/session, a WebSocket
+ * served behind API aggregation. The API server has authenticated the caller and authorised
+ * `get` on `runs/session`; this backend trusts that only on request-header mTLS connections,
+ * reads the Ready session Run and its assigned Runtime Pod, and relays the operation to that
+ * Pod's runtimed session port: TLS pinned to the fingerprint runtimed publishes in the Pod's
+ * kruntimes.io/SessionServer condition, authenticated with a bound ServiceAccount token for the
+ * sessions.kruntimes.io audience. Frames (stdin, stdout, stderr, resize, exit status) pass through.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import tls, { type TLSSocket } from 'node:tls';
+import type { Logger } from 'pino';
+import WebSocket, { WebSocketServer } from 'ws';
+import type { KubeClient } from '../../lib/kube/client.ts';
+import { isApiError } from '../../lib/kube/errors.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
+import { isTerminal } from '../../lib/run/phases.ts';
+import { PROTOCOLS } from '../../lib/session/channel.ts';
+import { relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../../lib/session/relay.ts';
+import type { UserInfo } from '../aggregation/requestheader.ts';
+
+export const SESSIONS_GROUP = 'sessions.kruntimes.io';
+const PATH = /^\/apis\/sessions\.kruntimes\.io\/v1alpha1\/namespaces\/([a-z0-9-]{1,63})\/runs\/([a-z0-9.-]{1,253})\/session$/;
+
+type RunObj = KubeObject & { spec?: { mode?: { session?: object } }; status?: { phase?: string; assignedPod?: string; assignedPodUID?: string } };
+type PodObj = KubeObject & { status?: { podIP?: string; conditions?: { type: string; status: string; message?: string }[] } };
+
+export class SessionError extends Error { constructor(readonly code: number, readonly reason: string, message: string) { super(message); } }
+
+/** Where runtimed's session port is and the certificate fingerprint it published, from its Pod. */
+export function sessionEndpoint(pod: PodObj): { host: string; port: number; fingerprint: string } | string {
+  const c = pod.status?.conditions?.find((x) => x.type === SESSION_CONDITION && x.status === 'True');
+  const m = /port=(\d+) sha256=([0-9A-F:]{95})/.exec(c?.message ?? '');
+  if (!m?.[1] || !m[2]) return `runtimed on Runtime Pod ${pod.metadata.name} has not published its session port yet`;
+  if (!pod.status?.podIP) return `Runtime Pod ${pod.metadata.name} has no IP`;
+  return { host: pod.status.podIP, port: Number(m[1]), fingerprint: m[2] };
+}
+
+/** Checks the Run can take an operation now; returns its namespace-local Pod name. */
+export function checkSessionRun(run: RunObj): { pod: string; podUID?: string } {
+  const where = `${run.metadata.namespace}/${run.metadata.name}`;
+  if (!run.spec?.mode?.session) throw new SessionError(400, 'BadRequest', `Run ${where} is not a session Run: create it with spec.mode.session`);
+  const phase = run.status?.phase ?? 'Pending';
+  if (isTerminal(phase)) throw new SessionError(409, 'Conflict', `the session of Run ${where} has ended (phase ${phase}); create a new session Run`);
+  if (phase !== 'Ready' || !run.status?.assignedPod) throw new SessionError(409, 'Conflict', `the session of Run ${where} is not Ready yet (phase ${phase}); retry when its phase is Ready`);
+  return { pod: run.status.assignedPod, ...(run.status.assignedPodUID ? { podUID: run.status.assignedPodUID } : {}) };
+}
+
+/** Bound ServiceAccount tokens for the sessions audience, requested through TokenRequest and reused until 80% of their life. */
+export class SessionTokens {
+  private cached?: { token: string; refreshAt: number };
+  constructor(private readonly client: KubeClient, private readonly namespace: string, private readonly serviceAccount: string, private readonly now: () => number = Date.now) {}
+
+  async get(): Promise<string> {
+    if (this.cached && this.now() < this.cached.refreshAt) return this.cached.token;
+    const ttl = 600;
+    const res = await this.client.create<KubeObject & { status?: { token?: string } }>(`/api/v1/namespaces/${this.namespace}/serviceaccounts/${this.serviceAccount}/token`, {
+      apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [SESSION_AUDIENCE], expirationSeconds: ttl },
+    });
+    const token = res.status?.token;
+    if (!token) throw new Error('TokenRequest returned no token');
+    this.cached = { token, refreshAt: this.now() + ttl * 800 };
+    return token;
+  }
+}
+
+function refuse(socket: Duplex, code: number, reason: string, message: string): void {
+  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+  socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+/** A TLS connection to runtimed whose certificate fingerprint was checked before anything is sent. */
+function pinnedSocket(host: string, port: number, fingerprint: string): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const s = tls.connect({ host, port, rejectUnauthorized: false, minVersion: 'TLSv1.2', ALPNProtocols: ['http/1.1'] });
+    const timer = setTimeout(() => { s.destroy(); reject(new Error(`connecting to ${host}:${port} timed out`)); }, 5000);
+    s.once('secureConnect', () => {
+      clearTimeout(timer);
+      const got = s.getPeerCertificate().fingerprint256;
+      if (got !== fingerprint) { s.destroy(); reject(new Error(`runtimed at ${host}:${port} presented a certificate that does not match its Pod's published fingerprint`)); return; }
+      resolve(s);
+    });
+    s.once('error', (err: Error) => { clearTimeout(timer); reject(err); });
+  });
+}
+
+export interface SessionDeps { client: KubeClient; log: Logger; tokens: SessionTokens; authenticate: (req: IncomingMessage) => UserInfo | string }
+
+export class SessionProxy {
+  private readonly wss = new WebSocketServer({ noServer: true, handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false });
+  constructor(private readonly d: SessionDeps) {}
+
+  /** Handles an upgrade request; returns false when the path is not a session path. */
+  handle(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(req.url ?? '/', 'https://extension');
+    const m = PATH.exec(url.pathname);
+    if (!m?.[1] || !m[2]) return false;
+    this.open(req, socket, head, { ns: m[1], name: m[2], command: url.searchParams.getAll('command') }).catch((err: unknown) => {
+      if (err instanceof SessionError) { refuse(socket, err.code, err.reason, err.message); return; }
+      this.d.log.error({ err }, 'session operation failed');
+      refuse(socket, 500, 'InternalError', `opening the session failed: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    return true;
+  }
+
+  private async open(req: IncomingMessage, socket: Duplex, head: Buffer, target: { ns: string; name: string; command: string[] }): Promise<void> {
+    const { ns, name, command } = target;
+    const who = this.d.authenticate(req);
+    if (typeof who === 'string') throw new SessionError(401, 'Unauthorized', `this API is served through the Kubernetes API server only: ${who}`);
+    let run: RunObj;
+    try { run = await this.d.client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${name}`); } catch (err) {
+      if (isApiError(err, 404)) throw new SessionError(404, 'NotFound', `runs.kruntimes.io "${name}" not found in namespace ${ns}`);
+      throw err;
+    }
+    const { pod: podName, podUID } = checkSessionRun(run);
+    let pod: PodObj;
+    try { pod = await this.d.client.get<PodObj>(`/api/v1/namespaces/${ns}/pods/${podName}`); } catch (err) {
+      if (isApiError(err, 404)) throw new SessionError(409, 'Conflict', `the Runtime Pod ${podName} of Run ${ns}/${name} no longer exists; the session is gone with it`);
+      throw err;
+    }
+    if (podUID && pod.metadata.uid !== podUID) throw new SessionError(409, 'Conflict', `the Runtime Pod ${podName} of Run ${ns}/${name} was replaced; the session is gone with it`);
+    const ep = sessionEndpoint(pod);
+    if (typeof ep === 'string') throw new SessionError(503, 'ServiceUnavailable', ep);
+    const [token, tlsSocket] = await Promise.all([
+      this.d.tokens.get(),
+      pinnedSocket(ep.host, ep.port, ep.fingerprint).catch((err: unknown) => { throw new SessionError(503, 'ServiceUnavailable', `cannot reach runtimed of Runtime Pod ${podName}: ${(err as Error).message}`); }),
+    ]);
+    const protocols = String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0]).split(',').map((p) => p.trim()).filter((p) => PROTOCOLS.includes(p));
+    const q = new URLSearchParams(command.map((c): [string, string] => ['command', c]));
+    const inner = new WebSocket(`wss://${ep.host}:${ep.port}/v1/sessions/${run.metadata.uid}${command.length ? `?${q.toString()}` : ''}`, protocols.length ? protocols : [PROTOCOLS[0] ?? ''], {
+      headers: { Authorization: `Bearer ${token}` }, createConnection: () => tlsSocket, rejectUnauthorized: false,
+    });
+    await new Promise<void>((resolve, reject) => {
+      inner.once('open', () => resolve());
+      inner.once('unexpected-response', (_r, res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          let msg = Buffer.concat(chunks).toString('utf8');
+          try { msg = (JSON.parse(msg) as { message?: string }).message ?? msg; } catch { /* plain text */ }
+          const code = res.statusCode === 401 ? 502 : res.statusCode ?? 502;
+          reject(new SessionError(code, code === 409 ? 'Conflict' : code === 502 ? 'BadGateway' : 'ServiceUnavailable', `runtimed refused the operation: ${msg}`));
+        });
+      });
+      inner.once('error', (err) => reject(new SessionError(502, 'BadGateway', `runtimed session connection failed: ${err.message}`)));
+    });
+    this.d.log.info({ user: who.username, run: `${ns}/${name}`, pod: podName, command: command.length ? command[0] : undefined }, 'session operation opened');
+    this.wss.handleUpgrade(req, socket, head, (ws) => { relay(ws, inner); });
+  }
+}
