@@ -63,7 +63,7 @@ export class Jwks {
   private async refresh(): Promise<void> {
     if (Date.now() - this.fetchedAt < 10_000 && this.keys.size) return;
     this.fetchedAt = Date.now();
-    this.keys = keysFrom(await this.client.get('/openid/v1/jwks') as unknown as { keys?: (JsonWebKey & { kid?: string })[] });
+    this.keys = keysFrom(await this.client.request<{ keys?: (JsonWebKey & { kid?: string })[] }>('GET', '/openid/v1/jwks', { accept: 'application/jwk-set+json' }));
   }
 
   async verify(token: string, want: Expect): Promise<Claims> {

@@ -1,0 +1,139 @@
+/**
+ * Sessions through API aggregation (sessions.kruntimes.io) and krt session: a session Run goes
+ * Ready, operations run interactive commands with stdin/stdout/stderr and return their exit
+ * code, RBAC on runs/session is enforced by the API server, runtimed's session port refuses
+ * anyone but the extension server, and the session ends on cancel, idle and timeout.
+ */
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { isApiError } from '../lib/kube/errors.ts';
+import { PROTOCOL } from '../lib/session/channel.ts';
+import { cluster } from './cluster.ts';
+import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
+import { krt, saKubeconfig } from './krt.ts';
+import { bashRuntime, cond, createRun, createRuntime, finished, GROUP, phase, runtimePods } from './runs-helpers.ts';
+
+const SESSION = (ns: string, run: string): string => `/apis/sessions.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/session`;
+
+async function grant(ns: string, sa: string, rules: object[]): Promise<void> {
+  await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: sa }, rules });
+  await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: sa },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sa }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }] });
+}
+
+describe('Sessions through the aggregated API and krt session', function () {
+  let ns: string;
+  let operator: string;
+  before(async () => {
+    ns = await newNamespace('sessions');
+    await createRuntime(ns, 'bash', bashRuntime({ replicas: 1, capacity: { resources: { runs: '4' } } }));
+    await runtimePods(ns, 'bash', 1);
+    await eventually('sessions.kruntimes.io APIService Available', async () => {
+      const s = await admin().get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>('/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.sessions.kruntimes.io');
+      return s.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
+    }, 60_000);
+    await grant(ns, 'operator', [
+      { apiGroups: ['sessions.kruntimes.io'], resources: ['runs/session'], verbs: ['get'] },
+      { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] },
+    ]);
+    await grant(ns, 'viewer', [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] }]);
+    operator = await saKubeconfig(ns, 'operator');
+  });
+  after(async () => { await deleteNamespace(ns); });
+
+  it('serves discovery with runs/session', async () => {
+    const list = await admin().get<{ metadata: object; resources: { name: string; verbs: string[] }[] }>('/apis/sessions.kruntimes.io/v1alpha1');
+    assert.deepEqual(list.resources.find((r) => r.name === 'runs/session')?.verbs, ['get']);
+  });
+
+  it('a session Run goes Ready and runs interactive commands with stdin, stdout, stderr and exit codes', async () => {
+    await createRun(ns, { runtime: 'bash', mode: { session: {} }, env: [{ name: 'TEAM', value: 'platform' }] }, { name: 'shell' });
+    const ready = await phase(ns, 'shell', 'Ready');
+    assert.equal(cond(ready, 'Ready')?.status, 'True');
+    assert.equal(cond(ready, 'Ready')?.reason, 'SessionReady');
+
+    // The default command is the Runtime's shell reading stdin; input arrives in pieces.
+    const sh = await krt(['session', 'shell'], operator, ['echo "hello $TEAM"\n', 'echo to-stderr >&2\n', 'touch marker; exit 3\n'], 100);
+    assert.equal(sh.code, 3, sh.stderr);
+    assert.equal(sh.stdout, 'hello platform\n');
+    assert.equal(sh.stderr, 'to-stderr\n');
+
+    // A second operation on the same session sees the same working directory; a command after -- replaces the default.
+    const ls = await krt(['session', 'shell', '--', 'sh', '-c', 'read line; ls marker; echo "got $line"'], operator, 'interactive input\n');
+    assert.equal(ls.code, 0, ls.stderr);
+    assert.equal(ls.stdout, 'marker\ngot interactive input\n');
+
+    const still = await admin().get<{ metadata: object; status?: { phase?: string } }>(`${GROUP}/namespaces/${ns}/runs/shell`);
+    assert.equal(still.status?.phase, 'Ready', 'operations do not end the session');
+  });
+
+  it('the API server refuses a caller without runs/session, and the backend refuses non-session Runs', async () => {
+    const viewer = await krt(['session', 'shell', '--', 'true'], await saKubeconfig(ns, 'viewer'));
+    assert.equal(viewer.code, 1);
+    assert.match(viewer.stderr, /cannot get resource "runs\/session" in API group "sessions.kruntimes.io"/);
+
+    await createRun(ns, { runtime: 'bash', source: { inline: 'echo task' } }, { name: 'task' });
+    await finished(ns, 'task');
+    await assert.rejects(admin().websocket(SESSION(ns, 'task'), [PROTOCOL]), (err: unknown) => {
+      assert.ok(isApiError(err, 400), String(err));
+      assert.match(err.message, /not a session Run/);
+      return true;
+    });
+    await assert.rejects(admin().websocket(SESSION(ns, 'missing'), [PROTOCOL]), (err: unknown) => isApiError(err, 404));
+  });
+
+  it('runtimed\'s session port refuses callers other than the extension server', async () => {
+    const pods = await runtimePods(ns, 'bash', 1);
+    const pod = pods[0];
+    const c = (pod?.status as { conditions?: { type: string; message?: string }[]; podIP?: string } | undefined);
+    const published = c?.conditions?.find((x) => x.type === 'kruntimes.io/SessionServer')?.message ?? '';
+    const port = /port=(\d+)/.exec(published)?.[1];
+    assert.ok(port && c?.podIP, `the Pod publishes its session port: ${published}`);
+    const shell = await admin().get<{ metadata: { uid?: string } }>(`${GROUP}/namespaces/${ns}/runs/shell`);
+    // A token of another ServiceAccount for the sessions audience is not enough.
+    const tok = await admin().create<{ metadata: object; status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/operator/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: ['sessions.kruntimes.io'], expirationSeconds: 600 } });
+    for (const headers of [{}, { Authorization: `Bearer ${tok.status.token}` }]) {
+      const code = await new Promise<number>((resolve) => {
+        const ws = new WebSocket(`wss://${c.podIP}:${port}/v1/sessions/${shell.metadata.uid}`, [PROTOCOL], { headers, rejectUnauthorized: false });
+        ws.once('unexpected-response', (_q, res) => resolve(res.statusCode ?? 0));
+        ws.once('open', () => { ws.close(); resolve(101); });
+        ws.once('error', () => resolve(-1));
+      });
+      assert.equal(code, 401);
+    }
+  });
+
+  it('the Runtime\'s NetworkPolicy admits only the extension server, only on the session port', async () => {
+    const np = await admin().get<{ metadata: object; spec: { policyTypes: string[]; ingress: { from: object[]; ports: { port: number }[] }[] } }>(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/runtime-bash`);
+    assert.deepEqual(np.spec.policyTypes, ['Ingress']);
+    assert.equal(np.spec.ingress.length, 1);
+    assert.deepEqual(np.spec.ingress[0]?.from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kruntimes-system' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'kruntimes-extension' } } }]);
+    assert.deepEqual(np.spec.ingress[0]?.ports.map((p) => p.port), [9095]);
+  });
+
+  it('cancel ends the session and the operations in it; later operations get a clear 409', async () => {
+    await createRun(ns, { runtime: 'bash', mode: { session: { command: ['bash'] } } }, { name: 'cancelme' });
+    await phase(ns, 'cancelme', 'Ready');
+    const long = krt(['session', 'cancelme', '--', 'sleep', '300'], operator);
+    await new Promise((r) => setTimeout(r, 1000));
+    await admin().patch(`${GROUP}/namespaces/${ns}/runs/cancelme`, { spec: { cancelRequested: true } });
+    const r = await finished(ns, 'cancelme');
+    assert.equal(r.status?.phase, 'Cancelled');
+    assert.equal(cond(r, 'Ready')?.status, 'False');
+    const ended = await long;
+    assert.notEqual(ended.code, 0, 'the running operation ended with the session');
+    await assert.rejects(admin().websocket(SESSION(ns, 'cancelme'), [PROTOCOL]), (err: unknown) => isApiError(err, 409) && /has ended/.test(err.message));
+    const again = await krt(['session', 'cancelme', '-n', ns], cluster().kubeconfig);
+    assert.equal(again.code, 3, again.stderr);
+  });
+
+  it('an idle session ends Succeeded with SessionIdle; a timeout ends it as Timeout', async () => {
+    await createRun(ns, { runtime: 'bash', mode: { session: { idleTimeoutSeconds: 2 } } }, { name: 'idle' });
+    await createRun(ns, { runtime: 'bash', mode: { session: {} }, timeout: '2s' }, { name: 'short' });
+    const idle = await finished(ns, 'idle', 30_000);
+    assert.equal(idle.status?.phase, 'Succeeded');
+    assert.equal(cond(idle, 'Completed')?.reason, 'SessionIdle');
+    const short = await finished(ns, 'short', 30_000);
+    assert.equal(short.status?.phase, 'Timeout');
+  });
+});
