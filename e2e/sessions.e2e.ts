@@ -5,10 +5,12 @@
  * anyone but the extension server, and the session ends on cancel, idle and timeout.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import WebSocket from 'ws';
 import { isApiError } from '../lib/kube/errors.ts';
 import { PROTOCOL } from '../lib/session/channel.ts';
-import { cluster } from './cluster.ts';
+import { cluster, E2E_ROOT } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
 import { krt, saKubeconfig } from './krt.ts';
 import { bashRuntime, cond, createRun, createRuntime, finished, GROUP, phase, runtimePods } from './runs-helpers.ts';
@@ -109,6 +111,22 @@ describe('Sessions through the aggregated API and krt session', function () {
     assert.equal(np.spec.ingress.length, 1);
     assert.deepEqual(np.spec.ingress[0]?.from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kruntimes-system' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'kruntimes-extension' } } }]);
     assert.deepEqual(np.spec.ingress[0]?.ports.map((p) => p.port), [9095]);
+  });
+
+  it('a session survives a runtimed restart: still Ready, and new operations work against the new session port', async () => {
+    const run = await admin().get<{ metadata: object; status?: { assignedPod?: string } }>(`${GROUP}/namespaces/${ns}/runs/shell`);
+    const pod = await admin().get<{ metadata: { uid?: string }; spec: { nodeName: string } }>(`/api/v1/namespaces/${ns}/pods/${run.status?.assignedPod}`);
+    const pidFile = join(E2E_ROOT, 'nodes', pod.spec.nodeName, 'pods', pod.metadata.uid ?? '', 'pids', 'runtimed');
+    const before = readFileSync(pidFile, 'utf8').trim();
+    process.kill(Number(before), 'SIGKILL');
+    await eventually('runtimed restarted', () => { try { return Promise.resolve(readFileSync(pidFile, 'utf8').trim() !== before); } catch { return Promise.resolve(false); } }, 30_000);
+    const r = await eventually('an operation after the restart', async () => {
+      const res = await krt(['session', 'shell', '--', 'sh', '-c', 'ls marker && exit 5'], operator);
+      return res.code === 5 ? res : undefined;
+    }, 30_000, 500);
+    assert.equal(r.stdout, 'marker\n');
+    const still = await admin().get<{ metadata: object; status?: { phase?: string } }>(`${GROUP}/namespaces/${ns}/runs/shell`);
+    assert.equal(still.status?.phase, 'Ready');
   });
 
   it('cancel ends the session and the operations in it; later operations get a clear 409', async () => {
