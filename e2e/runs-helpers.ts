@@ -52,3 +52,13 @@ export async function phase(ns: string, name: string, want: string, timeoutMs = 
 export function cond(r: RunObj, type: string): { status: string; reason: string; message: string } | undefined {
   return r.status?.conditions?.find((c) => c.type === type);
 }
+
+export interface RunEvent { type: string; reason: string; message: string; source?: { component?: string } }
+
+/** Waits for an Event about the Run with this reason (Events are written best-effort, just after the status). */
+export async function runEvent(ns: string, run: string, reason: string, timeoutMs = 20_000): Promise<RunEvent> {
+  return eventually(`Event ${reason} for Run ${run}`, async () => {
+    const list = await admin().list<KubeObject & RunEvent>(`/api/v1/namespaces/${ns}/events`, { fieldSelector: `involvedObject.kind=Run,involvedObject.name=${run}` });
+    return list.items.find((e) => e.reason === reason);
+  }, timeoutMs, 100);
+}

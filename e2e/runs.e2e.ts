@@ -12,7 +12,7 @@ import { KubeClient } from '../lib/kube/client.ts';
 import { E2E_ROOT, cluster } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, pkiFile, servingCert } from './helpers.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
-import { GROUP, bashRuntime, cond, createRun, createRuntime, example, finished, getRun, phase, runtimePods, type RunObj } from './runs-helpers.ts';
+import { GROUP, bashRuntime, cond, createRun, createRuntime, example, finished, getRun, phase, runEvent, runtimePods, type RunObj } from './runs-helpers.ts';
 
 describe('Runs on warm Runtime Pods', function () {
   let ns: string;
@@ -58,6 +58,9 @@ describe('Runs on warm Runtime Pods', function () {
     assert.equal(r.status?.phase, 'Failed');
     assert.equal(cond(r, 'Completed')?.reason, 'RuntimeError');
     assert.match(r.status?.message ?? '', /exit status 3/);
+    const ev = await runEvent(ns, 'fails', 'RuntimeError');
+    assert.equal(ev.type, 'Warning');
+    assert.match(ev.message, /exit status 3/);
   });
 
   it('fails oversized or malformed outputs without retrying', async () => {
@@ -102,6 +105,7 @@ describe('Runs on warm Runtime Pods', function () {
     assert.equal(r.status?.phase, 'Succeeded', r.status?.message);
     assert.equal(r.status?.attempt, 3);
     assert.deepEqual(r.status?.outputs, { attempt: '3' });
+    assert.match((await runEvent(ns, 'flaky', 'RuntimeError')).message, /attempt \d failed: .*; retrying/);
   });
 
   it('deletes a finished Run after ttlSecondsAfterFinished', async () => {
@@ -117,6 +121,8 @@ describe('Runs on warm Runtime Pods', function () {
     const r = await finished(ns, 'bad-resources');
     assert.equal(r.status?.phase, 'Failed');
     assert.match(r.status?.message ?? '', /runs/);
+    const ev = await runEvent(ns, 'bad-resources', 'InvalidResources');
+    assert.equal(ev.source?.component, 'kruntimes-scheduler');
   });
 });
 
@@ -150,6 +156,9 @@ describe('Run capacity, FIFO drain and affinity', function () {
       return r.status?.phase === 'Pending' && r.status.message ? r : undefined;
     });
     assert.match(waiting.status?.message ?? '', /capacity/);
+    const unschedulable = await runEvent(ns, 'drain-5', 'FailedScheduling');
+    assert.equal(unschedulable.type, 'Warning');
+    assert.match(unschedulable.message, /capacity/);
     for (let i = 0; i < 6; i++) assert.equal((await finished(ns, `drain-${i}`, 30_000)).status?.phase, 'Succeeded');
     watch.stop();
     assert.equal(maxRunning, 2, 'capacity 2 is never exceeded');
@@ -202,6 +211,8 @@ describe('runtimed restart and Runtime Pod loss', function () {
     const orphan = await finished(ns, 'orphan', 90_000);
     assert.equal(orphan.status?.phase, 'Failed');
     assert.equal(cond(orphan, 'Completed')?.reason, 'PodGone');
+    assert.equal((await runEvent(ns, 'orphan', 'PodGone')).source?.component, 'kruntimes-reaper');
+    assert.match((await runEvent(ns, 'mover', 'PodGone')).message, /retrying \(attempt 2\)/);
     const mover = await finished(ns, 'mover', 90_000);
     assert.equal(mover.status?.phase, 'Succeeded', mover.status?.message);
     assert.equal(mover.status?.attempt, 2);

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type WebSocket from 'ws';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
+import { eventObject, involvedOf, type EventSpec } from '../lib/fn/events.ts';
 import { formatDuration, parseDuration } from '../lib/run/duration.ts';
 import { claimed, isTerminal, retryScheduled, retryStarted, sessionEnded, sessionReady, succeeded, terminalFailure, type RunStatus } from '../lib/run/phases.ts';
 import { setCondition } from '../lib/run/conditions.ts';
@@ -54,6 +55,15 @@ export function recorderFor(client: KubeClient): RunRecorder {
 }
 
 export interface RunnerDeps { client: KubeClient; cfg: RuntimedConfig; runtime: RuntimeClient; log: Logger; now: () => Date; out: (s: string) => void; finisher: Finisher }
+
+/** Best-effort Event about a Run (problems and session transitions only; never for plain successes, which stay at three writes). */
+function runEvent(d: RunnerDeps, run: Run, e: EventSpec): void {
+  const { reason } = e;
+  const ev = eventObject(involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'), e, d.now(), `runtimed/${d.cfg.podName}`);
+  d.client.create(`/api/v1/namespaces/${run.metadata.namespace}/events`, ev).catch((err: unknown) => {
+    if (!isApiError(err, 409)) d.log.warn({ err, run: run.metadata.name, reason }, 'event not recorded');
+  });
+}
 
 function runEnv(run: Run, workdir: string): Record<string, string> {
   const env: Record<string, string> = Object.fromEntries((run.spec.env ?? []).map((e) => [e.name, e.value ?? '']));
@@ -266,6 +276,7 @@ export class Runner {
     await this.settle(a);
     const written = await this.writeStatus(a, (s) => retryScheduled(claimed(this.started(a, s), this.d.now().toISOString()), this.d.now().toISOString(), reason, message));
     if (!written) { await this.release(a); return; }
+    runEvent(this.d, a.run, { type: 'Warning', reason, message: `attempt ${a.attempt} failed: ${message}; retrying`, key: `attempt-${a.attempt}` });
     a.attempt = currentAttempt(written.status?.attempt);
     await new Promise((r) => setTimeout(r, backoffMs(a.run.spec.retryPolicy, a.attempt)));
     if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
@@ -281,7 +292,8 @@ export class Runner {
 
   private async done(a: Active, reason: string, message: string): Promise<void> {
     await this.settle(a);
-    await this.writeStatus(a, (s) => terminalFailure(this.started(a, s), this.d.now().toISOString(), reason, message));
+    const written = await this.writeStatus(a, (s) => terminalFailure(this.started(a, s), this.d.now().toISOString(), reason, message));
+    if (written) runEvent(this.d, a.run, { type: reason === 'Cancelled' ? 'Normal' : 'Warning', reason, message, key: 'terminal' });
     await this.release(a);
   }
 
@@ -357,6 +369,7 @@ export class Runner {
         return;
       }
       if (!await this.writeStatus(a, (s) => sessionReady(this.started(a, s), this.d.now().toISOString(), run.metadata.generation))) { await this.release(a); return; }
+      runEvent(this.d, a.run, { type: 'Normal', reason: 'SessionReady', message: `session is ready on Runtime Pod ${this.d.cfg.podName}`, key: 'ready' });
     }
     a.session = { ops: new Set(), ended: false };
     const timeoutMs = parseDuration(run.spec.timeout);
@@ -387,6 +400,7 @@ export class Runner {
     clearTimeout(a.timer);
     for (const ws of s.ops) ws.close(1001, reason);
     const now = this.d.now().toISOString();
+    runEvent(this.d, a.run, { type: reason === 'Timeout' ? 'Warning' : 'Normal', reason, message, key: 'terminal' });
     await this.writeStatus(a, (st) => reason === 'SessionIdle'
       ? sessionEnded(st, now, reason, message)
       : { ...terminalFailure(st, now, reason, message), conditions: setCondition(terminalFailure(st, now, reason, message).conditions, { type: 'Ready', status: 'False', reason, message }, now) });

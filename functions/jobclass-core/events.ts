@@ -4,36 +4,10 @@
  * invocation recreates the same name and the host's create treats AlreadyExists as done: an
  * Event per transition, at least once, without duplicates.
  */
-import { createHash } from 'node:crypto';
-import { R } from '../../lib/fn/resources.ts';
-import type { Operation } from '../../lib/fn/types.ts';
-import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition, type Condition } from '../../lib/run/conditions.ts';
+import type { EventSpec } from '../../lib/fn/events.ts';
 
-export interface EventSpec { type: 'Normal' | 'Warning'; reason: string; message: string; /** Distinguishes one occurrence from another of the same reason. */ key: string }
-
-export interface Involved { apiVersion: string; kind: string; name: string; namespace?: string; uid: string }
-
-export function involvedOf(o: KubeObject, apiVersion: string, kind: string): Involved {
-  return { apiVersion, kind, name: o.metadata.name ?? '', ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}), uid: o.metadata.uid ?? '' };
-}
-
-const hash = (s: string): string => createHash('sha256').update(s).digest('hex').slice(0, 16);
-
-/** A create of a core/v1 Event about `involved` (cluster-scoped objects report into "default"). */
-export function eventOp(involved: Involved, e: EventSpec, now: Date, component: string): Operation {
-  const namespace = involved.namespace ?? 'default';
-  const name = `${involved.name.slice(0, 200)}.${hash(`${involved.uid}|${e.reason}|${e.key}`)}`;
-  const at = now.toISOString();
-  return {
-    op: 'create', resource: R.events,
-    object: {
-      metadata: { name, namespace },
-      involvedObject: involved, reason: e.reason, message: e.message.slice(0, 1024), type: e.type,
-      firstTimestamp: at, lastTimestamp: at, count: 1, source: { component },
-    },
-  };
-}
+export { eventOp, involvedOf, type EventSpec, type Involved } from '../../lib/fn/events.ts';
 
 const WARN_WHEN_FALSE = new Set(['Accepted', 'Ready', 'Scheduled', 'BackendReachable']);
 const WARN_WHEN_TRUE = new Set(['Failed', 'ResultUnknown']);

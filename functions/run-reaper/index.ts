@@ -4,6 +4,7 @@
  * when its retry policy allows, otherwise it fails with the reason. Keyed per
  * namespace/runtime and woken by Pod and Run changes.
  */
+import { eventOp, involvedOf } from '../../lib/fn/events.ts';
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
@@ -59,7 +60,8 @@ export function reap({ key, state, now }: ReconcileInput): Operation[] {
     if (!v.stale) { if (v.recheckAt) recheck = Math.min(recheck ?? Infinity, v.recheckAt); continue; }
     const retry = shouldRetry(run.spec.retryPolicy, currentAttempt(run.status?.attempt), v.reason);
     const status = retry ? reset(run, v.reason, v.message, now.toISOString()) : terminalFailure(run.status ?? {}, now.toISOString(), v.reason, v.message);
-    ops.push({ op: 'status', resource: R.runs, object: { ...run, status } });
+    ops.push({ op: 'status', resource: R.runs, object: { ...run, status } },
+      eventOp(involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'), { type: 'Warning', reason: v.reason, message: retry ? `${v.message}; retrying (attempt ${currentAttempt(run.status?.attempt) + 1})` : v.message, key: `${run.status?.assignedPodUID ?? run.status?.assignedPod}|${currentAttempt(run.status?.attempt)}` }, now, 'kruntimes-reaper'));
   }
   if (recheck !== undefined) ops.push({ op: 'requeue', afterMs: Math.max(1000, recheck - now.getTime() + 100) });
   return ops;
@@ -83,6 +85,7 @@ const fn: FunctionDef = {
     { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: ['kruntimes.io'], resources: ['runs/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ],
   handler: reap,
 };

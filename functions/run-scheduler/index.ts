@@ -5,6 +5,7 @@
  * status writes guarded by resourceVersion. Woken by Run changes (new Runs, capacity
  * released), Runtime Pod changes and PersistentWorkspace changes, never by polling.
  */
+import { eventOp, involvedOf } from '../../lib/fn/events.ts';
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput, Resource } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
@@ -59,6 +60,11 @@ function waitingStatus(run: RunObj, message: string): RunStatus | undefined {
   return { ...s, phase: 'Pending', message };
 }
 
+/** Runs get Events for problems only (not for every bind), so the hot path stays at three writes per Run. */
+function runEvent(run: RunObj, type: 'Normal' | 'Warning', reason: string, message: string, now: Date): Operation {
+  return eventOp(involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'), { type, reason, message, key: message }, now, 'kruntimes-scheduler');
+}
+
 function bound(run: RunObj, pod: RuntimePod, now: string): RunStatus {
   const conditions: Condition[] = setCondition(run.status?.conditions, { type: 'Scheduled', status: 'True', reason: 'Assigned', message: `assigned to runtime pod ${pod.name}` }, now);
   return { ...(run.status ?? {}), phase: 'Scheduled', assignedPod: pod.name, assignedPodUID: pod.uid, message: `assigned to runtime pod ${pod.name}`, conditions };
@@ -72,7 +78,7 @@ export function schedule({ key, state, now }: ReconcileInput): Operation[] {
   let requeueAt: number | undefined;
   const pending: RunObj[] = [];
   for (const r of runs.filter(isPending)) {
-    if (r.spec.cancelRequested) { ops.push(statusOp(r, terminalFailure(r.status ?? {}, nowIso, 'Cancelled', 'cancelled by user'))); continue; }
+    if (r.spec.cancelRequested) { ops.push(statusOp(r, terminalFailure(r.status ?? {}, nowIso, 'Cancelled', 'cancelled by user')), runEvent(r, 'Normal', 'Cancelled', 'cancelled by user before it was scheduled', now)); continue; }
     const at = retryAt(r);
     if (at !== undefined && at > now.getTime()) { requeueAt = Math.min(requeueAt ?? Infinity, at); continue; }
     pending.push(r);
@@ -89,8 +95,15 @@ export function schedule({ key, state, now }: ReconcileInput): Operation[] {
     const active = runs.filter((r) => ACTIVE.has(r.status?.phase ?? '') && r.status?.assignedPod).map(runView);
     const plan = planBatch({ runtime, pending: pending.map(runView), active, pods, workspaces, now });
     for (const b of plan.bind) ops.push(statusOp(byName.get(b.run.name)!, bound(byName.get(b.run.name)!, b.pod, nowIso)));
-    for (const f of plan.fail) ops.push(statusOp(byName.get(f.run.name)!, terminalFailure(byName.get(f.run.name)!.status ?? {}, nowIso, f.reason, f.message)));
-    for (const w of plan.wait) { const st = waitingStatus(byName.get(w.run.name)!, w.message); if (st) ops.push(statusOp(byName.get(w.run.name)!, st)); }
+    for (const f of plan.fail) {
+      const r = byName.get(f.run.name)!;
+      ops.push(statusOp(r, terminalFailure(r.status ?? {}, nowIso, f.reason, f.message)), runEvent(r, 'Warning', f.reason, f.message, now));
+    }
+    for (const w of plan.wait) {
+      const r = byName.get(w.run.name)!;
+      const st = waitingStatus(r, w.message);
+      if (st) ops.push(statusOp(r, st), runEvent(r, 'Warning', 'FailedScheduling', w.message, now));
+    }
   }
   if (requeueAt !== undefined) ops.push({ op: 'requeue', afterMs: Math.max(1, requeueAt - now.getTime()) });
   return ops;
@@ -124,6 +137,7 @@ const fn: FunctionDef = {
     { apiGroups: ['kruntimes.io'], resources: ['runs', 'persistentworkspaces'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: ['kruntimes.io'], resources: ['runs/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: [''], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ],
   handler: schedule,
 };
