@@ -4,34 +4,14 @@
  * across many cursor reconnects, and 409 once the Runtime Pod is gone.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
-import { REPO_ROOT } from '../localenv/paths.ts';
-import { renderKubeconfig } from '../localenv/kubeconfig.ts';
-import { cluster, E2E_ROOT } from './cluster.ts';
+import { cluster } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, serviceAccountClient } from './helpers.ts';
+import { krt, saKubeconfig } from './krt-helpers.ts';
 import { bashRuntime, createRun, createRuntime, finished, getRun, phase, runtimePods } from './runs-helpers.ts';
 
 const LOGS = (ns: string, run: string): string => `/apis/logs.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/log`;
 type Snap = { items: { message: string; stream: string }[]; cursor?: string };
-
-function krt(args: string[], kubeconfig: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'cli/main.ts'), ...args], { env: { ...process.env, KUBECONFIG: kubeconfig }, cwd: REPO_ROOT },
-      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
-  });
-}
-
-async function saKubeconfig(ns: string, sa: string): Promise<string> {
-  await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa } }).catch(() => undefined);
-  const tok = await admin().create<{ metadata: object; status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
-  const file = join(mkdtempSync(join(tmpdir(), 'krt-kc-')), 'config');
-  writeFileSync(file, renderKubeconfig({ server: cluster().server, caFile: join(E2E_ROOT, 'pki', 'ca.crt'), token: tok.status.token, user: sa, namespace: ns }));
-  return file;
-}
 
 describe('Run logs through the aggregated API and krt', function () {
   let ns: string;
