@@ -42,11 +42,13 @@ describe('Run artifact download through the aggregated API and krt', function ()
     }, 60_000);
     await createRun(ns, { runtime: 'bash', source: { inline: PRODUCE } }, { name: 'producer' });
     await createRun(ns, { runtime: 'bash', source: { inline: 'echo "secret" > "$KRUNTIME_ARTIFACTS_DIR/other.txt"' } }, { name: 'other' });
+    await createRun(ns, { runtime: 'bash', source: { inline: 'head -c 3145728 /dev/urandom > "$KRUNTIME_ARTIFACTS_DIR/blob.bin"' } }, { name: 'big' });
     const p = await finished(ns, 'producer');
     assert.equal(p.status?.phase, 'Succeeded', p.status?.message);
     assert.equal((await finished(ns, 'other')).status?.phase, 'Succeeded');
+    assert.equal((await finished(ns, 'big')).status?.phase, 'Succeeded');
     refs = (p.status?.artifactRefs ?? []) as Ref[];
-    await grant(ns, 'fetcher', 'producer-artifacts', { apiGroups: ['artifacts.kruntimes.io'], resources: ['runs/artifacts'], resourceNames: ['producer'], verbs: ['get'] });
+    await grant(ns, 'fetcher', 'producer-artifacts', { apiGroups: ['artifacts.kruntimes.io'], resources: ['runs/artifacts'], resourceNames: ['producer', 'big'], verbs: ['get'] });
     fetcher = await saKubeconfig(ns, 'fetcher');
   });
   after(async () => { await deleteNamespace(ns); s3.stop(); });
@@ -100,23 +102,42 @@ describe('Run artifact download through the aggregated API and krt', function ()
     assert.match(unknown.stderr, /has no artifact "missing"; it has dist.txt, site/);
     const ghost = await krt(['artifact', 'download', 'ghost', '-n', ns, '-o', tmp()], cluster().kubeconfig);
     assert.equal(ghost.code, 1);
-    assert.match(ghost.stderr, /"ghost" not found \(NotFound, HTTP 404\)/);
+    assert.match(ghost.stderr, /"ghost" not found in namespace \S+ \(NotFound, HTTP 404\)/);
   });
 
   it('refuses bytes changed in the store: the server cuts the stream, krt keeps nothing', async () => {
     const ref = refs.find((x) => x.name === 'dist.txt')!;
     await s3.client.send(new PutObjectCommand({ Bucket: ref.location.s3.bucket, Key: ref.location.s3.key, Body: 'HELLO ARTIFACT\n' }));
-    const res = await admin().stream(API(ns, 'producer', 'dist.txt'), { accept: '*/*' });
-    const got = await new Promise<{ bytes: number; complete: boolean }>((resolve) => {
-      let bytes = 0;
-      res.on('data', (c: Buffer) => { bytes += c.length; });
-      res.on('close', () => resolve({ bytes, complete: res.complete }));
-    });
-    assert.ok(!got.complete || got.bytes < ref.sizeBytes, `the tampered object must not arrive complete (got ${got.bytes} of ${ref.sizeBytes} bytes)`);
+    await assert.rejects(admin().stream(API(ns, 'producer', 'dist.txt'), { accept: '*/*' }),
+      (e: unknown) => isApiError(e, 500) && /digest sha256:[0-9a-f]{64} does not match the reference digest/.test(e.message));
     const out = tmp();
     const r = await krt(['artifact', 'download', 'producer', 'dist.txt', '-o', out], fetcher);
     assert.equal(r.code, 1);
     assert.deepEqual(readdirSync(out), []);
+  });
+
+  it('streams a large artifact (beyond the buffered size) and cuts it when the stored bytes changed', async () => {
+    const big = ((await admin().get<{ metadata: object; status: { artifactRefs: Ref[] } }>(`${GROUP}/namespaces/${ns}/runs/big`)).status.artifactRefs)[0]!;
+    const out = tmp();
+    const ok = await krt(['artifact', 'download', 'big', '-o', out], fetcher);
+    assert.equal(ok.code, 0, ok.stderr);
+    const bytes = readFileSync(join(out, 'blob.bin'));
+    assert.equal(bytes.length, 3145728);
+    assert.equal(sha(bytes), big.digest);
+    bytes.writeUInt8(bytes.readUInt8(bytes.length - 1) ^ 0xff, bytes.length - 1);
+    await s3.client.send(new PutObjectCommand({ Bucket: big.location.s3.bucket, Key: big.location.s3.key, Body: bytes }));
+    const res = await admin().stream(API(ns, 'big', 'blob.bin'), { accept: '*/*' });
+    const got = await new Promise<{ bytes: number; complete: boolean }>((resolve) => {
+      let n = 0;
+      res.on('data', (c: Buffer) => { n += c.length; });
+      res.on('error', () => undefined);
+      res.on('close', () => resolve({ bytes: n, complete: res.complete }));
+    });
+    assert.ok(!got.complete && got.bytes < big.sizeBytes, `a tampered object must not arrive complete (got ${got.bytes} of ${big.sizeBytes} bytes, complete=${got.complete})`);
+    const again = tmp();
+    const bad = await krt(['artifact', 'download', 'big', '-o', again], fetcher);
+    assert.equal(bad.code, 1);
+    assert.deepEqual(readdirSync(again), []);
   });
 
   it('refuses to extract an archive with unsafe paths and writes nothing outside', async () => {

@@ -6,6 +6,7 @@
  * the caller. The backend reads the Run, opens the store its artifacts went to and streams the
  * object, checking size and sha256 against status.artifactRefs while streaming.
  */
+import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
@@ -15,9 +16,9 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { isArtifactError } from '../../runtimed/artifacts/errors.ts';
 import type { ArtifactRef, RuntimeArtifactStoreSpec } from '../../runtimed/artifacts/store.ts';
 import { status } from '../aggregation/status.ts';
-import { ArtifactRequestError, downloadHeaders, pickRef, summarize } from './select.ts';
+import { ArtifactRequestError, downloadHeaders, pickRef, summarize, type VerifiableRef } from './select.ts';
 import { openStore, storeSpecOf } from './store.ts';
-import { VerifyingStream } from './verify.ts';
+import { DigestMismatchError, VerifyingStream } from './verify.ts';
 
 export const ARTIFACTS_GROUP = 'artifacts.kruntimes.io';
 type RunObj = KubeObject & { spec?: { runtime?: string }; status?: { artifactRefs?: ArtifactRef[]; artifactStore?: RuntimeArtifactStoreSpec } };
@@ -43,6 +44,20 @@ async function serveList(client: KubeClient, req: Request, res: Response): Promi
   res.json({ apiVersion: `${ARTIFACTS_GROUP}/v1alpha1`, kind: 'RunArtifactList', metadata: { name, namespace: ns }, items: summarize(run.status?.artifactRefs ?? []) });
 }
 
+/** Objects up to this size are verified before the response starts, so a mismatch is a plain Status error. */
+export const BUFFERED_BYTES = 1 << 20;
+
+async function sendVerified(res: Response, body: Readable, ref: VerifiableRef, label: string): Promise<void> {
+  const chunks: Buffer[] = [];
+  const collect = new Writable({ write(c: Buffer, _e, cb): void { chunks.push(c); cb(); } });
+  await pipeline(body, new VerifyingStream(ref.sizeBytes, ref.digest, label), collect).catch((err: unknown) => {
+    if (err instanceof DigestMismatchError) throw new ArtifactRequestError(500, 'InternalError', `${err.message}; the stored object was changed or damaged after upload and is not served`);
+    throw storeFailure(err, label);
+  });
+  res.writeHead(200, downloadHeaders(ref));
+  res.end(Buffer.concat(chunks));
+}
+
 async function serveDownload(client: KubeClient, req: Request, res: Response, log: Logger): Promise<void> {
   const ns = String(req.params.ns);
   const name = String(req.params.name);
@@ -53,7 +68,9 @@ async function serveDownload(client: KubeClient, req: Request, res: Response, lo
   const { store, close } = await openStore(client, ns, spec);
   try {
     const body = await store.open(ref, { namespace: ns }).catch((err: unknown) => { throw storeFailure(err, label); });
+    if (ref.sizeBytes <= BUFFERED_BYTES) { await sendVerified(res, body, ref, label); return; }
     res.writeHead(200, downloadHeaders(ref));
+    res.flushHeaders();
     // A failed check destroys the response before its last chunk: the client sees a cut download.
     await pipeline(body, new VerifyingStream(ref.sizeBytes, ref.digest, label), res).catch((err: unknown) => {
       log.error({ err, namespace: ns, run: name, artifact: ref.name }, 'artifact download aborted');
