@@ -36,3 +36,12 @@ export async function saKubeconfig(ns: string, sa: string): Promise<string> {
   writeFileSync(file, renderKubeconfig({ server: cluster().server, caFile: join(E2E_ROOT, 'pki', 'ca.crt'), token: tok.status.token, user: sa, namespace: ns }));
   return file;
 }
+
+export interface Rule { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }
+
+/** A Role `name` with the rules, bound to ServiceAccount `sa`. */
+export async function grant(ns: string, sa: string, name: string, ...rules: Rule[]): Promise<void> {
+  await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name }, rules });
+  await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }] });
+}

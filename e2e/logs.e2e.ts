@@ -66,6 +66,25 @@ describe('Run logs through the aggregated API and krt', function () {
     assert.equal(r.stdout, Array.from({ length: 15 }, (_, i) => `tick ${i + 1}\n`).join(''));
   });
 
+  it('follows a Run that writes as fast as it can through to its very last record', async () => {
+    // 60000 short lines stay under the Runtime Server's 1 MiB per-stream output cap.
+    const N = 60_000;
+    await createRun(ns, { runtime: 'bash', source: { inline: `sleep 1; for i in $(seq 1 ${N}); do echo "fast $i"; done` } }, { name: 'firehose' });
+    await eventually('firehose to be assigned', async () => !!(await getRun(ns, 'firehose')).status?.assignedPod);
+    const res = await admin().stream(LOGS(ns, 'firehose'), { query: { follow: 'true' } });
+    let buf = '';
+    let count = 0;
+    let lastMsg = '';
+    for await (const chunk of res) {
+      buf += (chunk as Buffer).toString();
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      for (const l of lines.filter(Boolean)) { count++; lastMsg = (JSON.parse(l) as { message: string }).message; }
+    }
+    assert.equal(count, N);
+    assert.equal(lastMsg, `fast ${N}`);
+  });
+
   it('delivers every line exactly once across many reconnects with the cursor', async () => {
     const N = 300;
     await createRun(ns, { runtime: 'bash', source: { inline: `for i in $(seq 1 ${N}); do echo "line $i"; [ $((i % 50)) -eq 0 ] && sleep 0.1; done` } }, { name: 'chatty' });

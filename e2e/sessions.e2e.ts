@@ -12,16 +12,10 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { PROTOCOL } from '../lib/session/channel.ts';
 import { cluster, E2E_ROOT } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
-import { krt, saKubeconfig } from './krt.ts';
+import { grant, krt, saKubeconfig } from './krt.ts';
 import { bashRuntime, cond, createRun, createRuntime, finished, GROUP, phase, runtimePods } from './runs-helpers.ts';
 
 const SESSION = (ns: string, run: string): string => `/apis/sessions.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/session`;
-
-async function grant(ns: string, sa: string, rules: object[]): Promise<void> {
-  await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: sa }, rules });
-  await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: sa },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sa }, subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }] });
-}
 
 describe('Sessions through the aggregated API and krt session', function () {
   let ns: string;
@@ -34,11 +28,10 @@ describe('Sessions through the aggregated API and krt session', function () {
       const s = await admin().get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>('/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.sessions.kruntimes.io');
       return s.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
     }, 60_000);
-    await grant(ns, 'operator', [
+    await grant(ns, 'operator', 'operator',
       { apiGroups: ['sessions.kruntimes.io'], resources: ['runs/session'], verbs: ['get'] },
-      { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] },
-    ]);
-    await grant(ns, 'viewer', [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] }]);
+      { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] });
+    await grant(ns, 'viewer', 'viewer', { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] });
     operator = await saKubeconfig(ns, 'operator');
   });
   after(async () => { await deleteNamespace(ns); });

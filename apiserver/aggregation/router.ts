@@ -1,20 +1,26 @@
 /**
- * The aggregated API surface of the extension server: discovery for logs.kruntimes.io and
- * sessions.kruntimes.io and request-header authentication in front of everything under /apis
- * (WebSocket session upgrades authenticate the same way in apiserver/sessions). Admission
- * webhook paths are not under /apis and are not affected.
+ * The aggregated API surface of the extension server: discovery for
+ * logs.kruntimes.io, artifacts.kruntimes.io and sessions.kruntimes.io, and request-header
+ * authentication in front of everything under /apis (WebSocket session upgrades authenticate
+ * the same way in apiserver/sessions). Admission webhook paths are not under /apis and are not affected.
  */
 import express, { type Router } from 'express';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import type { IncomingMessage } from 'node:http';
+import { artifactsRouter, ARTIFACTS_GROUP } from '../artifacts/handler.ts';
 import { logsRouter, LOGS_GROUP } from '../logs/handler.ts';
 import { SESSIONS_GROUP } from '../sessions/handler.ts';
 import { authenticate, loadRequestHeaderConfig, type RequestHeaderConfig, type UserInfo } from './requestheader.ts';
 import { status } from './status.ts';
 
-const GROUPS = [LOGS_GROUP, SESSIONS_GROUP];
-const SUBRESOURCE: Record<string, { name: string; kind: string }> = { [LOGS_GROUP]: { name: 'runs/log', kind: 'RunLog' }, [SESSIONS_GROUP]: { name: 'runs/session', kind: 'RunSession' } };
+/** The Run subresources each aggregated group serves (all `get`, authorised per Run name by RBAC). */
+const SUBRESOURCES: Record<string, { name: string; kind: string }> = {
+  [LOGS_GROUP]: { name: 'runs/log', kind: 'RunLog' },
+  [ARTIFACTS_GROUP]: { name: 'runs/artifacts', kind: 'RunArtifact' },
+  [SESSIONS_GROUP]: { name: 'runs/session', kind: 'RunSession' },
+};
+const GROUPS = Object.keys(SUBRESOURCES);
 
 function groupDoc(g: string): object {
   const v = { groupVersion: `${g}/v1alpha1`, version: 'v1alpha1' };
@@ -26,7 +32,7 @@ export function resourceList(group: string): object {
     kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${group}/v1alpha1`,
     resources: [
       { name: 'runs', singularName: 'run', namespaced: true, kind: 'Run', verbs: [] },
-      { name: SUBRESOURCE[group]?.name ?? 'runs/log', singularName: '', namespaced: true, kind: SUBRESOURCE[group]?.kind ?? 'RunLog', verbs: ['get'] },
+      ...(SUBRESOURCES[group] ? [{ name: SUBRESOURCES[group].name, singularName: '', namespaced: true, kind: SUBRESOURCES[group].kind, verbs: ['get'] }] : []),
     ],
   };
 }
@@ -47,5 +53,6 @@ export async function aggregationRouter(client: KubeClient, log: Logger): Promis
     r.get(`/apis/${g}/v1alpha1`, (_req, res) => { res.json(resourceList(g)); });
   }
   r.use(logsRouter(client, log));
+  r.use(artifactsRouter(client, log));
   return { router: r, clientCA: cfg.clientCA, authenticate: (req) => authenticate(req, cfg) };
 }

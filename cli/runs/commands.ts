@@ -6,11 +6,12 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { isTerminal } from '../../lib/run/phases.ts';
 import { connect, UsageError, type Conn } from '../kube.ts';
 import { age, parseFormat, render, table } from '../output.ts';
+import { downloadArtifacts, listArtifacts } from './artifacts.ts';
 import { followLogs, snapshotLogs } from './logs.ts';
 import { attach, SessionEnded, waitReady } from './session.ts';
 
 const G = '/apis/kruntimes.io/v1alpha1';
-type Run = KubeObject & { spec: { runtime?: string }; status?: { phase?: string; assignedPod?: string; message?: string; outputs?: Record<string, string>; artifactRefs?: { name: string; type: string; sizeBytes: number; digest?: string }[]; completionTime?: string } };
+type Run = KubeObject & { spec: { runtime?: string }; status?: { phase?: string; assignedPod?: string; message?: string; outputs?: Record<string, string>; completionTime?: string } };
 interface Global { kubeconfig?: string; namespace?: string; output?: string }
 
 const conn = (cmd: Command): Conn => connect(cmd.optsWithGlobals<Global>());
@@ -140,11 +141,23 @@ export function registerRuns(program: Command): void {
         process.exitCode = err.exitCode;
       }
     });
-  const artifact = program.command('artifact').description('artifacts of a Run');
+  registerArtifacts(program);
+}
+
+/** krt artifact list | download: artifacts.kruntimes.io (get on runs/artifacts is all a caller needs). */
+function registerArtifacts(program: Command): void {
+  const artifact = program.command('artifact').description('artifacts of a Run (artifacts.kruntimes.io)');
   artifact.command('list').argument('<run>').action(async (name: string, _o: unknown, cmd: Command) => {
     const c = conn(cmd);
-    const r = await c.client.get<Run>(`${G}/namespaces/${c.namespace}/runs/${name}`);
-    const refs = r.status?.artifactRefs ?? [];
-    process.stdout.write(render(refs, parseFormat(cmd.optsWithGlobals<Global>().output), () => (refs.length ? table(['NAME', 'TYPE', 'SIZE', 'DIGEST'], refs.map((a) => [a.name, a.type, String(a.sizeBytes), a.digest ?? ''])) : `Run ${name} has no artifacts.\n`), () => refs.map((a) => a.name).join('\n')));
+    const refs = await listArtifacts(c, name);
+    process.stdout.write(render(refs, parseFormat(cmd.optsWithGlobals<Global>().output), () => (refs.length ? table(['NAME', 'TYPE', 'SIZE', 'DIGEST'], refs.map((a) => [a.name, a.type, String(a.sizeBytes), a.digest ?? ""])) : `Run ${name} has no artifacts.\n`), () => refs.map((a) => a.name).join('\n')));
   });
+  artifact.command('download').description('download a Run\'s artifacts (all, or the one named) into -o/--output DIR (default .), verifying size and sha256')
+    .argument('<run>').argument('[artifact]').option('--extract', 'unpack directory artifacts into DIR/<name>/ instead of saving DIR/<name>.tar.gz')
+    .action(async (run: string, name: string | undefined, o: { extract?: boolean }, cmd: Command) => {
+      const c = conn(cmd);
+      const outDir = cmd.optsWithGlobals<Global>().output ?? '.';
+      const done = await downloadArtifacts(c, run, name, { outDir, extract: o.extract === true });
+      for (const d of done) process.stdout.write(`${d.name} -> ${d.path}${d.extracted ? '/' : ''} (${d.sizeBytes} bytes, ${d.digest})\n`);
+    });
 }
