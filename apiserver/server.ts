@@ -32,7 +32,8 @@ export async function startServer(cfg: ServerConfig, functions: FunctionDef[], c
   const state = { relayRunning: false, leader: !cfg.leaderElection };
   const app = express();
   app.use(admissionRouter(admissionFunctions(selected), client, log.child({ host: 'admission' }), metrics));
-  const aggregated = await aggregationRouter(client, log.child({ host: 'aggregation' }));
+  const tokens = new SessionTokens(client, cfg.namespace, process.env.KRT_SERVICE_ACCOUNT ?? 'kruntimes-extension');
+  const aggregated = await aggregationRouter(client, log.child({ host: 'aggregation' }), tokens);
   app.use(aggregated.router);
   // Client certificates are requested but optional: admission calls carry none, aggregated
   // requests must present the front-proxy certificate (checked per request).
@@ -41,8 +42,7 @@ export async function startServer(cfg: ServerConfig, functions: FunctionDef[], c
   watchFile(cfg.certFile, { interval: 2000 }, () => {
     try { secure.setSecureContext(tls()); log.info('reloaded serving certificate'); } catch (err) { log.warn({ err }, 'certificate reload failed; keeping the old one'); }
   });
-  const sessions = new SessionProxy({ client, log: log.child({ host: 'sessions' }), authenticate: aggregated.authenticate,
-    tokens: new SessionTokens(client, cfg.namespace, process.env.KRT_SERVICE_ACCOUNT ?? 'kruntimes-extension') });
+  const sessions = new SessionProxy({ client, log: log.child({ host: 'sessions' }), authenticate: aggregated.authenticate, tokens });
   secure.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!sessions.handle(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });

@@ -159,3 +159,38 @@ describe('Run artifact download through the aggregated API and krt', function ()
     assert.equal(sha(readFileSync(join(out, 'evil.tar.gz'))), sha(bytes));
   });
 });
+
+describe('Run artifact download from a Filesystem store (through the Runtime\'s runtimed)', function () {
+  let ns: string;
+  before(async () => {
+    ns = await newNamespace('artfs');
+    await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'artifacts' }, spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } } });
+    await createRuntime(ns, 'bash', bashRuntime({ replicas: 2, artifactStore: { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } } }));
+    await runtimePods(ns, 'bash', 2);
+  });
+  after(async () => { await deleteNamespace(ns); });
+
+  it('downloads with digests verified, also after the Run\'s own Runtime Pod is gone', async () => {
+    await createRun(ns, { runtime: 'bash', source: { inline: PRODUCE } }, { name: 'fsproducer' });
+    const p = await finished(ns, 'fsproducer');
+    assert.equal(p.status?.phase, 'Succeeded', p.status?.message);
+    const fsRefs = (p.status?.artifactRefs ?? []) as Ref[];
+    await grant(ns, 'fetcher', 'fs-artifacts', { apiGroups: ['artifacts.kruntimes.io'], resources: ['runs/artifacts'], resourceNames: ['fsproducer'], verbs: ['get'] });
+    const fetcher = await saKubeconfig(ns, 'fetcher');
+    const check = async (): Promise<void> => {
+      const out = tmp();
+      let last = '';
+      await eventually('krt artifact download from the Filesystem store', async () => { const x = await krt(['artifact', 'download', 'fsproducer', '-o', out], fetcher); last = x.stderr; return x.code === 0 ? x : undefined; }, 30_000, 500)
+        .catch((e: Error) => { throw new Error(`${e.message}: ${last}`); });
+      for (const ref of fsRefs) assert.equal(sha(readFileSync(join(out, ref.type === 'directory' ? `${ref.name}.tar.gz` : ref.name))), ref.digest, `${ref.name} digest`);
+      assert.equal(readFileSync(join(out, 'dist.txt'), 'utf8'), 'hello artifact\n');
+    };
+    await check();
+    // The Pod that produced them goes away: another Pod of the Runtime (same PVC) serves them.
+    await admin().delete(`/api/v1/namespaces/${ns}/pods/${p.status?.assignedPod}`, { gracePeriodSeconds: 0 });
+    await check();
+    // An artifact name the Run does not have is a plain 404.
+    const missing = await admin().request('GET', API(ns, 'fsproducer', 'nope')).catch((e: unknown) => e);
+    assert.ok(isApiError(missing, 404), String(missing));
+  });
+});

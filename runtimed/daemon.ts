@@ -9,6 +9,7 @@ import { PatchType, type KubeClient } from '../lib/kube/client.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import type { RuntimedConfig } from './config.ts';
 import type { Finisher } from './finish.ts';
+import type { ArtifactRef } from './artifacts/store.ts';
 import type { RuntimeClient } from './runtime-client.ts';
 import { Runner } from './runner.ts';
 import { startWorkspaceCleaner } from './workspaces.ts';
@@ -50,6 +51,7 @@ export async function startDaemon(o: { client: KubeClient; cfg: RuntimedConfig; 
   const sessions = await startSessionServer({
     address: cfg.healthAddress, port: cfg.sessionPort, socketPath: cfg.socketPath, subject: cfg.sessionSubject,
     jwks: new Jwks(client), log: log.child({ part: 'sessions' }), target: (uid) => runner.sessionTarget(uid),
+    ...(o.finisher.store ? { openArtifact: (ref: unknown) => o.finisher.store!.open(ref as ArtifactRef, { namespace: cfg.namespace }) } : {}),
   });
   const since = new Date().toISOString();
   const beat = (): void => { heartbeat(client, cfg, new Date(), since, sessions.fingerprint).catch((err: unknown) => log.warn({ err }, 'heartbeat failed')); };

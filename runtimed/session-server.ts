@@ -4,12 +4,15 @@
  * NetworkPolicy admits only it). The certificate is generated at start and pinned by
  * publishing its SHA-256 fingerprint in the Pod's kruntimes.io/SessionServer condition.
  * Each connection becomes one operation on the Runtime Server (Unix socket), frames relayed
- * unchanged in both directions.
+ * unchanged in both directions. The same port serves POST /v1/artifacts/open: the bytes of one
+ * artifact of this namespace from the Runtime's store (a Filesystem store is only mounted here),
+ * for artifacts.kruntimes.io downloads.
  */
 import { X509Certificate } from 'node:crypto';
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { PROTOCOLS } from '../lib/session/channel.ts';
@@ -17,6 +20,7 @@ import { relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../lib/session/relay
 import { createCa } from '../lib/tls/certs.ts';
 import { SESSION_HEADER, type SessionSpec } from './runtime-server/sessions.ts';
 import { TokenError, type Jwks } from './session-auth.ts';
+import { isArtifactError } from './artifacts/errors.ts';
 
 export { SESSION_CONDITION };
 
@@ -26,6 +30,8 @@ export interface SessionTarget { spec: Omit<SessionSpec, 'command'> & { command:
 export interface SessionServerDeps {
   address: string; port: number; socketPath: string; subject: string; jwks: Jwks; log: Logger;
   target(uid: string): SessionTarget | string;
+  /** Opens an artifact reference of this namespace from the Runtime's store (absent: the Runtime has no store). */
+  openArtifact?: (ref: unknown) => Promise<Readable>;
 }
 
 export interface SessionServer { fingerprint: string; close(): void }
@@ -38,21 +44,32 @@ function refuse(socket: Duplex, code: number, text: string, message: string): vo
 export async function startSessionServer(d: SessionServerDeps): Promise<SessionServer> {
   const pair = await createCa(`runtimed-session.${d.address}`, new Date(), 365);
   const fingerprint = new X509Certificate(pair.cert).fingerprint256;
-  const srv = https.createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (_req, res) => { res.statusCode = 404; res.end(); });
+  /** undefined when the caller is the extension server, else why not. */
+  const authorize = async (req: IncomingMessage): Promise<string | undefined> => {
+    const auth = req.headers.authorization ?? '';
+    if (!auth.startsWith('Bearer ')) return 'a bearer token is required';
+    try {
+      await d.jwks.verify(auth.slice(7), { audience: SESSION_AUDIENCE, subject: d.subject, now: new Date() });
+      return undefined;
+    } catch (err) {
+      d.log.warn({ err: err instanceof TokenError ? err.message : String(err), path: req.url }, 'session port request refused');
+      return 'session token refused';
+    }
+  };
+  const srv = https.createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (req, res) => {
+    serveArtifact(req, res, d, authorize).catch((err: unknown) => {
+      d.log.error({ err }, 'artifact read failed');
+      if (!res.headersSent) answer(res, 500, 'InternalError', `reading the artifact failed: ${err instanceof Error ? err.message : String(err)}`); else res.destroy();
+    });
+  });
   const wss = new WebSocketServer({ noServer: true, handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false });
 
   const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     const url = new URL(req.url ?? '/', 'https://runtimed');
     const m = /^\/v1\/sessions\/([A-Za-z0-9-]{1,64})$/.exec(url.pathname);
     if (!m?.[1]) { refuse(socket, 404, 'Not Found', 'no such session endpoint'); return; }
-    const auth = req.headers.authorization ?? '';
-    if (!auth.startsWith('Bearer ')) { refuse(socket, 401, 'Unauthorized', 'a bearer token is required'); return; }
-    try {
-      await d.jwks.verify(auth.slice(7), { audience: SESSION_AUDIENCE, subject: d.subject, now: new Date() });
-    } catch (err) {
-      d.log.warn({ err: err instanceof TokenError ? err.message : String(err) }, 'session operation refused');
-      refuse(socket, 401, 'Unauthorized', 'session token refused'); return;
-    }
+    const denied = await authorize(req);
+    if (denied) { refuse(socket, 401, 'Unauthorized', denied); return; }
     const target = d.target(m[1]);
     if (typeof target === 'string') { refuse(socket, 409, 'Conflict', target); return; }
     const command = url.searchParams.getAll('command');
@@ -72,4 +89,33 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
   });
   await new Promise<void>((resolve, reject) => { srv.once('error', reject); srv.listen(d.port, d.address, () => resolve()); });
   return { fingerprint, close: () => { wss.close(); srv.close(); } };
+}
+
+function answer(res: import('node:http').ServerResponse, code: number, reason: string, message: string): void {
+  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', code, reason, message });
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+const ARTIFACT_STATUS: Record<string, [number, string]> = { ArtifactNotFound: [404, 'NotFound'], ArtifactInputInvalid: [400, 'BadRequest'], ArtifactStoreError: [503, 'ServiceUnavailable'] };
+
+async function serveArtifact(req: IncomingMessage, res: import('node:http').ServerResponse, d: SessionServerDeps, authorize: (req: IncomingMessage) => Promise<string | undefined>): Promise<void> {
+  if (req.method !== 'POST' || new URL(req.url ?? '/', 'https://runtimed').pathname !== '/v1/artifacts/open') { answer(res, 404, 'NotFound', 'no such endpoint'); return; }
+  const denied = await authorize(req);
+  if (denied) { answer(res, 401, 'Unauthorized', denied); return; }
+  if (!d.openArtifact) { answer(res, 409, 'Conflict', 'this Runtime has no spec.artifactStore'); return; }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) { size += (c as Buffer).length; if (size > 64 << 10) { answer(res, 413, 'RequestEntityTooLarge', 'artifact reference too large'); return; } chunks.push(c as Buffer); }
+  let ref: unknown;
+  try { ref = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { ref?: unknown }).ref; } catch { answer(res, 400, 'BadRequest', 'body must be {"ref": ArtifactRef}'); return; }
+  let body: Readable;
+  try { body = await d.openArtifact(ref); } catch (err) {
+    const known = isArtifactError(err) ? ARTIFACT_STATUS[err.reason] : undefined;
+    if (!known || !isArtifactError(err)) throw err;
+    answer(res, known[0], known[1], err.message);
+    return;
+  }
+  res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+  await pipeline(body, res);
 }

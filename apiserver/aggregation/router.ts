@@ -11,6 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import { artifactsRouter, ARTIFACTS_GROUP } from '../artifacts/handler.ts';
 import { logsRouter, LOGS_GROUP } from '../logs/handler.ts';
 import { SESSIONS_GROUP } from '../sessions/handler.ts';
+import type { SessionTokens } from '../sessions/link.ts';
 import { authenticate, loadRequestHeaderConfig, type RequestHeaderConfig, type UserInfo } from './requestheader.ts';
 import { status } from './status.ts';
 
@@ -37,7 +38,7 @@ export function resourceList(group: string): object {
   };
 }
 
-export async function aggregationRouter(client: KubeClient, log: Logger): Promise<{ router: Router; clientCA: string; authenticate: (req: IncomingMessage) => UserInfo | string }> {
+export async function aggregationRouter(client: KubeClient, log: Logger, tokens?: SessionTokens): Promise<{ router: Router; clientCA: string; authenticate: (req: IncomingMessage) => UserInfo | string }> {
   let cfg: RequestHeaderConfig = await loadRequestHeaderConfig(client);
   setInterval(() => { loadRequestHeaderConfig(client).then((c) => { cfg = c; }, (err: unknown) => log.warn({ err }, 'requestheader config refresh failed')); }, 60_000).unref();
   const r = express.Router();
@@ -53,6 +54,6 @@ export async function aggregationRouter(client: KubeClient, log: Logger): Promis
     r.get(`/apis/${g}/v1alpha1`, (_req, res) => { res.json(resourceList(g)); });
   }
   r.use(logsRouter(client, log));
-  r.use(artifactsRouter(client, log));
+  r.use(artifactsRouter(client, log, tokens));
   return { router: r, clientCA: cfg.clientCA, authenticate: (req) => authenticate(req, cfg) };
 }

@@ -3,8 +3,9 @@
  *   GET .../namespaces/{ns}/runs/{name}/artifacts             the Run's artifact references (JSON)
  *   GET .../namespaces/{ns}/runs/{name}/artifacts/{artifact}  the bytes (a directory: its tar.gz)
  * The API server has already authorised `get` on `runs/artifacts` (resourceNames = the Run) for
- * the caller. The backend reads the Run, opens the store its artifacts went to and streams the
- * object, checking size and sha256 against status.artifactRefs while streaming.
+ * the caller. The backend reads the Run, opens the store its artifacts went to (S3 directly; a
+ * Filesystem store through a runtimed of the Runtime) and streams the object, checking size and
+ * sha256 against status.artifactRefs while streaming.
  */
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -19,9 +20,10 @@ import { status } from '../aggregation/status.ts';
 import { ArtifactRequestError, downloadHeaders, pickRef, summarize, type VerifiableRef } from './select.ts';
 import { openStore, storeSpecOf } from './store.ts';
 import { DigestMismatchError, VerifyingStream } from './verify.ts';
+import type { SessionTokens } from '../sessions/link.ts';
 
 export const ARTIFACTS_GROUP = 'artifacts.kruntimes.io';
-type RunObj = KubeObject & { spec?: { runtime?: string }; status?: { artifactRefs?: ArtifactRef[]; artifactStore?: RuntimeArtifactStoreSpec } };
+type RunObj = KubeObject & { spec?: { runtime?: string }; status?: { assignedPod?: string; artifactRefs?: ArtifactRef[]; artifactStore?: RuntimeArtifactStoreSpec } };
 
 async function loadRun(client: KubeClient, ns: string, name: string): Promise<RunObj> {
   try { return await client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${name}`); } catch (err) {
@@ -58,14 +60,15 @@ async function sendVerified(res: Response, body: Readable, ref: VerifiableRef, l
   res.end(Buffer.concat(chunks));
 }
 
-async function serveDownload(client: KubeClient, req: Request, res: Response, log: Logger): Promise<void> {
+async function serveDownload(d: { client: KubeClient; tokens?: SessionTokens }, req: Request, res: Response, log: Logger): Promise<void> {
+  const { client } = d;
   const ns = String(req.params.ns);
   const name = String(req.params.name);
   const run = await loadRun(client, ns, name);
   const ref = pickRef(run.status?.artifactRefs ?? [], String(req.params.artifact), `${ns}/${name}`);
   const label = `artifact ${JSON.stringify(ref.name)} of Run ${ns}/${name}`;
   const spec = await storeSpecOf(client, ns, { name, ...(run.spec?.runtime ? { runtime: run.spec.runtime } : {}), ...(run.status?.artifactStore ? { snapshot: run.status.artifactStore } : {}) });
-  const { store, close } = await openStore(client, ns, spec);
+  const { store, close } = await openStore(client, ns, spec, d.tokens ? { client, tokens: d.tokens, namespace: ns, ...(run.spec?.runtime ? { runtime: run.spec.runtime } : {}), ...(run.status?.assignedPod ? { assignedPod: run.status.assignedPod } : {}) } : undefined);
   try {
     const body = await store.open(ref, { namespace: ns }).catch((err: unknown) => { throw storeFailure(err, label); });
     if (ref.sizeBytes <= BUFFERED_BYTES) { await sendVerified(res, body, ref, label); return; }
@@ -90,10 +93,10 @@ function handle(log: Logger, what: string, fn: (req: Request, res: Response) => 
   };
 }
 
-export function artifactsRouter(client: KubeClient, log: Logger): Router {
+export function artifactsRouter(client: KubeClient, log: Logger, tokens?: SessionTokens): Router {
   const r = express.Router();
   const base = `/apis/${ARTIFACTS_GROUP}/v1alpha1/namespaces/:ns/runs/:name/artifacts`;
   r.get(base, handle(log, 'listing the Run artifacts', (req, res) => serveList(client, req, res)));
-  r.get(`${base}/:artifact`, handle(log, 'downloading the Run artifact', (req, res) => serveDownload(client, req, res, log)));
+  r.get(`${base}/:artifact`, handle(log, 'downloading the Run artifact', (req, res) => serveDownload({ client, ...(tokens ? { tokens } : {}) }, req, res, log)));
   return r;
 }

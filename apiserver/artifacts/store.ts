@@ -2,7 +2,8 @@
  * Opens the ArtifactStore a Run's artifacts were uploaded to, from the backend: the Run's
  * status.artifactStore snapshot (else its Runtime's spec.artifactStore). S3 is read with the
  * credentials Secret the Runtime names (the same keys runtimed receives through envFrom). The
- * Filesystem store lives on a PVC that only the Runtime's Pods mount, so it is not readable here.
+ * Filesystem store lives on a PVC that only the Runtime's Pods mount, so it is read through their
+ * runtimed (via-runtimed.ts).
  */
 import { S3Client } from '@aws-sdk/client-s3';
 import type { KubeClient } from '../../lib/kube/client.ts';
@@ -11,6 +12,7 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { S3ArtifactStore, resolveS3Config, s3ClientConfig } from '../../runtimed/artifacts/s3-store.ts';
 import type { ArtifactStore, RuntimeArtifactStoreSpec } from '../../runtimed/artifacts/store.ts';
 import { ArtifactRequestError, s3Credentials } from './select.ts';
+import { openViaRuntimed, type RuntimedTarget } from './via-runtimed.ts';
 
 type RuntimeObj = KubeObject & { spec?: { artifactStore?: RuntimeArtifactStoreSpec } };
 type SecretObj = KubeObject & { data?: Record<string, string> };
@@ -31,10 +33,12 @@ async function secretData(client: KubeClient, ns: string, name: string): Promise
 }
 
 /** The store to read from; the caller closes it with `close`. */
-export async function openStore(client: KubeClient, ns: string, spec: RuntimeArtifactStoreSpec): Promise<{ store: ArtifactStore; close: () => void }> {
+export async function openStore(client: KubeClient, ns: string, spec: RuntimeArtifactStoreSpec, fs?: RuntimedTarget): Promise<{ store: ArtifactStore; close: () => void }> {
   if (spec.driver === 'filesystem') {
-    const claim = spec.filesystem?.volumeClaimName ?? '';
-    throw new ArtifactRequestError(501, 'NotImplemented', `these artifacts are on the filesystem artifact store (PersistentVolumeClaim ${ns}/${claim}), which only the Runtime's Pods mount; downloading them through the API needs an s3 artifact store (see docs/adr/0008-artifact-download-api.md)`);
+    if (!fs) throw new ArtifactRequestError(501, 'NotImplemented', 'Filesystem artifact stores are read through the Runtime Pods, which this server cannot reach');
+    const target = fs;
+    const store: Pick<ArtifactStore, 'open'> = { open: (ref) => openViaRuntimed(target, ref) };
+    return { store: store as ArtifactStore, close: () => undefined };
   }
   const cfg = resolveS3Config(spec.s3);
   const secret = spec.s3?.credentialsSecretName;

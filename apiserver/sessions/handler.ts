@@ -9,7 +9,6 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import tls, { type TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import type { KubeClient } from '../../lib/kube/client.ts';
@@ -17,25 +16,18 @@ import { isApiError } from '../../lib/kube/errors.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { isTerminal } from '../../lib/run/phases.ts';
 import { PROTOCOLS } from '../../lib/session/channel.ts';
-import { relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../../lib/session/relay.ts';
+import { relay } from '../../lib/session/relay.ts';
+import { pinnedSocket, sessionEndpoint, type PodObj, type SessionTokens } from './link.ts';
+
+export { SessionTokens, sessionEndpoint } from './link.ts';
 import type { UserInfo } from '../aggregation/requestheader.ts';
 
 export const SESSIONS_GROUP = 'sessions.kruntimes.io';
 const PATH = /^\/apis\/sessions\.kruntimes\.io\/v1alpha1\/namespaces\/([a-z0-9-]{1,63})\/runs\/([a-z0-9.-]{1,253})\/session$/;
 
 type RunObj = KubeObject & { spec?: { mode?: { session?: object } }; status?: { phase?: string; assignedPod?: string; assignedPodUID?: string } };
-type PodObj = KubeObject & { status?: { podIP?: string; conditions?: { type: string; status: string; message?: string }[] } };
 
 export class SessionError extends Error { constructor(readonly code: number, readonly reason: string, message: string) { super(message); } }
-
-/** Where runtimed's session port is and the certificate fingerprint it published, from its Pod. */
-export function sessionEndpoint(pod: PodObj): { host: string; port: number; fingerprint: string } | string {
-  const c = pod.status?.conditions?.find((x) => x.type === SESSION_CONDITION && x.status === 'True');
-  const m = /port=(\d+) sha256=([0-9A-F:]{95})/.exec(c?.message ?? '');
-  if (!m?.[1] || !m[2]) return `runtimed on Runtime Pod ${pod.metadata.name} has not published its session port yet`;
-  if (!pod.status?.podIP) return `Runtime Pod ${pod.metadata.name} has no IP`;
-  return { host: pod.status.podIP, port: Number(m[1]), fingerprint: m[2] };
-}
 
 /** Checks the Run can take an operation now; returns its namespace-local Pod name. */
 export function checkSessionRun(run: RunObj): { pod: string; podUID?: string } {
@@ -47,42 +39,9 @@ export function checkSessionRun(run: RunObj): { pod: string; podUID?: string } {
   return { pod: run.status.assignedPod, ...(run.status.assignedPodUID ? { podUID: run.status.assignedPodUID } : {}) };
 }
 
-/** Bound ServiceAccount tokens for the sessions audience, requested through TokenRequest and reused until 80% of their life. */
-export class SessionTokens {
-  private cached?: { token: string; refreshAt: number };
-  constructor(private readonly client: KubeClient, private readonly namespace: string, private readonly serviceAccount: string, private readonly now: () => number = Date.now) {}
-
-  async get(): Promise<string> {
-    if (this.cached && this.now() < this.cached.refreshAt) return this.cached.token;
-    const ttl = 600;
-    const res = await this.client.create<KubeObject & { status?: { token?: string } }>(`/api/v1/namespaces/${this.namespace}/serviceaccounts/${this.serviceAccount}/token`, {
-      apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [SESSION_AUDIENCE], expirationSeconds: ttl },
-    });
-    const token = res.status?.token;
-    if (!token) throw new Error('TokenRequest returned no token');
-    this.cached = { token, refreshAt: this.now() + ttl * 800 };
-    return token;
-  }
-}
-
 function refuse(socket: Duplex, code: number, reason: string, message: string): void {
   const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
   socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-}
-
-/** A TLS connection to runtimed whose certificate fingerprint was checked before anything is sent. */
-function pinnedSocket(host: string, port: number, fingerprint: string): Promise<TLSSocket> {
-  return new Promise((resolve, reject) => {
-    const s = tls.connect({ host, port, rejectUnauthorized: false, minVersion: 'TLSv1.2', ALPNProtocols: ['http/1.1'] });
-    const timer = setTimeout(() => { s.destroy(); reject(new Error(`connecting to ${host}:${port} timed out`)); }, 5000);
-    s.once('secureConnect', () => {
-      clearTimeout(timer);
-      const got = s.getPeerCertificate().fingerprint256;
-      if (got !== fingerprint) { s.destroy(); reject(new Error(`runtimed at ${host}:${port} presented a certificate that does not match its Pod's published fingerprint`)); return; }
-      resolve(s);
-    });
-    s.once('error', (err: Error) => { clearTimeout(timer); reject(err); });
-  });
 }
 
 export interface SessionDeps { client: KubeClient; log: Logger; tokens: SessionTokens; authenticate: (req: IncomingMessage) => UserInfo | string }
