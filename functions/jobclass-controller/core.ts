@@ -6,7 +6,7 @@
 import { R } from '../../lib/fn/resources.ts';
 import type { Operation, State } from '../../lib/fn/types.ts';
 import { checkEndpoint, type EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
-import { validateSelector } from '../run-scheduler/selector.ts';
+import { validateSelector } from '../../lib/kube/selector.ts';
 import { API_VERSION, CLASS_FINALIZER, KUBERNETES_CONTROLLER, OPENSANDBOX_CONTROLLER, X, dataOf, type Job, type JobClass, type KubernetesParameters, type OpenSandboxParameters, type Parameters } from '../jobclass-core/api.ts';
 import { CONTROLLERS, isSupportedController, parametersOf, parametersRefProblem } from '../jobclass-core/controllers.ts';
 import { conditionEvents, conditionOf, eventOp, involvedOf, isTrue, sameJson, withConditions, type ConditionInput } from '../jobclass-core/events.ts';
