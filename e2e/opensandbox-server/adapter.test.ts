@@ -98,7 +98,7 @@ describe('OpenSandbox adapter against the local OpenSandbox server', () => {
     };
     srv.faults.healthDown = true;
     await probe();
-    assert.equal(classReady(), 'BackendUnreachable');
+    assert.equal(classReady(), 'BackendUnhealthy');
     const h = host(acceptedOpenSandboxJob(), s);
     for (let i = 0; i < 4; i++) await h.step();
     assert.deepEqual([srv.sandboxes.size, reason(h.job, 'Scheduled')], [0, 'BackendUnreachable']);

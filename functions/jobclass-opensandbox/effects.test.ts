@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
-import type { ListFilter, SandboxApi } from '../../lib/opensandbox/client.ts';
+import type { Health, ListFilter, SandboxApi } from '../../lib/opensandbox/client.ts';
 import { OpenSandboxError } from '../../lib/opensandbox/errors.ts';
 import type { CreateSandboxRequest, CreateSandboxResponse, ListSandboxesResponse, Sandbox } from '../../lib/opensandbox/types.ts';
 import { SANDBOX_FINALIZER, type Job, type OpenSandboxParameters } from '../jobclass-core/api.ts';
@@ -17,6 +17,7 @@ class FakeApi implements SandboxApi {
   /** While > 0, list calls do not show sandboxes created by the last create (eventual consistency). */
   hideNewest = 0;
   failLists = false;
+  unhealthy = false;
   private seq = 0;
   clock: () => Date = () => NOW;
 
@@ -37,6 +38,10 @@ class FakeApi implements SandboxApi {
     return Promise.resolve(s);
   }
   get(id: string): Promise<Sandbox | undefined> { return Promise.resolve(this.sandboxes.find((s) => s.id === id)); }
+  health(): Promise<Health> {
+    this.calls.push('health');
+    return Promise.resolve(this.unhealthy ? { healthy: false, message: 'GET /health: HTTP 503 unhealthy' } : { healthy: true });
+  }
   delete(id: string): Promise<'deleted' | 'not-found'> {
     this.calls.push(`delete ${id}`);
     const s = this.sandboxes.find((x) => x.id === id);
@@ -137,6 +142,15 @@ describe('jobclass-opensandbox effects (fake backend)', () => {
     h.api.failLists = true;
     assert.equal((statuses(await probe('@secret:ayatori-system:opensandbox-api'))[0] as OpenSandboxParameters['status'])?.conditions?.[0]?.reason, 'BackendUnreachable');
     assert.deepEqual(await probe('@secret:other:x'), []);
-    assert.ok(h.api.calls.every((c) => c === 'list'));
+    assert.ok(h.api.calls.every((c) => c === 'list' || c === 'health'));
+  });
+
+  it('reports a server that says it is unhealthy as BackendUnhealthy without listing', async () => {
+    const h = new Host(accepted());
+    h.api.unhealthy = true;
+    const st = statuses(await reconcileWithEffects({ key: '@params:microvm', object: undefined, state: h.state, now: NOW }, h.deps))[0] as OpenSandboxParameters['status'];
+    assert.deepEqual([st?.conditions?.[0]?.status, st?.conditions?.[0]?.reason], ['False', 'BackendUnhealthy']);
+    assert.match(st?.conditions?.[0]?.message ?? '', /HTTP 503/);
+    assert.deepEqual(h.api.calls, ['health']);
   });
 });

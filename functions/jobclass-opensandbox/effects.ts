@@ -82,7 +82,10 @@ export async function runParameters(name: string, state: State, now: Date, deps:
   const conn = connectionOf(params, state, deps.policy());
   if ('problem' in conn) return [...protect, ...probeOps(params, { ok: false, problem: conn.problem }, undefined, now)];
   try {
-    await deps.api(conn).list({ metadata: { [JOB_UID_LABEL]: 'probe' } }, 1, 1);
+    const api = deps.api(conn);
+    const health = await api.health();
+    if (health.healthy === false) return [...protect, ...probeOps(params, { ok: false, problem: { reason: 'BackendUnhealthy', message: `the server reports itself unhealthy (${health.message})` } }, conn.secretResourceVersion, now)];
+    await api.list({ metadata: { [JOB_UID_LABEL]: 'probe' } }, 1, 1);
     return [...protect, ...probeOps(params, { ok: true }, conn.secretResourceVersion, now)];
   } catch (err) {
     return [...protect, ...probeOps(params, { ok: false, error: failureOf(err) }, conn.secretResourceVersion, now)];
