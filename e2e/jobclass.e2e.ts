@@ -5,7 +5,7 @@
  * cancel; and the OpenSandbox adapter against the local spec-validating OpenSandbox server
  * (one tagged sandbox, exactly one sandbox after a crash between create and status write,
  * pool exhaustion reported and retried, API key rotation without restart, backend health loss
- * and recovery). Transition Events are asserted for a Kubernetes-adapter Job.
+ * and recovery, a deleted and recreated API key Secret). Transition Events are asserted for a Kubernetes-adapter Job.
  */
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -244,6 +244,20 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     const started = await sandboxed('h-new');
     srv.finish(started.status!.execution!.sandboxID!, true);
     await until(ns, 'h-new', (x) => x.status?.phase === 'Succeeded', 'the pending Job ran after recovery');
+  });
+
+  it('a deleted API key Secret makes the class not Ready (seen by the probe; Secrets are not watched) and holds new Jobs until it is back', async () => {
+    const key = (await admin().get<Obj & { data: Record<string, string> }>(secretPath())).data['api-key'];
+    await admin().delete(secretPath());
+    await eventually('class Ready=False/ApiKeySecretNotFound', async () => (await ready())?.reason === 'ApiKeySecretNotFound', 100_000);
+    await run('no-key');
+    const waiting = await until(ns, 'no-key', (x) => cond(x, 'Scheduled')?.reason === 'ApiKeySecretNotFound', 'Scheduled=False/ApiKeySecretNotFound');
+    assert.deepEqual(sandboxesOf(waiting.metadata.uid), []);
+    await admin().create(`/api/v1/namespaces/${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'opensandbox-api' }, data: { 'api-key': key } });
+    await eventually('class Ready again', async () => (await ready())?.status === 'True', 60_000);
+    const started = await sandboxed('no-key');
+    srv.finish(started.status!.execution!.sandboxID!, true);
+    await until(ns, 'no-key', (x) => x.status?.phase === 'Succeeded', 'the Job ran once the Secret was back');
   });
 });
 

@@ -67,8 +67,9 @@ export function openSandboxReadiness(p: OpenSandboxParameters, ctx: ClassContext
   if (!value) return { condition: notReady('ApiKeyMissing', `Secret ${ref.namespace}/${ref.name} has no non-empty key ${ref.key}`) };
   const probe = p.status?.probe;
   const reach = conditionOf(p.status?.conditions, 'BackendReachable');
-  // A rotated key keeps the last verdict until the adapter re-probes (it is woken by the Secret
-  // change), so rotation does not flap Ready; a changed endpoint is a different backend.
+  // A rotated key keeps the last verdict until the adapter's next probe (Secrets are read by name,
+  // not watched; Job calls use the new key at once), so rotation does not flap Ready; a changed
+  // endpoint is a different backend.
   if (!probe?.time || !reach || probe.endpoint !== p.spec.endpoint) {
     return { condition: notReady('BackendNotProbed', 'waiting for the adapter to probe the current endpoint') };
   }
