@@ -10,6 +10,7 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { TerminalError, TransientError, WaitingError } from '../lib/fn/errors.ts';
 import { executeOperations } from '../lib/fn/execute.ts';
+import { fetchRefs, withFetched } from '../lib/fn/fetch.ts';
 import type { FnMetrics } from '../lib/fn/metrics.ts';
 import { WorkQueue } from '../lib/fn/queue.ts';
 import { keyOf, resourcePath, type Resource, type State, type WatchFunction } from '../lib/fn/types.ts';
@@ -143,7 +144,8 @@ export class Relay {
     const sep = key.indexOf('/');
     const object = this.state.get(fn.trigger.resource, sep < 0 ? undefined : key.slice(0, sep), sep < 0 ? key : key.slice(sep + 1));
     try {
-      const ops = await fn.handler({ key, object, state: this.state, now: this.now() });
+      const state = await this.stateFor(fn, key, object);
+      const ops = await fn.handler({ key, object, state, now: this.now() });
       const res = await executeOperations(this.o.client, fn.name, ops);
       await this.seeWrites(res.written);
       q.forget(key);
@@ -152,6 +154,14 @@ export class Relay {
     } catch (err) {
       this.onError(fn, q, key, err, log);
     }
+  }
+
+  /** The cached state, plus this invocation's live reads when the function declares them. */
+  private async stateFor(fn: WatchFunction, key: string, object: KubeObject | undefined): Promise<State> {
+    const f = fn.trigger.fetch;
+    if (!f) return this.state;
+    const get = (path: string): Promise<KubeObject | undefined> => this.o.client.get<KubeObject>(path).catch((err: unknown) => { if (isApiError(err, 404)) return undefined; throw err; });
+    return withFetched(this.state, f.resources, await fetchRefs(get, f.refs({ key, object, state: this.state })));
   }
 
   private onError(fn: WatchFunction, q: WorkQueue, key: string, err: unknown, log: Logger): void {

@@ -4,7 +4,8 @@
  * node agent (ServiceAccount from the parameters, never the default one), admission rejections,
  * cancel; and the OpenSandbox adapter against the local spec-validating OpenSandbox server
  * (one tagged sandbox, exactly one sandbox after a crash between create and status write,
- * pool exhaustion reported and retried).
+ * pool exhaustion reported and retried, API key rotation without restart, backend health loss
+ * and recovery, a deleted and recreated API key Secret). Transition Events are asserted for a Kubernetes-adapter Job.
  */
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -16,6 +17,7 @@ const X = '/apis/execution.ayatori.ddupan.top/v1alpha1';
 type Cond = { type: string; status: string; reason: string; message: string };
 type Job = Obj & { status?: { phase?: string; message?: string; conditions?: Cond[]; resolvedJobClass?: { name: string; uid: string; controllerName: string; parametersRef?: { uid?: string } }; effectiveResources?: Record<string, Record<string, string>>; execution?: { name?: string; sandboxID?: string } } };
 const cond = (j: Job, t: string): Cond | undefined => j.status?.conditions?.find((c) => c.type === t);
+type Event = Obj & { reason: string; message: string; type: string; involvedObject: { uid?: string; kind?: string } };
 const uniq = `${process.pid}`;
 
 async function apply(path: string, obj: Record<string, unknown>): Promise<void> {
@@ -59,6 +61,24 @@ describe('JobClass execution: Kubernetes adapter', function () {
     const bj = await admin().get<Obj & { spec: { template: { spec: { serviceAccountName: string } } } }>(`/apis/batch/v1/namespaces/${ns}/jobs/${j.status?.execution?.name}`);
     assert.equal(bj.spec.template.spec.serviceAccountName, 'jobs-runner');
     assert.equal(bj.metadata.ownerReferences?.[0]?.kind, 'Job');
+  });
+
+  it('writes a core/v1 Event on the Job for each transition (Accepted, Scheduled, terminal)', async () => {
+    await job(ns, 'evented', { jobClassName: cls, image: 'bash', command: ['true'] });
+    const j = await until(ns, 'evented', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
+    const want = [['Accepted', /^Accepted=True: /], ['ExecutionCreated', /^Scheduled=True: /], ['Completed', /^Succeeded=True: /]] as const;
+    const events = await eventually('the transition Events', async () => {
+      const list = await admin().list<Event>(`/api/v1/namespaces/${ns}/events`);
+      const mine = list.items.filter((e) => e.involvedObject.uid === j.metadata.uid);
+      return want.every(([reason]) => mine.some((e) => e.reason === reason)) ? mine : undefined;
+    });
+    for (const [reason, message] of want) {
+      const e = events.filter((x) => x.reason === reason);
+      assert.equal(e.length, 1, `exactly one ${reason} Event`);
+      assert.equal(e[0]?.type, 'Normal');
+      assert.equal(e[0]?.involvedObject.kind, 'Job');
+      assert.match(e[0]?.message ?? '', message);
+    }
   });
 
   it('does not schedule without the parameters\' ServiceAccount (never the default one)', async () => {
@@ -135,6 +155,109 @@ describe('JobClass execution: OpenSandbox adapter (local spec-validating server)
     assert.match(waiting.status?.message ?? cond(waiting, 'Scheduled')?.message ?? '', /pool small/);
     srv.finish(first.status!.execution!.sandboxID!, true);
     await until(ns, 'second', (x) => !!x.status?.execution?.sandboxID, 'a sandbox once capacity frees', 90_000);
+  });
+});
+
+describe('JobClass execution: OpenSandbox API key rotation and backend health (local server)', function () {
+  let ns: string;
+  let srv: OpenSandboxTestServer;
+  const cls = `e2e-osh-${uniq}`;
+  const secretPath = (): string => `/api/v1/namespaces/${ns}/secrets/opensandbox-api`;
+  const sandboxesOf = (uid: string | undefined): string[] => [...srv.sandboxes.values()].filter((s) => s.request.metadata?.['execution.ayatori.ddupan.top/job-uid'] === uid).map((s) => s.id);
+  const ready = async (): Promise<Cond | undefined> => cond(await admin().get<Job>(`${X}/jobclasses/${cls}`), 'Ready');
+  const run = (name: string): Promise<void> => job(ns, name, { jobClassName: cls, image: 'python:3.12', command: ['python3', '-c', 'print(1)'] });
+  const sandboxed = async (name: string): Promise<Job> => until(ns, name, (x) => !!x.status?.execution?.sandboxID, 'a sandbox', 90_000);
+  before(async () => {
+    ns = await newNamespace('jcrot');
+    srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true });
+    await admin().create(`/api/v1/namespaces/${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'opensandbox-api' }, stringData: { 'api-key': 'key-1' } });
+    await apply(`${X}/opensandboxexecutionparameters`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'OpenSandboxExecutionParameters', metadata: { name: `${cls}-params` },
+      spec: { endpoint: srv.url, apiKeySecretRef: { namespace: ns, name: 'opensandbox-api', key: 'api-key' } } });
+    await apply(`${X}/jobclasses`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'JobClass', metadata: { name: cls },
+      spec: { controllerName: 'execution.ayatori.ddupan.top/opensandbox', parametersRef: { group: 'execution.ayatori.ddupan.top', kind: 'OpenSandboxExecutionParameters', name: `${cls}-params` },
+        resources: { defaults: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } } } } });
+    await eventually(`class ${cls} Ready`, async () => (await ready())?.status === 'True', 90_000);
+  });
+  after(async () => {
+    assert.deepEqual(srv.requestViolations, [], 'every request conformed to the vendored OpenAPI spec');
+    assert.deepEqual(srv.responseViolations, []);
+    await deleteNamespace(ns);
+    await srv.close();
+  });
+
+  it('picks up a rotated API key without a restart and keeps observing and creating', async () => {
+    await run('rot-a');
+    const a = await sandboxed('rot-a');
+    // Overlapping rotation: the server accepts both keys, the Secret moves to key-2, then key-1 is revoked.
+    srv.setApiKeys(['key-1', 'key-2']);
+    await admin().patch(secretPath(), { stringData: { 'api-key': 'key-2' } });
+    await eventually('a call with the new key', () => Promise.resolve(srv.calls.some((c) => c.key === 'key-2')), 60_000);
+    srv.setApiKeys(['key-2']);
+    const mark = srv.calls.length;
+    srv.finish(a.status!.execution!.sandboxID!, true);
+    await until(ns, 'rot-a', (x) => x.status?.phase === 'Succeeded', 'Succeeded after the rotation');
+    await run('rot-b');
+    const b = await sandboxed('rot-b');
+    srv.finish(b.status!.execution!.sandboxID!, true);
+    await until(ns, 'rot-b', (x) => x.status?.phase === 'Succeeded', 'Succeeded with the new key');
+    const after = srv.calls.slice(mark);
+    assert.ok(after.length >= 2);
+    assert.deepEqual(after.filter((c) => c.key !== 'key-2' || c.status === 401), [], 'every call after the revocation used the new key');
+    assert.equal((await ready())?.status, 'True', 'an overlapping rotation never makes the class not Ready');
+
+    // Hard cut: the server only knows key-3 before the Secret has it; the running Job is not
+    // lost or re-created, and everything resumes once the Secret carries key-3.
+    await run('rot-c');
+    const c = await sandboxed('rot-c');
+    srv.setApiKeys(['key-3']);
+    await until(ns, 'rot-c', (x) => cond(x, 'ResultUnknown')?.reason === 'BackendAuthenticationFailed', 'ResultUnknown while the key is rejected', 60_000);
+    await admin().patch(secretPath(), { stringData: { 'api-key': 'key-3' } });
+    await until(ns, 'rot-c', (x) => cond(x, 'ResultUnknown')?.status === 'False', 'observed again with the new key', 60_000);
+    srv.finish(c.status!.execution!.sandboxID!, true);
+    const done = await until(ns, 'rot-c', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
+    assert.deepEqual(sandboxesOf(done.metadata.uid), [c.status!.execution!.sandboxID!], 'never re-created');
+    await eventually('class Ready with key-3', async () => (await ready())?.status === 'True', 60_000);
+    for (const name of ['rot-a', 'rot-b', 'rot-c']) assert.ok(!JSON.stringify(await getJob(ns, name)).match(/key-[123]/), 'no API key in Job status');
+  });
+
+  it('health: an unhealthy server makes the class not Ready and holds new Jobs while existing ones are observed and cancelled; recovery releases them', async () => {
+    await run('h-finish');
+    await run('h-cancel');
+    const fin = await sandboxed('h-finish');
+    const can = await sandboxed('h-cancel');
+    srv.faults.unhealthy = true;
+    await eventually('class Ready=False/BackendUnhealthy', async () => (await ready())?.reason === 'BackendUnhealthy', 100_000);
+    await run('h-new');
+    const waiting = await until(ns, 'h-new', (x) => cond(x, 'Scheduled')?.reason === 'JobClassNotReady', 'Scheduled=False/JobClassNotReady');
+    assert.equal(cond(waiting, 'Accepted')?.status, 'True', 'not Ready is not a reason to reject the Job');
+    srv.finish(fin.status!.execution!.sandboxID!, true);
+    await until(ns, 'h-finish', (x) => x.status?.phase === 'Succeeded', 'an existing Job is still observed');
+    await admin().patch(`${X}/namespaces/${ns}/jobs/h-cancel`, { spec: { cancelRequested: true } });
+    const cancelled = await until(ns, 'h-cancel', (x) => x.status?.phase === 'Failed', 'an existing Job is still cancelled');
+    assert.equal(cond(cancelled, 'Failed')?.reason, 'Cancelled');
+    assert.equal(srv.sandboxes.get(can.status!.execution!.sandboxID!)?.status.reason, 'user_delete', 'the sandbox was deleted');
+    assert.equal((await ready())?.reason, 'BackendUnhealthy', 'all of the above happened while the class was not Ready');
+    assert.deepEqual(sandboxesOf(waiting.metadata.uid), [], 'no execution was started for the new Job');
+
+    srv.faults.unhealthy = false;
+    await eventually('class Ready again', async () => (await ready())?.status === 'True', 60_000);
+    const started = await sandboxed('h-new');
+    srv.finish(started.status!.execution!.sandboxID!, true);
+    await until(ns, 'h-new', (x) => x.status?.phase === 'Succeeded', 'the pending Job ran after recovery');
+  });
+
+  it('a deleted API key Secret makes the class not Ready (seen by the probe; Secrets are not watched) and holds new Jobs until it is back', async () => {
+    const key = (await admin().get<Obj & { data: Record<string, string> }>(secretPath())).data['api-key'];
+    await admin().delete(secretPath());
+    await eventually('class Ready=False/ApiKeySecretNotFound', async () => (await ready())?.reason === 'ApiKeySecretNotFound', 100_000);
+    await run('no-key');
+    const waiting = await until(ns, 'no-key', (x) => cond(x, 'Scheduled')?.reason === 'ApiKeySecretNotFound', 'Scheduled=False/ApiKeySecretNotFound');
+    assert.deepEqual(sandboxesOf(waiting.metadata.uid), []);
+    await admin().create(`/api/v1/namespaces/${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'opensandbox-api' }, data: { 'api-key': key } });
+    await eventually('class Ready again', async () => (await ready())?.status === 'True', 60_000);
+    const started = await sandboxed('no-key');
+    srv.finish(started.status!.execution!.sandboxID!, true);
+    await until(ns, 'no-key', (x) => x.status?.phase === 'Succeeded', 'the Job ran once the Secret was back');
   });
 });
 

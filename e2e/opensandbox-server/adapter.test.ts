@@ -8,9 +8,11 @@ import assert from 'node:assert/strict';
 import { OpenSandboxClient } from '../../lib/opensandbox/client.ts';
 import { nodeTransport } from '../../lib/opensandbox/transport.ts';
 import { JOB_UID_LABEL, SANDBOX_FINALIZER, type Job, type JobClass, type OpenSandboxParameters } from '../../functions/jobclass-core/api.ts';
-import { FakeState, JobHost, NOW, R, X, acceptedOpenSandboxJob, jobClass, osParams, secret, statuses } from '../../functions/jobclass-core/testing.ts';
+import { FakeState, JobHost, NOW, R, X, acceptedOpenSandboxJob, jobClass, osParams, secret, statuses, withLiveReads } from '../../functions/jobclass-core/testing.ts';
 import { reconcileClass } from '../../functions/jobclass-controller/core.ts';
 import { reconcileWithEffects, type Deps } from '../../functions/jobclass-opensandbox/effects.ts';
+import adapter from '../../functions/jobclass-opensandbox/index.ts';
+import type { Operation, ReconcileInput } from '../../lib/fn/types.ts';
 import { startOpenSandboxServer, type OpenSandboxTestServer } from './server.ts';
 
 const POLICY = { insecureHosts: ['127.0.0.1'] };
@@ -25,7 +27,10 @@ function setup(srv: OpenSandboxTestServer, params: Partial<Parameters<typeof osP
   return { state, deps };
 }
 
-const host = (j: Job, s: { state: FakeState; deps: Deps }): JobHost => new JobHost(j, s.state, (i) => reconcileWithEffects(i, s.deps));
+const fetchDecl = adapter.trigger.type === 'watch' ? adapter.trigger.fetch : undefined;
+/** The adapter as the relay hosts it: Secrets only through its declared live reads. */
+const hosted = (deps: Deps): ((i: ReconcileInput) => Promise<Operation[]>) => withLiveReads(fetchDecl, (i) => reconcileWithEffects(i, deps));
+const host = (j: Job, s: { state: FakeState; deps: Deps }): JobHost => new JobHost(j, s.state, hosted(s.deps));
 const sandboxID = (j: Job): string | undefined => j.status?.execution?.sandboxID;
 const reason = (j: Job, type: string): string | undefined => j.status?.conditions?.find((c) => c.type === type)?.reason;
 
@@ -86,7 +91,7 @@ describe('OpenSandbox adapter against the local OpenSandbox server', () => {
   it('drives class Ready from backend probes: health down blocks new executions, recovery unblocks them', async () => {
     const s = setup(srv);
     const probe = async (): Promise<void> => {
-      const ops = await reconcileWithEffects({ key: '@params:microvm', object: undefined, state: s.state, now: NOW }, s.deps);
+      const ops = await hosted(s.deps)({ key: '@params:microvm', object: undefined, state: s.state, now: NOW });
       const p = s.state.get(X.openSandboxParameters, undefined, 'microvm') as OpenSandboxParameters;
       s.state.put(X.openSandboxParameters, { ...p, status: statuses(ops)[0] });
     };
@@ -98,7 +103,7 @@ describe('OpenSandbox adapter against the local OpenSandbox server', () => {
     };
     srv.faults.healthDown = true;
     await probe();
-    assert.equal(classReady(), 'BackendUnreachable');
+    assert.equal(classReady(), 'BackendUnhealthy');
     const h = host(acceptedOpenSandboxJob(), s);
     for (let i = 0; i < 4; i++) await h.step();
     assert.deepEqual([srv.sandboxes.size, reason(h.job, 'Scheduled')], [0, 'BackendUnreachable']);

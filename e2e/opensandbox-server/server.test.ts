@@ -102,6 +102,14 @@ describe('OpenSandbox test server', () => {
     assert.equal((await fetch(`${srv.url}/health`)).status, 200);
   });
 
+  it('can report itself unhealthy while its API still answers', async () => {
+    srv.faults.unhealthy = true;
+    assert.equal((await fetch(`${srv.url}/health`)).status, 503);
+    assert.equal((await call(srv, 'GET', '/sandboxes')).status, 200);
+    srv.faults.unhealthy = false;
+    assert.equal((await fetch(`${srv.url}/health`)).status, 200);
+  });
+
   it('expires sandboxes after their timeout with reason ttl_expiry', async () => {
     let now = new Date('2026-01-01T00:00:00Z');
     const s2 = await startOpenSandboxServer({ apiKeys: [KEY], insecure: true, now: () => now });

@@ -13,7 +13,8 @@
  *   KUBERNETES::POOL_CAPACITY_EXHAUSTED with Retry-After (upstream PR #1581; not in the vendored
  *   spec, so that one response is validated as a documented drift: ErrorResponse + Retry-After).
  * - Faults: `crashAfterCreate` stores the sandbox and drops the connection without an answer;
- *   `healthDown` answers every /v1 call with 500 and /health with 503.
+ *   `healthDown` answers every /v1 call with 500 and /health with 503; `unhealthy` only makes
+ *   /health report 503 (the server says it is unhealthy while its API still answers).
  * - Tests drive lifecycles with `transition` / `finish`; `timeout` expiry terminates a sandbox
  *   with reason ttl_expiry.
  */
@@ -52,7 +53,7 @@ export interface StoredSandbox {
   pool?: string;
 }
 
-export interface Faults { crashAfterCreate: number; healthDown: boolean }
+export interface Faults { crashAfterCreate: number; healthDown: boolean; unhealthy: boolean }
 
 export interface OpenSandboxTestServer {
   /** Endpoint for OpenSandboxExecutionParameters.spec.endpoint (the API is under /v1). */
@@ -61,8 +62,9 @@ export interface OpenSandboxTestServer {
   faults: Faults;
   requestViolations: string[];
   responseViolations: string[];
-  /** Every /v1 call: method, path (without query) and answered status (0 when the connection was dropped). */
-  calls: { method: string; path: string; status: number }[];
+  /** Every /v1 call: method, path (without query), answered status (0 when the connection was
+   * dropped) and the API key presented (test keys only; lets tests see which key a client used). */
+  calls: { method: string; path: string; status: number; key?: string }[];
   setApiKeys(keys: string[]): void;
   transition(id: string, state: string, reason?: string, message?: string): void;
   /** Simulates the entrypoint ending: Terminated/completed, or Failed/process_exited. */
@@ -132,7 +134,7 @@ export async function startOpenSandboxServer(o: ServerOptions): Promise<OpenSand
   const spec = SpecValidator.fromFile(o.specFile ?? specPath());
   const store = new Store(o);
   let keys = new Set(o.apiKeys);
-  const faults: Faults = { crashAfterCreate: 0, healthDown: false };
+  const faults: Faults = { crashAfterCreate: 0, healthDown: false, unhealthy: false };
   const requestViolations: string[] = [];
   const responseViolations: string[] = [];
   const calls: OpenSandboxTestServer['calls'] = [];
@@ -140,7 +142,10 @@ export async function startOpenSandboxServer(o: ServerOptions): Promise<OpenSand
   app.disable('x-powered-by');
   app.disable('etag');
 
-  app.get('/health', (_req, res) => { res.status(faults.healthDown ? 503 : 200).json({ status: faults.healthDown ? 'unhealthy' : 'healthy' }); });
+  app.get('/health', (_req, res) => {
+    const down = faults.healthDown || faults.unhealthy;
+    res.status(down ? 503 : 200).json({ status: down ? 'unhealthy' : 'healthy' });
+  });
   app.use('/v1', express.raw({ type: () => true, limit: '4mb' }));
 
   /** Sends a validated response (an invalid one becomes a 500 and a recorded violation). */
@@ -149,7 +154,8 @@ export async function startOpenSandboxServer(o: ServerOptions): Promise<OpenSand
     const all = { 'x-request-id': randomUUID(), ...headers };
     const problems = spec.validateResponse(ctx.found, status, all, { present: body !== undefined, value: body }, DRIFT[`${ctx.found.method} ${ctx.found.template}`]);
     ctx.answered = true;
-    calls.push({ method: req.method, path: req.path, status: problems.length ? 500 : status });
+    const key = req.headers['open-sandbox-api-key'];
+    calls.push({ method: req.method, path: req.path, status: problems.length ? 500 : status, ...(typeof key === 'string' ? { key } : {}) });
     if (problems.length) {
       responseViolations.push(`${req.method} ${req.path} -> ${status}: ${problems.join('; ')}`);
       res.status(500).set('x-request-id', all['x-request-id']).json(errorBody('TEST::INVALID_RESPONSE', problems.join('; ')));
@@ -219,7 +225,7 @@ export async function startOpenSandboxServer(o: ServerOptions): Promise<OpenSand
     if (faults.crashAfterCreate > 0) {
       faults.crashAfterCreate--;
       (res.locals.ctx as Ctx).answered = true;
-      calls.push({ method: req.method, path: req.path, status: 0 });
+      calls.push({ method: req.method, path: req.path, status: 0, key: String(req.headers['open-sandbox-api-key']) });
       req.socket.destroy();
       return;
     }

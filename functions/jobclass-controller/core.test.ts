@@ -4,7 +4,7 @@ import type { JobClass, Job, OpenSandboxParameters } from '../jobclass-core/api.
 import { CLASS_FINALIZER } from '../jobclass-core/api.ts';
 import { FakeState, NOW, R, X, events, job, jobClass, k8sParams, osParams, secret, statuses } from '../jobclass-core/testing.ts';
 import { PROBE_STALE_MS, reconcileClass } from './core.ts';
-import { handle } from './index.ts';
+import fn, { handle, secretRefs } from './index.ts';
 
 const STRICT = { insecureHosts: [] as string[] };
 const bare = (c: JobClass): JobClass => ({ ...c, status: {} });
@@ -147,7 +147,7 @@ describe('jobclass-controller: competing global defaults', () => {
 });
 
 describe('jobclass-controller: dependency keys', () => {
-  it('reconciles the classes referencing changed parameters, RuntimeClasses and API key Secrets', () => {
+  it('reconciles the classes referencing changed parameters and RuntimeClasses, and reads only their API key Secrets by name', () => {
     const state = new FakeState([
       [X.jobClasses, bare(jobClass('rootless'))], [X.jobClasses, bare(jobClass('microvm', { controller: 'opensandbox' }))],
       [X.kubernetesParameters, k8sParams('rootless', { runtimeClass: 'runc' })], [X.openSandboxParameters, osParams('microvm')],
@@ -155,7 +155,12 @@ describe('jobclass-controller: dependency keys', () => {
     const names = (key: string): string[] => statuses(handle({ key, object: undefined, state, now: NOW })).map(() => key);
     assert.equal(names('@params:KubernetesExecutionParameters:rootless').length, 1);
     assert.equal(names('@runtimeclass:runc').length, 1);
-    assert.equal(names('@secret:ayatori-system:opensandbox-api').length, 1);
-    assert.equal(names('@secret:other:opensandbox-api').length, 0);
+    assert.equal(names('@secret:ayatori-system:opensandbox-api').length, 0, 'Secrets are not watched');
+    const refs = (key: string, object?: JobClass): string[] => secretRefs({ key, object, state }).map((r) => `${r.resource.resource}/${r.namespace ?? ''}/${r.name}`);
+    assert.deepEqual(refs('microvm', jobClass('microvm', { controller: 'opensandbox' })), ['secrets/ayatori-system/opensandbox-api']);
+    assert.deepEqual(refs('@params:OpenSandboxExecutionParameters:microvm'), ['secrets/ayatori-system/opensandbox-api']);
+    assert.deepEqual(refs('rootless', jobClass('rootless')), []);
+    assert.equal(fn.trigger.type === 'watch' && fn.trigger.also?.some((a) => a.resource === R.secrets), false);
+    assert.deepEqual(fn.rbac.filter((r) => r.resources.includes('secrets')).map((r) => r.verbs), [['get']]);
   });
 });

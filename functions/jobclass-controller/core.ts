@@ -6,7 +6,7 @@
 import { R } from '../../lib/fn/resources.ts';
 import type { Operation, State } from '../../lib/fn/types.ts';
 import { checkEndpoint, type EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
-import { validateSelector } from '../run-scheduler/selector.ts';
+import { validateSelector } from '../../lib/kube/selector.ts';
 import { API_VERSION, CLASS_FINALIZER, KUBERNETES_CONTROLLER, OPENSANDBOX_CONTROLLER, X, dataOf, type Job, type JobClass, type KubernetesParameters, type OpenSandboxParameters, type Parameters } from '../jobclass-core/api.ts';
 import { CONTROLLERS, isSupportedController, parametersOf, parametersRefProblem } from '../jobclass-core/controllers.ts';
 import { conditionEvents, conditionOf, eventOp, involvedOf, isTrue, sameJson, withConditions, type ConditionInput } from '../jobclass-core/events.ts';
@@ -67,8 +67,9 @@ export function openSandboxReadiness(p: OpenSandboxParameters, ctx: ClassContext
   if (!value) return { condition: notReady('ApiKeyMissing', `Secret ${ref.namespace}/${ref.name} has no non-empty key ${ref.key}`) };
   const probe = p.status?.probe;
   const reach = conditionOf(p.status?.conditions, 'BackendReachable');
-  // A rotated key keeps the last verdict until the adapter re-probes (it is woken by the Secret
-  // change), so rotation does not flap Ready; a changed endpoint is a different backend.
+  // A rotated key keeps the last verdict until the adapter's next probe (Secrets are read by name,
+  // not watched; Job calls use the new key at once), so rotation does not flap Ready; a changed
+  // endpoint is a different backend.
   if (!probe?.time || !reach || probe.endpoint !== p.spec.endpoint) {
     return { condition: notReady('BackendNotProbed', 'waiting for the adapter to probe the current endpoint') };
   }

@@ -4,28 +4,35 @@
  * Ready (Kubernetes: the RuntimeClass exists; OpenSandbox: API key Secret present and the
  * adapter's last probe of the current endpoint/key succeeded recently), with an Event per
  * transition. A protection finalizer holds a class deletion until no non-terminal Job
- * references its UID. Woken by its parameters, RuntimeClasses, API key Secrets and Jobs.
+ * references its UID. Woken by its parameters, RuntimeClasses and Jobs; reads API key Secrets by name.
  */
 import { R } from '../../lib/fn/resources.ts';
-import type { FunctionDef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
-import { X, type Job, type JobClass, type KubernetesParameters, type OpenSandboxParameters } from '../jobclass-core/api.ts';
+import type { FunctionDef, ObjectRef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
+import { OPENSANDBOX_CONTROLLER, X, type Job, type JobClass, type KubernetesParameters, type OpenSandboxParameters } from '../jobclass-core/api.ts';
 import { parametersOf } from '../jobclass-core/controllers.ts';
 import { endpointPolicy } from '../jobclass-core/config.ts';
 import { reconcileClass } from './core.ts';
 
-/** Classes affected by a change to a dependency key (@params:Kind:name, @runtimeclass:name, @secret:ns:name). */
+/** Classes affected by a change to a dependency key (@params:Kind:name, @runtimeclass:name). */
 export function affectedClasses(key: string, state: State): JobClass[] {
   const [what = '', a = '', b = ''] = key.slice(1).split(':');
   const classes = state.list(X.jobClasses) as JobClass[];
   switch (what) {
     case 'params': return classes.filter((c) => c.spec.parametersRef.kind === a && c.spec.parametersRef.name === b);
     case 'runtimeclass': return classes.filter((c) => (parametersOf(c, state) as KubernetesParameters | undefined)?.spec.runtimeClassName === a);
-    case 'secret': return classes.filter((c) => {
-      const ref = (parametersOf(c, state) as OpenSandboxParameters | undefined)?.spec.apiKeySecretRef;
-      return ref?.namespace === a && ref.name === b;
-    });
     default: return [];
   }
+}
+
+/** The API key Secrets an invocation reads by name (live GETs; Secrets are never listed or watched). */
+export function secretRefs({ key, object, state }: { key: string; object: KubeObject | undefined; state: State }): ObjectRef[] {
+  const classes = key.startsWith('@') ? affectedClasses(key, state) : object ? [object as JobClass] : [];
+  return classes.flatMap((c) => {
+    if (c.spec.controllerName !== OPENSANDBOX_CONTROLLER) return [];
+    const ref = (parametersOf(c, state) as OpenSandboxParameters | undefined)?.spec.apiKeySecretRef;
+    return ref ? [{ resource: R.secrets, namespace: ref.namespace, name: ref.name }] : [];
+  });
 }
 
 export function handle({ key, object, state, now }: ReconcileInput): Operation[] {
@@ -43,9 +50,11 @@ const fn: FunctionDef = {
       { resource: X.kubernetesParameters, map: (o) => [`@params:KubernetesExecutionParameters:${o.metadata.name ?? ''}`] },
       { resource: X.openSandboxParameters, map: (o) => [`@params:OpenSandboxExecutionParameters:${o.metadata.name ?? ''}`] },
       { resource: X.runtimeClasses, map: (o) => [`@runtimeclass:${o.metadata.name ?? ''}`] },
-      { resource: R.secrets, map: (o) => [`@secret:${o.metadata.namespace ?? ''}:${o.metadata.name ?? ''}`] },
       { resource: X.jobs, map: (o) => { const c = (o as Job).status?.resolvedJobClass?.name; return c ? [c] : []; } },
     ],
+    // API key Secrets are read by name (no Secret watch): a Secret created or fixed later is seen
+    // through the adapter's probe verdict on the parameters object, which wakes the class.
+    fetch: { resources: [R.secrets], refs: secretRefs },
   },
   concurrency: 2,
   rbac: [
@@ -53,7 +62,7 @@ const fn: FunctionDef = {
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['kubernetesexecutionparameters', 'opensandboxexecutionparameters', 'jobs'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: ['node.k8s.io'], resources: ['runtimeclasses'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ],
   handler: handle,

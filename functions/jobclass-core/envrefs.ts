@@ -5,7 +5,7 @@
  * the Kubernetes adapter leaves resolution to the kubelet.
  */
 import { R } from '../../lib/fn/resources.ts';
-import type { State } from '../../lib/fn/types.ts';
+import type { ObjectRef, State } from '../../lib/fn/types.ts';
 import { dataOf, type EnvVar, type Job, type KeyRef, type Secret } from './api.ts';
 import type { Problem } from './resolve.ts';
 
@@ -50,6 +50,14 @@ export function referenceProblem(job: Job, state: State): Problem | undefined {
     return { reason: 'ImagePullSecretNotFound', message: `spec.imagePullSecret: Secret ${job.metadata.namespace ?? ''}/${pull} does not exist` };
   }
   return undefined;
+}
+
+/** The Secrets a Job names (env secretKeyRefs and the image pull Secret), for live reads. */
+export function jobSecretRefs(job: Job): ObjectRef[] {
+  const namespace = job.metadata.namespace ?? '';
+  const names = (job.spec.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef.name] : []));
+  if (job.spec.imagePullSecret?.name) names.push(job.spec.imagePullSecret.name);
+  return [...new Set(names)].map((name) => ({ resource: R.secrets, namespace, name }));
 }
 
 /** The registry host of an image reference (Docker Hub for bare names). */

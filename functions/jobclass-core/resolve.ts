@@ -6,7 +6,7 @@
  * not depend on creation time. The result is frozen into status.resolvedJobClass.
  */
 import { conditionOf, isTrue } from './events.ts';
-import { matchesSelector, validateSelector } from '../run-scheduler/selector.ts';
+import { matchesSelector, validateSelector } from '../../lib/kube/selector.ts';
 import { DEFAULT_CLASS_ANNOTATION, NAMESPACE_DEFAULT_ANNOTATION, type JobClass, type Namespace, type Parameters, type ResolvedJobClass } from './api.ts';
 
 export type Via = 'explicit' | 'namespace' | 'global';

@@ -1,6 +1,7 @@
 /** Test builders for the JobClass functions: an in-memory State and object factories. */
 import { R } from '../../lib/fn/resources.ts';
-import { resourcePath, type Operation, type ReconcileInput, type Resource, type State } from '../../lib/fn/types.ts';
+import { refPath, withFetched, type Fetched } from '../../lib/fn/fetch.ts';
+import { resourcePath, type FetchDecl, type Operation, type ReconcileInput, type Resource, type State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import type { Condition } from '../../lib/run/conditions.ts';
 import {
@@ -71,6 +72,20 @@ export function job(name: string, spec: Partial<JobSpec> = {}, ns = 'team-a'): J
 /** Every status written by the operations. */
 export const statuses = (ops: Operation[]): Record<string, unknown>[] => ops.filter((o): o is Extract<Operation, { op: 'status' }> => o.op === 'status').map((o) => o.object.status as Record<string, unknown>);
 export const events = (ops: Operation[]): { reason: string; type: string; message: string }[] => ops.filter((o): o is Extract<Operation, { op: 'create' }> => o.op === 'create' && o.resource === R.events).map((o) => o.object as unknown as { reason: string; type: string; message: string });
+
+/**
+ * The handler as the relay runs it for a function with live reads (WatchTrigger.fetch): the refs
+ * are computed from a state in which the fetched kinds are invisible (as in the relay, which has
+ * no cache of them), and the handler sees only the objects those refs name.
+ */
+export function withLiveReads(decl: FetchDecl | undefined, handler: (i: ReconcileInput) => Operation[] | Promise<Operation[]>): (i: ReconcileInput) => Promise<Operation[]> {
+  return async (i) => {
+    if (!decl) return handler(i);
+    const refs = decl.refs({ key: i.key, object: i.object, state: withFetched(i.state, decl.resources, new Map()) });
+    const fetched: Fetched = new Map(refs.map((r) => [refPath(r), i.state.get(r.resource, r.namespace, r.name)]));
+    return handler({ ...i, state: withFetched(i.state, decl.resources, fetched) });
+  };
+}
 
 /**
  * A minimal host for one Job: runs a handler, applies its status writes and finalizer patches to

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
 import { NAMESPACE_DEFAULT_ANNOTATION, type Job, type JobStatus } from '../jobclass-core/api.ts';
 import { FakeState, NOW, R, X, events, job, jobClass, k8sParams, namespace, osParams, secret, statuses } from '../jobclass-core/testing.ts';
-import { reconcileJob } from './core.ts';
-import { handle } from './index.ts';
+import { reconcileJob, SECRET_RECHECK_MS } from './core.ts';
+import fn, { handle, secretRefs } from './index.ts';
 
 const status = (ops: Operation[]): JobStatus => statuses(ops)[0] as JobStatus;
 const accepted = (ops: Operation[]): { status: string; reason: string; message: string } | undefined => status(ops)?.conditions?.find((c) => c.type === 'Accepted');
@@ -87,6 +87,7 @@ describe('jobclass-jobs: class resolution and acceptance', () => {
     const j = job('j', { env: [{ name: 'P', valueFrom: { secretKeyRef: { name: 'db', key: 'pw' } } }, { name: 'O', valueFrom: { configMapKeyRef: { name: 'x', key: 'y', optional: true } } }] });
     const waiting = reconcileJob(j, state, NOW);
     assert.equal(accepted(waiting)?.reason, 'SecretNotFound');
+    assert.deepEqual(waiting.at(-1), { op: 'requeue', afterMs: SECRET_RECHECK_MS }, 'Secrets are not watched: the Job re-checks');
     state.put(R.secrets, secret('team-a', 'db', { pw: 'x' }));
     assert.equal(accepted(reconcileJob(withStatus(j, status(waiting)), state, NOW))?.status, 'True');
   });
@@ -147,5 +148,17 @@ describe('jobclass-jobs: cancel, TTL and dependency keys', () => {
     const state = new FakeState([[X.namespaces, namespace('team-a')], [X.jobs, job('j1')], [X.jobs, job('j2', {}, 'team-b')]]);
     assert.equal(statuses(handle({ key: '@class:x', object: undefined, state, now: NOW })).length, 2);
     assert.equal(statuses(handle({ key: '@ns:team-b', object: undefined, state, now: NOW })).length, 1);
+  });
+
+  it('reads only the Secrets pending Jobs name, by name, and never watches Secrets', () => {
+    const j = job('j1', { env: [{ name: 'P', valueFrom: { secretKeyRef: { name: 'db', key: 'pw' } } }, { name: 'Q', valueFrom: { secretKeyRef: { name: 'db', key: 'q' } } }], imagePullSecret: { name: 'regcred' } });
+    const state = new FakeState([[X.jobs, j], [X.jobs, job('j2', {}, 'team-b')]]);
+    const refs = (key: string, object?: Job): string[] => secretRefs({ key, object, state }).map((r) => `${r.namespace ?? ''}/${r.name}`);
+    assert.deepEqual(refs('team-a/j1', j), ['team-a/db', 'team-a/regcred']);
+    assert.deepEqual(refs('@class:x'), ['team-a/db', 'team-a/regcred']);
+    assert.deepEqual(refs('@ns:team-b'), []);
+    assert.deepEqual(refs('team-a/j1', withStatus(j, { conditions: [{ type: 'Accepted', status: 'True', reason: 'Accepted', message: '', lastTransitionTime: '2026-09-17T09:00:00Z' }] })), [], 'an accepted Job is not re-read');
+    assert.equal(fn.trigger.type === 'watch' && fn.trigger.also?.some((a) => a.resource === R.secrets), false);
+    assert.deepEqual(fn.rbac.filter((r) => r.resources.includes('secrets')).map((r) => r.verbs), [['get']]);
   });
 });

@@ -16,6 +16,9 @@ import { freeze, frozenClassProblem, frozenParametersProblem, namespaceAllowed, 
 import { resolveResources } from '../jobclass-core/resources.ts';
 
 export const COMPONENT = 'jobclass-jobs';
+/** A Job waiting for a Secret re-checks this often (Secrets are read by name, not watched). */
+export const SECRET_RECHECK_MS = 10_000;
+const SECRET_WAITS = new Set(['SecretNotFound', 'SecretKeyNotFound', 'ImagePullSecretNotFound']);
 
 export interface Outcome { accepted: ConditionInput; resolved?: ResolvedJobClass; effective?: Requirements }
 
@@ -97,7 +100,8 @@ export function reconcileJob(job: Job | undefined, state: State, now: Date): Ope
   if (job.spec.cancelRequested) return statusOps(job, finish(job, 'Failed', { reason: 'Cancelled', message: 'cancelled before it was accepted; nothing ran' }, now), now, COMPONENT);
   const o = evaluate(job, state);
   const extra = { ...(o.resolved ? { resolvedJobClass: o.resolved } : {}), ...(o.effective ? { effectiveResources: o.effective } : {}) };
-  return statusOps(job, updateStatus(job, [o.accepted], now, extra), now, COMPONENT);
+  const ops = statusOps(job, updateStatus(job, [o.accepted], now, extra), now, COMPONENT);
+  return SECRET_WAITS.has(o.accepted.reason) ? [...ops, { op: 'requeue', afterMs: SECRET_RECHECK_MS }] : ops;
 }
 
 /** Jobs an invocation for a dependency key re-evaluates: every not yet accepted, unfinished Job (optionally of one namespace). */

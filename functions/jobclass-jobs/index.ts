@@ -4,17 +4,34 @@
  * Secret/ConfigMap references and controller-specific allowances, writes Accepted and the
  * effective resources (with an Event per transition), and deletes finished Jobs after
  * ttlSecondsAfterFinished. Accepted Jobs belong to their class's adapter function.
- * Dependency changes wake the affected pending Jobs through @class:/@ns: keys.
+ * Dependency changes wake the affected pending Jobs through @class:/@ns: keys; Secrets are read
+ * by name at each evaluation.
  */
 import { R } from '../../lib/fn/resources.ts';
-import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.ts';
+import type { FunctionDef, ObjectRef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
 import { X, type Job } from '../jobclass-core/api.ts';
+import { jobSecretRefs } from '../jobclass-core/envrefs.ts';
+import { isAccepted, isFinished } from '../jobclass-core/jobs.ts';
 import { pendingJobs, reconcileJob } from './core.ts';
 
+/** The Jobs an invocation evaluates: the keyed Job, or the pending Jobs a dependency key wakes. */
+function jobsFor(key: string, object: KubeObject | undefined, state: State): Job[] | undefined {
+  if (key.startsWith('@class:')) return pendingJobs(state);
+  if (key.startsWith('@ns:')) return pendingJobs(state, key.slice(4));
+  return undefined;
+}
+
 export function handle({ key, object, state, now }: ReconcileInput): Operation[] {
-  if (key.startsWith('@class:')) return pendingJobs(state).flatMap((j) => reconcileJob(j, state, now));
-  if (key.startsWith('@ns:')) return pendingJobs(state, key.slice(4)).flatMap((j) => reconcileJob(j, state, now));
+  const batch = jobsFor(key, object, state);
+  if (batch) return batch.flatMap((j) => reconcileJob(j, state, now)).filter((op) => op.op !== 'requeue');
   return reconcileJob(object as Job | undefined, state, now);
+}
+
+/** The Secrets an invocation reads by name (env and image pull Secrets of Jobs not accepted yet). */
+export function secretRefs({ key, object, state }: { key: string; object: KubeObject | undefined; state: State }): ObjectRef[] {
+  const jobs = jobsFor(key, object, state) ?? (object ? [object as Job] : []);
+  return jobs.filter((j) => !isAccepted(j.status) && !isFinished(j.status) && !j.metadata.deletionTimestamp).flatMap(jobSecretRefs);
 }
 
 const nsKey = (o: { metadata: { namespace?: string } }): string[] => (o.metadata.namespace ? [`@ns:${o.metadata.namespace}`] : []);
@@ -29,16 +46,19 @@ const fn: FunctionDef = {
       { resource: X.kubernetesParameters, map: () => ['@class:*'] },
       { resource: X.openSandboxParameters, map: () => ['@class:*'] },
       { resource: X.namespaces, map: (o) => [`@ns:${o.metadata.name ?? ''}`] },
-      { resource: R.secrets, map: nsKey },
       { resource: R.configMaps, map: nsKey },
     ],
+    // Secrets are read by name (never listed or watched); a Job waiting for a Secret re-checks
+    // on its own (SECRET_RECHECK_MS).
+    fetch: { resources: [R.secrets], refs: secretRefs },
   },
   concurrency: 4,
   rbac: [
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'delete'] },
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses', 'kubernetesexecutionparameters', 'opensandboxexecutionparameters'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['namespaces', 'secrets', 'configmaps'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['namespaces', 'configmaps'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ],
   handler: handle,

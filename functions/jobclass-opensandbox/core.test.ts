@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
 import { SANDBOX_FINALIZER, type Job, type JobStatus } from '../jobclass-core/api.ts';
 import { FakeState, NOW, R, T0, X, events, job, jobClass, osParams, secret, statuses } from '../jobclass-core/testing.ts';
+import { executionAgeMs, pollDelayMs } from './poll.ts';
 import { CREATE_WINDOW_MS, MAX_CREATE_MS, POLL_MS, REISSUE_MS, decide, type Action, type Decision, type Observation, type SandboxView } from './core.ts';
 import { afterAction } from './outcome.ts';
 import { PROBE_INTERVAL_MS, PROBE_REFRESH_MS, PROBE_RETRY_MS, probeOps } from './probe.ts';
@@ -151,11 +152,14 @@ describe('jobclass-opensandbox core: exactly-once create', () => {
 describe('jobclass-opensandbox core: observe, cancel, deadline, delete', () => {
   it('maps sandbox states to phases and polls', () => {
     const running = run(osJob({}, recorded()), listed(sb('sb-1', 'Running')));
-    assert.deepEqual([status(running.ops).phase, requeues(running.ops)], ['Running', [POLL_MS]]);
+    const age = executionAgeMs(status(running.ops).startTime, NOW);
+    assert.deepEqual([status(running.ops).phase, requeues(running.ops)], ['Running', [pollDelayMs(age)]], 'polled on the adaptive schedule');
     const pending = run(osJob({}, recorded()), listed(sb('sb-1', 'Pending')));
     assert.equal(status(pending.ops).phase, 'Scheduled');
     const steady = run({ ...osJob({}, recorded()), status: status(pending.ops) }, listed(sb('sb-1', 'Pending')));
-    assert.deepEqual(steady.ops, [{ op: 'requeue', afterMs: POLL_MS }], 'a steady state writes nothing and keeps polling');
+    assert.deepEqual(steady.ops, [{ op: 'requeue', afterMs: pollDelayMs(age) }], 'a steady state writes nothing and keeps polling');
+    const old = run({ ...osJob({}, recorded()), status: { ...status(pending.ops), startTime: '2026-09-17T09:00:00Z' } }, listed(sb('sb-1', 'Running')));
+    assert.deepEqual(requeues(old.ops), [POLL_MS], 'an hour-old sandbox is polled at the cap');
   });
 
   it('maps finished sandboxes: Terminated -> Succeeded, Failed -> delete then Failed, ttl_expiry -> DeadlineExceeded, foreign delete -> ResultUnknown', () => {

@@ -24,13 +24,15 @@ import { addFinalizer, removeFinalizer } from '../jobclass-core/finalizers.ts';
 import { isAccepted, isFinished } from '../jobclass-core/jobs.ts';
 import { classGate, type Problem } from '../jobclass-core/resolve.ts';
 import { connectionFor, type Connection } from './connection.ts';
+import { POLL_MAX_MS, executionAgeMs, pollDelayMs } from './poll.ts';
 import { buildCreateRequest, materials } from './request.ts';
 import { afterStatus, cleanupBlocked, finishOps, requeue, scheduledFalse, unknownOps, withIntent } from './status.ts';
 
 export { COMPONENT } from './status.ts';
 export const CREATE_WINDOW_MS = 15_000;
 export const MAX_CREATE_MS = 180_000;
-export const POLL_MS = 10_000;
+/** Poll period of executions whose state is not expected to change soon (unknown results, waits). */
+export const POLL_MS = POLL_MAX_MS;
 export const RETRY_MS = 15_000;
 /** A delete issued for cancel/deadline is re-issued when the sandbox is still live after this. */
 export const REISSUE_MS = 30_000;
@@ -187,7 +189,7 @@ function observeSandbox(job: Job, now: Date, conn: Connection, s: SandboxView): 
   if (why) return stopIssued(job, now) ? { ops: [requeue(2000)] } : { ops: [], action: { type: 'delete', connection: conn, ids: [s.id], why } };
   const updates: ConditionInput[] = [{ type: 'Scheduled', status: 'True', reason: 'SandboxCreated', message: `sandbox ${s.id} is ${s.state}` }];
   if (isTrue(job.status?.conditions, 'ResultUnknown')) updates.push({ type: 'ResultUnknown', status: 'False', reason: 'SandboxObserved', message: `sandbox ${s.id} is observable again` });
-  return { ops: [...afterStatus(job, updates, now, {}, s.state !== 'Pending'), requeue(POLL_MS)] };
+  return { ops: [...afterStatus(job, updates, now, {}, s.state !== 'Pending'), requeue(pollDelayMs(executionAgeMs(job.status?.startTime, now)))] };
 }
 
 /** Maps a finished sandbox to the Job result (the lifecycle API reports no exit code). */

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
-import type { ListFilter, SandboxApi } from '../../lib/opensandbox/client.ts';
+import type { Health, ListFilter, SandboxApi } from '../../lib/opensandbox/client.ts';
 import { OpenSandboxError } from '../../lib/opensandbox/errors.ts';
 import type { CreateSandboxRequest, CreateSandboxResponse, ListSandboxesResponse, Sandbox } from '../../lib/opensandbox/types.ts';
 import { SANDBOX_FINALIZER, type Job, type OpenSandboxParameters } from '../jobclass-core/api.ts';
-import { FakeState, JobHost, NOW, R, X, acceptedOpenSandboxJob, jobClass, osParams, secret, statuses } from '../jobclass-core/testing.ts';
+import { FakeState, JobHost, NOW, R, X, acceptedOpenSandboxJob, jobClass, osParams, secret, statuses, withLiveReads } from '../jobclass-core/testing.ts';
 import { CREATE_WINDOW_MS } from './core.ts';
 import { reconcileWithEffects, type Deps } from './effects.ts';
+import fn from './index.ts';
+
+const fetchDecl = fn.trigger.type === 'watch' ? fn.trigger.fetch : undefined;
 
 /** An in-memory SandboxApi with fault injection. */
 class FakeApi implements SandboxApi {
@@ -17,6 +20,7 @@ class FakeApi implements SandboxApi {
   /** While > 0, list calls do not show sandboxes created by the last create (eventual consistency). */
   hideNewest = 0;
   failLists = false;
+  unhealthy = false;
   private seq = 0;
   clock: () => Date = () => NOW;
 
@@ -37,6 +41,10 @@ class FakeApi implements SandboxApi {
     return Promise.resolve(s);
   }
   get(id: string): Promise<Sandbox | undefined> { return Promise.resolve(this.sandboxes.find((s) => s.id === id)); }
+  health(): Promise<Health> {
+    this.calls.push('health');
+    return Promise.resolve(this.unhealthy ? { healthy: false, message: 'GET /health: HTTP 503 unhealthy' } : { healthy: true });
+  }
   delete(id: string): Promise<'deleted' | 'not-found'> {
     this.calls.push(`delete ${id}`);
     const s = this.sandboxes.find((x) => x.id === id);
@@ -57,7 +65,7 @@ class Host extends JobHost {
     ]);
     const api = new FakeApi();
     const deps: Deps = { api: () => api, policy: () => ({ insecureHosts: [] }) };
-    super(j, state, (i) => reconcileWithEffects(i, deps));
+    super(j, state, withLiveReads(fetchDecl, (i) => reconcileWithEffects(i, deps)));
     api.clock = () => this.now;
     this.api = api;
     this.deps = deps;
@@ -129,14 +137,24 @@ describe('jobclass-opensandbox effects (fake backend)', () => {
     assert.equal(h.api.sandboxes.length, 1);
   });
 
-  it('probes parameters (and the parameters using a changed Secret) for BackendReachable', async () => {
+  it('probes parameters for BackendReachable, reading the API key Secret by name each time', async () => {
     const h = new Host(accepted());
-    const probe = async (key: string): Promise<Operation[]> => reconcileWithEffects({ key, object: undefined, state: h.state, now: NOW }, h.deps);
+    const probe = async (key: string): Promise<Operation[]> => withLiveReads(fetchDecl, (i) => reconcileWithEffects(i, h.deps))({ key, object: undefined, state: h.state, now: NOW });
     const ok = statuses(await probe('@params:microvm'))[0] as OpenSandboxParameters['status'];
     assert.equal(ok?.conditions?.[0]?.status, 'True');
     h.api.failLists = true;
-    assert.equal((statuses(await probe('@secret:ayatori-system:opensandbox-api'))[0] as OpenSandboxParameters['status'])?.conditions?.[0]?.reason, 'BackendUnreachable');
-    assert.deepEqual(await probe('@secret:other:x'), []);
-    assert.ok(h.api.calls.every((c) => c === 'list'));
+    assert.equal((statuses(await probe('@params:microvm'))[0] as OpenSandboxParameters['status'])?.conditions?.[0]?.reason, 'BackendUnreachable');
+    h.state.remove(R.secrets, 'ayatori-system', 'opensandbox-api');
+    assert.equal((statuses(await probe('@params:microvm'))[0] as OpenSandboxParameters['status'])?.conditions?.[0]?.reason, 'ApiKeySecretNotFound');
+    assert.ok(h.api.calls.every((c) => c === 'list' || c === 'health'));
+  });
+
+  it('reports a server that says it is unhealthy as BackendUnhealthy without listing', async () => {
+    const h = new Host(accepted());
+    h.api.unhealthy = true;
+    const st = statuses(await reconcileWithEffects({ key: '@params:microvm', object: undefined, state: h.state, now: NOW }, h.deps))[0] as OpenSandboxParameters['status'];
+    assert.deepEqual([st?.conditions?.[0]?.status, st?.conditions?.[0]?.reason], ['False', 'BackendUnhealthy']);
+    assert.match(st?.conditions?.[0]?.message ?? '', /HTTP 503/);
+    assert.deepEqual(h.api.calls, ['health']);
   });
 });

@@ -17,10 +17,10 @@ import type { Sandbox } from '../../lib/opensandbox/types.ts';
 import { JOB_UID_LABEL, X, type Job, type JobClass, type OpenSandboxParameters } from '../jobclass-core/api.ts';
 import { endpointPolicy } from '../jobclass-core/config.ts';
 import { protectParameters } from '../jobclass-core/finalizers.ts';
-import { isAccepted, isFinished } from '../jobclass-core/jobs.ts';
 import { connectionOf, type Connection } from './connection.ts';
-import { decide, isOpenSandboxJob, type Action, type ActionResult, type BackendFailure, type Observation, type SandboxView } from './core.ts';
+import { decide, type Action, type ActionResult, type BackendFailure, type Observation, type SandboxView } from './core.ts';
 import { afterAction } from './outcome.ts';
+import { waitingJobs } from './reads.ts';
 import { probeOps } from './probe.ts';
 import { COMPONENT } from './status.ts';
 
@@ -82,7 +82,10 @@ export async function runParameters(name: string, state: State, now: Date, deps:
   const conn = connectionOf(params, state, deps.policy());
   if ('problem' in conn) return [...protect, ...probeOps(params, { ok: false, problem: conn.problem }, undefined, now)];
   try {
-    await deps.api(conn).list({ metadata: { [JOB_UID_LABEL]: 'probe' } }, 1, 1);
+    const api = deps.api(conn);
+    const health = await api.health();
+    if (health.healthy === false) return [...protect, ...probeOps(params, { ok: false, problem: { reason: 'BackendUnhealthy', message: `the server reports itself unhealthy (${health.message})` } }, conn.secretResourceVersion, now)];
+    await api.list({ metadata: { [JOB_UID_LABEL]: 'probe' } }, 1, 1);
     return [...protect, ...probeOps(params, { ok: true }, conn.secretResourceVersion, now)];
   } catch (err) {
     return [...protect, ...probeOps(params, { ok: false, error: failureOf(err) }, conn.secretResourceVersion, now)];
@@ -95,25 +98,9 @@ async function sequential(jobs: Job[], state: State, now: Date, deps: Deps): Pro
   return out;
 }
 
-/** Jobs of OpenSandbox classes waiting to be scheduled (woken when their class changes). */
-export function waitingJobs(state: State, className: string): Job[] {
-  return (state.list(X.jobs) as Job[]).filter((j) => isOpenSandboxJob(j) && isAccepted(j.status) && !isFinished(j.status) && !j.status?.execution?.sandboxID && j.status?.resolvedJobClass?.name === className);
-}
-
-/** Parameters whose API key lives in the Secret ns/name. */
-export function parametersUsingSecret(state: State, ns: string, name: string): string[] {
-  return (state.list(X.openSandboxParameters) as OpenSandboxParameters[]).filter((p) => p.spec.apiKeySecretRef.namespace === ns && p.spec.apiKeySecretRef.name === name).map((p) => p.metadata.name ?? '');
-}
-
-/** The handler: Job keys, @params:<name>, @secret:<ns>:<name> and @class:<name>. */
+/** The handler: Job keys, @params:<name> and @class:<name>. */
 export async function reconcileWithEffects({ key, object, state, now }: ReconcileInput, deps: Deps): Promise<Operation[]> {
   if (key.startsWith('@params:')) return runParameters(key.slice(8), state, now, deps);
-  if (key.startsWith('@secret:')) {
-    const [ns = '', name = ''] = key.slice(8).split(':');
-    const out: Operation[] = [];
-    for (const p of parametersUsingSecret(state, ns, name)) out.push(...(await runParameters(p, state, now, deps)).filter((op) => op.op !== 'requeue'));
-    return out;
-  }
   if (key.startsWith('@class:')) return sequential(waitingJobs(state, key.slice(7)), state, now, deps);
   return runJob(object as Job | undefined, state, now, deps);
 }

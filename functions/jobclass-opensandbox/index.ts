@@ -15,6 +15,7 @@ import type { FunctionDef, ReconcileInput } from '../../lib/fn/types.ts';
 import { OPENSANDBOX_CONTROLLER, X, type Job, type JobClass } from '../jobclass-core/api.ts';
 import { isOpenSandboxJob } from './core.ts';
 import { defaultDeps, reconcileWithEffects } from './effects.ts';
+import { secretRefs } from './reads.ts';
 
 const fn: FunctionDef = {
   name: 'jobclass-opensandbox',
@@ -31,10 +32,12 @@ const fn: FunctionDef = {
           return c.spec.controllerName === OPENSANDBOX_CONTROLLER ? [`@class:${c.metadata.name ?? ''}`, `@params:${c.spec.parametersRef.name}`] : [];
         },
       },
-      { resource: R.secrets, map: (o) => [`@secret:${o.metadata.namespace ?? ''}:${o.metadata.name ?? ''}`] },
       // Read for env values only; waiting Jobs retry on their own.
       { resource: R.configMaps, map: () => [] },
     ],
+    // The API key, env and image pull Secrets are read by name at call time (never listed or
+    // watched): a rotated key is used from the next call; see docs/adr/0009-secrets-read-by-name.md.
+    fetch: { resources: [R.secrets], refs: secretRefs },
   },
   concurrency: 4,
   rbac: [
@@ -43,7 +46,8 @@ const fn: FunctionDef = {
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['opensandboxexecutionparameters'], verbs: ['get', 'list', 'watch', 'patch'] },
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['opensandboxexecutionparameters/status'], verbs: ['get', 'update', 'patch'] },
-    { apiGroups: [''], resources: ['secrets', 'configmaps'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ],
   handler: (input: ReconcileInput) => reconcileWithEffects(input, defaultDeps()),

@@ -8,7 +8,8 @@
 import type { Operation } from '../../lib/fn/types.ts';
 import { OPENSANDBOX_CONTROLLER, type ExecutionRef, type Job } from '../jobclass-core/api.ts';
 import { eventOp, involvedOf } from '../jobclass-core/events.ts';
-import { POLL_MS, RETRY_MS, terminalOutcome, type Action, type ActionResult, type BackendFailure } from './core.ts';
+import { RETRY_MS, terminalOutcome, type Action, type ActionResult, type BackendFailure } from './core.ts';
+import { pollDelayMs } from './poll.ts';
 import { afterStatus, cleanupBlocked, COMPONENT, finishOps, requeue, scheduledFalse, withIntent } from './status.ts';
 
 export const DEFAULT_RETRY_AFTER_MS = 10_000;
@@ -38,7 +39,7 @@ function created(job: Job, endpoint: string, id: string, state: string, now: Dat
   const exec: ExecutionRef = { ...(job.status?.execution ?? { controllerName: OPENSANDBOX_CONTROLLER }), controllerName: OPENSANDBOX_CONTROLLER, kind: 'Sandbox', sandboxID: id, endpoint };
   return [
     ...afterStatus(job, [{ type: 'Scheduled', status: 'True', reason: 'SandboxCreated', message: `sandbox ${id} is ${state}` }], now, { execution: exec, startTime: job.status?.startTime ?? now.toISOString() }, state !== 'Pending'),
-    requeue(POLL_MS),
+    requeue(pollDelayMs(0)),
   ];
 }
 

@@ -6,7 +6,7 @@
  * assigned Pod's Node. A Pod whose Node lacks the label is in no domain for that key: required
  * affinity cannot be satisfied there and required anti-affinity does not exclude it.
  */
-import { matchesSelector, validateSelector } from './selector.ts';
+import { matchesSelector, validateSelector } from '../../lib/kube/selector.ts';
 import {
   TOPOLOGY_KEYS, TOPOLOGY_RUNTIME_POD,
   type LabelSelector, type RunAffinityRules, type RunAffinityTerm, type RunView, type RuntimePod,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { fifoCompare, matchesSelector, planBatch, TOPOLOGY_KEYS, type Plan, type PlanInput, type RunAffinity, type RunAffinityTerm, type RunView, type RuntimePod, type WorkspaceView } from './core.ts';
-import { add, cmp, rat, ZERO, type Rat } from './quantity.ts';
+import { add, cmp, rat, ZERO, type Rat } from '../../lib/kube/quantity.ts';
 import { capacityAnnotations, NOW } from './testing.ts';
 
 // ---------------------------------------------------------------------------------------

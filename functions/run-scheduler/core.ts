@@ -16,10 +16,10 @@
  */
 import { affinityVerdict, compileAffinity, topologyValue, type AffinityTarget, type CompiledAffinity } from './affinity.ts';
 import { heartbeatBound, podAvailable } from './pods.ts';
-import type { Rat } from './quantity.ts';
+import type { Rat } from '../../lib/kube/quantity.ts';
 import { addUsage, fits, formatRequests, parseRequests, podCapacityExact, requestMap, type Usage } from './resources.ts';
 import { rankCandidates, type Candidate } from './score.ts';
-import { matchesSelector } from './selector.ts';
+import { matchesSelector } from '../../lib/kube/selector.ts';
 import {
   ACTIVE_PHASES,
   type Binding, type FailReason, type Plan, type PlanInput, type RunView, type RuntimePod, type WaitReason,
@@ -28,12 +28,12 @@ import { fenceAdmits, fenceRejection, workspacePodUnavailable, workspaceState, t
 
 export * from './types.ts';
 export { parseRequests, podCapacity, podCapacityExact, fits } from './resources.ts';
-export { matchesSelector, validateSelector } from './selector.ts';
+export { matchesSelector, validateSelector } from '../../lib/kube/selector.ts';
 export { topologyValue, compileAffinity, affinityVerdict, type AffinityTarget } from './affinity.ts';
 export { podAvailable, runtimedFresh } from './pods.ts';
 export { rankCandidates, loadKey, leastLoadedScores, normalizeByMaximum, type ScoredPod } from './score.ts';
 export { workspaceState, workspaceAllows, lookupWorkspace } from './workspace.ts';
-export { parseQuantity } from './quantity.ts';
+export { parseQuantity } from '../../lib/kube/quantity.ts';
 
 /** Mutable batch state: Pod usage and affinity targets grow with every binding. */
 interface BatchState {

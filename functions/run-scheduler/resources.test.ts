@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { fits, formatRequests, parseRequests, podCapacity, podCapacityExact } from './resources.ts';
-import { rat } from './quantity.ts';
+import { rat } from '../../lib/kube/quantity.ts';
 import { capacityAnnotations } from './testing.ts';
 
 describe('run-scheduler resources', () => {

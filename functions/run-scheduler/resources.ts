@@ -1,5 +1,5 @@
 /** Run resource requests and Runtime Pod capacity (upstream RunSpec.ResourceRequests, runtimepod.Capacity/Fits). */
-import { cmp, floor, isInteger, parseQuantity, rat, type Rat } from './quantity.ts';
+import { cmp, floor, isInteger, parseQuantity, rat, type Rat } from '../../lib/kube/quantity.ts';
 import { CAPACITY_ANNOTATION_PREFIX, DEFAULT_RUNS_CAPACITY, RUNS_RESOURCE } from './types.ts';
 
 export type ParsedRequests = { ok: true; requests: Record<string, bigint> } | { ok: false; message: string };

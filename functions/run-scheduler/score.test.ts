@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { compareLoad, leastLoadedScores, loadKey, normalizeByMaximum, rankCandidates } from './score.ts';
 import { podCapacityExact } from './resources.ts';
-import { rat } from './quantity.ts';
+import { rat } from '../../lib/kube/quantity.ts';
 import { capacityAnnotations, pod } from './testing.ts';
 
 const none = { required: [], requiredAnti: [], preferred: [], preferredAnti: [] };

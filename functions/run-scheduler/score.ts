@@ -4,7 +4,7 @@
  * (then UID, for duplicate names) ascending. All arithmetic is exact (integers and rationals).
  */
 import { preferredScore, type CompiledAffinity } from './affinity.ts';
-import { add, cmp, div, rat, ZERO, type Rat } from './quantity.ts';
+import { add, cmp, div, rat, ZERO, type Rat } from '../../lib/kube/quantity.ts';
 import type { Usage } from './resources.ts';
 import type { RuntimePod } from './types.ts';
 

@@ -27,6 +27,19 @@ export interface WatchTrigger {
   keys?: (o: KubeObject) => string[];
   /** Other kinds whose changes wake objects of the primary kind; map returns primary keys. */
   also?: { resource: Resource; labelSelector?: string; map: (o: KubeObject) => string[] }[];
+  /** Kinds the handler reads by name with a live GET at invocation time instead of through a
+   * cache (e.g. Secrets): the host needs only `get` on them, never list/watch. */
+  fetch?: FetchDecl;
+}
+
+/** An object read by name. */
+export interface ObjectRef { resource: Resource; namespace?: string; name: string }
+
+export interface FetchDecl {
+  /** The fetched kinds: `state` answers them only from this invocation's GETs (never a cache). */
+  resources: Resource[];
+  /** The objects one invocation reads (computed from the cached state before the handler runs). */
+  refs: (input: { key: string; object: KubeObject | undefined; state: State }) => ObjectRef[];
 }
 
 export interface CronTrigger {

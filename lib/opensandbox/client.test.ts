@@ -102,6 +102,18 @@ describe('opensandbox client', () => {
     assert.equal(g.outcomeUnknown, false);
   });
 
+  it('reads the server health report from /health without sending the API key', async () => {
+    const c = (res: HttpResponse): { client: OpenSandboxClient; seen: HttpRequest[] } => { const f = fake(() => res); return { client: new OpenSandboxClient({ endpoint: 'https://os.example/prefix', apiKey: KEY, transport: f.transport }), seen: f.seen }; };
+    const ok = c(json(200, { status: 'healthy' }));
+    assert.deepEqual(await ok.client.health(), { healthy: true });
+    assert.equal(ok.seen[0]?.url, 'https://os.example/prefix/health');
+    assert.ok(!JSON.stringify(ok.seen[0]?.headers).includes(KEY));
+    assert.deepEqual(await c(json(503, { status: 'unhealthy' })).client.health(), { healthy: false, message: 'GET /health: HTTP 503 unhealthy' });
+    assert.deepEqual(await c(json(404, { detail: 'Not Found' })).client.health(), { healthy: 'unknown' });
+    const down = new OpenSandboxClient({ endpoint: 'https://os.example', apiKey: KEY, transport: () => Promise.reject(new Error('ECONNREFUSED')) });
+    assert.equal((await fails(down.health())).kind, 'network');
+  });
+
   it('refuses to be built for a non-https endpoint without the allowance', () => {
     assert.throws(() => new OpenSandboxClient({ endpoint: 'http://os.example', apiKey: KEY }), /https/);
   });

@@ -33,7 +33,16 @@ export interface SandboxApi {
   get(id: string): Promise<Sandbox | undefined>;
   /** 'not-found' when the sandbox is already gone. */
   delete(id: string): Promise<'deleted' | 'not-found'>;
+  /** The server's own health report (GET /health, outside /v1); rejects when unreachable. */
+  health(): Promise<Health>;
 }
+
+/**
+ * GET /health answers 200 while the server is healthy and 5xx (e.g. 503 {"status":"unhealthy"})
+ * while it reports itself unhealthy. A server without the endpoint (404) is 'unknown': the
+ * authenticated list then decides alone.
+ */
+export type Health = { healthy: true } | { healthy: false; message: string } | { healthy: 'unknown' };
 
 const MAX_PAGES = 50;
 const PAGE_SIZE = 100;
@@ -108,6 +117,22 @@ export class OpenSandboxClient implements SandboxApi {
       if (err instanceof OpenSandboxError && err.kind === 'not-found') return 'not-found';
       throw err;
     }
+  }
+
+  async health(): Promise<Health> {
+    let res: HttpResponse;
+    const timeoutMs = this.o.timeoutMs ?? 10_000;
+    try {
+      res = await this.transport({ method: 'GET', url: apiUrl(this.endpoint, '/health'), headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
+    } catch (err) {
+      const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+      throw new OpenSandboxError(timeout ? 'timeout' : 'network', `GET /health: ${timeout ? `no answer within ${timeoutMs} ms` : `request failed (${errorText(err)})`}`);
+    }
+    if (res.status >= 200 && res.status < 300) return { healthy: true };
+    if (res.status === 404 || res.status === 405) return { healthy: 'unknown' };
+    let status = '';
+    try { const b = JSON.parse(res.body) as unknown; if (isObj(b) && typeof b.status === 'string') status = ` ${truncate(b.status)}`; } catch { /* not JSON */ }
+    return { healthy: false, message: `GET /health: HTTP ${res.status}${status}` };
   }
 
   private async call(method: string, path: string, opts: { query?: URLSearchParams; body?: unknown; timeoutMs?: number; unsafe?: boolean } = {}): Promise<unknown> {

@@ -1,5 +1,9 @@
 /** metav1.LabelSelector matching and validation (apimachinery LabelSelectorAsSelector semantics). */
-import type { LabelSelector } from './types.ts';
+/** metav1.LabelSelector (structurally; the generated CRD types are assignable to it). */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
 
 type Expression = NonNullable<LabelSelector['matchExpressions']>[number];
 

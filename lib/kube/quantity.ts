@@ -1,5 +1,5 @@
 /**
- * Exact Kubernetes resource.Quantity arithmetic for the Run scheduler.
+ * Exact Kubernetes resource.Quantity arithmetic (Run scheduler capacity, JobClass resource policy).
  *
  * Quantities are parsed into exact rationals (bigint numerator and denominator), so capacity
  * checks and LeastLoaded utilization ratios never suffer floating point drift. The accepted

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { matchesSelector, validateSelector } from './selector.ts';
-import type { LabelSelector } from './types.ts';
+import { matchesSelector, validateSelector, type LabelSelector } from './selector.ts';
 
 const labels = { app: 'web', tier: 'front' };
 
@@ -37,7 +36,7 @@ describe('run-scheduler label selectors', () => {
     assert.match(validateSelector({ matchLabels: { a: 'x'.repeat(64) } }) ?? '', /label value/);
     assert.match(validateSelector({ matchExpressions: [{ key: 'a', operator: 'In', values: [] }] }) ?? '', /can't be empty/);
     assert.match(validateSelector({ matchExpressions: [{ key: 'a', operator: 'Exists', values: ['x'] }] }) ?? '', /must be empty/);
-    assert.match(validateSelector({ matchExpressions: [{ key: 'a', operator: 'Near' as 'In', values: ['x'] }] }) ?? '', /"Near" is not a valid label selector operator/);
+    assert.match(validateSelector({ matchExpressions: [{ key: 'a', operator: 'Near', values: ['x'] }] }) ?? '', /"Near" is not a valid label selector operator/);
     assert.match(validateSelector(undefined) ?? '', /no label selector/);
   });
 
