@@ -62,6 +62,30 @@ describe('Sessions through the aggregated API and krt session', function () {
     assert.equal(still.status?.phase, 'Ready', 'operations do not end the session');
   });
 
+  it('runs on a terminal with -t: a pseudo-terminal whose size follows resize frames', async () => {
+    const tty = await krt(['session', 'shell', '-t', '--', 'sh', '-c', 'tty; stty size; exit 2'], operator);
+    assert.equal(tty.code, 2, tty.stderr);
+    assert.match(tty.stdout, /^\/dev\/pts\/\d+\r?$/m);
+    assert.match(tty.stdout, /^24 80\r?$/m, 'the default size without a local terminal');
+
+    const ws = await admin().websocket(SESSION(ns, 'shell'), [PROTOCOL], [['command', 'sh'], ['command', '-c'], ['command', 'echo ready; read x; stty size; exit 9'], ['tty', 'true']]);
+    let out = '';
+    let status = '';
+    await new Promise<void>((resolve) => {
+      ws.on('message', (m: Buffer) => {
+        if (m[0] === 3) { status = m.subarray(1).toString(); return; }
+        out += m.subarray(1).toString();
+        if (out.includes('ready') && !out.includes('go')) {
+          ws.send(Buffer.concat([Buffer.from([4]), Buffer.from(JSON.stringify({ Width: 120, Height: 40 }))]));
+          ws.send(Buffer.concat([Buffer.from([0]), Buffer.from('go\n')]));
+        }
+      });
+      ws.on('close', () => resolve());
+    });
+    assert.match(out, /^40 120\r?$/m);
+    assert.match(status, /"ExitCode","message":"9"/);
+  });
+
   it('the API server refuses a caller without runs/session, and the backend refuses non-session Runs', async () => {
     const viewer = await krt(['session', 'shell', '--', 'true'], await saKubeconfig(ns, 'viewer'));
     assert.equal(viewer.code, 1);

@@ -73,7 +73,7 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
     const target = d.target(m[1]);
     if (typeof target === 'string') { refuse(socket, 409, 'Conflict', target); return; }
     const command = url.searchParams.getAll('command');
-    const spec: SessionSpec = { ...target.spec, command: command.length ? command : target.spec.command };
+    const spec: SessionSpec = { ...target.spec, command: command.length ? command : target.spec.command, ...(url.searchParams.get('tty') === 'true' ? { tty: true } : {}) };
     const protocol = String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0]).split(',')[0]?.trim() ?? PROTOCOLS[0];
     const inner = new WebSocket(`ws+unix://${d.socketPath}:/v1/sessions`, [protocol ?? ''], { headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') } });
     inner.once('error', (err) => { refuse(socket, 503, 'Service Unavailable', `the Runtime Server did not accept the operation: ${err.message}`); });

@@ -55,7 +55,7 @@ export class SessionProxy {
     const url = new URL(req.url ?? '/', 'https://extension');
     const m = PATH.exec(url.pathname);
     if (!m?.[1] || !m[2]) return false;
-    this.open(req, socket, head, { ns: m[1], name: m[2], command: url.searchParams.getAll('command') }).catch((err: unknown) => {
+    this.open(req, socket, head, { ns: m[1], name: m[2], command: url.searchParams.getAll('command'), tty: url.searchParams.get('tty') === 'true' }).catch((err: unknown) => {
       if (err instanceof SessionError) { refuse(socket, err.code, err.reason, err.message); return; }
       this.d.log.error({ err }, 'session operation failed');
       refuse(socket, 500, 'InternalError', `opening the session failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -63,7 +63,7 @@ export class SessionProxy {
     return true;
   }
 
-  private async open(req: IncomingMessage, socket: Duplex, head: Buffer, target: { ns: string; name: string; command: string[] }): Promise<void> {
+  private async open(req: IncomingMessage, socket: Duplex, head: Buffer, target: { ns: string; name: string; command: string[]; tty: boolean }): Promise<void> {
     const { ns, name, command } = target;
     const who = this.d.authenticate(req);
     if (typeof who === 'string') throw new SessionError(401, 'Unauthorized', `this API is served through the Kubernetes API server only: ${who}`);
@@ -86,8 +86,8 @@ export class SessionProxy {
       pinnedSocket(ep.host, ep.port, ep.fingerprint).catch((err: unknown) => { throw new SessionError(503, 'ServiceUnavailable', `cannot reach runtimed of Runtime Pod ${podName}: ${(err as Error).message}`); }),
     ]);
     const protocols = String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0]).split(',').map((p) => p.trim()).filter((p) => PROTOCOLS.includes(p));
-    const q = new URLSearchParams(command.map((c): [string, string] => ['command', c]));
-    const inner = new WebSocket(`wss://${ep.host}:${ep.port}/v1/sessions/${run.metadata.uid}${command.length ? `?${q.toString()}` : ''}`, protocols.length ? protocols : [PROTOCOLS[0] ?? ''], {
+    const q = new URLSearchParams([...command.map((c): [string, string] => ['command', c]), ...(target.tty ? [['tty', 'true'] as [string, string]] : [])]);
+    const inner = new WebSocket(`wss://${ep.host}:${ep.port}/v1/sessions/${run.metadata.uid}${q.size ? `?${q.toString()}` : ''}`, protocols.length ? protocols : [PROTOCOLS[0] ?? ''], {
       headers: { Authorization: `Bearer ${token}` }, createConnection: () => tlsSocket, rejectUnauthorized: false,
     });
     await new Promise<void>((resolve, reject) => {

@@ -130,11 +130,12 @@ export function registerRuns(program: Command): void {
     });
   program.command('session').description('run an interactive command on a Ready session Run (sessions.kruntimes.io); exits with its exit code')
     .argument('<run>').argument('[command...]', 'command to run instead of the session default (after --)')
-    .action(async (name: string, command: string[], _o: unknown, cmd: Command) => {
+    .option('-t, --tty', 'run it on a terminal: raw keyboard input, the window size follows yours (stdout and stderr become one stream)')
+    .action(async (name: string, command: string[], o: { tty?: boolean }, cmd: Command) => {
       const c = conn(cmd);
       try {
         await waitReady(c, name, process.stderr);
-        process.exitCode = await attach(c, name, command, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+        process.exitCode = await attach(c, name, command, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr }, o.tty === true);
       } catch (err) {
         if (!(err instanceof SessionEnded)) throw err;
         process.stderr.write(`error: ${err.message}\n`);

@@ -29,10 +29,11 @@ export async function waitReady(c: Conn, name: string, progress: Writable): Prom
 
 export interface Stdio { stdin: Readable; stdout: Writable; stderr: Writable }
 
-/** Runs one operation and resolves with its exit code. */
-export async function attach(c: Conn, name: string, command: string[], io: Stdio): Promise<number> {
+/** Runs one operation and resolves with its exit code. With tty, the local terminal is put in raw mode and its size follows. */
+export async function attach(c: Conn, name: string, command: string[], io: Stdio, tty = false): Promise<number> {
   const path = `/apis/sessions.kruntimes.io/v1alpha1/namespaces/${c.namespace}/runs/${name}/session`;
-  const ws = await c.client.websocket(path, PROTOCOLS, command.map((a): [string, string] => ['command', a]));
+  const ws = await c.client.websocket(path, PROTOCOLS, [...command.map((a): [string, string] => ['command', a]), ...(tty ? [['tty', 'true'] as [string, string]] : [])]);
+  const term = tty ? terminal(io, (size) => { if (ws.readyState === ws.OPEN) ws.send(frame(Channel.Resize, JSON.stringify(size))); }) : undefined;
   return new Promise((resolve) => {
     let status: Partial<ExitStatus> | undefined;
     const onData = (d: Buffer | string): void => { ws.send(frame(Channel.Stdin, typeof d === 'string' ? Buffer.from(d) : d)); };
@@ -49,6 +50,7 @@ export async function attach(c: Conn, name: string, command: string[], io: Stdio
       }
     });
     ws.once('close', (code, reason) => {
+      term?.restore();
       io.stdin.off('data', onData);
       io.stdin.off('end', onEnd);
       io.stdin.pause();
@@ -57,4 +59,16 @@ export async function attach(c: Conn, name: string, command: string[], io: Stdio
       resolve(exitCodeOf(status));
     });
   });
+}
+
+/** Raw mode on a local terminal and its size (now and on every change) sent as resize frames. */
+function terminal(io: Stdio, send: (size: { Width: number; Height: number }) => void): { restore: () => void } {
+  const stdin = io.stdin as Readable & { isTTY?: boolean; setRawMode?: (raw: boolean) => void };
+  const stdout = io.stdout as Writable & { isTTY?: boolean; columns?: number; rows?: number; on: Writable['on']; off: Writable['off'] };
+  const raw = stdin.isTTY === true && typeof stdin.setRawMode === 'function';
+  if (raw) stdin.setRawMode?.(true);
+  const report = (): void => { if (stdout.isTTY && stdout.columns && stdout.rows) send({ Width: stdout.columns, Height: stdout.rows }); };
+  report();
+  stdout.on('resize', report);
+  return { restore: () => { stdout.off('resize', report); if (raw) stdin.setRawMode?.(false); } };
 }

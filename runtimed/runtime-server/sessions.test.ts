@@ -72,6 +72,42 @@ describe('runtime server: session operations', () => {
     assert.equal(r.code, 1);
   });
 
+  it('with tty: a pseudo-terminal of the requested size, resized live, output merged, exit code kept', async () => {
+    const r = await operate(socket, { id: 't', command: ['bash', '--norc', '--noprofile'], workingDir: dir, env: { PS1: '$ ' }, tty: true }, (ws) => {
+      // Like a person at a terminal, type only once the prompt is there (readline may drop typeahead).
+      ws.send(frame(Channel.Resize, JSON.stringify({ Width: 100, Height: 30 })));
+      let seen = '';
+      let step = 0;
+      const onMsg = (m: Buffer): void => {
+        seen += m.subarray(1).toString();
+        if (step === 0 && seen.includes('$ ')) {
+          step = 1;
+          ws.send(frame(Channel.Stdin, 'stty size; [ -t 0 ] && echo on-a-tty; echo to-stderr >&2\n'));
+        } else if (step === 1 && /to-stderr\r?\n/.test(seen.split('echo to-stderr >&2')[1] ?? '')) {
+          step = 2;
+          ws.send(frame(Channel.Resize, JSON.stringify({ Width: 132, Height: 50 })));
+          ws.send(frame(Channel.Stdin, 'stty size; exit 6\n'));
+        }
+      };
+      ws.on('message', onMsg);
+    });
+    assert.match(r.stdout, /^30 100\r?$/m);
+    assert.match(r.stdout, /^on-a-tty\r?$/m);
+    assert.match(r.stdout, /^to-stderr\r?$/m, 'stderr comes through the terminal');
+    assert.match(r.stdout, /^50 132\r?$/m);
+    assert.equal(r.stderr, '');
+    assert.equal(r.code, 6);
+  });
+
+  it('with tty: closing stdin sends end-of-file to the program', async () => {
+    const r = await operate(socket, { id: 'u', command: ['cat'], workingDir: dir, env: {}, tty: true }, (ws) => {
+      ws.send(frame(Channel.Stdin, 'line\n'));
+      setTimeout(() => ws.send(Buffer.from([Channel.Close, Channel.Stdin])), 200);
+    });
+    assert.match(r.stdout, /line/);
+    assert.equal(r.code, 0);
+  });
+
   it('rejects a malformed spec before upgrading', () => {
     assert.equal(parseSessionSpec(undefined), 'missing session spec');
     assert.equal(parseSessionSpec('!!'), 'session spec is not base64 JSON');

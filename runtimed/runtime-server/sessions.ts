@@ -2,18 +2,23 @@
  * Session operations of the Runtime Server: runtimed opens a WebSocket on the Unix socket
  * (GET /v1/sessions, spec in the X-Kruntimes-Session header as base64 JSON) and the server runs
  * one interactive process in its own process group, relaying channel frames
- * (lib/session/channel.ts): stdin in, stdout/stderr out, and the exit status last. Closing the
+ * (lib/session/channel.ts): stdin in, stdout/stderr out, and the exit status last. With `tty`
+ * the process runs on a pseudo-terminal (pty-bridge.py) and resize frames resize it. Closing the
  * socket kills the process group, so no operation outlives its connection.
  */
 import { spawn } from 'node:child_process';
 import type { IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { Channel, errorStatus, exitStatus, frame, parseFrame, parseResize, PROTOCOLS, sessionArgv } from '../../lib/session/channel.ts';
 import type { Language } from './command.ts';
 
 export const SESSION_HEADER = 'x-kruntimes-session';
-export interface SessionSpec { id: string; command: string[]; workingDir: string; env: Record<string, string> }
+export interface SessionSpec { id: string; command: string[]; workingDir: string; env: Record<string, string>; /** Run the command on a pseudo-terminal (stdout and stderr become one stream). */ tty?: boolean }
+
+/** The bridge that gives an operation a pseudo-terminal (Node has no pty API without a native addon). */
+export const PTY_BRIDGE = fileURLToPath(new URL('./pty-bridge.py', import.meta.url));
 
 export function parseSessionSpec(raw: string | undefined): SessionSpec | string {
   if (!raw) return 'missing session spec';
@@ -21,7 +26,7 @@ export function parseSessionSpec(raw: string | undefined): SessionSpec | string 
     const s = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Partial<SessionSpec>;
     if (!s.id || !s.workingDir) return 'session spec needs id and workingDir';
     if (!Array.isArray(s.command) || !s.command.every((c) => typeof c === 'string')) return 'session command must be a list of strings';
-    return { id: s.id, command: s.command, workingDir: s.workingDir, env: s.env ?? {} };
+    return { id: s.id, command: s.command, workingDir: s.workingDir, env: s.env ?? {}, ...(s.tty === true ? { tty: true } : {}) };
   } catch { return 'session spec is not base64 JSON'; }
 }
 
@@ -37,9 +42,11 @@ export class SessionOperations {
 
   private run(ws: WebSocket, spec: SessionSpec): void {
     const argv = sessionArgv(this.lang, spec.command, undefined);
-    const [bin, ...args] = argv;
+    const [bin, ...args] = spec.tty ? ['python3', PTY_BRIDGE, ...argv] : argv;
     // stdin is a socketpair (libuv): `bash -c` at SHLVL 0 would take that for rshd and source ~/.bashrc.
-    const child = spawn(bin ?? 'false', args, { cwd: spec.workingDir, env: { SHLVL: '1', ...spec.env, ...this.baseEnv }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(bin ?? 'false', args, { cwd: spec.workingDir, env: { SHLVL: '1', ...spec.env, ...this.baseEnv }, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+    const resize = child.stdio[3] as Writable | null;
+    resize?.on('error', () => undefined);
     let ended = false;
     const send = (b: Buffer): void => { if (ws.readyState === ws.OPEN) ws.send(b); };
     const end = (status: object): void => {
@@ -57,7 +64,7 @@ export class SessionOperations {
     child.stdout.on('data', (c: Buffer) => send(frame(Channel.Stdout, c)));
     child.stderr.on('data', (c: Buffer) => send(frame(Channel.Stderr, c)));
     child.stdin.on('error', () => undefined);
-    child.on('error', (err) => end(errorStatus('StartFailed', `starting ${JSON.stringify(bin)} failed: ${err.message}`)));
+    child.on('error', (err) => end(errorStatus('StartFailed', spec.tty ? `a terminal (tty) needs python3 in the Runtime image: ${err.message}` : `starting ${JSON.stringify(bin)} failed: ${err.message}`)));
     child.on('close', (code, signal) => {
       const exit = code ?? (signal === 'SIGKILL' ? 137 : signal ? 143 : 1);
       end(exitStatus(exit));
@@ -67,7 +74,10 @@ export class SessionOperations {
       if (!f) return;
       if (f.channel === Channel.Stdin) child.stdin.write(f.data);
       else if (f.channel === Channel.Close && f.data[0] === Channel.Stdin) child.stdin.end();
-      else if (f.channel === Channel.Resize) parseResize(f.data); // no terminal is allocated: sizes are accepted and ignored
+      else if (f.channel === Channel.Resize) {
+        const size = parseResize(f.data);
+        if (size && spec.tty) resize?.write(`${JSON.stringify(size)}\n`); // without a terminal there is nothing to resize
+      }
     });
     ws.on('close', () => { ended = true; kill(); });
   }
