@@ -6,18 +6,27 @@ const NAMES: [RegExp, string][] = [
   [/nodeagent\/main\.ts/, 'node-agent'], [/kruntimes\.ts apiserver/, 'extension-server'], [/kruntimes\.ts runtimed/, 'runtimed'], [/runtime-server/, 'runtime-server'],
 ];
 
+/** CPU ticks per component of the processes for which `filter` holds on their own or an ancestor's
+ * command line (so containers are attributed to the environment whose node agent started them). */
 export function cpuTicks(filter: (cmd: string) => boolean = () => true): Map<string, number> {
-  const out = new Map<string, number>();
+  const procs = new Map<number, { cmd: string; ppid: number; ticks: number }>();
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (!filter(cmd)) continue;
-      const name = NAMES.find(([re]) => re.test(cmd))?.[1];
-      if (!name) continue;
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(name, (out.get(name) ?? 0) + Number(f[11]) + Number(f[12]));
+      // utime + stime, plus the reaped children's (cutime + cstime): a Run's bash counts for its Runtime Server.
+      procs.set(Number(pid), { cmd, ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
     } catch { /* process gone */ }
+  }
+  const ours = (pid: number): boolean => {
+    for (let p = procs.get(pid), depth = 0; p && depth < 32; p = procs.get(p.ppid), depth++) if (filter(p.cmd)) return true;
+    return false;
+  };
+  const out = new Map<string, number>();
+  for (const [pid, p] of procs) {
+    const name = NAMES.find(([re]) => re.test(p.cmd))?.[1];
+    if (name && ours(pid)) out.set(name, (out.get(name) ?? 0) + p.ticks);
   }
   return out;
 }
