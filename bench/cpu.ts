@@ -36,3 +36,8 @@ export function cpuDelta(before: Map<string, number>, after: Map<string, number>
   return [...after.entries()].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) * 10] as const).filter(([, v]) => v > 0)
     .sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v} ms`).join(', ');
 }
+
+/** Total CPU milliseconds of all components between two samples. */
+export function cpuTotalMs(before: Map<string, number>, after: Map<string, number>): number {
+  return [...after.entries()].reduce((sum, [k, v]) => sum + Math.max(0, v - (before.get(k) ?? 0)) * 10, 0);
+}

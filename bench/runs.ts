@@ -8,6 +8,7 @@
  *   BENCH_CASE=backlog npx tsx bench/runs.ts   # 50 Runs, concurrency 10, 2 Pods × 4 slots, sleep 500ms
  */
 import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { down, up, type Env } from '../localenv/environment.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
@@ -15,7 +16,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { ms, ratio, summary } from './stats.ts';
-import { cpuDelta, cpuTicks } from './cpu.ts';
+import { cpuDelta, cpuTicks, cpuTotalMs } from './cpu.ts';
 
 const backlog = process.env.BENCH_CASE === 'backlog';
 /** sequential: one Run at a time (create, wait for its end), the pipeline latency without queueing. */
@@ -158,7 +159,13 @@ async function main(): Promise<void> {
     const mine = (cmd: string): boolean => cmd.includes(root);
     const before = cpuTicks(mine);
     await measureRuns(env.admin);
-    process.stdout.write(`  CPU during the Runs phase: ${cpuDelta(before, cpuTicks(mine))}\n`);
+    const after = cpuTicks(mine);
+    process.stdout.write(`  CPU during the Runs phase: ${cpuDelta(before, after)}\n`);
+    // A burst of N Runs on C cores cannot complete its median Run before (N/2) x CPU-per-Run / C,
+    // however well it is scheduled: the CPU the median Run and those before it need must be spent first.
+    const perRun = cpuTotalMs(before, after) / RUNS;
+    const cores = availableParallelism();
+    process.stdout.write(`  CPU per Run ${perRun.toFixed(1)} ms on ${cores} cores: throughput bound ${(cores * 1000 / perRun).toFixed(0)} Runs/s; a ${RUNS}-Run burst's p50 complete cannot be below ${((RUNS / 2) * perRun / cores).toFixed(0)} ms at this CPU cost (p50 <= 100 ms needs <= ${(100 * cores / (RUNS / 2)).toFixed(1)} ms of CPU per Run)\n`);
     const f = await floor(env.admin);
     await jobs(env.admin, Number(process.env.BENCH_JOBS ?? '20'));
     const g = globalThis as { benchComplete?: number; benchJob?: number };
