@@ -9,33 +9,9 @@
  */
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
-import type { KubeObject } from '../lib/kube/types.ts';
 import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
+import { apply, cond, executionsOf, getJob, job, kubernetesClass, serviceAccount, uniq, until, X, type Cond, type Event, type Job } from './jobclass-fixtures.ts';
 import { startOpenSandboxServer, type OpenSandboxTestServer } from './opensandbox-server/server.ts';
-
-const X = '/apis/execution.ayatori.ddupan.top/v1alpha1';
-type Cond = { type: string; status: string; reason: string; message: string };
-type Job = Obj & { status?: { phase?: string; message?: string; conditions?: Cond[]; resolvedJobClass?: { name: string; uid: string; controllerName: string; parametersRef?: { uid?: string } }; effectiveResources?: Record<string, Record<string, string>>; execution?: { name?: string; sandboxID?: string } } };
-const cond = (j: Job, t: string): Cond | undefined => j.status?.conditions?.find((c) => c.type === t);
-type Event = Obj & { reason: string; message: string; type: string; involvedObject: { uid?: string; kind?: string } };
-const uniq = `${process.pid}`;
-
-async function apply(path: string, obj: Record<string, unknown>): Promise<void> {
-  await admin().create(path, obj).catch((e: unknown) => { if (!isApiError(e, 409)) throw e; });
-}
-async function job(ns: string, name: string, spec: Record<string, unknown>): Promise<void> {
-  await admin().create(`${X}/namespaces/${ns}/jobs`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'Job', metadata: { name }, spec });
-}
-const getJob = (ns: string, name: string): Promise<Job> => admin().get<Job>(`${X}/namespaces/${ns}/jobs/${name}`);
-async function until(ns: string, name: string, pred: (j: Job) => boolean, what: string, timeoutMs = 60_000): Promise<Job> {
-  return eventually(`Job ${name}: ${what}`, async () => { const j = await getJob(ns, name); return pred(j) ? j : undefined; }, timeoutMs);
-}
-function kubernetesClass(name: string, params: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  const meta = (extra.metadata ?? {}) as Record<string, unknown>;
-  const spec = (extra.spec ?? {}) as Record<string, unknown>;
-  return { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'JobClass', metadata: { name, ...meta },
-    spec: { controllerName: 'execution.ayatori.ddupan.top/kubernetes', parametersRef: { group: 'execution.ayatori.ddupan.top', kind: 'KubernetesExecutionParameters', name: params }, ...spec } };
-}
 
 describe('JobClass execution: Kubernetes adapter', function () {
   let ns: string;
@@ -87,7 +63,14 @@ describe('JobClass execution: Kubernetes adapter', function () {
       await job(other, 'no-sa', { jobClassName: cls, image: 'bash', command: ['true'] });
       const j = await until(other, 'no-sa', (x) => cond(x, 'Scheduled')?.reason === 'ServiceAccountNotFound', 'ServiceAccountNotFound');
       assert.equal(cond(j, 'Scheduled')?.status, 'False');
-      assert.match(cond(j, 'Scheduled')?.message ?? '', /the default ServiceAccount is never used/);
+      assert.equal(cond(j, 'Accepted')?.status, 'True', 'a missing ServiceAccount is a scheduling wait, not a rejection');
+      assert.match(cond(j, 'Scheduled')?.message ?? '', new RegExp(`ServiceAccount ${other}/jobs-runner does not exist.*the default ServiceAccount is never used`));
+      assert.deepEqual(await executionsOf(other, j.metadata.uid), { batchJobs: [], pods: [] }, 'no batch Job and no Pod (no fallback to the default ServiceAccount)');
+      // Provisioning the ServiceAccount later releases the Job, which then runs under it.
+      await serviceAccount(other);
+      const done = await until(other, 'no-sa', (x) => x.status?.phase === 'Succeeded', 'Succeeded once the ServiceAccount exists');
+      const { batchJobs } = await executionsOf(other, done.metadata.uid);
+      assert.deepEqual(batchJobs.map((b) => b.spec.template.spec.serviceAccountName), ['jobs-runner']);
     } finally { await deleteNamespace(other); }
   });
 
@@ -261,4 +244,3 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
   });
 });
 
-export type { KubeObject };
