@@ -62,9 +62,9 @@ export async function classUntil(name: string, type: string, reason: string, sta
 }
 export const classReady = (name: string, timeoutMs = 60_000): Promise<ClassObj> => classUntil(name, 'Ready', 'BackendReachable', 'True', timeoutMs);
 
-/** A Kubernetes-adapter class with its parameters, Ready. */
+/** A Kubernetes-adapter class with its parameters `<name>-params` (created unless they exist), Ready. */
 export async function readyKubernetesClass(name: string, params: Record<string, unknown> = {}, classExtra: Record<string, unknown> = {}): Promise<ClassObj> {
-  await admin().create(`${X}/kubernetesexecutionparameters`, kubernetesParams(`${name}-params`, params));
+  await apply(`${X}/kubernetesexecutionparameters`, kubernetesParams(`${name}-params`, params));
   await admin().create(`${X}/jobclasses`, kubernetesClass(name, `${name}-params`, classExtra));
   return classReady(name);
 }

@@ -262,6 +262,7 @@ describe('JobClass matrix: class configuration', function () {
   it('jobclass: CRD rejects request > limit; admission rejects out-of-policy resources; defaults fill effectiveResources', async () => {
     const c = `${p}-res`;
     owned.unshift(`${CLASSES}/${c}`, `${K_PARAMS}/${c}-params`);
+    await admin().create(K_PARAMS, kubernetesParams(`${c}-params`));
     // The CRD refuses an inconsistent class policy outright.
     await assert.rejects(admin().create(CLASSES, kubernetesClass(`${c}-bad1`, `${c}-params`, { spec: { resources: { defaults: { requests: { cpu: '2' }, limits: { cpu: '1' } } } } })),
       rejectedWith(422, /spec\.resources\.defaults\.requests\.cpu must be less than or equal to spec\.resources\.defaults\.limits\.cpu/));
