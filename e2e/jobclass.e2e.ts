@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
 import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
-import { apply, cond, executionsOf, getJob, job, kubernetesClass, serviceAccount, uniq, until, X, type Cond, type Event, type Job } from './jobclass-fixtures.ts';
+import { apply, cond, eventually404, executionsOf, getJob, job, kubernetesClass, serviceAccount, uniq, until, X, type Cond, type Event, type Job } from './jobclass-fixtures.ts';
 import { startOpenSandboxServer, type OpenSandboxTestServer } from './opensandbox-server/server.ts';
 
 describe('JobClass execution: Kubernetes adapter', function () {
@@ -203,11 +203,13 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     for (const name of ['rot-a', 'rot-b', 'rot-c']) assert.ok(!JSON.stringify(await getJob(ns, name)).match(/key-[123]/), 'no API key in Job status');
   });
 
-  it('health: an unhealthy server makes the class not Ready and holds new Jobs while existing ones are observed and cancelled; recovery releases them', async () => {
+  it('health: an unhealthy server makes the class not Ready and holds new Jobs while existing ones are observed, cancelled and deleted; recovery releases them', async () => {
     await run('h-finish');
     await run('h-cancel');
+    await run('h-delete');
     const fin = await sandboxed('h-finish');
     const can = await sandboxed('h-cancel');
+    const del = await sandboxed('h-delete');
     srv.faults.unhealthy = true;
     await eventually('class Ready=False/BackendUnhealthy', async () => (await ready())?.reason === 'BackendUnhealthy', 100_000);
     await run('h-new');
@@ -219,6 +221,9 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     const cancelled = await until(ns, 'h-cancel', (x) => x.status?.phase === 'Failed', 'an existing Job is still cancelled');
     assert.equal(cond(cancelled, 'Failed')?.reason, 'Cancelled');
     assert.equal(srv.sandboxes.get(can.status!.execution!.sandboxID!)?.status.reason, 'user_delete', 'the sandbox was deleted');
+    await admin().delete(`${X}/namespaces/${ns}/jobs/h-delete`);
+    await eventually404('an existing Job is still deleted (its cleanup finalizer released)', `${X}/namespaces/${ns}/jobs/h-delete`);
+    assert.equal(srv.sandboxes.get(del.status!.execution!.sandboxID!)?.status.reason, 'user_delete', 'its sandbox was deleted first');
     assert.equal((await ready())?.reason, 'BackendUnhealthy', 'all of the above happened while the class was not Ready');
     assert.deepEqual(sandboxesOf(waiting.metadata.uid), [], 'no execution was started for the new Job');
 
