@@ -123,11 +123,14 @@ describe('JobClass execution: OpenSandbox adapter (local spec-validating server)
 
   it('creates exactly one sandbox when the server crashes between create and response', async () => {
     srv.faults.crashAfterCreate = 1;
-    const before = srv.sandboxes.size;
     await job(ns, 'crash', { jobClassName: cls, image: 'python:3.12', command: ['true'] });
-    await until(ns, 'crash', (x) => !!x.status?.execution?.sandboxID, 'a sandbox');
-    await new Promise((r) => setTimeout(r, 1500));
-    assert.equal(srv.sandboxes.size, before + 1);
+    const adopted = await until(ns, 'crash', (x) => !!x.status?.execution?.sandboxID, 'a sandbox');
+    assert.equal(srv.faults.crashAfterCreate, 0, 'the create really crashed after storing the sandbox');
+    // Finishing the Job is the sync point: a finished Job never creates again, so the count is final.
+    srv.finish(adopted.status!.execution!.sandboxID!, true);
+    const done = await until(ns, 'crash', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
+    const tagged = [...srv.sandboxes.values()].filter((s) => s.request.metadata?.['execution.ayatori.ddupan.top/job-uid'] === done.metadata.uid).map((s) => s.id);
+    assert.deepEqual(tagged, [adopted.status!.execution!.sandboxID!], 'exactly one sandbox, the adopted one');
   });
 
   it('reports pool exhaustion (HTTP 429) as a clear, retried condition', async () => {
