@@ -68,6 +68,8 @@ describe('JobClass matrix: default class resolution', function () {
       const got = await untilReason(n, 'none', 'Accepted', 'Accepted', 'True');
       assert.equal(got.status?.resolvedJobClass?.name, d1);
       assert.equal(got.status?.resolvedJobClass?.uid, d1uid);
+      // Nothing about d1 changes from here on: its platform alert must come from d2 appearing.
+      await succeeded(n, 'none');
 
       const d2uid = await cls(d2, true);
       await job(n, 'ambiguous', { image: 'bash', command: TRUE });
