@@ -507,6 +507,7 @@ describe('JobClass matrix: OpenSandbox allowances (local server)', function () {
     const sb = srv.sandboxes.get(allowedId);
     assert.deepEqual(sb?.request.env, { TOKEN: 'env-s3cret' });
     assert.deepEqual(sb?.request.image?.auth, { username: 'robot', password: 'pull-s3cret' });
+    assert.deepEqual(sb?.request.resourceLimits, { cpu: '1', memory: '1Gi' }, 'the effective limits, not lowered');
     for (const id of [plainId, allowedId]) srv.finish(id, true);
     for (const name of ['plain', 'allowed']) {
       const done = await until(n, name, (x) => x.status?.phase === 'Succeeded', 'Succeeded');
@@ -514,5 +515,18 @@ describe('JobClass matrix: OpenSandbox allowances (local server)', function () {
     }
     const events = (await admin().list<{ message: string } & Job>(`/api/v1/namespaces/${n}/events`)).items;
     assert.ok(!events.some((e) => /s3cret/.test(e.message)), 'no Secret value in Events');
+
+    // Acceptance checks the allowance again: a Job admitted while it was allowed, still waiting
+    // for a ConfigMap when the administrator withdraws allowSecretEnv, is not accepted once the
+    // ConfigMap appears (ConfigMaps are watched; nothing else re-evaluates it meanwhile).
+    await job(n, 'withdrawn', { jobClassName: `${c}-allow`, ...base, env: [...secretEnv, { name: 'MODE', valueFrom: { configMapKeyRef: { name: 'later', key: 'mode' } } }] });
+    await until(n, 'withdrawn', (x) => cond(x, 'Accepted')?.reason === 'ConfigMapNotFound', 'Accepted=False/ConfigMapNotFound');
+    await admin().patch(`${OS_PARAMS}/${c}-allow-params`, { spec: { allowSecretEnv: false } });
+    await admin().create(`/api/v1/namespaces/${n}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'later' }, data: { mode: 'm' } });
+    const refused = await until(n, 'withdrawn', (x) => cond(x, 'Accepted')?.reason === 'SecretEnvNotAllowed', 'Accepted=False/SecretEnvNotAllowed');
+    assert.equal(cond(refused, 'Accepted')?.status, 'False');
+    assert.match(cond(refused, 'Accepted')?.message ?? '', new RegExp(`${c}-allow-params does not set allowSecretEnv`));
+    assert.equal(refused.status?.execution, undefined);
+    assert.ok(![...srv.sandboxes.values()].some((x) => x.request.metadata?.['execution.ayatori.ddupan.top/job-uid'] === refused.metadata.uid), 'no sandbox');
   });
 });
