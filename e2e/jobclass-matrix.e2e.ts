@@ -386,7 +386,8 @@ describe('JobClass matrix: Kubernetes readiness, deletion and recreation', funct
 
     await admin().create('/apis/node.k8s.io/v1/runtimeclasses', rc);
     await classReady(c);
-    await succeeded(n, 'rc-new');
+    const ran = await succeeded(n, 'rc-new');
+    assert.deepEqual((await executionsOf(n, ran.metadata.uid)).batchJobs.map((b) => b.spec.template.spec.runtimeClassName), [c], 'it ran with the RuntimeClass, never without it');
   });
 
   it('jobclass: class deletion waits for non-terminal Jobs and completes after they finish', async () => {
