@@ -9,33 +9,9 @@
  */
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
-import type { KubeObject } from '../lib/kube/types.ts';
 import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
+import { apply, cond, eventually404, executionsOf, getJob, job, kubernetesClass, serviceAccount, uniq, until, X, type Cond, type Event, type Job } from './jobclass-fixtures.ts';
 import { startOpenSandboxServer, type OpenSandboxTestServer } from './opensandbox-server/server.ts';
-
-const X = '/apis/execution.ayatori.ddupan.top/v1alpha1';
-type Cond = { type: string; status: string; reason: string; message: string };
-type Job = Obj & { status?: { phase?: string; message?: string; conditions?: Cond[]; resolvedJobClass?: { name: string; uid: string; controllerName: string; parametersRef?: { uid?: string } }; effectiveResources?: Record<string, Record<string, string>>; execution?: { name?: string; sandboxID?: string } } };
-const cond = (j: Job, t: string): Cond | undefined => j.status?.conditions?.find((c) => c.type === t);
-type Event = Obj & { reason: string; message: string; type: string; involvedObject: { uid?: string; kind?: string } };
-const uniq = `${process.pid}`;
-
-async function apply(path: string, obj: Record<string, unknown>): Promise<void> {
-  await admin().create(path, obj).catch((e: unknown) => { if (!isApiError(e, 409)) throw e; });
-}
-async function job(ns: string, name: string, spec: Record<string, unknown>): Promise<void> {
-  await admin().create(`${X}/namespaces/${ns}/jobs`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'Job', metadata: { name }, spec });
-}
-const getJob = (ns: string, name: string): Promise<Job> => admin().get<Job>(`${X}/namespaces/${ns}/jobs/${name}`);
-async function until(ns: string, name: string, pred: (j: Job) => boolean, what: string, timeoutMs = 60_000): Promise<Job> {
-  return eventually(`Job ${name}: ${what}`, async () => { const j = await getJob(ns, name); return pred(j) ? j : undefined; }, timeoutMs);
-}
-function kubernetesClass(name: string, params: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  const meta = (extra.metadata ?? {}) as Record<string, unknown>;
-  const spec = (extra.spec ?? {}) as Record<string, unknown>;
-  return { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'JobClass', metadata: { name, ...meta },
-    spec: { controllerName: 'execution.ayatori.ddupan.top/kubernetes', parametersRef: { group: 'execution.ayatori.ddupan.top', kind: 'KubernetesExecutionParameters', name: params }, ...spec } };
-}
 
 describe('JobClass execution: Kubernetes adapter', function () {
   let ns: string;
@@ -87,7 +63,14 @@ describe('JobClass execution: Kubernetes adapter', function () {
       await job(other, 'no-sa', { jobClassName: cls, image: 'bash', command: ['true'] });
       const j = await until(other, 'no-sa', (x) => cond(x, 'Scheduled')?.reason === 'ServiceAccountNotFound', 'ServiceAccountNotFound');
       assert.equal(cond(j, 'Scheduled')?.status, 'False');
-      assert.match(cond(j, 'Scheduled')?.message ?? '', /the default ServiceAccount is never used/);
+      assert.equal(cond(j, 'Accepted')?.status, 'True', 'a missing ServiceAccount is a scheduling wait, not a rejection');
+      assert.match(cond(j, 'Scheduled')?.message ?? '', new RegExp(`ServiceAccount ${other}/jobs-runner does not exist.*the default ServiceAccount is never used`));
+      assert.deepEqual(await executionsOf(other, j.metadata.uid), { batchJobs: [], pods: [] }, 'no batch Job and no Pod (no fallback to the default ServiceAccount)');
+      // Provisioning the ServiceAccount later releases the Job, which then runs under it.
+      await serviceAccount(other);
+      const done = await until(other, 'no-sa', (x) => x.status?.phase === 'Succeeded', 'Succeeded once the ServiceAccount exists');
+      const { batchJobs } = await executionsOf(other, done.metadata.uid);
+      assert.deepEqual(batchJobs.map((b) => b.spec.template.spec.serviceAccountName), ['jobs-runner']);
     } finally { await deleteNamespace(other); }
   });
 
@@ -140,11 +123,14 @@ describe('JobClass execution: OpenSandbox adapter (local spec-validating server)
 
   it('creates exactly one sandbox when the server crashes between create and response', async () => {
     srv.faults.crashAfterCreate = 1;
-    const before = srv.sandboxes.size;
     await job(ns, 'crash', { jobClassName: cls, image: 'python:3.12', command: ['true'] });
-    await until(ns, 'crash', (x) => !!x.status?.execution?.sandboxID, 'a sandbox');
-    await new Promise((r) => setTimeout(r, 1500));
-    assert.equal(srv.sandboxes.size, before + 1);
+    const adopted = await until(ns, 'crash', (x) => !!x.status?.execution?.sandboxID, 'a sandbox');
+    assert.equal(srv.faults.crashAfterCreate, 0, 'the create really crashed after storing the sandbox');
+    // Finishing the Job is the sync point: a finished Job never creates again, so the count is final.
+    srv.finish(adopted.status!.execution!.sandboxID!, true);
+    const done = await until(ns, 'crash', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
+    const tagged = [...srv.sandboxes.values()].filter((s) => s.request.metadata?.['execution.ayatori.ddupan.top/job-uid'] === done.metadata.uid).map((s) => s.id);
+    assert.deepEqual(tagged, [adopted.status!.execution!.sandboxID!], 'exactly one sandbox, the adopted one');
   });
 
   it('reports pool exhaustion (HTTP 429) as a clear, retried condition', async () => {
@@ -220,11 +206,13 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     for (const name of ['rot-a', 'rot-b', 'rot-c']) assert.ok(!JSON.stringify(await getJob(ns, name)).match(/key-[123]/), 'no API key in Job status');
   });
 
-  it('health: an unhealthy server makes the class not Ready and holds new Jobs while existing ones are observed and cancelled; recovery releases them', async () => {
+  it('health: an unhealthy server makes the class not Ready and holds new Jobs while existing ones are observed, cancelled and deleted; recovery releases them', async () => {
     await run('h-finish');
     await run('h-cancel');
+    await run('h-delete');
     const fin = await sandboxed('h-finish');
     const can = await sandboxed('h-cancel');
+    const del = await sandboxed('h-delete');
     srv.faults.unhealthy = true;
     await eventually('class Ready=False/BackendUnhealthy', async () => (await ready())?.reason === 'BackendUnhealthy', 100_000);
     await run('h-new');
@@ -236,6 +224,9 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     const cancelled = await until(ns, 'h-cancel', (x) => x.status?.phase === 'Failed', 'an existing Job is still cancelled');
     assert.equal(cond(cancelled, 'Failed')?.reason, 'Cancelled');
     assert.equal(srv.sandboxes.get(can.status!.execution!.sandboxID!)?.status.reason, 'user_delete', 'the sandbox was deleted');
+    await admin().delete(`${X}/namespaces/${ns}/jobs/h-delete`);
+    await eventually404('an existing Job is still deleted (its cleanup finalizer released)', `${X}/namespaces/${ns}/jobs/h-delete`);
+    assert.equal(srv.sandboxes.get(del.status!.execution!.sandboxID!)?.status.reason, 'user_delete', 'its sandbox was deleted first');
     assert.equal((await ready())?.reason, 'BackendUnhealthy', 'all of the above happened while the class was not Ready');
     assert.deepEqual(sandboxesOf(waiting.metadata.uid), [], 'no execution was started for the new Job');
 
@@ -261,4 +252,3 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
   });
 });
 
-export type { KubeObject };

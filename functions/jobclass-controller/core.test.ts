@@ -4,7 +4,7 @@ import type { JobClass, Job, OpenSandboxParameters } from '../jobclass-core/api.
 import { CLASS_FINALIZER } from '../jobclass-core/api.ts';
 import { FakeState, NOW, R, X, events, job, jobClass, k8sParams, osParams, secret, statuses } from '../jobclass-core/testing.ts';
 import { PROBE_STALE_MS, reconcileClass } from './core.ts';
-import fn, { handle, secretRefs } from './index.ts';
+import fn, { DEFAULTS_KEY, handle, secretRefs } from './index.ts';
 
 const STRICT = { insecureHosts: [] as string[] };
 const bare = (c: JobClass): JobClass => ({ ...c, status: {} });
@@ -143,6 +143,19 @@ describe('jobclass-controller: competing global defaults', () => {
     assert.deepEqual(events(ops).map((e) => [e.type, e.reason]), [['Warning', 'AmbiguousDefaultJobClass']]);
     state.remove(X.jobClasses, undefined, 'b');
     assert.deepEqual(events(run(jobClass('a', { isDefault: true }), state)), []);
+  });
+
+  it('a second default wakes the first one, so both alert (not only the class that changed)', () => {
+    const also = fn.trigger.type === 'watch' ? fn.trigger.also?.find((a) => a.resource === X.jobClasses) : undefined;
+    assert.deepEqual(also?.map(jobClass('b', { isDefault: true })), [DEFAULTS_KEY], 'a default class wakes the defaults key');
+    assert.deepEqual(also?.map(jobClass('c')), [], 'other classes do not');
+    const state = new FakeState([[X.kubernetesParameters, k8sParams('a')], [X.jobClasses, jobClass('a', { isDefault: true })], [X.jobClasses, jobClass('b', { isDefault: true })], [X.jobClasses, jobClass('c')]]);
+    const ops = handle({ key: DEFAULTS_KEY, object: undefined, state, now: NOW });
+    assert.deepEqual(events(ops).map((e) => [e.type, e.reason, (e as unknown as { involvedObject: { name: string } }).involvedObject.name]).sort(), [['Warning', 'AmbiguousDefaultJobClass', 'a'], ['Warning', 'AmbiguousDefaultJobClass', 'b']]);
+    assert.deepEqual(ops.filter((o) => o.op !== 'create'), [], 'only the alert Events, no status writes under the shared key');
+    assert.deepEqual(secretRefs({ key: DEFAULTS_KEY, object: undefined, state }), []);
+    state.remove(X.jobClasses, undefined, 'b');
+    assert.deepEqual(handle({ key: DEFAULTS_KEY, object: undefined, state, now: NOW }), []);
   });
 });
 

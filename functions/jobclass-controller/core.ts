@@ -104,7 +104,7 @@ function deletionBlockedOps(cls: JobClass, ctx: ClassContext): Operation[] {
 }
 
 /** A Warning on every global default while there is more than one (Jobs without a class then wait). */
-function competingDefaults(cls: JobClass, ctx: ClassContext): Operation[] {
+export function competingDefaults(cls: JobClass, ctx: ClassContext): Operation[] {
   if (!isDefaultClass(cls) || cls.metadata.deletionTimestamp) return [];
   const names = (ctx.state.list(X.jobClasses) as JobClass[]).filter((c) => isDefaultClass(c) && !c.metadata.deletionTimestamp).map((c) => c.metadata.name ?? '').sort();
   if (names.length < 2) return [];

@@ -3,8 +3,10 @@
  * kind that exists and is valid, resource policy and namespace selector are consistent) and
  * Ready (Kubernetes: the RuntimeClass exists; OpenSandbox: API key Secret present and the
  * adapter's last probe of the current endpoint/key succeeded recently), with an Event per
- * transition. A protection finalizer holds a class deletion until no non-terminal Job
- * references its UID. Woken by its parameters, RuntimeClasses and Jobs; reads API key Secrets by name.
+ * transition, and the AmbiguousDefaultJobClass alert on every global default while there are
+ * several (a new default wakes the others). A protection finalizer holds a class deletion until
+ * no non-terminal Job references its UID. Woken by its parameters, RuntimeClasses, Jobs and
+ * other global defaults; reads API key Secrets by name.
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, ObjectRef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
@@ -12,7 +14,8 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { OPENSANDBOX_CONTROLLER, X, type Job, type JobClass, type KubernetesParameters, type OpenSandboxParameters } from '../jobclass-core/api.ts';
 import { parametersOf } from '../jobclass-core/controllers.ts';
 import { endpointPolicy } from '../jobclass-core/config.ts';
-import { reconcileClass } from './core.ts';
+import { isDefaultClass } from '../jobclass-core/resolve.ts';
+import { competingDefaults, reconcileClass } from './core.ts';
 
 /** Classes affected by a change to a dependency key (@params:Kind:name, @runtimeclass:name). */
 export function affectedClasses(key: string, state: State): JobClass[] {
@@ -35,9 +38,13 @@ export function secretRefs({ key, object, state }: { key: string; object: KubeOb
   });
 }
 
+/** Wakes every global default when one appears, changes or goes: a new second default must alert on the first one too. */
+export const DEFAULTS_KEY = '@defaults';
+
 export function handle({ key, object, state, now }: ReconcileInput): Operation[] {
   const ctx = { state, now, endpointPolicy: endpointPolicy() };
   if (!key.startsWith('@')) return reconcileClass(object as JobClass | undefined, ctx);
+  if (key === DEFAULTS_KEY) return (state.list(X.jobClasses) as JobClass[]).filter(isDefaultClass).flatMap((c) => competingDefaults(c, ctx));
   return affectedClasses(key, state).flatMap((c) => reconcileClass(c, ctx).filter((op) => op.op !== 'requeue'));
 }
 
@@ -47,6 +54,7 @@ const fn: FunctionDef = {
   trigger: {
     type: 'watch', resource: X.jobClasses,
     also: [
+      { resource: X.jobClasses, map: (o) => (isDefaultClass(o as JobClass) ? [DEFAULTS_KEY] : []) },
       { resource: X.kubernetesParameters, map: (o) => [`@params:KubernetesExecutionParameters:${o.metadata.name ?? ''}`] },
       { resource: X.openSandboxParameters, map: (o) => [`@params:OpenSandboxExecutionParameters:${o.metadata.name ?? ''}`] },
       { resource: X.runtimeClasses, map: (o) => [`@runtimeclass:${o.metadata.name ?? ''}`] },
