@@ -32,8 +32,12 @@ export async function startServer(cfg: ServerConfig, functions: FunctionDef[], c
   const state = { relayRunning: false, leader: !cfg.leaderElection };
   const app = express();
   app.use(admissionRouter(admissionFunctions(selected), client, log.child({ host: 'admission' }), metrics));
-  const tokens = new SessionTokens(client, cfg.namespace, process.env.KRT_SERVICE_ACCOUNT ?? 'kruntimes-extension');
-  const aggregated = await aggregationRouter(client, log.child({ host: 'aggregation' }), tokens);
+  // The aggregated APIs act as their own narrow ServiceAccount (read Runs, Runtime Pods and their
+  // runtimed log, open sessions), never with the functions' permissions this process also holds.
+  const backendSA = process.env.KRT_RUN_EXTENSION_SA ?? 'kruntimes-run-extension-api';
+  const backend = client.as(`system:serviceaccount:${cfg.namespace}:${backendSA}`);
+  const tokens = new SessionTokens(backend, cfg.namespace, backendSA);
+  const aggregated = await aggregationRouter(backend, log.child({ host: 'aggregation' }), tokens, client);
   app.use(aggregated.router);
   // Client certificates are requested but optional: admission calls carry none, aggregated
   // requests must present the front-proxy certificate (checked per request).
@@ -42,7 +46,7 @@ export async function startServer(cfg: ServerConfig, functions: FunctionDef[], c
   watchFile(cfg.certFile, { interval: 2000 }, () => {
     try { secure.setSecureContext(tls()); log.info('reloaded serving certificate'); } catch (err) { log.warn({ err }, 'certificate reload failed; keeping the old one'); }
   });
-  const sessions = new SessionProxy({ client, log: log.child({ host: 'sessions' }), authenticate: aggregated.authenticate, tokens });
+  const sessions = new SessionProxy({ client: backend, log: log.child({ host: 'sessions' }), authenticate: aggregated.authenticate, tokens });
   secure.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!sessions.handle(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });

@@ -122,6 +122,29 @@ describe('Sessions through the aggregated API and krt session', function () {
     }
   });
 
+  it('the aggregated backend acts as its own narrow ServiceAccount, not with the functions\' permissions', async () => {
+    const can = async (user: string, attrs: Record<string, string>): Promise<boolean> => {
+      const r = await admin().create<{ metadata: object; status?: { allowed?: boolean } }>('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview',
+        spec: { user, groups: ['system:serviceaccounts', 'system:serviceaccounts:kruntimes-system'], resourceAttributes: { namespace: ns, ...attrs } },
+      });
+      return r.status?.allowed === true;
+    };
+    const backend = 'system:serviceaccount:kruntimes-system:kruntimes-run-extension-api';
+    assert.equal(await can(backend, { resource: 'pods', subresource: 'log', verb: 'get' }), true);
+    assert.equal(await can(backend, { group: 'kruntimes.io', resource: 'runs', verb: 'get' }), true);
+    const deniedAttrs: Record<string, string>[] = [
+      { group: 'kruntimes.io', resource: 'runs', subresource: 'status', verb: 'patch' },
+      { group: 'kruntimes.io', resource: 'runs', verb: 'create' },
+      { resource: 'pods', verb: 'delete' },
+      { resource: 'pods', subresource: 'exec', verb: 'create' },
+      { resource: 'secrets', verb: 'list' },
+    ];
+    for (const denied of deniedAttrs) assert.equal(await can(backend, denied), false, JSON.stringify(denied));
+    // The functions' identity may do what the backend may not (so the split is real).
+    assert.equal(await can('system:serviceaccount:kruntimes-system:kruntimes-extension', { group: 'kruntimes.io', resource: 'runs', subresource: 'status', verb: 'patch' }), true);
+  });
+
   it('the Runtime\'s NetworkPolicy admits only the extension server, only on the session port', async () => {
     const np = await admin().get<{ metadata: object; spec: { policyTypes: string[]; ingress: { from: object[]; ports: { port: number }[] }[] } }>(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/runtime-bash`);
     assert.deepEqual(np.spec.policyTypes, ['Ingress']);

@@ -36,6 +36,6 @@ export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     ...(env.KRT_ARTIFACT_STORE ? { artifactStore: JSON.parse(env.KRT_ARTIFACT_STORE) as Record<string, unknown> } : {}),
     artifactRoot: env.KRT_ARTIFACT_ROOT ?? '/var/lib/kruntimes/artifacts',
     sessionPort: Number(env.KRT_SESSION_PORT ?? '9095'),
-    sessionSubject: env.KRT_SESSION_SUBJECT ?? 'system:serviceaccount:kruntimes-system:kruntimes-extension',
+    sessionSubject: env.KRT_SESSION_SUBJECT ?? 'system:serviceaccount:kruntimes-system:kruntimes-run-extension-api',
   });
 }

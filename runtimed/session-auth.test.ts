@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { keysFrom, verifyToken, type Claims } from './session-auth.ts';
 
-const SUB = 'system:serviceaccount:kruntimes-system:kruntimes-extension';
+const SUB = 'system:serviceaccount:kruntimes-system:kruntimes-run-extension-api';
 const now = new Date('2026-11-29T12:00:00Z');
 const t = now.getTime() / 1000;
 

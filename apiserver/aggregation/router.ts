@@ -38,9 +38,10 @@ export function resourceList(group: string): object {
   };
 }
 
-export async function aggregationRouter(client: KubeClient, log: Logger, tokens?: SessionTokens): Promise<{ router: Router; clientCA: string; authenticate: (req: IncomingMessage) => UserInfo | string }> {
-  let cfg: RequestHeaderConfig = await loadRequestHeaderConfig(client);
-  setInterval(() => { loadRequestHeaderConfig(client).then((c) => { cfg = c; }, (err: unknown) => log.warn({ err }, 'requestheader config refresh failed')); }, 60_000).unref();
+/** `client` serves the APIs; `authClient` (default: client) reads the aggregator's requestheader configuration. */
+export async function aggregationRouter(client: KubeClient, log: Logger, tokens?: SessionTokens, authClient: KubeClient = client): Promise<{ router: Router; clientCA: string; authenticate: (req: IncomingMessage) => UserInfo | string }> {
+  let cfg: RequestHeaderConfig = await loadRequestHeaderConfig(authClient);
+  setInterval(() => { loadRequestHeaderConfig(authClient).then((c) => { cfg = c; }, (err: unknown) => log.warn({ err }, 'requestheader config refresh failed')); }, 60_000).unref();
   const r = express.Router();
   r.use('/apis', (req, res, next) => {
     const who = authenticate(req, cfg);

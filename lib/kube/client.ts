@@ -18,6 +18,8 @@ export interface ClientOptions {
   /** A bearer token, or a function returning the current one (rotated projected tokens). */
   token?: string | (() => string);
   userAgent?: string;
+  /** Act as this user (Impersonate-User): a narrower identity for one part of a process. */
+  impersonate?: string;
 }
 
 export type Query = Record<string, string | number | boolean | undefined>;
@@ -45,14 +47,21 @@ export class KubeClient {
   private readonly token: ClientOptions['token'];
   private readonly userAgent: string;
   private readonly tlsOpts: Pick<ClientOptions, 'ca' | 'cert' | 'key'>;
+  private readonly impersonate?: string;
+  private readonly opts: ClientOptions;
 
   constructor(opts: ClientOptions) {
+    this.opts = opts;
+    if (opts.impersonate) this.impersonate = opts.impersonate;
     this.tlsOpts = { ca: opts.ca, cert: opts.cert, key: opts.key };
     this.server = new URL(opts.server);
     this.agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: opts.ca, cert: opts.cert, key: opts.key });
     this.token = opts.token;
     this.userAgent = opts.userAgent ?? 'kruntimes';
   }
+
+  /** The same credentials acting as `user` (requires `impersonate` on that user in RBAC). */
+  as(user: string): KubeClient { return new KubeClient({ ...this.opts, impersonate: user }); }
 
   /** Closes idle keep-alive sockets. */
   close(): void { this.agent.destroy(); }
@@ -114,7 +123,7 @@ export class KubeClient {
     url.protocol = 'wss:';
     for (const [k, v] of query) url.searchParams.append(k, v);
     const token = typeof this.token === 'function' ? this.token() : this.token;
-    const ws = new WebSocket(url, protocols, { ...this.tlsOpts, headers: { 'User-Agent': this.userAgent, ...(token ? { Authorization: `Bearer ${token}` } : {}) } });
+    const ws = new WebSocket(url, protocols, { ...this.tlsOpts, headers: { 'User-Agent': this.userAgent, ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(this.impersonate ? { 'Impersonate-User': this.impersonate } : {}) } });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(ws));
       ws.once('unexpected-response', (_req, res) => { void readBody(res).then((text) => reject(errorFromBody(res.statusCode ?? 0, text, 'GET', url.pathname))); });
@@ -125,7 +134,7 @@ export class KubeClient {
   private open(method: string, path: string, opts: RequestOptions): Promise<IncomingMessage> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { 'User-Agent': this.userAgent, Accept: opts.accept ?? 'application/json' };
+    const headers: Record<string, string> = { 'User-Agent': this.userAgent, Accept: opts.accept ?? 'application/json', ...(this.impersonate ? { 'Impersonate-User': this.impersonate } : {}) };
     const token = typeof this.token === 'function' ? this.token() : this.token;
     if (token) headers.Authorization = `Bearer ${token}`;
     let payload: string | undefined;
