@@ -145,6 +145,25 @@ describe('Workflows', function () {
     assert.match(JSON.stringify(c.status), /workflow call cycle: loop-a -> loop-b -> loop-a/);
   });
 
+  it('runs Actions as they were when the WorkflowRun started (ControllerRevision snapshot), even when edited mid-run', async () => {
+    await admin().create(`${GROUP}/namespaces/${ns}/actions`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Action', metadata: { name: 'stamp' },
+      spec: { steps: [{ name: 'say', run: 'echo "version=old" >> "$KRUNTIME_OUTPUTS"' }] } });
+    await workflowRun(ns, 'frozen', { build: { 'runs-on': 'bash', steps: [{ name: 'wait', run: 'sleep 1.5' }, { name: 'stamp', uses: 'stamp' }] } });
+    const started = await eventually('the snapshot to be taken', async () => {
+      const w = await admin().get<Wfr & { status?: { snapshotName?: string } }>(`${GROUP}/namespaces/${ns}/workflowruns/frozen`);
+      return w.status?.snapshotName ? w : undefined;
+    });
+    const rev = await admin().get<KubeObject>(`/apis/apps/v1/namespaces/${ns}/controllerrevisions/${started.status?.snapshotName}`);
+    assert.equal(rev.metadata.ownerReferences?.[0]?.name, 'frozen');
+    await admin().patch(`${GROUP}/namespaces/${ns}/actions/stamp`, { spec: { steps: [{ name: 'say', run: 'echo "version=new" >> "$KRUNTIME_OUTPUTS"' }] } });
+    const w = await done(ns, 'frozen');
+    assert.equal(w.status?.phase, 'Succeeded', w.status?.message);
+    const runs = await admin().list<KubeObject & { spec: unknown }>(`${GROUP}/namespaces/${ns}/runs`, { labelSelector: `kruntimes.io/workflowrun-uid=${w.metadata.uid}` });
+    const specs = runs.items.map((r) => JSON.stringify(r.spec));
+    assert.ok(specs.some((x) => x.includes('version=old')), 'the Action step ran the version frozen at start');
+    assert.ok(!specs.some((x) => x.includes('version=new')), 'the edit did not reach the running WorkflowRun');
+  });
+
   it('propagates cancellation to running steps', async () => {
     await workflowRun(ns, 'cancelled', { slow: { 'runs-on': 'bash', steps: [{ name: 'sleep', run: 'sleep 60' }, { name: 'later', run: 'true' }] } });
     const running = await eventually('the step Run to be running', async () => {

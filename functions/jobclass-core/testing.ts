@@ -1,7 +1,7 @@
 /** Test builders for the JobClass functions: an in-memory State and object factories. */
 import { R } from '../../lib/fn/resources.ts';
 import { refPath, withFetched, type Fetched } from '../../lib/fn/fetch.ts';
-import { resourcePath, type FetchDecl, type Operation, type ReconcileInput, type Resource, type State } from '../../lib/fn/types.ts';
+import type { FetchDecl, Operation, ReconcileInput } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import type { Condition } from '../../lib/run/conditions.ts';
 import {
@@ -12,20 +12,9 @@ import {
 export const NOW = new Date('2026-09-17T10:00:00Z');
 export const T0 = '2026-09-17T09:00:00Z';
 
-export class FakeState implements State {
-  private readonly byKey = new Map<string, KubeObject>();
-  constructor(items: [Resource, KubeObject][] = []) { for (const [r, o] of items) this.put(r, o); }
-  private key(r: Resource, ns: string | undefined, name: string): string { return `${resourcePath(r)}|${r.namespaced ? ns ?? '' : ''}|${name}`; }
-  put(r: Resource, o: KubeObject): this { this.byKey.set(this.key(r, o.metadata.namespace, o.metadata.name ?? ''), o); return this; }
-  remove(r: Resource, ns: string | undefined, name: string): this { this.byKey.delete(this.key(r, ns, name)); return this; }
-  get(r: Resource, ns: string | undefined, name: string): KubeObject | undefined { return this.byKey.get(this.key(r, ns, name)); }
-  list(r: Resource, ns?: string, sel?: Record<string, string>): KubeObject[] {
-    const prefix = `${resourcePath(r)}|`;
-    return [...this.byKey.entries()].filter(([k]) => k.startsWith(prefix)).map(([, o]) => o)
-      .filter((o) => !ns || o.metadata.namespace === ns)
-      .filter((o) => Object.entries(sel ?? {}).every(([k, v]) => o.metadata.labels?.[k] === v));
-  }
-}
+import { FakeState } from '../../lib/fn/fake-state.ts';
+
+export { FakeState };
 
 const cond = (type: string, status: Condition['status'], reason = type): Condition => ({ type, status, reason, message: '', lastTransitionTime: T0, observedGeneration: 1 });
 

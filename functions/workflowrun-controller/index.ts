@@ -2,7 +2,9 @@
  * WorkflowRun controller (load -> calculate -> apply -> patch). The pure cores in
  * functions/workflow-core decide everything; this glue loads the observed children, creates
  * one PersistentWorkspace per inline job (owned by the WorkflowRun, never chosen by users), turns
- * the decisions into operations, and surfaces workspace loss as a clear condition.
+ * the decisions into operations, and surfaces workspace loss as a clear condition. At start it
+ * freezes every Action and called Workflow the run uses in an owned ControllerRevision
+ * (status.snapshotName): editing or deleting them later never changes a running WorkflowRun.
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
@@ -10,7 +12,7 @@ import type { KubeObject, OwnerReference } from '../../lib/kube/types.ts';
 import { setCondition } from '../../lib/run/conditions.ts';
 import { CONTROLLER_LABEL, WORKFLOWRUN_LABEL } from '../../lib/workflow/labels.ts';
 import {
-  initialStatus, jobWorkspaceName, reconcileStatus, rejectedStatus, snapshotName, stepRefFromLabels, workflowRunProblem,
+  initialStatus, jobWorkspaceName, reachableWorkflows, reconcileStatus, rejectedStatus, snapshotName, stepRefFromLabels, workflowRunProblem,
   LABEL_WORKFLOWRUN_UID, LABEL_WORKFLOW_JOB, LABEL_WORKFLOW_MATRIX,
   type ActionSnapshot, type ChildRunView, type ChildWorkflowRunView, type JobsSpec, type WorkflowRunStatus, type WorkflowSpec,
 } from '../workflow-core/core.ts';
@@ -41,11 +43,47 @@ function workflowRunViews(state: State, ns: string, uid: string): ChildWorkflowR
       ...(c.status?.jobs ? { jobs: c.status.jobs } : {}), ...(c.metadata.annotations ? { annotations: c.metadata.annotations } : {}), ...(c.status?.message ? { message: c.status.message } : {}) }));
 }
 
-function lookups(state: State, ns: string): { action: (name: string) => ActionSnapshot | undefined; workflow: (name: string) => WorkflowSpec | undefined } {
+type Lookups = { action: (name: string) => ActionSnapshot | undefined; workflow: (name: string) => WorkflowSpec | undefined };
+
+function lookups(state: State, ns: string): Lookups {
   return {
     action: (name) => { const a = state.get(R.actions, ns, name) as (KubeObject & { spec: ActionSnapshot['spec'] }) | undefined; return a ? { name, spec: a.spec } : undefined; },
     workflow: (name) => (state.get(R.workflows, ns, name) as (KubeObject & { spec: WorkflowSpec }) | undefined)?.spec,
   };
+}
+
+/** What a WorkflowRun executes besides its own jobs, frozen at start. */
+export interface Snapshot { actions: Record<string, ActionSnapshot>; workflows: Record<string, WorkflowSpec> }
+type Revision = KubeObject & { data?: Snapshot; revision?: number };
+
+/** Largest snapshot accepted (a ControllerRevision is one etcd object). */
+export const SNAPSHOT_MAX_BYTES = 1 << 20;
+
+export function takeSnapshot(jobs: JobsSpec, live: Lookups): Snapshot {
+  const actions: Record<string, ActionSnapshot> = {};
+  const workflows: Record<string, WorkflowSpec> = {};
+  for (const j of Object.values(jobs)) {
+    for (const st of j.steps ?? []) { const a = st.uses ? live.action(st.uses) : undefined; if (st.uses && a) actions[st.uses] = a; }
+    // Every Workflow reachable from a call (the call-graph check walks them all).
+    for (const name of j.uses ? reachableWorkflows(j.uses, live.workflow) : []) { const spec = live.workflow(name); if (spec) workflows[name] = spec; }
+  }
+  return { actions, workflows };
+}
+
+/** Lookups that answer from the snapshot, or undefined when the WorkflowRun has none (started before snapshots). */
+function frozen(state: State, w: Wfr): Lookups | undefined {
+  const name = w.status?.snapshotName;
+  const rev: Revision | undefined = name ? state.get(R.controllerRevisions, w.metadata.namespace, name) : undefined;
+  if (!rev?.data || rev.metadata.labels?.[LABEL_WORKFLOWRUN_UID] !== w.metadata.uid) return undefined;
+  const data = rev.data;
+  return { action: (n) => data.actions[n], workflow: (n) => data.workflows[n] };
+}
+
+function snapshotOp(w: Wfr, snap: Snapshot): Operation {
+  return { op: 'create', resource: R.controllerRevisions, object: {
+    metadata: { name: snapshotName(w.metadata.name ?? '', w.metadata.uid ?? ''), namespace: w.metadata.namespace, labels: { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [WORKFLOWRUN_LABEL]: w.metadata.name ?? '' }, ownerReferences: [owner(w)] },
+    revision: 1, data: snap,
+  } };
 }
 
 /** The job-local workspace a step Run needs, created before the Run (the admission check requires it to exist). */
@@ -62,13 +100,18 @@ function workspaceOp(w: Wfr, state: State, run: { labels: Record<string, string>
 
 function initialize(w: Wfr, state: State, now: string): Operation[] {
   const ns = w.metadata.namespace ?? '';
-  const { action } = lookups(state, ns);
-  const problem = workflowRunProblem(w.spec.jobs, (_job, _step, uses) => !!action(uses));
+  const live = lookups(state, ns);
+  const { action } = live;
+  const snap = takeSnapshot(w.spec.jobs, live);
+  const size = Buffer.byteLength(JSON.stringify(snap));
+  const problem = workflowRunProblem(w.spec.jobs, (_job, _step, uses) => !!action(uses))
+    ?? (size > SNAPSHOT_MAX_BYTES ? `the Actions and called Workflows this run uses are ${size} bytes, more than the ${SNAPSHOT_MAX_BYTES}-byte execution snapshot allows` : undefined);
   const gen = w.metadata.generation;
   const status = problem ? rejectedStatus(w.status, problem, { now, ...(gen ? { generation: gen } : {}) })
     : initialStatus(w.spec.jobs, { now, ...(gen ? { generation: gen } : {}), snapshotName: snapshotName(w.metadata.name ?? '', w.metadata.uid ?? ''),
       actionSteps: (job, step) => { const u = w.spec.jobs[job]?.steps?.find((s) => s.name === step)?.uses; return u ? action(u)?.spec.steps.map((s) => s.name) : undefined; } });
-  return [{ op: 'status', resource: R.workflowRuns, object: { ...w, status } }];
+  // The snapshot is created first: status names it only once it exists (a retry finds it AlreadyExists).
+  return [...(problem ? [] : [snapshotOp(w, snap)]), { op: 'status', resource: R.workflowRuns, object: { ...w, status } }];
 }
 
 function cancelJobRuns(state: State, w: Wfr, job: string): Operation[] {
@@ -102,7 +145,7 @@ export function reconcileWorkflowRun({ object, state, now }: ReconcileInput): Op
   if (!w.status?.jobs) return w.status?.phase === 'Failed' ? [] : initialize(w, state, nowIso);
   const ns = w.metadata.namespace ?? '';
   const uid = w.metadata.uid ?? '';
-  const { action, workflow } = lookups(state, ns);
+  const { action, workflow } = frozen(state, w) ?? lookups(state, ns);
   const res = reconcileStatus({
     workflowRun: { name: w.metadata.name ?? '', uid, ...(w.metadata.generation ? { generation: w.metadata.generation } : {}), ...(w.metadata.annotations ? { annotations: w.metadata.annotations } : {}) },
     jobs: w.spec.jobs, status: w.status, runs: runViews(state, ns, uid), workflowRuns: workflowRunViews(state, ns, uid), cancelRequested: !!w.spec.cancelRequested, now: nowIso,
@@ -134,6 +177,7 @@ const fn: FunctionDef = {
       { resource: R.runs, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
       { resource: R.workflowRuns, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
       { resource: R.persistentWorkspaces, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
+      { resource: R.controllerRevisions, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
       { resource: R.actions, map: () => [] },
       { resource: R.workflows, map: () => [] },
     ],
@@ -145,6 +189,7 @@ const fn: FunctionDef = {
     { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
     { apiGroups: ['kruntimes.io'], resources: ['persistentworkspaces'], verbs: ['get', 'list', 'watch', 'create'] },
     { apiGroups: ['kruntimes.io'], resources: ['actions', 'workflows'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: ['apps'], resources: ['controllerrevisions'], verbs: ['get', 'list', 'watch', 'create'] },
   ],
   handler: reconcileWorkflowRun,
 };

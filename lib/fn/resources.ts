@@ -15,6 +15,7 @@ export const R = {
   apiServices: { group: 'apiregistration.k8s.io', version: 'v1', resource: 'apiservices', kind: 'APIService', namespaced: false },
   daemonSets: { group: 'apps', version: 'v1', resource: 'daemonsets', kind: 'DaemonSet', namespaced: true },
   deployments: { group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', namespaced: true },
+  controllerRevisions: { group: 'apps', version: 'v1', resource: 'controllerrevisions', kind: 'ControllerRevision', namespaced: true },
   runtimes: krt('runtimes', 'Runtime'),
   runs: krt('runs', 'Run'),
   persistentWorkspaces: krt('persistentworkspaces', 'PersistentWorkspace'),
