@@ -139,6 +139,7 @@ describe('Sessions through the aggregated API and krt session', function () {
       { resource: 'pods', verb: 'delete' },
       { resource: 'pods', subresource: 'exec', verb: 'create' },
       { resource: 'secrets', verb: 'list' },
+      { resource: 'secrets', verb: 'get' },
     ];
     for (const denied of deniedAttrs) assert.equal(await can(backend, denied), false, JSON.stringify(denied));
     // The functions' identity may do what the backend may not (so the split is real).

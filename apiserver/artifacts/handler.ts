@@ -3,9 +3,9 @@
  *   GET .../namespaces/{ns}/runs/{name}/artifacts             the Run's artifact references (JSON)
  *   GET .../namespaces/{ns}/runs/{name}/artifacts/{artifact}  the bytes (a directory: its tar.gz)
  * The API server has already authorised `get` on `runs/artifacts` (resourceNames = the Run) for
- * the caller. The backend reads the Run, opens the store its artifacts went to (S3 directly; a
- * Filesystem store through a runtimed of the Runtime) and streams the object, checking size and
- * sha256 against status.artifactRefs while streaming.
+ * the caller. The backend reads the Run, opens the store its artifacts went to through a runtimed
+ * of the Run's Runtime (which holds the store's credentials or mount; this backend holds neither)
+ * and streams the object, checking size and sha256 against status.artifactRefs while streaming.
  */
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -68,7 +68,7 @@ async function serveDownload(d: { client: KubeClient; tokens?: SessionTokens }, 
   const ref = pickRef(run.status?.artifactRefs ?? [], String(req.params.artifact), `${ns}/${name}`);
   const label = `artifact ${JSON.stringify(ref.name)} of Run ${ns}/${name}`;
   const spec = await storeSpecOf(client, ns, { name, ...(run.spec?.runtime ? { runtime: run.spec.runtime } : {}), ...(run.status?.artifactStore ? { snapshot: run.status.artifactStore } : {}) });
-  const { store, close } = await openStore(client, ns, spec, d.tokens ? { client, tokens: d.tokens, namespace: ns, ...(run.spec?.runtime ? { runtime: run.spec.runtime } : {}), ...(run.status?.assignedPod ? { assignedPod: run.status.assignedPod } : {}) } : undefined);
+  const { store, close } = openStore(spec, d.tokens ? { client, tokens: d.tokens, namespace: ns, ...(run.spec?.runtime ? { runtime: run.spec.runtime } : {}), ...(run.status?.assignedPod ? { assignedPod: run.status.assignedPod } : {}) } : undefined);
   try {
     const body = await store.open(ref, { namespace: ns }).catch((err: unknown) => { throw storeFailure(err, label); });
     if (ref.sizeBytes <= BUFFERED_BYTES) { await sendVerified(res, body, ref, label); return; }

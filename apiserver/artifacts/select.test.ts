@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import type { ArtifactRef } from '../../runtimed/artifacts/store.ts';
-import { ArtifactRequestError, downloadHeaders, pickRef, s3Credentials, summarize } from './select.ts';
+import { ArtifactRequestError, downloadHeaders, pickRef, summarize } from './select.ts';
 
 const ref = (name: string, type: 'file' | 'directory'): ArtifactRef & { digest: string } => ({
   name, type, driver: 's3', sizeBytes: 12, digest: `sha256:${'a'.repeat(64)}`, contentType: 'text/plain; charset=utf-8', createdAt: '2026-01-01T00:00:00Z',
   location: { s3: { bucket: 'b', key: `namespaces/ns/runs/u/${name}` } },
 });
-const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
 describe('artifact selection', () => {
   it('lists references without their store locations', () => {
@@ -30,11 +29,5 @@ describe('artifact selection', () => {
     assert.match(h['Content-Disposition'] ?? '', /filename\*=UTF-8''site\.tar\.gz$/);
     assert.equal(h['X-Kruntimes-Artifact-Digest'], `sha256:${'a'.repeat(64)}`);
     assert.equal(downloadHeaders(ref('a b.txt', 'file'))['Content-Disposition'], "attachment; filename*=UTF-8''a%20b.txt");
-  });
-
-  it('reads S3 credentials from the Secret data and explains a broken Secret', () => {
-    assert.deepEqual(s3Credentials({ AWS_ACCESS_KEY_ID: b64('id'), AWS_SECRET_ACCESS_KEY: b64('sec') }, 'ns/s'), { accessKeyId: 'id', secretAccessKey: 'sec' });
-    assert.equal(s3Credentials({ AWS_ACCESS_KEY_ID: b64('id'), AWS_SECRET_ACCESS_KEY: b64('sec'), AWS_SESSION_TOKEN: b64('t') }, 'ns/s').sessionToken, 't');
-    assert.throws(() => s3Credentials({ AWS_ACCESS_KEY_ID: b64('id') }, 'ns/s'), /Secret ns\/s has no AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY/);
   });
 });

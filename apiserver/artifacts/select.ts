@@ -1,12 +1,10 @@
 /**
  * The pure part of artifacts.kruntimes.io: which reference a request names, what a listing
- * shows (no store locations), the response headers of a download, and the S3 credentials a
- * store's credentials Secret holds.
+ * shows (no store locations) and the response headers of a download.
  */
 import type { ArtifactRef } from '../../runtimed/artifacts/store.ts';
 
 export interface ArtifactSummary { name: string; type: string; sizeBytes: number; digest?: string; contentType?: string; createdAt?: string; driver: string }
-export interface S3Credentials { accessKeyId: string; secretAccessKey: string; sessionToken?: string }
 
 /** A request that cannot be served, as a metav1.Status code, reason and message. */
 export class ArtifactRequestError extends Error {
@@ -48,14 +46,3 @@ export function downloadHeaders(ref: VerifiableRef): Record<string, string> {
   };
 }
 
-/** AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN) of a Secret's base64 data, as runtimed gets them via envFrom. */
-export function s3Credentials(data: Record<string, string> | undefined, secret: string): S3Credentials {
-  const get = (k: string): string | undefined => { const v = data?.[k]; return v ? Buffer.from(v, 'base64').toString('utf8') : undefined; };
-  const accessKeyId = get('AWS_ACCESS_KEY_ID');
-  const secretAccessKey = get('AWS_SECRET_ACCESS_KEY');
-  if (!accessKeyId || !secretAccessKey) {
-    throw new ArtifactRequestError(500, 'InternalError', `the artifact store credentials Secret ${secret} has no AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; fix the Secret the Runtime's spec.artifactStore.s3.credentialsSecretName names`);
-  }
-  const sessionToken = get('AWS_SESSION_TOKEN');
-  return { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
-}

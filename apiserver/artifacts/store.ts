@@ -1,21 +1,15 @@
 /**
- * Opens the ArtifactStore a Run's artifacts were uploaded to, from the backend: the Run's
- * status.artifactStore snapshot (else its Runtime's spec.artifactStore). S3 is read with the
- * credentials Secret the Runtime names (the same keys runtimed receives through envFrom). The
- * Filesystem store lives on a PVC that only the Runtime's Pods mount, so it is read through their
- * runtimed (via-runtimed.ts).
+ * Where a Run's artifacts are: the Run's status.artifactStore snapshot (else its Runtime's
+ * spec.artifactStore), and how the backend reads them: through a runtimed of the Runtime
+ * (via-runtimed.ts), which has the S3 credentials (envFrom) or the Filesystem PVC mounted.
  */
-import { S3Client } from '@aws-sdk/client-s3';
 import type { KubeClient } from '../../lib/kube/client.ts';
-import { isApiError } from '../../lib/kube/errors.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { S3ArtifactStore, resolveS3Config, s3ClientConfig } from '../../runtimed/artifacts/s3-store.ts';
 import type { ArtifactStore, RuntimeArtifactStoreSpec } from '../../runtimed/artifacts/store.ts';
-import { ArtifactRequestError, s3Credentials } from './select.ts';
+import { ArtifactRequestError } from './select.ts';
 import { openViaRuntimed, type RuntimedTarget } from './via-runtimed.ts';
 
 type RuntimeObj = KubeObject & { spec?: { artifactStore?: RuntimeArtifactStoreSpec } };
-type SecretObj = KubeObject & { data?: Record<string, string> };
 
 export async function storeSpecOf(client: KubeClient, ns: string, run: { name: string; runtime?: string; snapshot?: RuntimeArtifactStoreSpec }): Promise<RuntimeArtifactStoreSpec> {
   if (run.snapshot) return run.snapshot;
@@ -25,24 +19,9 @@ export async function storeSpecOf(client: KubeClient, ns: string, run: { name: s
   return spec;
 }
 
-async function secretData(client: KubeClient, ns: string, name: string): Promise<Record<string, string> | undefined> {
-  try { return (await client.get<SecretObj>(`/api/v1/namespaces/${ns}/secrets/${name}`)).data; } catch (err) {
-    if (isApiError(err, 404)) throw new ArtifactRequestError(500, 'InternalError', `the artifact store credentials Secret ${ns}/${name} does not exist; recreate it or fix the Runtime's spec.artifactStore.s3.credentialsSecretName`);
-    throw err;
-  }
-}
-
-/** The store to read from; the caller closes it with `close`. */
-export async function openStore(client: KubeClient, ns: string, spec: RuntimeArtifactStoreSpec, fs?: RuntimedTarget): Promise<{ store: ArtifactStore; close: () => void }> {
-  if (spec.driver === 'filesystem') {
-    if (!fs) throw new ArtifactRequestError(501, 'NotImplemented', 'Filesystem artifact stores are read through the Runtime Pods, which this server cannot reach');
-    const target = fs;
-    const store: Pick<ArtifactStore, 'open'> = { open: (ref) => openViaRuntimed(target, ref) };
-    return { store: store as ArtifactStore, close: () => undefined };
-  }
-  const cfg = resolveS3Config(spec.s3);
-  const secret = spec.s3?.credentialsSecretName;
-  const credentials = secret ? s3Credentials(await secretData(client, ns, secret), `${ns}/${secret}`) : undefined;
-  const s3 = new S3Client({ ...s3ClientConfig(cfg), ...(credentials ? { credentials } : {}) });
-  return { store: S3ArtifactStore.fromSpec(spec, { client: s3 }), close: () => s3.destroy() };
+/** The store to read from, always through a runtimed of the Run's Runtime: it already holds the
+ * store's credentials (S3) or mount (Filesystem), so this backend needs no Secret and no volume. */
+export function openStore(spec: RuntimeArtifactStoreSpec, via: RuntimedTarget | undefined): { store: Pick<ArtifactStore, 'open'>; close: () => void } {
+  if (!via) throw new ArtifactRequestError(501, 'NotImplemented', `${spec.driver} artifact stores are read through the Runtime's Pods, which this server cannot reach`);
+  return { store: { open: (ref) => openViaRuntimed(via, ref) }, close: () => undefined };
 }
