@@ -14,7 +14,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { isApiError } from '../lib/kube/errors.ts';
 import { rawTgz } from '../runtimed/artifacts/test-support.ts';
 import { cluster } from './cluster.ts';
-import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
+import { admin, apiServiceAvailable, deleteNamespace, eventually, newNamespace } from './helpers.ts';
 import { grant, krt, saKubeconfig } from './krt.ts';
 import { GROUP, bashRuntime, createRun, createRuntime, finished, runtimePods } from './runs-helpers.ts';
 import { startS3Server, type S3Server } from './s3-server.ts';
@@ -36,10 +36,7 @@ describe('Run artifact download through the aggregated API and krt', function ()
     await admin().create(`/api/v1/namespaces/${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's3-creds' }, stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey } });
     await createRuntime(ns, 'bash', bashRuntime({ replicas: 1, artifactStore: { driver: 's3', s3: { bucket: 'kruntimes-artifacts', prefix: 'e2e', region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, credentialsSecretName: 's3-creds' } } }));
     await runtimePods(ns, 'bash', 1);
-    await eventually('artifacts.kruntimes.io APIService Available', async () => {
-      const s = await admin().get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>('/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.artifacts.kruntimes.io');
-      return s.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
-    }, 60_000);
+    await apiServiceAvailable('artifacts.kruntimes.io');
     await createRun(ns, { runtime: 'bash', source: { inline: PRODUCE } }, { name: 'producer' });
     await createRun(ns, { runtime: 'bash', source: { inline: 'echo "secret" > "$KRUNTIME_ARTIFACTS_DIR/other.txt"' } }, { name: 'other' });
     await createRun(ns, { runtime: 'bash', source: { inline: 'head -c 3145728 /dev/urandom > "$KRUNTIME_ARTIFACTS_DIR/blob.bin"' } }, { name: 'big' });

@@ -66,3 +66,11 @@ export function kubectl(args: string[], input?: string): Promise<string> {
 }
 
 export type Obj = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
+
+/** Waits until the aggregated APIService v1alpha1.<group> reports Available. */
+export async function apiServiceAvailable(group: string, timeoutMs = 60_000): Promise<void> {
+  await eventually(`${group} APIService Available`, async () => {
+    const s = await admin().get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>(`/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.${group}`);
+    return s.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
+  }, timeoutMs);
+}

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
 import { cluster } from './cluster.ts';
-import { admin, deleteNamespace, eventually, newNamespace, serviceAccountClient } from './helpers.ts';
+import { admin, apiServiceAvailable, deleteNamespace, eventually, newNamespace, serviceAccountClient } from './helpers.ts';
 import { krt, saKubeconfig } from './krt.ts';
 import { bashRuntime, createRun, createRuntime, finished, getRun, phase, runtimePods } from './runs-helpers.ts';
 
@@ -19,10 +19,7 @@ describe('Run logs through the aggregated API and krt', function () {
     ns = await newNamespace('logs');
     await createRuntime(ns, 'bash', bashRuntime({ replicas: 1, capacity: { resources: { runs: '4' } } }));
     await runtimePods(ns, 'bash', 1);
-    await eventually('logs.kruntimes.io APIService Available', async () => {
-      const s = await admin().get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>('/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.logs.kruntimes.io');
-      return s.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
-    }, 60_000);
+    await apiServiceAvailable('logs.kruntimes.io');
   });
   after(async () => { await deleteNamespace(ns); });
 

@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import { isApiError } from '../lib/kube/errors.ts';
 import { PROTOCOL } from '../lib/session/channel.ts';
 import { cluster, E2E_ROOT } from './cluster.ts';
-import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
+import { admin, apiServiceAvailable, deleteNamespace, eventually, newNamespace } from './helpers.ts';
 import { grant, krt, saKubeconfig } from './krt.ts';
 import { bashRuntime, cond, createRun, createRuntime, finished, GROUP, phase, runtimePods } from './runs-helpers.ts';
 
@@ -24,10 +24,7 @@ describe('Sessions through the aggregated API and krt session', function () {
     ns = await newNamespace('sessions');
     await createRuntime(ns, 'bash', bashRuntime({ replicas: 1, capacity: { resources: { runs: '4' } } }));
     await runtimePods(ns, 'bash', 1);
-    await eventually('sessions.kruntimes.io APIService Available', async () => {
-      const s = await admin().get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>('/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.sessions.kruntimes.io');
-      return s.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
-    }, 60_000);
+    await apiServiceAvailable('sessions.kruntimes.io');
     await grant(ns, 'operator', 'operator',
       { apiGroups: ['sessions.kruntimes.io'], resources: ['runs/session'], verbs: ['get'] },
       { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] });

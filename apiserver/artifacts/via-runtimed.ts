@@ -7,7 +7,7 @@
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { KubeClient } from '../../lib/kube/client.ts';
+import { readBody, type KubeClient } from '../../lib/kube/client.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import { ArtifactError } from '../../runtimed/artifacts/errors.ts';
 import type { ArtifactRef } from '../../runtimed/artifacts/store.ts';
@@ -30,15 +30,6 @@ export async function candidatePods(t: RuntimedTarget): Promise<PodObj[]> {
   return out.filter((p) => !p.metadata.deletionTimestamp && typeof sessionEndpoint(p) !== 'string');
 }
 
-function readAll(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.on('error', reject);
-  });
-}
-
 export async function openViaRuntimed(t: RuntimedTarget, ref: ArtifactRef): Promise<Readable> {
   const pod = (await candidatePods(t))[0];
   if (!pod) throw new ArtifactRequestError(503, 'ServiceUnavailable', `no running Runtime Pod of Runtime ${t.runtime ?? '?'} in namespace ${t.namespace} can read its Filesystem artifact store right now; artifacts on a Filesystem store are served through the Runtime's Pods, retry when one is Ready`);
@@ -54,7 +45,7 @@ export async function openViaRuntimed(t: RuntimedTarget, ref: ArtifactRef): Prom
     req.end(body);
   });
   if (res.statusCode === 200) return res;
-  const text = await readAll(res);
+  const text = await readBody(res);
   let message = text;
   try { message = (JSON.parse(text) as { message?: string }).message ?? text; } catch { /* plain */ }
   if (res.statusCode === 404) throw new ArtifactError('ArtifactNotFound', message);

@@ -152,7 +152,7 @@ export class KubeClient {
   }
 }
 
-function readBody(res: IncomingMessage): Promise<string> {
+export function readBody(res: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
