@@ -6,10 +6,32 @@ export const SESSION_AUDIENCE = 'sessions.kruntimes.io';
 /** The Pod condition where runtimed publishes its session port and certificate fingerprint. */
 export const SESSION_CONDITION = 'kruntimes.io/SessionServer';
 
-/** Relays messages both ways unchanged; either side closing closes the other with the same code. */
-export function relay(a: WebSocket, b: WebSocket): void {
-  a.on('message', (m: Buffer, bin: boolean) => { if (b.readyState === WebSocket.OPEN) b.send(m, { binary: bin }); });
-  b.on('message', (m: Buffer, bin: boolean) => { if (a.readyState === WebSocket.OPEN) a.send(m, { binary: bin }); });
+/** Bytes a relay lets queue towards a slow side before it stops reading from the other one. */
+export const RELAY_HIGH_WATER = 1 << 20;
+
+/** Forwards from -> to; stops reading `from` while more than RELAY_HIGH_WATER bytes wait to be written to `to`. */
+function pipe(from: WebSocket, to: WebSocket, highWater: number): void {
+  let queued = 0;
+  let paused = false;
+  from.on('message', (m: Buffer, bin: boolean) => {
+    if (to.readyState !== WebSocket.OPEN) return;
+    queued += m.length;
+    to.send(m, { binary: bin }, () => {
+      queued -= m.length;
+      if (paused && queued <= highWater / 2) { paused = false; from.resume(); }
+    });
+    if (!paused && queued > highWater) { paused = true; from.pause(); }
+  });
+}
+
+/**
+ * Relays messages both ways unchanged, with flow control (a side that does not read slows the
+ * other down instead of growing this process's memory); either side closing closes the other
+ * with the same code.
+ */
+export function relay(a: WebSocket, b: WebSocket, highWater = RELAY_HIGH_WATER): void {
+  pipe(a, b, highWater);
+  pipe(b, a, highWater);
   const closeOther = (o: WebSocket) => (code: number): void => {
     if (o.readyState === WebSocket.OPEN) o.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000);
     else if (o.readyState === WebSocket.CONNECTING) o.terminate();

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { Channel, exitCodeOf, frame, PROTOCOL } from '../../lib/session/channel.ts';
 import { startRuntimeServer } from './server.ts';
-import { parseSessionSpec, SESSION_HEADER, type SessionSpec } from './sessions.ts';
+import { OUTPUT_HIGH_WATER, parseSessionSpec, SESSION_HEADER, type SessionSpec } from './sessions.ts';
 
 interface Result { stdout: string; stderr: string; code: number; status: { status?: string; reason?: string; message?: string } }
 
@@ -105,6 +105,18 @@ describe('runtime server: session operations', () => {
       setTimeout(() => ws.send(Buffer.from([Channel.Close, Channel.Stdin])), 200);
     });
     assert.match(r.stdout, /line/);
+    assert.equal(r.code, 0);
+  });
+
+  it('a slow client gets every byte of a large output (the process is paused, not buffered without bound)', async () => {
+    const total = 8 * OUTPUT_HIGH_WATER;
+    let got = 0;
+    const r = await operate(socket, { id: 'big', command: ['sh', '-c', `head -c ${total} /dev/zero`], workingDir: dir, env: {} }, (ws) => {
+      ws.pause();
+      setTimeout(() => ws.resume(), 300);
+      ws.on('message', (m: Buffer) => { if (m[0] === Channel.Stdout) got += m.length - 1; });
+    });
+    assert.equal(got, total);
     assert.equal(r.code, 0);
   });
 

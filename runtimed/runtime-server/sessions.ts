@@ -15,6 +15,8 @@ import { Channel, errorStatus, exitStatus, frame, parseFrame, parseResize, PROTO
 import type { Language } from './command.ts';
 
 export const SESSION_HEADER = 'x-kruntimes-session';
+/** Output bytes an operation may have waiting for its client before the process is paused. */
+export const OUTPUT_HIGH_WATER = 1 << 20;
 export interface SessionSpec { id: string; command: string[]; workingDir: string; env: Record<string, string>; /** Run the command on a pseudo-terminal (stdout and stderr become one stream). */ tty?: boolean }
 
 /** The bridge that gives an operation a pseudo-terminal (Node has no pty API without a native addon). */
@@ -61,8 +63,20 @@ export class SessionOperations {
       sig('SIGTERM');
       setTimeout(() => sig('SIGKILL'), 2000).unref();
     };
-    child.stdout.on('data', (c: Buffer) => send(frame(Channel.Stdout, c)));
-    child.stderr.on('data', (c: Buffer) => send(frame(Channel.Stderr, c)));
+    // Flow control: stop reading the process's output while the client is not taking it.
+    let queued = 0;
+    const out = (channel: number) => (c: Buffer): void => {
+      if (ws.readyState !== ws.OPEN) return;
+      const f = frame(channel, c);
+      queued += f.length;
+      ws.send(f, () => {
+        queued -= f.length;
+        if (queued <= OUTPUT_HIGH_WATER / 2 && child.stdout.isPaused()) { child.stdout.resume(); child.stderr.resume(); }
+      });
+      if (queued > OUTPUT_HIGH_WATER) { child.stdout.pause(); child.stderr.pause(); }
+    };
+    child.stdout.on('data', out(Channel.Stdout));
+    child.stderr.on('data', out(Channel.Stderr));
     child.stdin.on('error', () => undefined);
     child.on('error', (err) => end(errorStatus('StartFailed', spec.tty ? `a terminal (tty) needs python3 in the Runtime image: ${err.message}` : `starting ${JSON.stringify(bin)} failed: ${err.message}`)));
     child.on('close', (code, signal) => {
