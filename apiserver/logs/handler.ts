@@ -64,6 +64,8 @@ async function follow(client: KubeClient, res: Response, req: Request, start: { 
       buf = buf.slice(nl + 1);
       if (r && after(r, last)) { last = r; res.write(`${JSON.stringify({ ...r, cursor: encodeCursor(r) })}\n`); }
     }
+    // Flow control: a slow reader pauses the Pod log stream instead of growing this server's memory.
+    if (res.writableNeedDrain && !upstream.isPaused()) { upstream.pause(); res.once('drain', () => upstream.resume()); }
   });
   const stop = (): void => { clearInterval(timer); upstream.destroy(); res.end(); };
   const timer = setInterval(() => {
