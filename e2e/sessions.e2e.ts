@@ -167,6 +167,24 @@ describe('Sessions through the aggregated API and krt session', function () {
     assert.equal(still.status?.phase, 'Ready');
   });
 
+  it('limits concurrent operations per session (429 with a clear message), and frees the slot when one ends', async () => {
+    const open = [];
+    for (let i = 0; i < 16; i++) open.push(await admin().websocket(SESSION(ns, 'shell'), [PROTOCOL], [['command', 'sleep'], ['command', '60']]));
+    await assert.rejects(admin().websocket(SESSION(ns, 'shell'), [PROTOCOL], [['command', 'true']]), (err: unknown) => {
+      assert.ok(isApiError(err, 429), String(err));
+      assert.match(err.message, /already has 16 operations \(at most 16\)/);
+      return true;
+    });
+    const first = open.shift();
+    await new Promise<void>((resolve) => { first?.once('close', () => resolve()); first?.close(); });
+    const again = await eventually('a free operation slot', async () => {
+      const r = await krt(['session', 'shell', '--', 'true'], operator);
+      return r.code === 0 ? r : undefined;
+    }, 20_000, 200);
+    assert.equal(again.code, 0);
+    for (const ws of open) ws.terminate();
+  });
+
   it('cancel ends the session and the operations in it; later operations get a clear 409', async () => {
     await createRun(ns, { runtime: 'bash', mode: { session: { command: ['bash'] } } }, { name: 'cancelme' });
     await phase(ns, 'cancelme', 'Ready');

@@ -18,6 +18,8 @@ export interface RuntimedConfig {
   /** The TLS session port on the Pod IP and the only identity allowed to open operations on it. */
   sessionPort: number;
   sessionSubject: string;
+  /** Concurrent operations one session Run may have on this Pod. */
+  sessionMaxOperations: number;
 }
 
 export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
@@ -37,5 +39,6 @@ export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     artifactRoot: env.KRT_ARTIFACT_ROOT ?? '/var/lib/kruntimes/artifacts',
     sessionPort: Number(env.KRT_SESSION_PORT ?? '9095'),
     sessionSubject: env.KRT_SESSION_SUBJECT ?? 'system:serviceaccount:kruntimes-system:kruntimes-run-extension-api',
+    sessionMaxOperations: Number(env.KRT_SESSION_MAX_OPERATIONS ?? '16'),
   });
 }

@@ -24,7 +24,7 @@ import type { Run } from './types.ts';
 import { classifyFailure, type Finisher } from './finish.ts';
 import type { RunRecorder } from './artifact-finisher.ts';
 import { isArtifactError, stageArtifactInputs } from './artifacts/index.ts';
-import type { SessionTarget } from './session-server.ts';
+import type { SessionRefusal, SessionTarget } from './session-server.ts';
 
 /** A bad artifact input: terminal with its own reason (never retried). */
 export class InputError extends Error { constructor(readonly reason: string, message: string) { super(message); } }
@@ -408,10 +408,12 @@ export class Runner {
   }
 
   /** The session endpoint's view of a Run UID: a target while the session is Ready on this Pod, else why not. */
-  sessionTarget(uid: string): SessionTarget | string {
+  sessionTarget(uid: string): SessionTarget | SessionRefusal {
     const a = this.active.get(uid);
-    if (!a?.session) return `Run ${uid} has no Ready session on this Runtime Pod`;
-    if (a.session.ended) return `the session of Run ${a.run.metadata.name} has ended`;
+    if (!a?.session) return { code: 409, message: `Run ${uid} has no Ready session on this Runtime Pod` };
+    if (a.session.ended) return { code: 409, message: `the session of Run ${a.run.metadata.name} has ended` };
+    const max = this.d.cfg.sessionMaxOperations;
+    if (a.session.ops.size >= max) return { code: 429, message: `the session of Run ${a.run.metadata.name} already has ${a.session.ops.size} operations (at most ${max}); end one and retry` };
     const session = a.session;
     return {
       spec: { id: uid, command: a.run.spec.mode?.session?.command ?? [], workingDir: a.workdir, env: runEnv(a.run, this.runDir(a.run)) },

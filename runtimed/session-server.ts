@@ -27,9 +27,12 @@ export { SESSION_CONDITION };
 /** What the Runner exposes about a Ready session Run on this Pod. */
 export interface SessionTarget { spec: Omit<SessionSpec, 'command'> & { command: string[] }; attach(ws: WebSocket): void }
 
+/** Why an operation cannot start now (409 no such session / ended, 429 too many operations). */
+export interface SessionRefusal { code: 409 | 429; message: string }
+
 export interface SessionServerDeps {
   address: string; port: number; socketPath: string; subject: string; jwks: Jwks; log: Logger;
-  target(uid: string): SessionTarget | string;
+  target(uid: string): SessionTarget | SessionRefusal;
   /** Opens an artifact reference of this namespace from the Runtime's store (absent: the Runtime has no store). */
   openArtifact?: (ref: unknown) => Promise<Readable>;
 }
@@ -71,7 +74,7 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
     const denied = await authorize(req);
     if (denied) { refuse(socket, 401, 'Unauthorized', denied); return; }
     const target = d.target(m[1]);
-    if (typeof target === 'string') { refuse(socket, 409, 'Conflict', target); return; }
+    if ('code' in target) { refuse(socket, target.code, target.code === 429 ? 'Too Many Requests' : 'Conflict', target.message); return; }
     const command = url.searchParams.getAll('command');
     const spec: SessionSpec = { ...target.spec, command: command.length ? command : target.spec.command, ...(url.searchParams.get('tty') === 'true' ? { tty: true } : {}) };
     const protocol = String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0]).split(',')[0]?.trim() ?? PROTOCOLS[0];

@@ -99,7 +99,7 @@ export class SessionProxy {
           let msg = Buffer.concat(chunks).toString('utf8');
           try { msg = (JSON.parse(msg) as { message?: string }).message ?? msg; } catch { /* plain text */ }
           const code = res.statusCode === 401 ? 502 : res.statusCode ?? 502;
-          reject(new SessionError(code, code === 409 ? 'Conflict' : code === 502 ? 'BadGateway' : 'ServiceUnavailable', `runtimed refused the operation: ${msg}`));
+          reject(new SessionError(code, code === 409 ? 'Conflict' : code === 429 ? 'TooManyRequests' : code === 502 ? 'BadGateway' : 'ServiceUnavailable', `runtimed refused the operation: ${msg}`));
         });
       });
       inner.once('error', (err) => reject(new SessionError(502, 'BadGateway', `runtimed session connection failed: ${err.message}`)));
