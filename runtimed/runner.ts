@@ -13,7 +13,6 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { eventObject, involvedOf, type EventSpec } from '../lib/fn/events.ts';
 import { formatDuration, parseDuration } from '../lib/run/duration.ts';
 import { claimed, isTerminal, retryScheduled, retryStarted, sessionEnded, sessionReady, succeeded, terminalFailure, type RunStatus } from '../lib/run/phases.ts';
-import { setCondition } from '../lib/run/conditions.ts';
 import { backoffMs, currentAttempt, shouldRetry } from '../lib/run/retry.ts';
 import type { RuntimedConfig } from './config.ts';
 import { logRecord } from './logs.ts';
@@ -401,9 +400,7 @@ export class Runner {
     for (const ws of s.ops) ws.close(1001, reason);
     const now = this.d.now().toISOString();
     runEvent(this.d, a.run, { type: reason === 'Timeout' ? 'Warning' : 'Normal', reason, message, key: 'terminal' });
-    await this.writeStatus(a, (st) => reason === 'SessionIdle'
-      ? sessionEnded(st, now, reason, message)
-      : { ...terminalFailure(st, now, reason, message), conditions: setCondition(terminalFailure(st, now, reason, message).conditions, { type: 'Ready', status: 'False', reason, message }, now) });
+    await this.writeStatus(a, (st) => sessionEnded(st, now, reason, message));
     await this.release(a);
   }
 

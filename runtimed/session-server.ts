@@ -16,8 +16,8 @@ import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { PROTOCOLS } from '../lib/session/channel.ts';
-import { relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../lib/session/relay.ts';
-import { createCa } from '../lib/tls/certs.ts';
+import { refuseUpgrade, relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../lib/session/relay.ts';
+import { createCa, issueServing } from '../lib/tls/certs.ts';
 import { SESSION_HEADER, type SessionSpec } from './runtime-server/sessions.ts';
 import { TokenError, type Jwks } from './session-auth.ts';
 import { isArtifactError } from './artifacts/errors.ts';
@@ -25,7 +25,7 @@ import { isArtifactError } from './artifacts/errors.ts';
 export { SESSION_CONDITION };
 
 /** What the Runner exposes about a Ready session Run on this Pod. */
-export interface SessionTarget { spec: Omit<SessionSpec, 'command'> & { command: string[] }; attach(ws: WebSocket): void }
+export interface SessionTarget { spec: SessionSpec; attach(ws: WebSocket): void }
 
 /** Why an operation cannot start now (409 no such session / ended, 429 too many operations). */
 export interface SessionRefusal { code: 409 | 429; message: string }
@@ -39,13 +39,10 @@ export interface SessionServerDeps {
 
 export interface SessionServer { fingerprint: string; close(): void }
 
-function refuse(socket: Duplex, code: number, text: string, message: string): void {
-  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', code, reason: text.replace(/ /g, ''), message });
-  socket.end(`HTTP/1.1 ${code} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-}
-
 export async function startSessionServer(d: SessionServerDeps): Promise<SessionServer> {
-  const pair = await createCa(`runtimed-session.${d.address}`, new Date(), 365);
+  // A serving certificate from a throwaway issuer: callers trust it by its published fingerprint, not by a CA.
+  const now = new Date();
+  const pair = await issueServing(await createCa(`runtimed-session-issuer.${d.address}`, now, 365), `runtimed-session.${d.address}`, { dns: [], ips: [d.address] }, now, 365);
   const fingerprint = new X509Certificate(pair.cert).fingerprint256;
   /** undefined when the caller is the extension server, else why not. */
   const authorize = async (req: IncomingMessage): Promise<string | undefined> => {
@@ -70,16 +67,16 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
   const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     const url = new URL(req.url ?? '/', 'https://runtimed');
     const m = /^\/v1\/sessions\/([A-Za-z0-9-]{1,64})$/.exec(url.pathname);
-    if (!m?.[1]) { refuse(socket, 404, 'Not Found', 'no such session endpoint'); return; }
+    if (!m?.[1]) { refuseUpgrade(socket, 404, 'NotFound', 'no such session endpoint'); return; }
     const denied = await authorize(req);
-    if (denied) { refuse(socket, 401, 'Unauthorized', denied); return; }
+    if (denied) { refuseUpgrade(socket, 401, 'Unauthorized', denied); return; }
     const target = d.target(m[1]);
-    if ('code' in target) { refuse(socket, target.code, target.code === 429 ? 'Too Many Requests' : 'Conflict', target.message); return; }
+    if ('code' in target) { refuseUpgrade(socket, target.code, target.code === 429 ? 'TooManyRequests' : 'Conflict', target.message); return; }
     const command = url.searchParams.getAll('command');
     const spec: SessionSpec = { ...target.spec, command: command.length ? command : target.spec.command, ...(url.searchParams.get('tty') === 'true' ? { tty: true } : {}) };
     const protocol = String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0]).split(',')[0]?.trim() ?? PROTOCOLS[0];
     const inner = new WebSocket(`ws+unix://${d.socketPath}:/v1/sessions`, [protocol ?? ''], { headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') } });
-    inner.once('error', (err) => { refuse(socket, 503, 'Service Unavailable', `the Runtime Server did not accept the operation: ${err.message}`); });
+    inner.once('error', (err) => { refuseUpgrade(socket, 503, 'ServiceUnavailable', `the Runtime Server did not accept the operation: ${err.message}`); });
     inner.once('open', () => {
       wss.handleUpgrade(req, socket, head, (ws) => {
         target.attach(ws);
@@ -88,7 +85,7 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
     });
   };
   srv.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    upgrade(req, socket, head).catch((err: unknown) => { d.log.error({ err }, 'session upgrade failed'); refuse(socket, 500, 'Internal Server Error', 'session setup failed'); });
+    upgrade(req, socket, head).catch((err: unknown) => { d.log.error({ err }, 'session upgrade failed'); refuseUpgrade(socket, 500, 'InternalServerError', 'session setup failed'); });
   });
   await new Promise<void>((resolve, reject) => { srv.once('error', reject); srv.listen(d.port, d.address, () => resolve()); });
   return { fingerprint, close: () => { wss.close(); srv.close(); } };

@@ -1,17 +1,17 @@
 /**
- * Reading a Filesystem-store artifact through the Runtime's own Pods: the store is a PVC only
- * they mount, so the backend asks a runtimed of the Run's Runtime (its assigned Pod first, else
- * any Runtime Pod that publishes a session port) over the pinned, token-authenticated session
- * link (ADR 0007) to open the reference; runtimed only opens references of its own namespace.
+ * Reading an artifact through the Runtime's own Pods, which hold the store's S3 credentials or
+ * its Filesystem PVC: the backend asks a runtimed of the Run's Runtime (its assigned Pod first,
+ * else any Runtime Pod that publishes a session port) over the pinned, token-authenticated
+ * session link (ADR 0007) to open the reference; runtimed only opens references of its own namespace.
  */
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { readBody, type KubeClient } from '../../lib/kube/client.ts';
+import type { KubeClient } from '../../lib/kube/client.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import { ArtifactError } from '../../runtimed/artifacts/errors.ts';
 import type { ArtifactRef } from '../../runtimed/artifacts/store.ts';
-import { pinnedSocket, sessionEndpoint, type PodObj, type SessionTokens } from '../sessions/link.ts';
+import { LinkError, openLink, responseMessage, sessionEndpoint, type PodObj, type SessionTokens } from '../sessions/link.ts';
 import { ArtifactRequestError } from './select.ts';
 
 export interface RuntimedTarget { client: KubeClient; tokens: SessionTokens; namespace: string; runtime?: string; assignedPod?: string }
@@ -32,22 +32,18 @@ export async function candidatePods(t: RuntimedTarget): Promise<PodObj[]> {
 
 export async function openViaRuntimed(t: RuntimedTarget, ref: ArtifactRef): Promise<Readable> {
   const pod = (await candidatePods(t))[0];
-  if (!pod) throw new ArtifactRequestError(503, 'ServiceUnavailable', `no running Runtime Pod of Runtime ${t.runtime ?? '?'} in namespace ${t.namespace} can read its Filesystem artifact store right now; artifacts on a Filesystem store are served through the Runtime's Pods, retry when one is Ready`);
-  const ep = sessionEndpoint(pod);
-  if (typeof ep === 'string') throw new ArtifactRequestError(503, 'ServiceUnavailable', ep);
-  const [token, sock] = await Promise.all([t.tokens.get(), pinnedSocket(ep.host, ep.port, ep.fingerprint)]);
+  if (!pod) throw new ArtifactRequestError(503, 'ServiceUnavailable', `no running Runtime Pod of Runtime ${t.runtime ?? '?'} in namespace ${t.namespace} can read its artifact store right now; artifacts are served through the Runtime's Pods, retry when one is Ready`);
+  const link = await openLink(pod, t.tokens).catch((err: unknown) => { throw err instanceof LinkError ? new ArtifactRequestError(503, 'ServiceUnavailable', err.message) : err; });
   const body = JSON.stringify({ ref });
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
     // The socket is already verified against the pinned fingerprint (the certificate is self-issued).
-    const req = https.request({ method: 'POST', host: ep.host, port: ep.port, path: '/v1/artifacts/open', agent: false, createConnection: () => sock, rejectUnauthorized: false,
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, resolve);
+    const req = https.request({ method: 'POST', host: link.host, port: link.port, path: '/v1/artifacts/open', agent: false, createConnection: () => link.socket, rejectUnauthorized: false,
+      headers: { Authorization: `Bearer ${link.token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, resolve);
     req.on('error', reject);
     req.end(body);
   });
   if (res.statusCode === 200) return res;
-  const text = await readBody(res);
-  let message = text;
-  try { message = (JSON.parse(text) as { message?: string }).message ?? text; } catch { /* plain */ }
+  const message = await responseMessage(res);
   if (res.statusCode === 404) throw new ArtifactError('ArtifactNotFound', message);
   if (res.statusCode === 503) throw new ArtifactError('ArtifactStoreError', message);
   throw new ArtifactRequestError(502, 'BadGateway', `runtimed of Runtime Pod ${pod.metadata.name} could not open the artifact: ${message}`);

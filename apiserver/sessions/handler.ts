@@ -16,8 +16,8 @@ import { isApiError } from '../../lib/kube/errors.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { isTerminal } from '../../lib/run/phases.ts';
 import { PROTOCOLS } from '../../lib/session/channel.ts';
-import { relay } from '../../lib/session/relay.ts';
-import { pinnedSocket, sessionEndpoint, type PodObj, type SessionTokens } from './link.ts';
+import { refuseUpgrade, relay } from '../../lib/session/relay.ts';
+import { LinkError, openLink, responseMessage, type PodObj, type SessionTokens } from './link.ts';
 
 export { SessionTokens, sessionEndpoint } from './link.ts';
 import type { UserInfo } from '../aggregation/requestheader.ts';
@@ -39,11 +39,6 @@ export function checkSessionRun(run: RunObj): { pod: string; podUID?: string } {
   return { pod: run.status.assignedPod, ...(run.status.assignedPodUID ? { podUID: run.status.assignedPodUID } : {}) };
 }
 
-function refuse(socket: Duplex, code: number, reason: string, message: string): void {
-  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
-  socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-}
-
 export interface SessionDeps { client: KubeClient; log: Logger; tokens: SessionTokens; authenticate: (req: IncomingMessage) => UserInfo | string }
 
 export class SessionProxy {
@@ -56,9 +51,9 @@ export class SessionProxy {
     const m = PATH.exec(url.pathname);
     if (!m?.[1] || !m[2]) return false;
     this.open(req, socket, head, { ns: m[1], name: m[2], command: url.searchParams.getAll('command'), tty: url.searchParams.get('tty') === 'true' }).catch((err: unknown) => {
-      if (err instanceof SessionError) { refuse(socket, err.code, err.reason, err.message); return; }
+      if (err instanceof SessionError) { refuseUpgrade(socket, err.code, err.reason, err.message); return; }
       this.d.log.error({ err }, 'session operation failed');
-      refuse(socket, 500, 'InternalError', `opening the session failed: ${err instanceof Error ? err.message : String(err)}`);
+      refuseUpgrade(socket, 500, 'InternalError', `opening the session failed: ${err instanceof Error ? err.message : String(err)}`);
     });
     return true;
   }
@@ -79,25 +74,16 @@ export class SessionProxy {
       throw err;
     }
     if (podUID && pod.metadata.uid !== podUID) throw new SessionError(409, 'Conflict', `the Runtime Pod ${podName} of Run ${ns}/${name} was replaced; the session is gone with it`);
-    const ep = sessionEndpoint(pod);
-    if (typeof ep === 'string') throw new SessionError(503, 'ServiceUnavailable', ep);
-    const [token, tlsSocket] = await Promise.all([
-      this.d.tokens.get(),
-      pinnedSocket(ep.host, ep.port, ep.fingerprint).catch((err: unknown) => { throw new SessionError(503, 'ServiceUnavailable', `cannot reach runtimed of Runtime Pod ${podName}: ${(err as Error).message}`); }),
-    ]);
+    const link = await openLink(pod, this.d.tokens).catch((err: unknown) => { throw err instanceof LinkError ? new SessionError(503, 'ServiceUnavailable', err.message) : err; });
     const protocols = String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0]).split(',').map((p) => p.trim()).filter((p) => PROTOCOLS.includes(p));
     const q = new URLSearchParams([...command.map((c): [string, string] => ['command', c]), ...(target.tty ? [['tty', 'true'] as [string, string]] : [])]);
-    const inner = new WebSocket(`wss://${ep.host}:${ep.port}/v1/sessions/${run.metadata.uid}${q.size ? `?${q.toString()}` : ''}`, protocols.length ? protocols : [PROTOCOLS[0] ?? ''], {
-      headers: { Authorization: `Bearer ${token}` }, createConnection: () => tlsSocket, rejectUnauthorized: false,
+    const inner = new WebSocket(`wss://${link.host}:${link.port}/v1/sessions/${run.metadata.uid}${q.size ? `?${q.toString()}` : ''}`, protocols.length ? protocols : [PROTOCOLS[0] ?? ''], {
+      headers: { Authorization: `Bearer ${link.token}` }, createConnection: () => link.socket, rejectUnauthorized: false,
     });
     await new Promise<void>((resolve, reject) => {
       inner.once('open', () => resolve());
       inner.once('unexpected-response', (_r, res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          let msg = Buffer.concat(chunks).toString('utf8');
-          try { msg = (JSON.parse(msg) as { message?: string }).message ?? msg; } catch { /* plain text */ }
+        void responseMessage(res).then((msg) => {
           const code = res.statusCode === 401 ? 502 : res.statusCode ?? 502;
           reject(new SessionError(code, code === 409 ? 'Conflict' : code === 429 ? 'TooManyRequests' : code === 502 ? 'BadGateway' : 'ServiceUnavailable', `runtimed refused the operation: ${msg}`));
         });

@@ -5,8 +5,9 @@
  * is calling (ADR 0007). Used by sessions.kruntimes.io and by artifacts.kruntimes.io downloads
  * from Filesystem stores.
  */
+import type { IncomingMessage } from 'node:http';
 import tls, { type TLSSocket } from 'node:tls';
-import type { KubeClient } from '../../lib/kube/client.ts';
+import { readBody, type KubeClient } from '../../lib/kube/client.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { SESSION_AUDIENCE, SESSION_CONDITION } from '../../lib/session/relay.ts';
 
@@ -40,7 +41,7 @@ export class SessionTokens {
 }
 
 /** A TLS connection to runtimed whose certificate fingerprint was checked before anything is sent. */
-export function pinnedSocket(host: string, port: number, fingerprint: string): Promise<TLSSocket> {
+function pinnedSocket(host: string, port: number, fingerprint: string): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
     const s = tls.connect({ host, port, rejectUnauthorized: false, minVersion: 'TLSv1.2', ALPNProtocols: ['http/1.1'] });
     const timer = setTimeout(() => { s.destroy(); reject(new Error(`connecting to ${host}:${port} timed out`)); }, 5000);
@@ -54,3 +55,23 @@ export function pinnedSocket(host: string, port: number, fingerprint: string): P
   });
 }
 
+
+/** The link could not be opened (no published endpoint, unreachable, or a fingerprint mismatch). */
+export class LinkError extends Error {}
+
+/** An authenticated, pinned connection to the runtimed of `pod`: its endpoint, a token to send, and the verified socket. */
+export async function openLink(pod: PodObj, tokens: SessionTokens): Promise<{ host: string; port: number; token: string; socket: TLSSocket }> {
+  const ep = sessionEndpoint(pod);
+  if (typeof ep === 'string') throw new LinkError(ep);
+  const [token, socket] = await Promise.all([
+    tokens.get(),
+    pinnedSocket(ep.host, ep.port, ep.fingerprint).catch((err: unknown) => { throw new LinkError(`cannot reach runtimed of Runtime Pod ${pod.metadata.name}: ${(err as Error).message}`); }),
+  ]);
+  return { host: ep.host, port: ep.port, token, socket };
+}
+
+/** The message of a runtimed error response (its metav1.Status message, else the body). */
+export async function responseMessage(res: IncomingMessage): Promise<string> {
+  const text = await readBody(res);
+  try { return (JSON.parse(text) as { message?: string }).message ?? text; } catch { return text; }
+}

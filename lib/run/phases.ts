@@ -69,8 +69,12 @@ export function sessionReady(s: RunStatus, now: string, gen?: number): RunStatus
     conditions: setCondition(s.conditions, { type: 'Ready', status: 'True', reason: 'SessionReady', message: 'session is ready for operations', ...(gen ? { observedGeneration: gen } : {}) }, now) };
 }
 
-/** A session that ended without failing (idle): Succeeded with the reason, Ready=False. */
+/** A session's end, Ready=False: idle (SessionIdle) is Succeeded, anything else the terminal phase of its reason. */
 export function sessionEnded(s: RunStatus, now: string, reason: string, message: string): RunStatus {
+  if (reason !== 'SessionIdle') {
+    const failed = terminalFailure(s, now, reason, message);
+    return { ...failed, conditions: setCondition(failed.conditions, { type: 'Ready', status: 'False', reason, message: failed.message ?? message }, now) };
+  }
   let conditions = setCondition(s.conditions, { type: 'Ready', status: 'False', reason, message }, now);
   conditions = setCondition(conditions, { type: 'Completed', status: 'True', reason, message }, now);
   return { ...s, phase: 'Succeeded', message, completionTime: now, conditions };

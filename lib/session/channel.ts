@@ -52,9 +52,7 @@ export function parseResize(data: Buffer): Resize | undefined {
   } catch { return undefined; }
 }
 
-/** The argv of an operation: the caller's command, else the session's command, else the language shell. */
-export function sessionArgv(lang: 'bash' | 'python', requested: string[], configured: string[] | undefined): string[] {
-  if (requested.length) return requested;
-  if (configured?.length) return configured;
-  return lang === 'python' ? ['python3', '-i', '-u', '-q'] : ['bash'];
+/** The argv of an operation: its command (the caller's, else the session's, as runtimed chose), else the language shell. */
+export function sessionArgv(lang: 'bash' | 'python', command: string[]): string[] {
+  return command.length ? command : lang === 'python' ? ['python3', '-i', '-u', '-q'] : ['bash'];
 }

@@ -43,7 +43,7 @@ export class SessionOperations {
   }
 
   private run(ws: WebSocket, spec: SessionSpec): void {
-    const argv = sessionArgv(this.lang, spec.command, undefined);
+    const argv = sessionArgv(this.lang, spec.command);
     const [bin, ...args] = spec.tty ? ['python3', PTY_BRIDGE, ...argv] : argv;
     // stdin is a socketpair (libuv): `bash -c` at SHLVL 0 would take that for rshd and source ~/.bashrc.
     const child = spawn(bin ?? 'false', args, { cwd: spec.workingDir, env: { SHLVL: '1', ...spec.env, ...this.baseEnv }, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
