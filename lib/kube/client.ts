@@ -46,14 +46,10 @@ export class KubeClient {
   private readonly agent: https.Agent;
   private readonly token: ClientOptions['token'];
   private readonly userAgent: string;
-  private readonly tlsOpts: Pick<ClientOptions, 'ca' | 'cert' | 'key'>;
-  private readonly impersonate?: string;
   private readonly opts: ClientOptions;
 
   constructor(opts: ClientOptions) {
     this.opts = opts;
-    if (opts.impersonate) this.impersonate = opts.impersonate;
-    this.tlsOpts = { ca: opts.ca, cert: opts.cert, key: opts.key };
     this.server = new URL(opts.server);
     this.agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: opts.ca, cert: opts.cert, key: opts.key });
     this.token = opts.token;
@@ -122,8 +118,8 @@ export class KubeClient {
     const url = new URL(path, this.server);
     url.protocol = 'wss:';
     for (const [k, v] of query) url.searchParams.append(k, v);
-    const token = typeof this.token === 'function' ? this.token() : this.token;
-    const ws = new WebSocket(url, protocols, { ...this.tlsOpts, headers: { 'User-Agent': this.userAgent, ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(this.impersonate ? { 'Impersonate-User': this.impersonate } : {}) } });
+    const { ca, cert, key } = this.opts;
+    const ws = new WebSocket(url, protocols, { ca, cert, key, headers: this.headers() });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(ws));
       ws.once('unexpected-response', (_req, res) => { void readBody(res).then((text) => reject(errorFromBody(res.statusCode ?? 0, text, 'GET', url.pathname))); });
@@ -131,12 +127,16 @@ export class KubeClient {
     });
   }
 
+  /** Identity headers of every request: user agent, bearer token (re-read when rotated), impersonation. */
+  private headers(): Record<string, string> {
+    const token = typeof this.token === 'function' ? this.token() : this.token;
+    return { 'User-Agent': this.userAgent, ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(this.opts.impersonate ? { 'Impersonate-User': this.opts.impersonate } : {}) };
+  }
+
   private open(method: string, path: string, opts: RequestOptions): Promise<IncomingMessage> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { 'User-Agent': this.userAgent, Accept: opts.accept ?? 'application/json', ...(this.impersonate ? { 'Impersonate-User': this.impersonate } : {}) };
-    const token = typeof this.token === 'function' ? this.token() : this.token;
-    if (token) headers.Authorization = `Bearer ${token}`;
+    const headers: Record<string, string> = { ...this.headers(), Accept: opts.accept ?? 'application/json' };
     let payload: string | undefined;
     if (opts.body !== undefined) {
       payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
