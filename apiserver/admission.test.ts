@@ -4,36 +4,63 @@ import type { AdmissionFunction, AdmissionRequest } from '../lib/fn/types.ts';
 import { checkOwner } from '../functions/sample-policy/index.ts';
 
 const req: AdmissionRequest = {
-  uid: 'u1', kind: { group: '', version: 'v1', kind: 'ConfigMap' }, resource: { group: '', version: 'v1', resource: 'configmaps' },
-  operation: 'CREATE', userInfo: { username: 'alice' }, namespace: 'ns', name: 'x',
+  uid: 'u1',
+  kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+  resource: { group: '', version: 'v1', resource: 'configmaps' },
+  operation: 'CREATE',
+  userInfo: { username: 'alice' },
+  namespace: 'ns',
+  name: 'x',
   object: { metadata: { name: 'x', labels: { 'kruntimes.io/sample': 'policy' } } },
 };
 const fnWith = (handler: AdmissionFunction['handler']): AdmissionFunction => ({
-  name: 't', description: '', rbac: [], handler,
+  name: 't',
+  description: '',
+  rbac: [],
+  handler,
   trigger: { type: 'admission', webhook: 'validating', rules: [], timeoutSeconds: 1, failurePolicy: 'Fail' },
 });
 const ctx = { now: new Date(0), post: () => Promise.reject(new Error('no')), get: () => Promise.resolve(undefined) };
 
 describe('admission router', () => {
   it('denies (fail closed) when the handler misses its deadline', async () => {
-    const r = await decide(fnWith(() => new Promise(() => undefined)), req, ctx, 20);
+    const r = await decide(
+      fnWith(() => new Promise(() => undefined)),
+      req,
+      ctx,
+      20,
+    );
     assert.equal(r.allowed, false);
     assert.equal(r.code, 504);
     assert.match(r.message ?? '', /did not finish within 20 ms/);
   });
 
   it('denies with the error when the handler throws', async () => {
-    const r = await decide(fnWith(() => { throw new Error('boom'); }), req, ctx, 1000);
+    const r = await decide(
+      fnWith(() => {
+        throw new Error('boom');
+      }),
+      req,
+      ctx,
+      1000,
+    );
     assert.deepEqual([r.allowed, r.code], [false, 500]);
     assert.match(r.message ?? '', /admission check failed: boom/);
   });
 
   it('renders AdmissionReview responses with status, warnings and base64 JSON patches', () => {
-    const denied = reviewResponse('u1', { allowed: false, code: 422, reason: 'Invalid', message: 'm' }).response as Record<string, unknown>;
+    const denied = reviewResponse('u1', { allowed: false, code: 422, reason: 'Invalid', message: 'm' })
+      .response as Record<string, unknown>;
     assert.deepEqual(denied, { uid: 'u1', allowed: false, status: { code: 422, reason: 'Invalid', message: 'm' } });
-    const patched = reviewResponse('u2', { allowed: true, warnings: ['w'], patch: [{ op: 'add', path: '/x', value: 1 }] }).response as Record<string, string>;
+    const patched = reviewResponse('u2', {
+      allowed: true,
+      warnings: ['w'],
+      patch: [{ op: 'add', path: '/x', value: 1 }],
+    }).response as Record<string, string>;
     assert.equal(patched.patchType, 'JSONPatch');
-    assert.deepEqual(JSON.parse(Buffer.from(patched.patch ?? '', 'base64').toString()), [{ op: 'add', path: '/x', value: 1 }]);
+    assert.deepEqual(JSON.parse(Buffer.from(patched.patch ?? '', 'base64').toString()), [
+      { op: 'add', path: '/x', value: 1 },
+    ]);
   });
 
   it('sample-policy requires data.owner on labelled ConfigMaps only', () => {

@@ -13,56 +13,109 @@ import type { AdmissionContext, AdmissionFunction, AdmissionRequest, AdmissionRe
 
 export const ADMISSION_PREFIX = '/admission/';
 
-export interface AdmissionReview { apiVersion: string; kind: string; request?: AdmissionRequest; response?: unknown }
+export interface AdmissionReview {
+  apiVersion: string;
+  kind: string;
+  request?: AdmissionRequest;
+  response?: unknown;
+}
 
 export function reviewResponse(uid: string, r: AdmissionResult): AdmissionReview {
   const response: Record<string, unknown> = { uid, allowed: r.allowed };
-  if (!r.allowed) response.status = { code: r.code ?? 403, reason: r.reason ?? 'Forbidden', message: r.message ?? 'denied' };
+  if (!r.allowed)
+    response.status = { code: r.code ?? 403, reason: r.reason ?? 'Forbidden', message: r.message ?? 'denied' };
   if (r.warnings?.length) response.warnings = r.warnings;
-  if (r.patch?.length) { response.patchType = 'JSONPatch'; response.patch = Buffer.from(JSON.stringify(r.patch)).toString('base64'); }
+  if (r.patch?.length) {
+    response.patchType = 'JSONPatch';
+    response.patch = Buffer.from(JSON.stringify(r.patch)).toString('base64');
+  }
   return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response };
 }
 
 /** Runs the handler within deadlineMs; any failure denies. */
-export async function decide(fn: AdmissionFunction, req: AdmissionRequest, ctx: Omit<AdmissionContext, 'signal'>, deadlineMs: number): Promise<AdmissionResult> {
+export async function decide(
+  fn: AdmissionFunction,
+  req: AdmissionRequest,
+  ctx: Omit<AdmissionContext, 'signal'>,
+  deadlineMs: number,
+): Promise<AdmissionResult> {
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<AdmissionResult>((resolve) => {
     timer = setTimeout(() => {
       abort.abort();
-      resolve({ allowed: false, code: 504, reason: 'Timeout', message: `${fn.name}: admission check did not finish within ${deadlineMs} ms; the request is rejected (fail closed), retry it` });
+      resolve({
+        allowed: false,
+        code: 504,
+        reason: 'Timeout',
+        message: `${fn.name}: admission check did not finish within ${deadlineMs} ms; the request is rejected (fail closed), retry it`,
+      });
     }, deadlineMs);
   });
   try {
     return await Promise.race([Promise.resolve(fn.handler(req, { ...ctx, signal: abort.signal })), deadline]);
   } catch (err) {
-    return { allowed: false, code: 500, reason: 'InternalError', message: `${fn.name}: admission check failed: ${err instanceof Error ? err.message : String(err)}` };
+    return {
+      allowed: false,
+      code: 500,
+      reason: 'InternalError',
+      message: `${fn.name}: admission check failed: ${err instanceof Error ? err.message : String(err)}`,
+    };
   } finally {
     clearTimeout(timer);
   }
 }
 
-export function admissionRouter(functions: AdmissionFunction[], client: KubeClient, log: Logger, metrics: FnMetrics, now: () => Date = () => new Date()): Router {
+export function admissionRouter(
+  functions: AdmissionFunction[],
+  client: KubeClient,
+  log: Logger,
+  metrics: FnMetrics,
+  now: () => Date = () => new Date(),
+): Router {
   const router = express.Router();
   router.use(express.json({ limit: '3mb' }));
   const byName = new Map(functions.map((f) => [f.name, f]));
   const ctx = {
     now: now(),
-    post: <T>(path: string, body: unknown): Promise<T> => client.request<T>('POST', path, { body, contentType: 'application/json', timeoutMs: 2000 }),
+    post: <T>(path: string, body: unknown): Promise<T> =>
+      client.request<T>('POST', path, { body, contentType: 'application/json', timeoutMs: 2000 }),
     get: async <T extends KubeObject>(path: string): Promise<T | undefined> => {
-      try { return await client.get<T>(path, { timeoutMs: 2000 }); } catch (err) { if (isApiError(err, 404)) return undefined; throw err; }
+      try {
+        return await client.get<T>(path, { timeoutMs: 2000 });
+      } catch (err) {
+        if (isApiError(err, 404)) return undefined;
+        throw err;
+      }
     },
   };
   router.post(`${ADMISSION_PREFIX}:name`, (req: Request, res: Response) => {
     const fn = byName.get(String(req.params.name));
     const review = req.body as AdmissionReview;
-    if (!fn || !review?.request?.uid) { res.status(fn ? 400 : 404).json({ message: fn ? 'expected an admission.k8s.io/v1 AdmissionReview with request.uid' : `no admission function ${String(req.params.name)}` }); return; }
+    if (!fn || !review?.request?.uid) {
+      res.status(fn ? 400 : 404).json({
+        message: fn
+          ? 'expected an admission.k8s.io/v1 AdmissionReview with request.uid'
+          : `no admission function ${String(req.params.name)}`,
+      });
+      return;
+    }
     const end = metrics.admissionTime.startTimer({ function: fn.name });
     const deadlineMs = Math.max(200, fn.trigger.timeoutSeconds * 1000 - 500);
     void decide(fn, review.request, { ...ctx, now: now() }, deadlineMs).then((result) => {
       end();
       metrics.admissionTotal.inc({ function: fn.name, allowed: String(result.allowed) });
-      if (!result.allowed) log.info({ function: fn.name, user: review.request?.userInfo.username, name: review.request?.name, namespace: review.request?.namespace, reason: result.reason }, 'admission denied');
+      if (!result.allowed)
+        log.info(
+          {
+            function: fn.name,
+            user: review.request?.userInfo.username,
+            name: review.request?.name,
+            namespace: review.request?.namespace,
+            reason: result.reason,
+          },
+          'admission denied',
+        );
       res.json(reviewResponse(review.request!.uid, result));
     });
   });

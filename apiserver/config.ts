@@ -29,6 +29,9 @@ export function loadServerConfig(env: NodeJS.ProcessEnv): ServerConfig {
     namespace: env.POD_NAMESPACE ?? 'kruntimes-system',
     podName: env.POD_NAME ?? `kruntimes-extension-${process.pid}`,
     leaderElection: env.KRT_LEADER_ELECTION !== 'false',
-    only: (env.KRT_FUNCTIONS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    only: (env.KRT_FUNCTIONS ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
   });
 }

@@ -19,6 +19,9 @@ export async function loadFunctions(dir = FUNCTIONS_DIR): Promise<FunctionDef[]>
   return out;
 }
 
-export const watchFunctions = (fs: FunctionDef[]): WatchFunction[] => fs.filter((f): f is WatchFunction => f.trigger.type === 'watch');
-export const cronFunctions = (fs: FunctionDef[]): CronFunction[] => fs.filter((f): f is CronFunction => f.trigger.type === 'cron');
-export const admissionFunctions = (fs: FunctionDef[]): AdmissionFunction[] => fs.filter((f): f is AdmissionFunction => f.trigger.type === 'admission');
+export const watchFunctions = (fs: FunctionDef[]): WatchFunction[] =>
+  fs.filter((f): f is WatchFunction => f.trigger.type === 'watch');
+export const cronFunctions = (fs: FunctionDef[]): CronFunction[] =>
+  fs.filter((f): f is CronFunction => f.trigger.type === 'cron');
+export const admissionFunctions = (fs: FunctionDef[]): AdmissionFunction[] =>
+  fs.filter((f): f is AdmissionFunction => f.trigger.type === 'admission');

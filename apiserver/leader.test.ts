@@ -7,9 +7,33 @@ describe('leader election, relay selectors, local install', () => {
   const now = new Date('2026-01-01T00:01:00Z');
   it('takes a lease only when free, expired or already held', () => {
     assert.ok(canAcquire(undefined, 'me', now));
-    assert.ok(canAcquire({ metadata: {}, spec: { holderIdentity: 'me', renewTime: now.toISOString(), leaseDurationSeconds: 15 } }, 'me', now));
-    assert.ok(!canAcquire({ metadata: {}, spec: { holderIdentity: 'other', renewTime: '2026-01-01T00:00:50Z', leaseDurationSeconds: 15 } }, 'me', now));
-    assert.ok(canAcquire({ metadata: {}, spec: { holderIdentity: 'other', renewTime: '2026-01-01T00:00:40Z', leaseDurationSeconds: 15 } }, 'me', now));
+    assert.ok(
+      canAcquire(
+        { metadata: {}, spec: { holderIdentity: 'me', renewTime: now.toISOString(), leaseDurationSeconds: 15 } },
+        'me',
+        now,
+      ),
+    );
+    assert.ok(
+      !canAcquire(
+        {
+          metadata: {},
+          spec: { holderIdentity: 'other', renewTime: '2026-01-01T00:00:50Z', leaseDurationSeconds: 15 },
+        },
+        'me',
+        now,
+      ),
+    );
+    assert.ok(
+      canAcquire(
+        {
+          metadata: {},
+          spec: { holderIdentity: 'other', renewTime: '2026-01-01T00:00:40Z', leaseDurationSeconds: 15 },
+        },
+        'me',
+        now,
+      ),
+    );
     assert.ok(canAcquire({ metadata: {}, spec: { holderIdentity: '' } }, 'me', now));
   });
 
@@ -20,16 +44,41 @@ describe('leader election, relay selectors, local install', () => {
   });
 
   it('points webhook and APIService service references and the server at the environment port', () => {
-    const docs = localizePorts([
-      { kind: 'ValidatingWebhookConfiguration', metadata: { name: 'k' }, webhooks: [{ clientConfig: { service: { name: 'kruntimes-extension', namespace: 'kruntimes-system', port: 443 } } }, { clientConfig: { service: { name: 'other', namespace: 'x', port: 443 } } }] },
-      { kind: 'APIService', metadata: { name: 'a' }, spec: { service: { name: 'kruntimes-extension', namespace: 'kruntimes-system', port: 443 } } },
-      { kind: 'Deployment', metadata: { name: 'kruntimes-extension' }, spec: { template: { spec: { containers: [{ env: [{ name: 'A', value: '1' }] }] } } } },
-    ], 12345);
-    const [wh, api, dep] = docs as unknown as [{ webhooks: { clientConfig: { service: { port: number } } }[] }, { spec: { service: { port: number } } }, { spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } }];
+    const docs = localizePorts(
+      [
+        {
+          kind: 'ValidatingWebhookConfiguration',
+          metadata: { name: 'k' },
+          webhooks: [
+            { clientConfig: { service: { name: 'kruntimes-extension', namespace: 'kruntimes-system', port: 443 } } },
+            { clientConfig: { service: { name: 'other', namespace: 'x', port: 443 } } },
+          ],
+        },
+        {
+          kind: 'APIService',
+          metadata: { name: 'a' },
+          spec: { service: { name: 'kruntimes-extension', namespace: 'kruntimes-system', port: 443 } },
+        },
+        {
+          kind: 'Deployment',
+          metadata: { name: 'kruntimes-extension' },
+          spec: { template: { spec: { containers: [{ env: [{ name: 'A', value: '1' }] }] } } },
+        },
+      ],
+      12345,
+    );
+    const [wh, api, dep] = docs as unknown as [
+      { webhooks: { clientConfig: { service: { port: number } } }[] },
+      { spec: { service: { port: number } } },
+      { spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } },
+    ];
     assert.equal(wh.webhooks[0]?.clientConfig.service.port, 12345);
     assert.equal(wh.webhooks[1]?.clientConfig.service.port, 443);
     assert.equal(api.spec.service.port, 12345);
-    assert.deepEqual(dep.spec.template.spec.containers[0]?.env, [{ name: 'A', value: '1' }, { name: 'KRT_HTTPS_PORT', value: '12345' }]);
+    assert.deepEqual(dep.spec.template.spec.containers[0]?.env, [
+      { name: 'A', value: '1' },
+      { name: 'KRT_HTTPS_PORT', value: '12345' },
+    ]);
   });
 });
 

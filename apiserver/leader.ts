@@ -4,9 +4,25 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 
-interface Lease extends KubeObject { spec: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string; acquireTime?: string; leaseTransitions?: number } }
+interface Lease extends KubeObject {
+  spec: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    renewTime?: string;
+    acquireTime?: string;
+    leaseTransitions?: number;
+  };
+}
 
-export interface ElectionOptions { client: KubeClient; namespace: string; name: string; identity: string; durationSeconds?: number; log: Logger; now?: () => Date }
+export interface ElectionOptions {
+  client: KubeClient;
+  namespace: string;
+  name: string;
+  identity: string;
+  durationSeconds?: number;
+  log: Logger;
+  now?: () => Date;
+}
 
 const micro = (d: Date): string => d.toISOString().replace('Z', '000Z');
 
@@ -35,13 +51,28 @@ export class LeaderElector {
   async tryAcquireOrRenew(): Promise<boolean> {
     const now = this.now();
     let lease: Lease | undefined;
-    try { lease = await this.o.client.get<Lease>(this.path); } catch (err) { if (!isApiError(err, 404)) throw err; }
+    try {
+      lease = await this.o.client.get<Lease>(this.path);
+    } catch (err) {
+      if (!isApiError(err, 404)) throw err;
+    }
     if (!canAcquire(lease, this.o.identity, now)) return false;
     const transitions = (lease?.spec.leaseTransitions ?? 0) + (lease?.spec.holderIdentity === this.o.identity ? 0 : 1);
-    const spec = { holderIdentity: this.o.identity, leaseDurationSeconds: this.duration, renewTime: micro(now),
-      acquireTime: lease?.spec.holderIdentity === this.o.identity ? lease.spec.acquireTime : micro(now), leaseTransitions: transitions };
+    const spec = {
+      holderIdentity: this.o.identity,
+      leaseDurationSeconds: this.duration,
+      renewTime: micro(now),
+      acquireTime: lease?.spec.holderIdentity === this.o.identity ? lease.spec.acquireTime : micro(now),
+      leaseTransitions: transitions,
+    };
     try {
-      if (!lease) await this.o.client.create(`/apis/coordination.k8s.io/v1/namespaces/${this.o.namespace}/leases`, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: this.o.name, namespace: this.o.namespace }, spec });
+      if (!lease)
+        await this.o.client.create(`/apis/coordination.k8s.io/v1/namespaces/${this.o.namespace}/leases`, {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: this.o.name, namespace: this.o.namespace },
+          spec,
+        });
       else await this.o.client.replace(this.path, { ...lease, spec });
       return true;
     } catch (err) {
@@ -58,22 +89,45 @@ export class LeaderElector {
     }
     this.o.log.info({ lease: this.o.name, identity: this.o.identity }, 'acquired leadership');
     let lastOk = Date.now();
-    this.timer = setInterval(() => {
-      this.tryAcquireOrRenew().then((ok) => {
-        if (ok) { lastOk = Date.now(); return; }
-        this.stop(); onLost();
-      }).catch(() => { if (Date.now() - lastOk > this.duration * 1000) { this.stop(); onLost(); } });
-    }, (this.duration * 1000) / 3);
+    this.timer = setInterval(
+      () => {
+        this.tryAcquireOrRenew()
+          .then((ok) => {
+            if (ok) {
+              lastOk = Date.now();
+              return;
+            }
+            this.stop();
+            onLost();
+          })
+          .catch(() => {
+            if (Date.now() - lastOk > this.duration * 1000) {
+              this.stop();
+              onLost();
+            }
+          });
+      },
+      (this.duration * 1000) / 3,
+    );
   }
 
-  stop(): void { if (this.timer) clearInterval(this.timer); this.timer = undefined; }
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
 
   /** Gives the lease up so a successor does not wait for it to expire. */
   async release(): Promise<void> {
     this.stop();
     try {
       const lease = await this.o.client.get<Lease>(this.path);
-      if (lease.spec.holderIdentity === this.o.identity) await this.o.client.replace(this.path, { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 } });
-    } catch { /* best effort */ }
+      if (lease.spec.holderIdentity === this.o.identity)
+        await this.o.client.replace(this.path, {
+          ...lease,
+          spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1 },
+        });
+    } catch {
+      /* best effort */
+    }
   }
 }

@@ -15,7 +15,12 @@ import type { FnMetrics } from '../lib/fn/metrics.ts';
 import { WorkQueue } from '../lib/fn/queue.ts';
 import { keyOf, resourcePath, type Resource, type State, type WatchFunction } from '../lib/fn/types.ts';
 
-export interface RelayOptions { client: KubeClient; log: Logger; metrics: FnMetrics; now?: () => Date }
+export interface RelayOptions {
+  client: KubeClient;
+  log: Logger;
+  metrics: FnMetrics;
+  now?: () => Date;
+}
 
 const informerKey = (r: Resource, selector?: string): string => `${resourcePath(r)}?${selector ?? ''}`;
 
@@ -32,11 +37,15 @@ export function selectorMatches(selector: string | undefined, labels: Record<str
   for (const raw of selector.split(',')) {
     const term = raw.trim();
     let m: RegExpExecArray | null;
-    if ((m = /^([\w./-]+)\s*!=\s*([\w.-]*)$/.exec(term))) { if (labels[m[1]!] === m[2]) return false; }
-    else if ((m = /^([\w./-]+)\s*==?\s*([\w.-]*)$/.exec(term))) { if (labels[m[1]!] !== m[2]) return false; }
-    else if ((m = /^!([\w./-]+)$/.exec(term))) { if (m[1]! in labels) return false; }
-    else if ((m = /^([\w./-]+)$/.exec(term))) { if (!(m[1]! in labels)) return false; }
-    else return undefined;
+    if ((m = /^([\w./-]+)\s*!=\s*([\w.-]*)$/.exec(term))) {
+      if (labels[m[1]!] === m[2]) return false;
+    } else if ((m = /^([\w./-]+)\s*==?\s*([\w.-]*)$/.exec(term))) {
+      if (labels[m[1]!] !== m[2]) return false;
+    } else if ((m = /^!([\w./-]+)$/.exec(term))) {
+      if (m[1]! in labels) return false;
+    } else if ((m = /^([\w./-]+)$/.exec(term))) {
+      if (!(m[1]! in labels)) return false;
+    } else return undefined;
   }
   return true;
 }
@@ -58,10 +67,16 @@ export class Relay {
   private readonly byResource = new Map<string, ListWatch<KubeObject>[]>();
   private readonly queues = new Map<string, WorkQueue>();
   private readonly workers: Promise<void>[] = [];
-  private readonly listeners = new Map<string, ((d: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }) => void)[]>();
+  private readonly listeners = new Map<
+    string,
+    ((d: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }) => void)[]
+  >();
   private readonly now: () => Date;
 
-  constructor(private readonly functions: WatchFunction[], private readonly o: RelayOptions) {
+  constructor(
+    private readonly functions: WatchFunction[],
+    private readonly o: RelayOptions,
+  ) {
     this.now = o.now ?? (() => new Date());
   }
 
@@ -79,7 +94,11 @@ export class Relay {
     list: (r, ns, sel) => {
       const seen = new Map<string, KubeObject>();
       for (const inf of this.byResource.get(resourcePath(r)) ?? []) {
-        for (const o of inf.store.list()) { const k = keyOf(o); const prev = seen.get(k); if (!prev || newer(o, prev)) seen.set(k, o); }
+        for (const o of inf.store.list()) {
+          const k = keyOf(o);
+          const prev = seen.get(k);
+          if (!prev || newer(o, prev)) seen.set(k, o);
+        }
       }
       return [...seen.values()].filter((o) => (!ns || o.metadata.namespace === ns) && matchesLabels(o, sel));
     },
@@ -89,8 +108,17 @@ export class Relay {
     const key = informerKey(r, selector);
     let inf = this.informers.get(key);
     if (!inf) {
-      inf = new ListWatch<KubeObject>(this.o.client, { path: resourcePath(r), ...(selector ? { labelSelector: selector } : {}), onError: (err) => this.o.log.warn({ err, resource: r.resource }, 'watch error') },
-        (d) => { for (const l of this.listeners.get(key) ?? []) l(d); });
+      inf = new ListWatch<KubeObject>(
+        this.o.client,
+        {
+          path: resourcePath(r),
+          ...(selector ? { labelSelector: selector } : {}),
+          onError: (err) => this.o.log.warn({ err, resource: r.resource }, 'watch error'),
+        },
+        (d) => {
+          for (const l of this.listeners.get(key) ?? []) l(d);
+        },
+      );
       this.informers.set(key, inf);
       const list = this.byResource.get(resourcePath(r)) ?? [];
       list.push(inf);
@@ -99,7 +127,10 @@ export class Relay {
     return { key, inf };
   }
 
-  private listen(key: string, fn: (d: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }) => void): void {
+  private listen(
+    key: string,
+    fn: (d: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }) => void,
+  ): void {
     this.listeners.set(key, [...(this.listeners.get(key) ?? []), fn]);
   }
 
@@ -110,10 +141,14 @@ export class Relay {
       this.queues.set(fn.name, q);
       const t = fn.trigger;
       const primary = this.informer(t.resource, t.labelSelector);
-      this.listen(primary.key, (d) => { if (!t.filter || t.filter(d)) for (const k of t.keys ? t.keys(d.object) : [keyOf(d.object)]) q.add(k); });
+      this.listen(primary.key, (d) => {
+        if (!t.filter || t.filter(d)) for (const k of t.keys ? t.keys(d.object) : [keyOf(d.object)]) q.add(k);
+      });
       for (const a of t.also ?? []) {
         const sec = this.informer(a.resource, a.labelSelector);
-        this.listen(sec.key, (d) => { for (const k of a.map(d.object)) q.add(k); });
+        this.listen(sec.key, (d) => {
+          for (const k of a.map(d.object)) q.add(k);
+        });
       }
     }
     for (const inf of this.informers.values()) inf.start();
@@ -121,7 +156,10 @@ export class Relay {
     for (const fn of this.functions) {
       for (let i = 0; i < (fn.concurrency ?? 4); i++) this.workers.push(this.work(fn, this.queues.get(fn.name)!));
     }
-    this.o.log.info({ functions: this.functions.map((f) => f.name), informers: this.informers.size }, 'relay synced and running');
+    this.o.log.info(
+      { functions: this.functions.map((f) => f.name), informers: this.informers.size },
+      'relay synced and running',
+    );
   }
 
   private async work(fn: WatchFunction, q: WorkQueue): Promise<void> {
@@ -142,7 +180,11 @@ export class Relay {
   private async reconcile(fn: WatchFunction, q: WorkQueue, key: string): Promise<void> {
     const log = this.o.log.child({ controller: fn.name, key });
     const sep = key.indexOf('/');
-    const object = this.state.get(fn.trigger.resource, sep < 0 ? undefined : key.slice(0, sep), sep < 0 ? key : key.slice(sep + 1));
+    const object = this.state.get(
+      fn.trigger.resource,
+      sep < 0 ? undefined : key.slice(0, sep),
+      sep < 0 ? key : key.slice(sep + 1),
+    );
     try {
       const state = await this.stateFor(fn, key, object);
       const ops = await fn.handler({ key, object, state, now: this.now() });
@@ -150,7 +192,10 @@ export class Relay {
       await this.seeWrites(res.written);
       q.forget(key);
       if (res.requeueAfterMs !== undefined) q.addAfter(key, res.requeueAfterMs);
-      this.o.metrics.reconcileTotal.inc({ controller: fn.name, result: res.requeueAfterMs !== undefined ? 'requeue_after' : 'success' });
+      this.o.metrics.reconcileTotal.inc({
+        controller: fn.name,
+        result: res.requeueAfterMs !== undefined ? 'requeue_after' : 'success',
+      });
     } catch (err) {
       this.onError(fn, q, key, err, log);
     }
@@ -160,7 +205,11 @@ export class Relay {
   private async stateFor(fn: WatchFunction, key: string, object: KubeObject | undefined): Promise<State> {
     const f = fn.trigger.fetch;
     if (!f) return this.state;
-    const get = (path: string): Promise<KubeObject | undefined> => this.o.client.get<KubeObject>(path).catch((err: unknown) => { if (isApiError(err, 404)) return undefined; throw err; });
+    const get = (path: string): Promise<KubeObject | undefined> =>
+      this.o.client.get<KubeObject>(path).catch((err: unknown) => {
+        if (isApiError(err, 404)) return undefined;
+        throw err;
+      });
     return withFetched(this.state, f.resources, await fetchRefs(get, f.refs({ key, object, state: this.state })));
   }
 
@@ -180,7 +229,10 @@ export class Relay {
     }
     m.reconcileErrors.inc({ controller: fn.name });
     m.reconcileTotal.inc({ controller: fn.name, result: isApiError(err, 409) ? 'requeue' : 'error' });
-    if (isApiError(err, 409)) { q.add(key); return; }
+    if (isApiError(err, 409)) {
+      q.add(key);
+      return;
+    }
     const delay = q.addRateLimited(key);
     const level = err instanceof TransientError || (isApiError(err) && err.transient) ? 'warn' : 'error';
     log[level]({ err, retryInMs: delay }, 'reconcile failed; retrying');
@@ -191,7 +243,9 @@ export class Relay {
   private async seeWrites(written: { resource: Resource; object: KubeObject }[]): Promise<void> {
     const deadline = Date.now() + 2000;
     for (const w of written) {
-      const infs = (this.byResource.get(resourcePath(w.resource)) ?? []).filter((i) => selectorMatches(i.labelSelector, w.object.metadata.labels ?? {}) !== false);
+      const infs = (this.byResource.get(resourcePath(w.resource)) ?? []).filter(
+        (i) => selectorMatches(i.labelSelector, w.object.metadata.labels ?? {}) !== false,
+      );
       if (!infs.length) continue;
       const key = keyOf(w.object);
       const rv = w.object.metadata.resourceVersion ?? '';
@@ -208,5 +262,7 @@ export class Relay {
     await Promise.all(this.workers);
   }
 
-  queueDepth(name: string): number { return this.queues.get(name)?.length ?? 0; }
+  queueDepth(name: string): number {
+    return this.queues.get(name)?.length ?? 0;
+  }
 }

@@ -20,16 +20,26 @@ import { LeaderElector } from './leader.ts';
 import { Relay } from './relay.ts';
 import { SessionProxy, SessionTokens } from './sessions/handler.ts';
 
-export interface Running { stop(): Promise<void> }
-
-function listen(srv: http.Server | https.Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => { srv.once('error', reject); srv.listen(port, host, () => resolve()); });
+export interface Running {
+  stop(): Promise<void>;
 }
 
-export async function startServer(cfg: ServerConfig, functions: FunctionDef[], client: KubeClient, log: Logger): Promise<Running> {
+function listen(srv: http.Server | https.Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(port, host, () => resolve());
+  });
+}
+
+export async function startServer(
+  cfg: ServerConfig,
+  functions: FunctionDef[],
+  client: KubeClient,
+  log: Logger,
+): Promise<Running> {
   const metrics = new FnMetrics();
   const selected = cfg.only.length ? functions.filter((f) => cfg.only.includes(f.name)) : functions;
-  const state = { relayRunning: false, leader: !cfg.leaderElection };
+  const state: HostState = { relayRunning: false, leader: !cfg.leaderElection };
   const app = express();
   app.use(admissionRouter(admissionFunctions(selected), client, log.child({ host: 'admission' }), metrics));
   // The aggregated APIs act as their own narrow ServiceAccount (read Runs, Runtime Pods and their
@@ -39,36 +49,29 @@ export async function startServer(cfg: ServerConfig, functions: FunctionDef[], c
   const tokens = new SessionTokens(backend, cfg.namespace, backendSA);
   const aggregated = await aggregationRouter(backend, log.child({ host: 'aggregation' }), tokens, client);
   app.use(aggregated.router);
-  // Client certificates are requested but optional: admission calls carry none, aggregated
-  // requests must present the front-proxy certificate (checked per request).
-  const tls = (): https.ServerOptions => ({ cert: readFileSync(cfg.certFile), key: readFileSync(cfg.keyFile), ca: aggregated.clientCA, requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2' });
-  const secure = https.createServer(tls(), app);
-  watchFile(cfg.certFile, { interval: 2000 }, () => {
-    try { secure.setSecureContext(tls()); log.info('reloaded serving certificate'); } catch (err) { log.warn({ err }, 'certificate reload failed; keeping the old one'); }
+  const secure = secureServer(cfg, app, aggregated.clientCA, log);
+  const sessions = new SessionProxy({
+    client: backend,
+    log: log.child({ host: 'sessions' }),
+    authenticate: aggregated.authenticate,
+    tokens,
   });
-  const sessions = new SessionProxy({ client: backend, log: log.child({ host: 'sessions' }), authenticate: aggregated.authenticate, tokens });
   secure.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!sessions.handle(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });
   await listen(secure, cfg.httpsPort, cfg.listenAddress);
 
-  const health = express();
-  health.get('/healthz', (_req, res) => { res.type('text/plain').send('ok'); });
-  health.get('/readyz', (_req, res) => { const ok = !state.leader || state.relayRunning; res.status(ok ? 200 : 503).type('text/plain').send(ok ? 'ok' : 'relay not synced'); });
-  health.get('/metrics', (_req, res) => { void metrics.registry.metrics().then((m) => res.type(metrics.registry.contentType).send(m)); });
-  const healthSrv = http.createServer(health);
-  await listen(healthSrv, cfg.healthPort, cfg.healthAddress);
-  log.info({ https: `${cfg.listenAddress}:${cfg.httpsPort}`, health: `${cfg.healthAddress}:${cfg.healthPort}`, functions: selected.map((f) => f.name) }, 'extension API server listening');
+  const healthSrv = await startHealth(cfg, state, metrics);
+  log.info(
+    {
+      https: `${cfg.listenAddress}:${cfg.httpsPort}`,
+      health: `${cfg.healthAddress}:${cfg.healthPort}`,
+      functions: selected.map((f) => f.name),
+    },
+    'extension API server listening',
+  );
 
-  const relay = new Relay(watchFunctions(selected), { client, log: log.child({ host: 'relay' }), metrics });
-  const elector = cfg.leaderElection ? new LeaderElector({ client, namespace: cfg.namespace, name: 'kruntimes-relay', identity: cfg.podName, log }) : undefined;
-  const startRelay = async (): Promise<void> => {
-    if (elector) await elector.run(() => { log.error('lost leadership; exiting so a fresh process competes again'); process.exit(1); });
-    state.leader = true;
-    await relay.start();
-    state.relayRunning = true;
-  };
-  const relayStarted = startRelay().catch((err: unknown) => { log.error({ err }, 'relay failed to start'); process.exit(1); });
+  const { relay, elector, relayStarted } = startRelay(cfg, selected, client, log, { state, metrics });
 
   return {
     stop: async () => {
@@ -80,4 +83,93 @@ export async function startServer(cfg: ServerConfig, functions: FunctionDef[], c
       await new Promise((r) => healthSrv.close(r));
     },
   };
+}
+
+/** Liveness, readiness (the relay has synced where this process leads) and metrics. */
+async function startHealth(cfg: ServerConfig, state: HostState, metrics: FnMetrics): Promise<http.Server> {
+  const health = express();
+  health.get('/healthz', (_req, res) => {
+    res.type('text/plain').send('ok');
+  });
+  health.get('/readyz', (_req, res) => {
+    const ok = !state.leader || state.relayRunning;
+    res
+      .status(ok ? 200 : 503)
+      .type('text/plain')
+      .send(ok ? 'ok' : 'relay not synced');
+  });
+  health.get('/metrics', (_req, res) => {
+    void metrics.registry.metrics().then((m) => res.type(metrics.registry.contentType).send(m));
+  });
+  const healthSrv = http.createServer(health);
+  await listen(healthSrv, cfg.healthPort, cfg.healthAddress);
+  return healthSrv;
+}
+
+interface HostState {
+  relayRunning: boolean;
+  leader: boolean;
+}
+
+interface RelayHost {
+  relay: Relay;
+  elector: LeaderElector | undefined;
+  relayStarted: Promise<void>;
+}
+
+/** Starts the watch relay, behind leader election when configured; exits the process on loss. */
+function startRelay(
+  cfg: ServerConfig,
+  selected: FunctionDef[],
+  client: KubeClient,
+  log: Logger,
+  host: { state: HostState; metrics: FnMetrics },
+): RelayHost {
+  const relay = new Relay(watchFunctions(selected), {
+    client,
+    log: log.child({ host: 'relay' }),
+    metrics: host.metrics,
+  });
+  const elector = cfg.leaderElection
+    ? new LeaderElector({ client, namespace: cfg.namespace, name: 'kruntimes-relay', identity: cfg.podName, log })
+    : undefined;
+  const run = async (): Promise<void> => {
+    if (elector)
+      await elector.run(() => {
+        log.error('lost leadership; exiting so a fresh process competes again');
+        process.exit(1);
+      });
+    host.state.leader = true;
+    await relay.start();
+    host.state.relayRunning = true;
+  };
+  const relayStarted = run().catch((err: unknown) => {
+    log.error({ err }, 'relay failed to start');
+    process.exit(1);
+  });
+  return { relay, elector, relayStarted };
+}
+
+/** The HTTPS server of admission and aggregation; reloads its certificate when the file changes. */
+function secureServer(cfg: ServerConfig, app: express.Express, clientCA: string, log: Logger): https.Server {
+  // Client certificates are requested but optional: admission calls carry none, aggregated
+  // requests must present the front-proxy certificate (checked per request).
+  const tls = (): https.ServerOptions => ({
+    cert: readFileSync(cfg.certFile),
+    key: readFileSync(cfg.keyFile),
+    ca: clientCA,
+    requestCert: true,
+    rejectUnauthorized: false,
+    minVersion: 'TLSv1.2',
+  });
+  const secure = https.createServer(tls(), app);
+  watchFile(cfg.certFile, { interval: 2000 }, () => {
+    try {
+      secure.setSecureContext(tls());
+      log.info('reloaded serving certificate');
+    } catch (err) {
+      log.warn({ err }, 'certificate reload failed; keeping the old one');
+    }
+  });
+  return secure;
 }

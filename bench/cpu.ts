@@ -2,8 +2,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 const NAMES: [RegExp, string][] = [
-  [/kube-apiserver/, 'kube-apiserver'], [/\/etcd /, 'etcd'], [/kube-controller-manager/, 'kube-controller-manager'], [/kube-scheduler/, 'kube-scheduler'],
-  [/nodeagent\/main\.ts/, 'node-agent'], [/kruntimes\.ts apiserver/, 'extension-server'], [/kruntimes\.ts runtimed/, 'runtimed'], [/runtime-server/, 'runtime-server'],
+  [/kube-apiserver/, 'kube-apiserver'],
+  [/\/etcd /, 'etcd'],
+  [/kube-controller-manager/, 'kube-controller-manager'],
+  [/kube-scheduler/, 'kube-scheduler'],
+  [/nodeagent\/main\.ts/, 'node-agent'],
+  [/kruntimes\.ts apiserver/, 'extension-server'],
+  [/kruntimes\.ts runtimed/, 'runtimed'],
+  [/runtime-server/, 'runtime-server'],
 ];
 
 /** CPU ticks per component of the processes for which `filter` holds on their own or an ancestor's
@@ -16,11 +22,18 @@ export function cpuTicks(filter: (cmd: string) => boolean = () => true): Map<str
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       // utime + stime, plus the reaped children's (cutime + cstime): a Run's bash counts for its Runtime Server.
-      procs.set(Number(pid), { cmd, ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
-    } catch { /* process gone */ }
+      procs.set(Number(pid), {
+        cmd,
+        ppid: Number(f[1]),
+        ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
+      });
+    } catch {
+      /* process gone */
+    }
   }
   const ours = (pid: number): boolean => {
-    for (let p = procs.get(pid), depth = 0; p && depth < 32; p = procs.get(p.ppid), depth++) if (filter(p.cmd)) return true;
+    for (let p = procs.get(pid), depth = 0; p && depth < 32; p = procs.get(p.ppid), depth++)
+      if (filter(p.cmd)) return true;
     return false;
   };
   const out = new Map<string, number>();
@@ -33,8 +46,12 @@ export function cpuTicks(filter: (cmd: string) => boolean = () => true): Map<str
 
 /** CPU milliseconds per component between two samples (ticks are 10 ms). */
 export function cpuDelta(before: Map<string, number>, after: Map<string, number>): string {
-  return [...after.entries()].map(([k, v]) => [k, (v - (before.get(k) ?? 0)) * 10] as const).filter(([, v]) => v > 0)
-    .sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v} ms`).join(', ');
+  return [...after.entries()]
+    .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) * 10] as const)
+    .filter(([, v]) => v > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v} ms`)
+    .join(', ');
 }
 
 /** Total CPU milliseconds of all components between two samples. */

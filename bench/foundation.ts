@@ -36,28 +36,55 @@ async function spawnLatency(n: number): Promise<number[]> {
 
 async function main(): Promise<void> {
   const binDir = await buildControlPlane(() => undefined);
-  process.stdout.write(`control plane: ${buildRecord(binDir)}; binary ${(Number(spawnSync('stat', ['-c', '%s', join(binDir, 'k8s-bin')]).stdout.toString()) / 1e6).toFixed(0)} MB\n`);
+  process.stdout.write(
+    `control plane: ${buildRecord(binDir)}; binary ${(Number(spawnSync('stat', ['-c', '%s', join(binDir, 'k8s-bin')]).stdout.toString()) / 1e6).toFixed(0)} MB\n`,
+  );
   const t0 = performance.now();
   let apiReadyAt = 0;
-  const env = await up({ root, binDir, nodes: ['bench-node'], progress: (m) => { if (m.startsWith('starting kube-controller-manager')) apiReadyAt = performance.now(); } });
+  const env = await up({
+    root,
+    binDir,
+    nodes: ['bench-node'],
+    progress: (m) => {
+      if (m.startsWith('starting kube-controller-manager')) apiReadyAt = performance.now();
+    },
+  });
   const upMs = performance.now() - t0;
   try {
     const api = env.admin;
     await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench' } });
-    for (;;) { try { await api.get('/api/v1/namespaces/bench/serviceaccounts/default'); break; } catch { await new Promise((r) => setTimeout(r, 50)); } }
+    for (;;) {
+      try {
+        await api.get('/api/v1/namespaces/bench/serviceaccounts/default');
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
     const createMs: number[] = [];
     for (let i = 0; i < PODS; i++) {
       const t = performance.now();
-      await api.create('/api/v1/namespaces/bench/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}` }, data: { i: String(i) } });
+      await api.create('/api/v1/namespaces/bench/configmaps', {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `cm-${i}` },
+        data: { i: String(i) },
+      });
       createMs.push(performance.now() - t);
     }
     const running: number[] = [];
     for (let i = 0; i < PODS; i++) {
       const name = `p-${i}`;
       const t = performance.now();
-      await api.create('/api/v1/namespaces/bench/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: {
-        terminationGracePeriodSeconds: 1, containers: [{ name: 'c', image: 'bash', command: ['sleep', '3600'] }],
-      } });
+      await api.create('/api/v1/namespaces/bench/pods', {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'c', image: 'bash', command: ['sleep', '3600'] }],
+        },
+      });
       for (;;) {
         const p = await api.get<KubeObject & { status?: { phase?: string } }>(`/api/v1/namespaces/bench/pods/${name}`);
         if (p.status?.phase === 'Running') break;
@@ -66,18 +93,25 @@ async function main(): Promise<void> {
       running.push(performance.now() - t);
     }
     const spawnMs = await spawnLatency(PODS);
-    const c = summary(createMs), r = summary(running), s = summary(spawnMs);
-    process.stdout.write([
-      `warm up (binaries cached, fresh state): API server ready ${ms(apiReadyAt - t0)}, node Ready ${ms(upMs)}`,
-      `Pod create-to-Running (n=${r.n}, sequential, polled every 5 ms): p50 ${ms(r.p50)}  p95 ${ms(r.p95)}`,
-      `  baseline API server create (ConfigMap, n=${c.n}): p50 ${ms(c.p50)}  p95 ${ms(c.p95)}   -> Pod/create ratio p50 ${ratio(r.p50, c.p50)}`,
-      `  baseline bare process spawn (/bin/true, n=${s.n}): p50 ${ms(s.p50)}  p95 ${ms(s.p95)}`,
-      '',
-    ].join('\n'));
+    const c = summary(createMs),
+      r = summary(running),
+      s = summary(spawnMs);
+    process.stdout.write(
+      [
+        `warm up (binaries cached, fresh state): API server ready ${ms(apiReadyAt - t0)}, node Ready ${ms(upMs)}`,
+        `Pod create-to-Running (n=${r.n}, sequential, polled every 5 ms): p50 ${ms(r.p50)}  p95 ${ms(r.p95)}`,
+        `  baseline API server create (ConfigMap, n=${c.n}): p50 ${ms(c.p50)}  p95 ${ms(c.p95)}   -> Pod/create ratio p50 ${ratio(r.p50, c.p50)}`,
+        `  baseline bare process spawn (/bin/true, n=${s.n}): p50 ${ms(s.p50)}  p95 ${ms(s.p95)}`,
+        '',
+      ].join('\n'),
+    );
   } finally {
     env.admin.close();
     await down(root, { purge: true });
   }
 }
 
-main().catch((err: unknown) => { process.stderr.write(`${String(err)}\n`); process.exit(1); });
+main().catch((err: unknown) => {
+  process.stderr.write(`${String(err)}\n`);
+  process.exit(1);
+});

@@ -42,15 +42,42 @@ async function waitRun(api: KubeClient, name: string, ok: (r: Run) => boolean): 
 }
 
 async function createRun(api: KubeClient, name: string, script: string): Promise<void> {
-  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name }, spec: { runtime: 'bench-bash', source: { inline: script } } });
+  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs`, {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { name },
+    spec: { runtime: 'bench-bash', source: { inline: script } },
+  });
 }
 
 async function setup(api: KubeClient): Promise<void> {
   await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', metadata: { name: 'bench-bash' },
-    spec: { replicas: 1, capacity: { resources: { runs: '8' } }, template: { spec: { containers: [{ name: 'runtime', image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3', args: ['--port=9091', '--work-dir=/workspace'] }] } } } });
+  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Runtime',
+    metadata: { name: 'bench-bash' },
+    spec: {
+      replicas: 1,
+      capacity: { resources: { runs: '8' } },
+      template: {
+        spec: {
+          containers: [
+            {
+              name: 'runtime',
+              image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3',
+              args: ['--port=9091', '--work-dir=/workspace'],
+            },
+          ],
+        },
+      },
+    },
+  });
   for (;;) {
-    const s = await api.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>('/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.logs.kruntimes.io').catch(() => undefined);
+    const s = await api
+      .get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+        '/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.logs.kruntimes.io',
+      )
+      .catch(() => undefined);
     if (s?.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True')) break;
     await sleep(100);
   }
@@ -58,20 +85,32 @@ async function setup(api: KubeClient): Promise<void> {
 
 async function timed(fn: () => Promise<unknown>, n: number): Promise<number[]> {
   const out: number[] = [];
-  for (let i = 0; i < n; i++) { const t = performance.now(); await fn(); out.push(performance.now() - t); }
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn();
+    out.push(performance.now() - t);
+  }
   return out;
 }
 
 async function snapshots(api: KubeClient, pod: string): Promise<void> {
-  process.stdout.write(`snapshot latency (${SNAPSHOTS} requests each, sequential, finished Run with 1000 lines on a Pod log of ${(await api.getText(`${podPath(pod)}?container=runtimed`)).split('\n').length} lines)\n`);
+  process.stdout.write(
+    `snapshot latency (${SNAPSHOTS} requests each, sequential, finished Run with 1000 lines on a Pod log of ${(await api.getText(`${podPath(pod)}?container=runtimed`)).split('\n').length} lines)\n`,
+  );
   for (const n of [100, 500]) {
     await timed(() => api.request('GET', aggPath('snap'), { query: { tailLines: n } }), 5);
-    const agg = summary(await timed(async () => {
-      const r = await api.request<{ items: unknown[] }>('GET', aggPath('snap'), { query: { tailLines: n } });
-      if (r.items.length !== n) throw new Error(`aggregated snapshot returned ${r.items.length} records, want ${n}`);
-    }, SNAPSHOTS));
-    const direct = summary(await timed(() => api.getText(`${podPath(pod)}?container=runtimed&tailLines=${n}`), SNAPSHOTS));
-    process.stdout.write(`  ${String(n).padStart(3)} lines  aggregated p50 ${ms(agg.p50)} p99 ${ms(agg.p99)}   direct pods/log p50 ${ms(direct.p50)} p99 ${ms(direct.p99)}   ratio p50 ${ratio(agg.p50, direct.p50)} p99 ${ratio(agg.p99, direct.p99)}\n`);
+    const agg = summary(
+      await timed(async () => {
+        const r = await api.request<{ items: unknown[] }>('GET', aggPath('snap'), { query: { tailLines: n } });
+        if (r.items.length !== n) throw new Error(`aggregated snapshot returned ${r.items.length} records, want ${n}`);
+      }, SNAPSHOTS),
+    );
+    const direct = summary(
+      await timed(() => api.getText(`${podPath(pod)}?container=runtimed&tailLines=${n}`), SNAPSHOTS),
+    );
+    process.stdout.write(
+      `  ${String(n).padStart(3)} lines  aggregated p50 ${ms(agg.p50)} p99 ${ms(agg.p99)}   direct pods/log p50 ${ms(direct.p50)} p99 ${ms(direct.p99)}   ratio p50 ${ratio(agg.p50, direct.p50)} p99 ${ratio(agg.p99, direct.p99)}\n`,
+    );
   }
 }
 
@@ -85,7 +124,10 @@ async function firstLine(open: () => Promise<IncomingMessage>, match: (line: str
       buf += c.toString('utf8');
       const lines = buf.split('\n');
       buf = lines.pop() ?? '';
-      if (lines.some(match)) { resolve(performance.now() - t); res.destroy(); }
+      if (lines.some(match)) {
+        resolve(performance.now() - t);
+        res.destroy();
+      }
     });
     res.on('error', () => undefined);
     res.on('end', () => reject(new Error('stream ended before the first record')));
@@ -100,20 +142,44 @@ async function timeToFirstRecord(api: KubeClient, pod: string): Promise<void> {
   const agg: number[] = [];
   const direct: number[] = [];
   for (let i = 0; i < TTFR; i++) {
-    agg.push(await firstLine(() => api.stream(aggPath('ttfr'), { query: { follow: 'true' } }), (l) => l.includes('"message":"ready"')));
-    direct.push(await firstLine(() => api.stream(podPath(pod), { query: { container: 'runtimed', follow: 'true', tailLines: 1 } }), (l) => l.length > 0));
+    agg.push(
+      await firstLine(
+        () => api.stream(aggPath('ttfr'), { query: { follow: 'true' } }),
+        (l) => l.includes('"message":"ready"'),
+      ),
+    );
+    direct.push(
+      await firstLine(
+        () => api.stream(podPath(pod), { query: { container: 'runtimed', follow: 'true', tailLines: 1 } }),
+        (l) => l.length > 0,
+      ),
+    );
   }
   await api.patch(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs/ttfr`, { spec: { cancelRequested: true } });
   const a = summary(agg.slice(2));
   const d = summary(direct.slice(2));
-  process.stdout.write(`follow time-to-first-record (${TTFR} follows each of a Running Run, first 2 dropped; run uid ${uid.slice(0, 8)})\n`);
-  process.stdout.write(`  aggregated p50 ${ms(a.p50)} p99 ${ms(a.p99)}   direct pods/log p50 ${ms(d.p50)} p99 ${ms(d.p99)}   ratio p50 ${ratio(a.p50, d.p50)} p99 ${ratio(a.p99, d.p99)}\n`);
+  process.stdout.write(
+    `follow time-to-first-record (${TTFR} follows each of a Running Run, first 2 dropped; run uid ${uid.slice(0, 8)})\n`,
+  );
+  process.stdout.write(
+    `  aggregated p50 ${ms(a.p50)} p99 ${ms(a.p99)}   direct pods/log p50 ${ms(d.p50)} p99 ${ms(d.p99)}   ratio p50 ${ratio(a.p50, d.p50)} p99 ${ratio(a.p99, d.p99)}\n`,
+  );
 }
 
-interface Drain { payload: number; wire: number; records: number; firstAt: number; lastAt: number }
+interface Drain {
+  payload: number;
+  wire: number;
+  records: number;
+  firstAt: number;
+  lastAt: number;
+}
 
 /** Reads NDJSON/log lines until `done` says the last one arrived; counts the Run's message bytes. */
-function drain(res: IncomingMessage, message: (line: string) => string | undefined, done: (m: string) => boolean): Promise<Drain> {
+function drain(
+  res: IncomingMessage,
+  message: (line: string) => string | undefined,
+  done: (m: string) => boolean,
+): Promise<Drain> {
   const d: Drain = { payload: 0, wire: 0, records: 0, firstAt: 0, lastAt: 0 };
   return new Promise((resolve, reject) => {
     let buf = '';
@@ -130,7 +196,11 @@ function drain(res: IncomingMessage, message: (line: string) => string | undefin
         d.lastAt = now;
         d.records++;
         d.payload += Buffer.byteLength(m) + 1;
-        if (done(m)) { resolve(d); res.destroy(); return; }
+        if (done(m)) {
+          resolve(d);
+          res.destroy();
+          return;
+        }
       }
     });
     res.on('error', () => undefined);
@@ -141,7 +211,12 @@ function drain(res: IncomingMessage, message: (line: string) => string | undefin
 function recordOf(uid: string): (line: string) => string | undefined {
   return (line) => {
     if (!line.includes(uid)) return undefined;
-    try { const o = JSON.parse(line) as { run_uid?: string; message?: string }; return o.run_uid === uid ? o.message : undefined; } catch { return undefined; }
+    try {
+      const o = JSON.parse(line) as { run_uid?: string; message?: string };
+      return o.run_uid === uid ? o.message : undefined;
+    } catch {
+      return undefined;
+    }
   };
 }
 
@@ -150,9 +225,13 @@ async function followRun(api: KubeClient, name: string, direct: boolean): Promis
   await createRun(api, name, `sleep 1.5; for i in $(seq 1 ${FOLLOW_LINES}); do echo "$i ${LINE}"; done; echo END`);
   const r = await waitRun(api, name, (x) => !!x.status?.assignedPod);
   const res = direct
-    ? await api.stream(podPath(r.status?.assignedPod ?? ''), { query: { container: 'runtimed', follow: 'true', sinceTime: r.metadata.creationTimestamp } })
+    ? await api.stream(podPath(r.status?.assignedPod ?? ''), {
+        query: { container: 'runtimed', follow: 'true', sinceTime: r.metadata.creationTimestamp },
+      })
     : await api.stream(aggPath(name), { query: { follow: 'true' } });
-  const parse = direct ? recordOf(r.metadata.uid ?? '') : (l: string): string | undefined => (l ? (JSON.parse(l) as { message: string }).message : undefined);
+  const parse = direct
+    ? recordOf(r.metadata.uid ?? '')
+    : (l: string): string | undefined => (l ? (JSON.parse(l) as { message: string }).message : undefined);
   const d = await drain(res, parse, (m) => m === 'END');
   await waitRun(api, name, (x) => ['Succeeded', 'Failed'].includes(x.status?.phase ?? ''));
   return d;
@@ -168,10 +247,14 @@ async function throughput(api: KubeClient): Promise<void> {
     const d = await followRun(api, `follow-${i}`, direct);
     rows.push([direct ? 'direct pods/log' : 'aggregated', d, cpuDelta(before, cpuTicks(mine))]);
   }
-  process.stdout.write(`sustained follow throughput (Run writing ${FOLLOW_LINES + 1} lines of ~${LINE.length + 7} bytes as fast as bash can, followed live; alternating, ${rounds} rounds each)\n`);
+  process.stdout.write(
+    `sustained follow throughput (Run writing ${FOLLOW_LINES + 1} lines of ~${LINE.length + 7} bytes as fast as bash can, followed live; alternating, ${rounds} rounds each)\n`,
+  );
   for (const [what, d, cpu] of rows) {
     const t = d.lastAt - d.firstAt;
-    process.stdout.write(`  ${what.padEnd(16)} ${d.records} records in ${(t / 1000).toFixed(2)} s: output ${mbps(d.payload, t)}, wire ${mbps(d.wire, t)}; CPU ${cpu}\n`);
+    process.stdout.write(
+      `  ${what.padEnd(16)} ${d.records} records in ${(t / 1000).toFixed(2)} s: output ${mbps(d.payload, t)}, wire ${mbps(d.wire, t)}; CPU ${cpu}\n`,
+    );
   }
   const rate = (direct: boolean): number => {
     const ds = rows.filter(([w]) => (w !== 'aggregated') === direct).map(([, d]) => d);
@@ -182,7 +265,11 @@ async function throughput(api: KubeClient): Promise<void> {
 
 async function main(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `logs-${process.pid}`);
-  const env = await up({ root, nodes: ['bench-logs'], ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}) });
+  const env = await up({
+    root,
+    nodes: ['bench-logs'],
+    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+  });
   const api = env.admin;
   try {
     await setup(api);
@@ -198,4 +285,7 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => { process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`); process.exit(1); });
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

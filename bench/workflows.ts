@@ -26,25 +26,47 @@ type Run = KubeObject & { status?: { startTime?: string; completionTime?: string
 /** Waits for the WorkflowRun's end through a watch (no polling load on the API server). */
 function finished(api: KubeClient, name: string): Promise<Wfr> {
   return new Promise((resolve) => {
-    const lw: ListWatch<Wfr> = new ListWatch<Wfr>(api, { path: `${G}/workflowruns`, fieldSelector: `metadata.name=${name}` }, (d) => {
-      if (['Succeeded', 'Failed', 'Cancelled'].includes(d.object.status?.phase ?? '')) { lw.stop(); resolve(d.object); }
-    });
+    const lw: ListWatch<Wfr> = new ListWatch<Wfr>(
+      api,
+      { path: `${G}/workflowruns`, fieldSelector: `metadata.name=${name}` },
+      (d) => {
+        if (['Succeeded', 'Failed', 'Cancelled'].includes(d.object.status?.phase ?? '')) {
+          lw.stop();
+          resolve(d.object);
+        }
+      },
+    );
     lw.start();
   });
 }
 
 async function main(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `wf-${process.pid}`);
-  const env = await up({ root, nodes: ['bench-a'], ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}) });
+  const env = await up({
+    root,
+    nodes: ['bench-a'],
+    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+  });
   const api = env.admin;
   try {
     await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-    for (const doc of parseAllDocuments(readFileSync(join(REPO_ROOT, 'examples/workflows/runtime-bash.yaml'), 'utf8')).map((d) => d.toJSON() as KubeObject & { kind: string })) {
-      await api.create(doc.kind === 'Runtime' ? `${G}/runtimes` : `/api/v1/namespaces/${NS}/persistentvolumeclaims`, doc);
+    for (const doc of parseAllDocuments(
+      readFileSync(join(REPO_ROOT, 'examples/workflows/runtime-bash.yaml'), 'utf8'),
+    ).map((d) => d.toJSON() as KubeObject & { kind: string })) {
+      await api.create(
+        doc.kind === 'Runtime' ? `${G}/runtimes` : `/api/v1/namespaces/${NS}/persistentvolumeclaims`,
+        doc,
+      );
     }
-    for (;;) { const rt = await api.get<KubeObject & { status?: { readyReplicas?: number } }>(`${G}/runtimes/bash`); if ((rt.status?.readyReplicas ?? 0) > 0) break; await new Promise((r) => setTimeout(r, 200)); }
+    for (;;) {
+      const rt = await api.get<KubeObject & { status?: { readyReplicas?: number } }>(`${G}/runtimes/bash`);
+      if ((rt.status?.readyReplicas ?? 0) > 0) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
     await new Promise((r) => setTimeout(r, 1000));
-    const wf = parse(readFileSync(join(REPO_ROOT, 'examples/workflows/ci-data-sharing-demo.yaml'), 'utf8')) as KubeObject;
+    const wf = parse(
+      readFileSync(join(REPO_ROOT, 'examples/workflows/ci-data-sharing-demo.yaml'), 'utf8'),
+    ) as KubeObject;
     const totals: number[] = [];
     const gaps: number[] = [];
     for (let i = 0; i < N; i++) {
@@ -55,36 +77,61 @@ async function main(): Promise<void> {
       totals.push(Date.now() - t0);
       const steps = done.status?.jobs?.build?.steps ?? [];
       const runs = await Promise.all(steps.map((s) => api.get<Run>(`${G}/runs/${s.runName}`)));
-      for (let k = 1; k < runs.length; k++) gaps.push(Date.parse(runs[k]!.status?.startTime ?? '') - Date.parse(runs[k - 1]!.status?.completionTime ?? ''));
+      for (let k = 1; k < runs.length; k++)
+        gaps.push(Date.parse(runs[k]!.status?.startTime ?? '') - Date.parse(runs[k - 1]!.status?.completionTime ?? ''));
     }
-    await api.create(`${G}/persistentworkspaces`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'PersistentWorkspace', metadata: { name: 'ws' }, spec: { runtime: 'none' } });
+    await api.create(`${G}/persistentworkspaces`, {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'PersistentWorkspace',
+      metadata: { name: 'ws' },
+      spec: { runtime: 'none' },
+    });
     const withWs: number[] = [];
     const without: number[] = [];
     const upd: number[] = [];
     for (let i = 0; i < 100; i++) {
       let t = performance.now();
-      await api.create(`${G}/runs`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name: `hook-${i}` }, spec: { runtime: 'none', workspace: { name: 'ws' }, source: { inline: 'true' } } });
+      await api.create(`${G}/runs`, {
+        apiVersion: 'kruntimes.io/v1alpha1',
+        kind: 'Run',
+        metadata: { name: `hook-${i}` },
+        spec: { runtime: 'none', workspace: { name: 'ws' }, source: { inline: 'true' } },
+      });
       withWs.push(performance.now() - t);
       t = performance.now();
-      await api.create(`${G}/runs`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name: `plain-${i}` }, spec: { runtime: 'none', source: { inline: 'true' } } });
+      await api.create(`${G}/runs`, {
+        apiVersion: 'kruntimes.io/v1alpha1',
+        kind: 'Run',
+        metadata: { name: `plain-${i}` },
+        spec: { runtime: 'none', source: { inline: 'true' } },
+      });
       without.push(performance.now() - t);
       t = performance.now();
       await api.patch(`${G}/runs/plain-${i}/status`, { status: { phase: 'Pending', message: 'floor' } });
       upd.push(performance.now() - t);
     }
-    const tt = summary(totals), g = summary(gaps), a = summary(withWs), b = summary(without), u = summary(upd);
-    process.stdout.write([
-      `ci-data-sharing-demo, ${N} WorkflowRuns one after the other (4 Runs, 2 jobs, 1 artifact each):`,
-      `  trigger -> Succeeded  p50 ${ms(tt.p50)}  p95 ${ms(tt.p95)}`,
-      `  step-to-step gap (previous Run completion -> next Run start, build job) p50 ${ms(g.p50)}  p95 ${ms(g.p95)} (n=${g.n})`,
-      `admission: Run create with spec.workspace (webhook + SubjectAccessReview) p50 ${ms(a.p50)} p99 ${ms(a.p99)}; without (no webhook call) p50 ${ms(b.p50)} p99 ${ms(b.p99)} -> webhook adds p50 ${ms(a.p50 - b.p50)}`,
-      `floor: Run create p50 ${ms(b.p50)}, Run status update p50 ${ms(u.p50)}; a step boundary needs 3 writes (WorkflowRun status, next Run create, its bind) ~ ${ms(u.p50 + b.p50 + u.p50)}`,
-      '',
-    ].join('\n'));
+    const tt = summary(totals),
+      g = summary(gaps),
+      a = summary(withWs),
+      b = summary(without),
+      u = summary(upd);
+    process.stdout.write(
+      [
+        `ci-data-sharing-demo, ${N} WorkflowRuns one after the other (4 Runs, 2 jobs, 1 artifact each):`,
+        `  trigger -> Succeeded  p50 ${ms(tt.p50)}  p95 ${ms(tt.p95)}`,
+        `  step-to-step gap (previous Run completion -> next Run start, build job) p50 ${ms(g.p50)}  p95 ${ms(g.p95)} (n=${g.n})`,
+        `admission: Run create with spec.workspace (webhook + SubjectAccessReview) p50 ${ms(a.p50)} p99 ${ms(a.p99)}; without (no webhook call) p50 ${ms(b.p50)} p99 ${ms(b.p99)} -> webhook adds p50 ${ms(a.p50 - b.p50)}`,
+        `floor: Run create p50 ${ms(b.p50)}, Run status update p50 ${ms(u.p50)}; a step boundary needs 3 writes (WorkflowRun status, next Run create, its bind) ~ ${ms(u.p50 + b.p50 + u.p50)}`,
+        '',
+      ].join('\n'),
+    );
   } finally {
     api.close();
     await down(root, { purge: true });
   }
 }
 
-main().catch((err: unknown) => { process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`); process.exit(1); });
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -15,7 +15,11 @@ export function age(ts: string | undefined, now = Date.now()): string {
 
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const fmt = (r: string[]): string => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('   ').trimEnd();
+  const fmt = (r: string[]): string =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('   ')
+      .trimEnd();
   return [fmt(headers), ...rows.map(fmt)].join('\n') + '\n';
 }
 

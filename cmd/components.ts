@@ -16,7 +16,10 @@ export async function apiserver(): Promise<number> {
   return new Promise((resolve) => {
     const stop = (sig: string): void => {
       log.info({ signal: sig }, 'shutting down: draining in-flight work');
-      void running.stop().then(() => resolve(0), () => resolve(1));
+      void running.stop().then(
+        () => resolve(0),
+        () => resolve(1),
+      );
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
@@ -27,9 +30,15 @@ export async function apiserver(): Promise<number> {
 export async function fnRun(args: string[]): Promise<number> {
   const [sub, name] = args;
   const log = pino({ base: { component: 'fn-run', function: name } });
-  if (sub !== 'run' || !name) { process.stderr.write('usage: kruntimes fn run <function>\n'); return 2; }
+  if (sub !== 'run' || !name) {
+    process.stderr.write('usage: kruntimes fn run <function>\n');
+    return 2;
+  }
   const fn = cronFunctions(await loadFunctions()).find((f) => f.name === name);
-  if (!fn) { process.stderr.write(`kruntimes fn run: no cron function "${name}"\n`); return 2; }
+  if (!fn) {
+    process.stderr.write(`kruntimes fn run: no cron function "${name}"\n`);
+    return 2;
+  }
   const result = await runCron(fn, defaultClient(process.env, `kruntimes-fn/${name}`));
   log[result.code === 0 ? 'info' : 'error']({ exitCode: result.code }, result.message);
   return result.code;
@@ -44,12 +53,22 @@ export async function runtimeServer(args: string[]): Promise<number> {
     return a.includes('=') ? a.slice(a.indexOf('=') + 1) : (args[i + 1] ?? def);
   };
   const language = flag('language', 'bash');
-  if (language !== 'bash' && language !== 'python') { process.stderr.write(`runtime-server: --language must be bash or python, got ${language}\n`); return 2; }
+  if (language !== 'bash' && language !== 'python') {
+    process.stderr.write(`runtime-server: --language must be bash or python, got ${language}\n`);
+    return 2;
+  }
   const socket = process.env.KRT_RUNTIME_SOCKET ?? `${flag('work-dir', '/workspace')}/.kruntimes/runtime.sock`;
   const { startRuntimeServer } = await import('../runtimed/runtime-server/server.ts');
   const srv = await startRuntimeServer(socket, language, process.env);
-  process.stderr.write(`${JSON.stringify({ level: 30, component: 'runtime-server', language, socket, msg: 'runtime server listening' })}\n`);
-  return new Promise((resolve) => { process.once('SIGTERM', () => { srv.close(); resolve(0); }); });
+  process.stderr.write(
+    `${JSON.stringify({ level: 30, component: 'runtime-server', language, socket, msg: 'runtime server listening' })}\n`,
+  );
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => {
+      srv.close();
+      resolve(0);
+    });
+  });
 }
 
 /** `kruntimes runtimed`: the daemon of a Runtime Pod. Run output goes to stdout as JSON records; its own logs to stderr. */
@@ -63,8 +82,16 @@ export async function runtimed(): Promise<number> {
   const client = defaultClient(process.env, `kruntimes-runtimed/${VERSION}`);
   const runtime = new RuntimeClient(cfg.socketPath);
   const { recorderFor } = await import('../runtimed/runner.ts');
-  const daemon = await startDaemon({ client, cfg, runtime, finisher: await makeFinisher(cfg, recorderFor(client)), log });
+  const daemon = await startDaemon({
+    client,
+    cfg,
+    runtime,
+    finisher: await makeFinisher(cfg, recorderFor(client)),
+    log,
+  });
   return new Promise((resolve) => {
-    process.once('SIGTERM', () => { void daemon.stop().then(() => resolve(0)); });
+    process.once('SIGTERM', () => {
+      void daemon.stop().then(() => resolve(0));
+    });
   });
 }

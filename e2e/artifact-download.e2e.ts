@@ -19,10 +19,18 @@ import { grant, krt, saKubeconfig } from './krt.ts';
 import { GROUP, bashRuntime, createRun, createRuntime, finished, runtimePods } from './runs-helpers.ts';
 import { startS3Server, type S3Server } from './s3-server.ts';
 
-type Ref = { name: string; type: string; digest: string; sizeBytes: number; location: { s3: { bucket: string; key: string } } } & Record<string, unknown>;
-const API = (ns: string, run: string, name = ''): string => `/apis/artifacts.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/artifacts${name ? `/${name}` : ''}`;
+type Ref = {
+  name: string;
+  type: string;
+  digest: string;
+  sizeBytes: number;
+  location: { s3: { bucket: string; key: string } };
+} & Record<string, unknown>;
+const API = (ns: string, run: string, name = ''): string =>
+  `/apis/artifacts.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/artifacts${name ? `/${name}` : ''}`;
 const sha = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
-const PRODUCE = 'echo "hello artifact" > "$KRUNTIME_ARTIFACTS_DIR/dist.txt"; mkdir -p "$KRUNTIME_ARTIFACTS_DIR/site/css"; echo "<h1>hi</h1>" > "$KRUNTIME_ARTIFACTS_DIR/site/index.html"; echo "body{}" > "$KRUNTIME_ARTIFACTS_DIR/site/css/a.css"';
+const PRODUCE =
+  'echo "hello artifact" > "$KRUNTIME_ARTIFACTS_DIR/dist.txt"; mkdir -p "$KRUNTIME_ARTIFACTS_DIR/site/css"; echo "<h1>hi</h1>" > "$KRUNTIME_ARTIFACTS_DIR/site/index.html"; echo "body{}" > "$KRUNTIME_ARTIFACTS_DIR/site/css/a.css"';
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'krt-dl-'));
 
 describe('Run artifact download through the aggregated API and krt', function () {
@@ -33,33 +41,82 @@ describe('Run artifact download through the aggregated API and krt', function ()
   before(async () => {
     ns = await newNamespace('artdl');
     s3 = await startS3Server('kruntimes-artifacts');
-    await admin().create(`/api/v1/namespaces/${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's3-creds' }, stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey } });
-    await createRuntime(ns, 'bash', bashRuntime({ replicas: 1, artifactStore: { driver: 's3', s3: { bucket: 'kruntimes-artifacts', prefix: 'e2e', region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, credentialsSecretName: 's3-creds' } } }));
+    await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 's3-creds' },
+      stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey },
+    });
+    await createRuntime(
+      ns,
+      'bash',
+      bashRuntime({
+        replicas: 1,
+        artifactStore: {
+          driver: 's3',
+          s3: {
+            bucket: 'kruntimes-artifacts',
+            prefix: 'e2e',
+            region: 'us-east-1',
+            endpoint: s3.endpoint,
+            forcePathStyle: true,
+            credentialsSecretName: 's3-creds',
+          },
+        },
+      }),
+    );
     await runtimePods(ns, 'bash', 1);
     await apiServiceAvailable('artifacts.kruntimes.io');
     await createRun(ns, { runtime: 'bash', source: { inline: PRODUCE } }, { name: 'producer' });
-    await createRun(ns, { runtime: 'bash', source: { inline: 'echo "secret" > "$KRUNTIME_ARTIFACTS_DIR/other.txt"' } }, { name: 'other' });
-    await createRun(ns, { runtime: 'bash', source: { inline: 'head -c 3145728 /dev/urandom > "$KRUNTIME_ARTIFACTS_DIR/blob.bin"' } }, { name: 'big' });
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'echo "secret" > "$KRUNTIME_ARTIFACTS_DIR/other.txt"' } },
+      { name: 'other' },
+    );
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'head -c 3145728 /dev/urandom > "$KRUNTIME_ARTIFACTS_DIR/blob.bin"' } },
+      { name: 'big' },
+    );
     const p = await finished(ns, 'producer');
     assert.equal(p.status?.phase, 'Succeeded', p.status?.message);
     assert.equal((await finished(ns, 'other')).status?.phase, 'Succeeded');
     assert.equal((await finished(ns, 'big')).status?.phase, 'Succeeded');
     refs = (p.status?.artifactRefs ?? []) as Ref[];
-    await grant(ns, 'fetcher', 'producer-artifacts', { apiGroups: ['artifacts.kruntimes.io'], resources: ['runs/artifacts'], resourceNames: ['producer', 'big'], verbs: ['get'] });
+    await grant(ns, 'fetcher', 'producer-artifacts', {
+      apiGroups: ['artifacts.kruntimes.io'],
+      resources: ['runs/artifacts'],
+      resourceNames: ['producer', 'big'],
+      verbs: ['get'],
+    });
     fetcher = await saKubeconfig(ns, 'fetcher');
   });
-  after(async () => { await deleteNamespace(ns); s3.stop(); });
+  after(async () => {
+    await deleteNamespace(ns);
+    s3.stop();
+  });
 
   it('serves discovery with runs/artifacts', async () => {
-    const list = await admin().get<{ metadata: object; resources: { name: string; verbs: string[] }[] }>('/apis/artifacts.kruntimes.io/v1alpha1');
+    const list = await admin().get<{ metadata: object; resources: { name: string; verbs: string[] }[] }>(
+      '/apis/artifacts.kruntimes.io/v1alpha1',
+    );
     assert.deepEqual(list.resources.find((r) => r.name === 'runs/artifacts')?.verbs, ['get']);
   });
 
   it('downloads every artifact with only runs/artifacts on that Run; digests match status', async () => {
     const out = tmp();
     let last = '';
-    const r = await eventually('krt artifact download as the fetcher', async () => { const x = await krt(['artifact', 'download', 'producer', '-o', out], fetcher); last = x.stderr; return x.code === 0 ? x : undefined; }, 20_000)
-      .catch((e: Error) => { throw new Error(`${e.message}: ${last}`); });
+    const r = await eventually(
+      'krt artifact download as the fetcher',
+      async () => {
+        const x = await krt(['artifact', 'download', 'producer', '-o', out], fetcher);
+        last = x.stderr;
+        return x.code === 0 ? x : undefined;
+      },
+      20_000,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}: ${last}`);
+    });
     assert.match(r.stdout, /dist\.txt -> .*dist\.txt \(\d+ bytes, sha256:[0-9a-f]{64}\)/);
     assert.deepEqual(readdirSync(out).sort(), ['dist.txt', 'site.tar.gz']);
     for (const ref of refs) {
@@ -69,7 +126,10 @@ describe('Run artifact download through the aggregated API and krt', function ()
     assert.equal(readFileSync(join(out, 'dist.txt'), 'utf8'), 'hello artifact\n');
     const list = await krt(['artifact', 'list', 'producer', '-o', 'json'], fetcher);
     assert.equal(list.code, 0, list.stderr);
-    assert.deepEqual((JSON.parse(list.stdout) as { name: string; digest: string }[]).map((i) => `${i.name}=${i.digest}`).sort(), refs.map((x) => `${x.name}=${x.digest}`).sort());
+    assert.deepEqual(
+      (JSON.parse(list.stdout) as { name: string; digest: string }[]).map((i) => `${i.name}=${i.digest}`).sort(),
+      refs.map((x) => `${x.name}=${x.digest}`).sort(),
+    );
   });
 
   it('extracts a directory artifact with --extract', async () => {
@@ -85,15 +145,25 @@ describe('Run artifact download through the aggregated API and krt', function ()
     const other = await krt(['artifact', 'download', 'other', '-o', tmp()], fetcher);
     assert.equal(other.code, 1);
     assert.match(other.stderr, /cannot get resource "runs\/artifacts" in API group "artifacts.kruntimes.io"/);
-    await grant(ns, 'reader', 'reader-runs-and-logs', { apiGroups: ['kruntimes.io', 'logs.kruntimes.io'], resources: ['runs', 'runs/log'], verbs: ['get', 'list'] });
+    await grant(ns, 'reader', 'reader-runs-and-logs', {
+      apiGroups: ['kruntimes.io', 'logs.kruntimes.io'],
+      resources: ['runs', 'runs/log'],
+      verbs: ['get', 'list'],
+    });
     const reader = await krt(['artifact', 'download', 'producer', '-o', tmp()], await saKubeconfig(ns, 'reader'));
     assert.equal(reader.code, 1);
     assert.match(reader.stderr, /forbidden.*runs\/artifacts/i);
   });
 
   it('answers bad input with a metav1.Status and a non-zero exit', async () => {
-    await assert.rejects(admin().request('GET', API(ns, 'producer', 'missing')), (e: unknown) => isApiError(e, 404) && /has no artifact "missing"; it has "dist.txt", "site"/.test(e.message));
-    await assert.rejects(admin().request('GET', API(ns, 'ghost')), (e: unknown) => isApiError(e, 404) && /runs.kruntimes.io "ghost" not found/.test(e.message));
+    await assert.rejects(
+      admin().request('GET', API(ns, 'producer', 'missing')),
+      (e: unknown) => isApiError(e, 404) && /has no artifact "missing"; it has "dist.txt", "site"/.test(e.message),
+    );
+    await assert.rejects(
+      admin().request('GET', API(ns, 'ghost')),
+      (e: unknown) => isApiError(e, 404) && /runs.kruntimes.io "ghost" not found/.test(e.message),
+    );
     const unknown = await krt(['artifact', 'download', 'producer', 'missing', '-o', tmp()], fetcher);
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /has no artifact "missing"; it has dist.txt, site/);
@@ -104,9 +174,14 @@ describe('Run artifact download through the aggregated API and krt', function ()
 
   it('refuses bytes changed in the store: the server cuts the stream, krt keeps nothing', async () => {
     const ref = refs.find((x) => x.name === 'dist.txt')!;
-    await s3.client.send(new PutObjectCommand({ Bucket: ref.location.s3.bucket, Key: ref.location.s3.key, Body: 'HELLO ARTIFACT\n' }));
-    await assert.rejects(admin().stream(API(ns, 'producer', 'dist.txt'), { accept: '*/*' }),
-      (e: unknown) => isApiError(e, 500) && /digest sha256:[0-9a-f]{64} does not match the reference digest/.test(e.message));
+    await s3.client.send(
+      new PutObjectCommand({ Bucket: ref.location.s3.bucket, Key: ref.location.s3.key, Body: 'HELLO ARTIFACT\n' }),
+    );
+    await assert.rejects(
+      admin().stream(API(ns, 'producer', 'dist.txt'), { accept: '*/*' }),
+      (e: unknown) =>
+        isApiError(e, 500) && /digest sha256:[0-9a-f]{64} does not match the reference digest/.test(e.message),
+    );
     const out = tmp();
     const r = await krt(['artifact', 'download', 'producer', 'dist.txt', '-o', out], fetcher);
     assert.equal(r.code, 1);
@@ -114,7 +189,9 @@ describe('Run artifact download through the aggregated API and krt', function ()
   });
 
   it('streams a large artifact (beyond the buffered size) and cuts it when the stored bytes changed', async () => {
-    const big = ((await admin().get<{ metadata: object; status: { artifactRefs: Ref[] } }>(`${GROUP}/namespaces/${ns}/runs/big`)).status.artifactRefs)[0]!;
+    const big = (
+      await admin().get<{ metadata: object; status: { artifactRefs: Ref[] } }>(`${GROUP}/namespaces/${ns}/runs/big`)
+    ).status.artifactRefs[0]!;
     const out = tmp();
     const ok = await krt(['artifact', 'download', 'big', '-o', out], fetcher);
     assert.equal(ok.code, 0, ok.stderr);
@@ -122,15 +199,22 @@ describe('Run artifact download through the aggregated API and krt', function ()
     assert.equal(bytes.length, 3145728);
     assert.equal(sha(bytes), big.digest);
     bytes.writeUInt8(bytes.readUInt8(bytes.length - 1) ^ 0xff, bytes.length - 1);
-    await s3.client.send(new PutObjectCommand({ Bucket: big.location.s3.bucket, Key: big.location.s3.key, Body: bytes }));
+    await s3.client.send(
+      new PutObjectCommand({ Bucket: big.location.s3.bucket, Key: big.location.s3.key, Body: bytes }),
+    );
     const res = await admin().stream(API(ns, 'big', 'blob.bin'), { accept: '*/*' });
     const got = await new Promise<{ bytes: number; complete: boolean }>((resolve) => {
       let n = 0;
-      res.on('data', (c: Buffer) => { n += c.length; });
+      res.on('data', (c: Buffer) => {
+        n += c.length;
+      });
       res.on('error', () => undefined);
       res.on('close', () => resolve({ bytes: n, complete: res.complete }));
     });
-    assert.ok(!got.complete && got.bytes < big.sizeBytes, `a tampered object must not arrive complete (got ${got.bytes} of ${big.sizeBytes} bytes, complete=${got.complete})`);
+    assert.ok(
+      !got.complete && got.bytes < big.sizeBytes,
+      `a tampered object must not arrive complete (got ${got.bytes} of ${big.sizeBytes} bytes, complete=${got.complete})`,
+    );
     const again = tmp();
     const bad = await krt(['artifact', 'download', 'big', '-o', again], fetcher);
     assert.equal(bad.code, 1);
@@ -138,12 +222,25 @@ describe('Run artifact download through the aggregated API and krt', function ()
   });
 
   it('refuses to extract an archive with unsafe paths and writes nothing outside', async () => {
-    const run = await admin().get<{ metadata: { uid: string }; status: { artifactRefs: Ref[] } }>(`${GROUP}/namespaces/${ns}/runs/producer`);
-    const bytes = rawTgz([{ name: 'ok.txt', data: 'fine' }, { name: '../escaped.txt', data: 'pwned' }]);
+    const run = await admin().get<{ metadata: { uid: string }; status: { artifactRefs: Ref[] } }>(
+      `${GROUP}/namespaces/${ns}/runs/producer`,
+    );
+    const bytes = rawTgz([
+      { name: 'ok.txt', data: 'fine' },
+      { name: '../escaped.txt', data: 'pwned' },
+    ]);
     const key = `e2e/namespaces/${ns}/runs/${run.metadata.uid}/evil`;
     await s3.client.send(new PutObjectCommand({ Bucket: 'kruntimes-artifacts', Key: key, Body: bytes }));
-    const evil = { ...refs.find((x) => x.name === 'site')!, name: 'evil', sizeBytes: bytes.length, digest: sha(bytes), location: { s3: { bucket: 'kruntimes-artifacts', key } } };
-    await admin().patch(`${GROUP}/namespaces/${ns}/runs/producer/status`, { status: { artifactRefs: [...run.status.artifactRefs, evil] } });
+    const evil = {
+      ...refs.find((x) => x.name === 'site')!,
+      name: 'evil',
+      sizeBytes: bytes.length,
+      digest: sha(bytes),
+      location: { s3: { bucket: 'kruntimes-artifacts', key } },
+    };
+    await admin().patch(`${GROUP}/namespaces/${ns}/runs/producer/status`, {
+      status: { artifactRefs: [...run.status.artifactRefs, evil] },
+    });
     const parent = tmp();
     const out = join(parent, 'out');
     const r = await krt(['artifact', 'download', 'producer', 'evil', '--extract', '-o', out], fetcher);
@@ -157,29 +254,63 @@ describe('Run artifact download through the aggregated API and krt', function ()
   });
 });
 
-describe('Run artifact download from a Filesystem store (through the Runtime\'s runtimed)', function () {
+describe("Run artifact download from a Filesystem store (through the Runtime's runtimed)", function () {
   let ns: string;
   before(async () => {
     ns = await newNamespace('artfs');
-    await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'artifacts' }, spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } } });
-    await createRuntime(ns, 'bash', bashRuntime({ replicas: 2, artifactStore: { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } } }));
+    await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'artifacts' },
+      spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } },
+    });
+    await createRuntime(
+      ns,
+      'bash',
+      bashRuntime({
+        replicas: 2,
+        artifactStore: { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } },
+      }),
+    );
     await runtimePods(ns, 'bash', 2);
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
-  it('downloads with digests verified, also after the Run\'s own Runtime Pod is gone', async () => {
+  it("downloads with digests verified, also after the Run's own Runtime Pod is gone", async () => {
     await createRun(ns, { runtime: 'bash', source: { inline: PRODUCE } }, { name: 'fsproducer' });
     const p = await finished(ns, 'fsproducer');
     assert.equal(p.status?.phase, 'Succeeded', p.status?.message);
     const fsRefs = (p.status?.artifactRefs ?? []) as Ref[];
-    await grant(ns, 'fetcher', 'fs-artifacts', { apiGroups: ['artifacts.kruntimes.io'], resources: ['runs/artifacts'], resourceNames: ['fsproducer'], verbs: ['get'] });
+    await grant(ns, 'fetcher', 'fs-artifacts', {
+      apiGroups: ['artifacts.kruntimes.io'],
+      resources: ['runs/artifacts'],
+      resourceNames: ['fsproducer'],
+      verbs: ['get'],
+    });
     const fetcher = await saKubeconfig(ns, 'fetcher');
     const check = async (): Promise<void> => {
       const out = tmp();
       let last = '';
-      await eventually('krt artifact download from the Filesystem store', async () => { const x = await krt(['artifact', 'download', 'fsproducer', '-o', out], fetcher); last = x.stderr; return x.code === 0 ? x : undefined; }, 30_000, 500)
-        .catch((e: Error) => { throw new Error(`${e.message}: ${last}`); });
-      for (const ref of fsRefs) assert.equal(sha(readFileSync(join(out, ref.type === 'directory' ? `${ref.name}.tar.gz` : ref.name))), ref.digest, `${ref.name} digest`);
+      await eventually(
+        'krt artifact download from the Filesystem store',
+        async () => {
+          const x = await krt(['artifact', 'download', 'fsproducer', '-o', out], fetcher);
+          last = x.stderr;
+          return x.code === 0 ? x : undefined;
+        },
+        30_000,
+        500,
+      ).catch((e: Error) => {
+        throw new Error(`${e.message}: ${last}`);
+      });
+      for (const ref of fsRefs)
+        assert.equal(
+          sha(readFileSync(join(out, ref.type === 'directory' ? `${ref.name}.tar.gz` : ref.name))),
+          ref.digest,
+          `${ref.name} digest`,
+        );
       assert.equal(readFileSync(join(out, 'dist.txt'), 'utf8'), 'hello artifact\n');
     };
     await check();
@@ -187,7 +318,9 @@ describe('Run artifact download from a Filesystem store (through the Runtime\'s 
     await admin().delete(`/api/v1/namespaces/${ns}/pods/${p.status?.assignedPod}`, { gracePeriodSeconds: 0 });
     await check();
     // An artifact name the Run does not have is a plain 404.
-    const missing = await admin().request('GET', API(ns, 'fsproducer', 'nope')).catch((e: unknown) => e);
+    const missing = await admin()
+      .request('GET', API(ns, 'fsproducer', 'nope'))
+      .catch((e: unknown) => e);
     assert.ok(isApiError(missing, 404), String(missing));
   });
 });

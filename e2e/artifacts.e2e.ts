@@ -13,20 +13,46 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { rawTgz } from '../runtimed/artifacts/test-support.ts';
 import { E2E_ROOT } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
-import { bashRuntime, cond, createRun, createRuntime, finished, getRun, runtimePods, type RunObj } from './runs-helpers.ts';
+import {
+  bashRuntime,
+  cond,
+  createRun,
+  createRuntime,
+  finished,
+  getRun,
+  runtimePods,
+  type RunObj,
+} from './runs-helpers.ts';
 import { startS3Server, type S3Server } from './s3-server.ts';
 
-type Ref = { name: string; type: string; digest: string; sizeBytes: number; location: { filesystem?: { path: string }; s3?: { bucket: string; key: string } } };
+type Ref = {
+  name: string;
+  type: string;
+  digest: string;
+  sizeBytes: number;
+  location: { filesystem?: { path: string }; s3?: { bucket: string; key: string } };
+};
 const refs = (r: RunObj): Ref[] => (r.status?.artifactRefs ?? []) as unknown as Ref[];
 const sha = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
-const PRODUCE = 'echo "hello artifact" > "$KRUNTIME_ARTIFACTS_DIR/dist.txt"; mkdir -p "$KRUNTIME_ARTIFACTS_DIR/site/css"; echo "<h1>hi</h1>" > "$KRUNTIME_ARTIFACTS_DIR/site/index.html"; echo "body{}" > "$KRUNTIME_ARTIFACTS_DIR/site/css/a.css"';
-const CONSUME = 'cat in/dist.txt; echo "files=$(find in/site -type f | sort | tr "\\n" " ")" >> "$KRUNTIME_OUTPUTS"; echo "text=$(cat in/dist.txt)" >> "$KRUNTIME_OUTPUTS"';
+const PRODUCE =
+  'echo "hello artifact" > "$KRUNTIME_ARTIFACTS_DIR/dist.txt"; mkdir -p "$KRUNTIME_ARTIFACTS_DIR/site/css"; echo "<h1>hi</h1>" > "$KRUNTIME_ARTIFACTS_DIR/site/index.html"; echo "body{}" > "$KRUNTIME_ARTIFACTS_DIR/site/css/a.css"';
+const CONSUME =
+  'cat in/dist.txt; echo "files=$(find in/site -type f | sort | tr "\\n" " ")" >> "$KRUNTIME_OUTPUTS"; echo "text=$(cat in/dist.txt)" >> "$KRUNTIME_OUTPUTS"';
 
 async function gone(ns: string, name: string): Promise<void> {
   await admin().delete(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${name}`);
-  await eventually(`Run ${name} to be deleted (finalizer released)`, async () => {
-    try { await getRun(ns, name); return false; } catch (e) { return isApiError(e, 404); }
-  }, 60_000);
+  await eventually(
+    `Run ${name} to be deleted (finalizer released)`,
+    async () => {
+      try {
+        await getRun(ns, name);
+        return false;
+      } catch (e) {
+        return isApiError(e, 404);
+      }
+    },
+    60_000,
+  );
 }
 
 describe('artifacts: S3 store (versitygw)', function () {
@@ -35,11 +61,36 @@ describe('artifacts: S3 store (versitygw)', function () {
   before(async () => {
     ns = await newNamespace('s3');
     s3 = await startS3Server('kruntimes-artifacts');
-    await admin().create(`/api/v1/namespaces/${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's3-creds' }, stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey } });
-    await createRuntime(ns, 'bash', bashRuntime({ replicas: 1, artifactStore: { driver: 's3', s3: { bucket: 'kruntimes-artifacts', prefix: 'e2e', region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, credentialsSecretName: 's3-creds' } } }));
+    await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 's3-creds' },
+      stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey },
+    });
+    await createRuntime(
+      ns,
+      'bash',
+      bashRuntime({
+        replicas: 1,
+        artifactStore: {
+          driver: 's3',
+          s3: {
+            bucket: 'kruntimes-artifacts',
+            prefix: 'e2e',
+            region: 'us-east-1',
+            endpoint: s3.endpoint,
+            forcePathStyle: true,
+            credentialsSecretName: 's3-creds',
+          },
+        },
+      }),
+    );
     await runtimePods(ns, 'bash', 1);
   });
-  after(async () => { await deleteNamespace(ns); s3.stop(); });
+  after(async () => {
+    await deleteNamespace(ns);
+    s3.stop();
+  });
 
   it('uploads files and directory archives with correct digests and stages them into a later Run', async () => {
     await createRun(ns, { runtime: 'bash', source: { inline: PRODUCE } }, { name: 'producer' });
@@ -49,28 +100,48 @@ describe('artifacts: S3 store (versitygw)', function () {
     const byName = new Map(refs(p).map((r) => [r.name, r]));
     assert.deepEqual([...byName.keys()].sort(), ['dist.txt', 'site']);
     for (const r of byName.values()) {
-      const obj = await s3.client.send(new GetObjectCommand({ Bucket: r.location.s3!.bucket, Key: r.location.s3!.key }));
+      const obj = await s3.client.send(
+        new GetObjectCommand({ Bucket: r.location.s3!.bucket, Key: r.location.s3!.key }),
+      );
       const body = Buffer.from(await obj.Body!.transformToByteArray());
       assert.equal(sha(body), r.digest, `${r.name} digest`);
       assert.equal(body.length, r.sizeBytes);
       assert.match(r.location.s3!.key, new RegExp(`^e2e/namespaces/${ns}/runs/${p.metadata.uid}/`));
     }
     assert.equal(byName.get('site')?.type, 'directory');
-    await createRun(ns, { runtime: 'bash', source: { inline: CONSUME }, artifactInputs: [
-      { path: 'in/dist.txt', artifactRef: byName.get('dist.txt') }, { path: 'in/site', artifactRef: byName.get('site') },
-    ] }, { name: 'consumer' });
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        source: { inline: CONSUME },
+        artifactInputs: [
+          { path: 'in/dist.txt', artifactRef: byName.get('dist.txt') },
+          { path: 'in/site', artifactRef: byName.get('site') },
+        ],
+      },
+      { name: 'consumer' },
+    );
     const c = await finished(ns, 'consumer');
     assert.equal(c.status?.phase, 'Succeeded', c.status?.message);
     assert.deepEqual(c.status?.outputs, { text: 'hello artifact', files: 'in/site/css/a.css in/site/index.html' });
   });
 
   it('rejects a symlink artifact with ArtifactInvalid and uploads nothing', async () => {
-    await createRun(ns, { runtime: 'bash', source: { inline: 'ln -s /etc/passwd "$KRUNTIME_ARTIFACTS_DIR/passwd"' } }, { name: 'sneaky' });
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'ln -s /etc/passwd "$KRUNTIME_ARTIFACTS_DIR/passwd"' } },
+      { name: 'sneaky' },
+    );
     const r = await finished(ns, 'sneaky');
     assert.equal(r.status?.phase, 'Failed');
     assert.equal(cond(r, 'Completed')?.reason, 'ArtifactInvalid');
     assert.match(r.status?.message ?? '', /symbolic links are not allowed/);
-    const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: 'kruntimes-artifacts', Prefix: `e2e/namespaces/${ns}/runs/${r.metadata.uid}/` }));
+    const listed = await s3.client.send(
+      new ListObjectsV2Command({
+        Bucket: 'kruntimes-artifacts',
+        Prefix: `e2e/namespaces/${ns}/runs/${r.metadata.uid}/`,
+      }),
+    );
     assert.equal(listed.KeyCount ?? 0, 0);
   });
 
@@ -84,9 +155,25 @@ describe('artifacts: S3 store (versitygw)', function () {
       const fakeUid = `00000000-0000-4000-8000-${String(Date.now()).slice(-12).padStart(12, '0')}`;
       const key = `e2e/namespaces/${ns}/runs/${fakeUid}/evil`;
       await s3.client.send(new PutObjectCommand({ Bucket: 'kruntimes-artifacts', Key: key, Body: bytes }));
-      const ref = { name: 'evil', driver: 's3', type: 'directory', location: { s3: { bucket: 'kruntimes-artifacts', key } }, sizeBytes: bytes.length, digest: sha(bytes), createdAt: new Date().toISOString() };
+      const ref = {
+        name: 'evil',
+        driver: 's3',
+        type: 'directory',
+        location: { s3: { bucket: 'kruntimes-artifacts', key } },
+        sizeBytes: bytes.length,
+        digest: sha(bytes),
+        createdAt: new Date().toISOString(),
+      };
       const name = `evil-${title.split(' ')[1]!.replace(/[^a-z]/g, '') || 'abs'}`;
-      await createRun(ns, { runtime: 'bash', source: { inline: 'echo should-not-run' }, artifactInputs: [{ path: 'in/evil', artifactRef: ref }] }, { name });
+      await createRun(
+        ns,
+        {
+          runtime: 'bash',
+          source: { inline: 'echo should-not-run' },
+          artifactInputs: [{ path: 'in/evil', artifactRef: ref }],
+        },
+        { name },
+      );
       const r = await finished(ns, name);
       assert.equal(r.status?.phase, 'Failed');
       assert.equal(cond(r, 'Completed')?.reason, 'ArtifactInputInvalid', r.status?.message);
@@ -96,11 +183,13 @@ describe('artifacts: S3 store (versitygw)', function () {
     });
   }
 
-  it('deletes the Run\'s artifacts when the Run is deleted', async () => {
+  it("deletes the Run's artifacts when the Run is deleted", async () => {
     const p = await getRun(ns, 'producer');
     await gone(ns, 'producer');
     for (const r of refs(p)) {
-      await assert.rejects(s3.client.send(new HeadObjectCommand({ Bucket: r.location.s3!.bucket, Key: r.location.s3!.key })));
+      await assert.rejects(
+        s3.client.send(new HeadObjectCommand({ Bucket: r.location.s3!.bucket, Key: r.location.s3!.key })),
+      );
     }
   });
 });
@@ -109,11 +198,25 @@ describe('artifacts: Filesystem store (shared PVC)', function () {
   let ns: string;
   before(async () => {
     ns = await newNamespace('fsart');
-    await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'artifacts' }, spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } } });
-    await createRuntime(ns, 'bash', bashRuntime({ replicas: 2, artifactStore: { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } } }));
+    await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'artifacts' },
+      spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } },
+    });
+    await createRuntime(
+      ns,
+      'bash',
+      bashRuntime({
+        replicas: 2,
+        artifactStore: { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } },
+      }),
+    );
     await runtimePods(ns, 'bash', 2);
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   it('stores artifacts on the volume with digests, stages them, and deletes them with the Run', async () => {
     const pvc = await admin().get<RunObj>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/artifacts`);
@@ -125,7 +228,15 @@ describe('artifacts: Filesystem store (shared PVC)', function () {
       const file = join(volumeDir, r.location.filesystem!.path);
       assert.equal(sha(readFileSync(file)), r.digest);
     }
-    await createRun(ns, { runtime: 'bash', source: { inline: CONSUME }, artifactInputs: refs(p).map((r) => ({ path: r.name === 'site' ? 'in/site' : 'in/dist.txt', artifactRef: r })) }, { name: 'consumer' });
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        source: { inline: CONSUME },
+        artifactInputs: refs(p).map((r) => ({ path: r.name === 'site' ? 'in/site' : 'in/dist.txt', artifactRef: r })),
+      },
+      { name: 'consumer' },
+    );
     const c = await finished(ns, 'consumer');
     assert.deepEqual(c.status?.outputs, { text: 'hello artifact', files: 'in/site/css/a.css in/site/index.html' });
     await gone(ns, 'producer');

@@ -10,7 +10,9 @@ export const E2E_NODES = ['e2e-node-a', 'e2e-node-b'];
 export async function startCluster(): Promise<Env> {
   const t0 = Date.now();
   current = await up({
-    root: E2E_ROOT, nodes: E2E_NODES, ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+    root: E2E_ROOT,
+    nodes: E2E_NODES,
+    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
     progress: (m) => process.stderr.write(`  [e2e cluster] ${m}\n`),
   });
   process.stderr.write(`  [e2e cluster] ready in ${Date.now() - t0} ms at ${current.server}\n`);

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { REPO_ROOT } from '../localenv/paths.ts';
 
-export type ExampleKind = 'valid' | 'invalid' | 'valid update' | 'invalid update' | 'valid status update' | 'invalid status update';
+export type ExampleKind =
+  'valid' | 'invalid' | 'valid update' | 'invalid update' | 'valid status update' | 'invalid status update';
 
 export interface Example {
   section: string;
@@ -15,7 +16,8 @@ export interface Example {
   body: Record<string, unknown>;
 }
 
-const HEADER = /^\*\*(Valid|Invalid|Valid update|Invalid update|Valid status update|Invalid status update): (.+?)\*\*(.*)$/;
+const HEADER =
+  /^\*\*(Valid|Invalid|Valid update|Invalid update|Valid status update|Invalid status update): (.+?)\*\*(.*)$/;
 
 function yamlBlockAfter(lines: string[], from: number): { body: Record<string, unknown>; end: number } {
   let j = from;
@@ -32,12 +34,21 @@ export function parseExamples(markdown: string): Example[] {
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? '';
     const sec = /^#{2,3} (\w+)\s*$/.exec(line);
-    if (sec) { section = sec[1] ?? ''; continue; }
+    if (sec) {
+      section = sec[1] ?? '';
+      continue;
+    }
     const m = HEADER.exec(line);
     if (!m) continue;
     const expect = /rejected with `([^`]+)`/.exec(m[3] ?? '')?.[1];
     const { body, end: k } = yamlBlockAfter(lines, i + 1);
-    out.push({ section, kind: (m[1] ?? '').toLowerCase() as ExampleKind, title: m[2] ?? '', ...(expect ? { expect } : {}), body });
+    out.push({
+      section,
+      kind: (m[1] ?? '').toLowerCase() as ExampleKind,
+      title: m[2] ?? '',
+      ...(expect ? { expect } : {}),
+      body,
+    });
     i = k;
   }
   return out;
@@ -48,5 +59,10 @@ export function loadExamples(): Example[] {
 }
 
 export const PLURALS: Record<string, string> = {
-  Runtime: 'runtimes', Run: 'runs', PersistentWorkspace: 'persistentworkspaces', Workflow: 'workflows', WorkflowRun: 'workflowruns', Action: 'actions',
+  Runtime: 'runtimes',
+  Run: 'runs',
+  PersistentWorkspace: 'persistentworkspaces',
+  Workflow: 'workflows',
+  WorkflowRun: 'workflowruns',
+  Action: 'actions',
 };

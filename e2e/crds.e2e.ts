@@ -24,7 +24,9 @@ export async function installCrds(): Promise<void> {
   for (const f of readdirSync(dir).filter((x) => /^kruntimes\.io_.*\.yaml$/.test(x))) {
     const crd = parse(readFileSync(join(dir, f), 'utf8')) as KubeObject;
     await eventually(`CRD ${crd.metadata.name} Established`, async () => {
-      const c = await admin().get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`);
+      const c = await admin().get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`,
+      );
       return c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True');
     });
   }
@@ -48,8 +50,16 @@ async function rejected(p: Promise<unknown>, fragment: string): Promise<void> {
 async function workspaceFor(ns: string, body: Record<string, unknown>): Promise<void> {
   const spec = body.spec as { runtime?: string; workspace?: { name: string } } | undefined;
   if (body.kind !== 'Run' || !spec?.workspace) return;
-  await admin().create(`${GROUP}/namespaces/${ns}/persistentworkspaces`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'PersistentWorkspace', metadata: { name: spec.workspace.name }, spec: { runtime: spec.runtime } })
-    .catch((e: unknown) => { if (!isApiError(e, 409)) throw e; });
+  await admin()
+    .create(`${GROUP}/namespaces/${ns}/persistentworkspaces`, {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'PersistentWorkspace',
+      metadata: { name: spec.workspace.name },
+      spec: { runtime: spec.runtime },
+    })
+    .catch((e: unknown) => {
+      if (!isApiError(e, 409)) throw e;
+    });
 }
 
 function baseOf(section: string): Example {
@@ -64,12 +74,15 @@ describe('CRDs: the documented good and bad manifests against the real API serve
     await installCrds();
     ns = await newNamespace('crds');
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   it('documents enough cases to be meaningful', () => {
     assert.ok(examples.filter((e) => e.kind === 'valid').length >= 6);
     assert.ok(examples.filter((e) => e.kind.startsWith('invalid')).length >= 40);
-    for (const e of examples.filter((x) => x.kind.startsWith('invalid'))) assert.ok(e.expect, `${e.section}: ${e.title} has no expected message`);
+    for (const e of examples.filter((x) => x.kind.startsWith('invalid')))
+      assert.ok(e.expect, `${e.section}: ${e.title} has no expected message`);
   });
 
   let counter = 0;
@@ -90,11 +103,15 @@ describe('CRDs: the documented good and bad manifests against the real API serve
     });
   }
 
-  for (const section of [...new Set(examples.filter((x) => x.kind.endsWith(' update') && !x.kind.includes('status')).map((x) => x.section))]) {
+  for (const section of [
+    ...new Set(examples.filter((x) => x.kind.endsWith(' update') && !x.kind.includes('status')).map((x) => x.section)),
+  ]) {
     it(`${section}: spec updates are accepted or rejected as documented`, async () => {
       const created = await create(ns, uniq(baseOf(section).body));
       const path = `${GROUP}/namespaces/${ns}/${PLURALS[String(created.kind)]}/${created.metadata.name}`;
-      for (const u of examples.filter((x) => x.section === section && (x.kind === 'valid update' || x.kind === 'invalid update'))) {
+      for (const u of examples.filter(
+        (x) => x.section === section && (x.kind === 'valid update' || x.kind === 'invalid update'),
+      )) {
         if (u.kind === 'valid update') await admin().patch(path, u.body, PatchType.merge);
         else await rejected(admin().patch(path, u.body, PatchType.merge), u.expect ?? '');
       }

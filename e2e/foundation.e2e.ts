@@ -13,7 +13,18 @@ import { E2E_ROOT } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, serviceAccountClient, type Obj } from './helpers.ts';
 
 const IMAGE = 'ghcr.io/kruntimes/kruntimes:dev';
-type PodObj = Obj & { status?: { phase?: string; podIP?: string; containerStatuses?: { state: Record<string, { exitCode?: number; reason?: string; message?: string }>; restartCount: number; ready: boolean }[]; conditions?: { type: string; status: string }[] } };
+type PodObj = Obj & {
+  status?: {
+    phase?: string;
+    podIP?: string;
+    containerStatuses?: {
+      state: Record<string, { exitCode?: number; reason?: string; message?: string }>;
+      restartCount: number;
+      ready: boolean;
+    }[];
+    conditions?: { type: string; status: string }[];
+  };
+};
 
 async function podsOf(ns: string, selector: string): Promise<PodObj[]> {
   return (await admin().list<PodObj>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: selector })).items;
@@ -21,11 +32,19 @@ async function podsOf(ns: string, selector: string): Promise<PodObj[]> {
 
 describe('foundation: the real control plane with the node agent', function () {
   let ns: string;
-  before(async () => { ns = await newNamespace('found'); });
-  after(async () => { await deleteNamespace(ns); });
+  before(async () => {
+    ns = await newNamespace('found');
+  });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   it('creates a namespace and a ServiceAccount', async () => {
-    await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'worker' } });
+    await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'worker' },
+    });
     const sa = await admin().get(`/api/v1/namespaces/${ns}/serviceaccounts/worker`);
     assert.equal(sa.metadata.name, 'worker');
     const nodes = await admin().list('/api/v1/nodes');
@@ -34,14 +53,33 @@ describe('foundation: the real control plane with the node agent', function () {
 
   it('runs a batch/v1 Job to completion and serves its logs through pods/log', async () => {
     await admin().create(`/apis/batch/v1/namespaces/${ns}/jobs`, {
-      apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'hello' },
-      spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{
-        name: 'main', image: IMAGE, args: ['demo-job'],
-        env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }, { name: 'DEMO_STEPS', value: '4' }],
-      }] } } },
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'hello' },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          spec: {
+            restartPolicy: 'Never',
+            containers: [
+              {
+                name: 'main',
+                image: IMAGE,
+                args: ['demo-job'],
+                env: [
+                  { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+                  { name: 'DEMO_STEPS', value: '4' },
+                ],
+              },
+            ],
+          },
+        },
+      },
     });
     const job = await eventually('Job hello to complete', async () => {
-      const j = await admin().get<Obj & { status?: { succeeded?: number; conditions?: { type: string; status: string }[] } }>(`/apis/batch/v1/namespaces/${ns}/jobs/hello`);
+      const j = await admin().get<
+        Obj & { status?: { succeeded?: number; conditions?: { type: string; status: string }[] } }
+      >(`/apis/batch/v1/namespaces/${ns}/jobs/hello`);
       return j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True') ? j : undefined;
     });
     assert.equal(job.status?.succeeded, 1);
@@ -51,18 +89,36 @@ describe('foundation: the real control plane with the node agent', function () {
     assert.equal(pod.status?.containerStatuses?.[0]?.state.terminated?.exitCode, 0);
     assert.match(pod.status?.podIP ?? '', /^127\./);
     const log = await admin().getText(`/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/log`);
-    assert.equal(log, [1, 2, 3, 4].map((i) => `demo-job step ${i}/4 on ${pod.metadata.name} (pod IP ${pod.status?.podIP})\n`).join('') + 'demo-job done\n');
+    assert.equal(
+      log,
+      [1, 2, 3, 4].map((i) => `demo-job step ${i}/4 on ${pod.metadata.name} (pod IP ${pod.status?.podIP})\n`).join('') +
+        'demo-job done\n',
+    );
     const tail = await admin().getText(`/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/log`, { tailLines: 1 });
     assert.equal(tail, 'demo-job done\n');
   });
 
   it('records a failing container exit code and a failed Job', async () => {
     await admin().create(`/apis/batch/v1/namespaces/${ns}/jobs`, {
-      apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'fails' },
-      spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: IMAGE, args: ['demo-job', '7'], env: [{ name: 'DEMO_STEPS', value: '1' }] }] } } },
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'fails' },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          spec: {
+            restartPolicy: 'Never',
+            containers: [
+              { name: 'main', image: IMAGE, args: ['demo-job', '7'], env: [{ name: 'DEMO_STEPS', value: '1' }] },
+            ],
+          },
+        },
+      },
     });
     await eventually('Job fails to fail', async () => {
-      const j = await admin().get<Obj & { status?: { conditions?: { type: string; status: string }[] } }>(`/apis/batch/v1/namespaces/${ns}/jobs/fails`);
+      const j = await admin().get<Obj & { status?: { conditions?: { type: string; status: string }[] } }>(
+        `/apis/batch/v1/namespaces/${ns}/jobs/fails`,
+      );
       return j.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True');
     });
     const [pod] = await podsOf(ns, 'job-name=fails');
@@ -72,30 +128,57 @@ describe('foundation: the real control plane with the node agent', function () {
 
   it('runs a Deployment whose Pods become Ready through an HTTP readiness probe', async () => {
     await admin().create(`/apis/apps/v1/namespaces/${ns}/deployments`, {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' },
-      spec: { replicas: 2, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: {
-        terminationGracePeriodSeconds: 5,
-        volumes: [{ name: 'scratch', emptyDir: {} }, { name: 'pids', hostPath: { path: join(E2E_ROOT, 'pids', ns), type: 'DirectoryOrCreate' } }],
-        containers: [{
-          name: 'web', image: IMAGE, command: ['bash', '-c', 'echo $BASHPID > /pids/$(HOSTNAME_COPY); exec kruntimes demo-server 8080'],
-          ports: [{ containerPort: 8080, name: 'http' }],
-          readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1 },
-          livenessProbe: { exec: { command: ['test', '-d', '/scratch'] }, periodSeconds: 1 },
-          env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
-            { name: 'HOSTNAME_COPY', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
-          volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }, { name: 'pids', mountPath: '/pids' }],
-        }],
-      } } },
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web' },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' } },
+          spec: {
+            terminationGracePeriodSeconds: 5,
+            volumes: [
+              { name: 'scratch', emptyDir: {} },
+              { name: 'pids', hostPath: { path: join(E2E_ROOT, 'pids', ns), type: 'DirectoryOrCreate' } },
+            ],
+            containers: [
+              {
+                name: 'web',
+                image: IMAGE,
+                command: ['bash', '-c', 'echo $BASHPID > /pids/$(HOSTNAME_COPY); exec kruntimes demo-server 8080'],
+                ports: [{ containerPort: 8080, name: 'http' }],
+                readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1 },
+                livenessProbe: { exec: { command: ['test', '-d', '/scratch'] }, periodSeconds: 1 },
+                env: [
+                  { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+                  { name: 'HOSTNAME_COPY', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                ],
+                volumeMounts: [
+                  { name: 'scratch', mountPath: '/scratch' },
+                  { name: 'pids', mountPath: '/pids' },
+                ],
+              },
+            ],
+          },
+        },
+      },
     });
     await eventually('Deployment web to be available', async () => {
-      const d = await admin().get<Obj & { status?: { availableReplicas?: number } }>(`/apis/apps/v1/namespaces/${ns}/deployments/web`);
+      const d = await admin().get<Obj & { status?: { availableReplicas?: number } }>(
+        `/apis/apps/v1/namespaces/${ns}/deployments/web`,
+      );
       return d.status?.availableReplicas === 2;
     });
     const pods = await podsOf(ns, 'app=web');
     assert.equal(pods.length, 2);
     for (const p of pods) {
       assert.equal(p.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
-      assert.equal(p.status?.containerStatuses?.[0]?.restartCount, 0, 'the exec liveness probe runs inside the mount namespace and passes');
+      assert.equal(
+        p.status?.containerStatuses?.[0]?.restartCount,
+        0,
+        'the exec liveness probe runs inside the mount namespace and passes',
+      );
     }
     assert.notEqual(pods[0]?.status?.podIP, pods[1]?.status?.podIP, 'every Pod has its own loopback IP');
   });
@@ -109,27 +192,47 @@ describe('foundation: the real control plane with the node agent', function () {
     assert.doesNotThrow(() => process.kill(pid, 0), 'process is running before delete');
     await admin().delete(`/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`);
     await eventually('the Pod object to be gone', async () => {
-      try { await admin().get(`/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`); return false; } catch (err) { return isApiError(err, 404); }
+      try {
+        await admin().get(`/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`);
+        return false;
+      } catch (err) {
+        return isApiError(err, 404);
+      }
     });
     assert.throws(() => process.kill(pid, 0), /ESRCH/, 'process ended');
-    await eventually('the ReplicaSet to replace the Pod', async () => (await podsOf(ns, 'app=web')).filter((p) => p.status?.phase === 'Running').length === 2);
-    assert.ok(!existsSync(join(E2E_ROOT, 'nodes', pod.spec?.nodeName as string, 'pods', pod.metadata.uid ?? '')), 'pod directory cleaned up');
+    await eventually(
+      'the ReplicaSet to replace the Pod',
+      async () => (await podsOf(ns, 'app=web')).filter((p) => p.status?.phase === 'Running').length === 2,
+    );
+    assert.ok(
+      !existsSync(join(E2E_ROOT, 'nodes', pod.spec?.nodeName as string, 'pods', pod.metadata.uid ?? '')),
+      'pod directory cleaned up',
+    );
   });
 
   it('RBAC denies a ServiceAccount what it was not granted and allows what it was', async () => {
     const sa = await serviceAccountClient(ns, 'worker');
-    await assert.rejects(sa.list(`/api/v1/namespaces/${ns}/secrets`), (err: unknown) => isApiError(err, 403) && /cannot list resource "secrets"/.test(err.message));
+    await assert.rejects(
+      sa.list(`/api/v1/namespaces/${ns}/secrets`),
+      (err: unknown) => isApiError(err, 403) && /cannot list resource "secrets"/.test(err.message),
+    );
     await assert.rejects(sa.list(`/api/v1/namespaces/${ns}/pods`), (err: unknown) => isApiError(err, 403));
     await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'pod-reader' },
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'pod-reader' },
       rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] }],
     });
     await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'worker-pod-reader' },
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'worker-pod-reader' },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'pod-reader' },
       subjects: [{ kind: 'ServiceAccount', name: 'worker', namespace: ns }],
     });
-    const list = await eventually('the RoleBinding to take effect', () => sa.list<KubeObject>(`/api/v1/namespaces/${ns}/pods`));
+    const list = await eventually('the RoleBinding to take effect', () =>
+      sa.list<KubeObject>(`/api/v1/namespaces/${ns}/pods`),
+    );
     assert.ok(list.items.length >= 2);
     await assert.rejects(sa.list(`/api/v1/namespaces/${ns}/secrets`), (err: unknown) => isApiError(err, 403));
     sa.close();

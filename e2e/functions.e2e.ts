@@ -15,32 +15,59 @@ import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './he
 
 const SYS = 'kruntimes-system';
 type Cm = KubeObject & { data?: Record<string, string> };
-type PodObj = Obj & { spec: { nodeName: string }; status?: { podIP?: string; phase?: string; containerStatuses?: { restartCount: number; ready: boolean }[] } };
+type PodObj = Obj & {
+  spec: { nodeName: string };
+  status?: { podIP?: string; phase?: string; containerStatuses?: { restartCount: number; ready: boolean }[] };
+};
 
 async function serverPod(): Promise<PodObj> {
   return eventually('a ready extension API server Pod', async () => {
-    const pods = await admin().list<PodObj>(`/api/v1/namespaces/${SYS}/pods`, { labelSelector: 'app.kubernetes.io/name=kruntimes-extension' });
+    const pods = await admin().list<PodObj>(`/api/v1/namespaces/${SYS}/pods`, {
+      labelSelector: 'app.kubernetes.io/name=kruntimes-extension',
+    });
     return pods.items.find((p) => p.status?.containerStatuses?.[0]?.ready && !p.metadata.deletionTimestamp);
   });
 }
 
 function httpText(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    get(url, (res) => { let b = ''; res.on('data', (c: Buffer) => { b += c.toString(); }).on('end', () => resolve(b)); }).on('error', reject);
+    get(url, (res) => {
+      let b = '';
+      res
+        .on('data', (c: Buffer) => {
+          b += c.toString();
+        })
+        .on('end', () => resolve(b));
+    }).on('error', reject);
   });
 }
 
 const echoOf = (ns: string, name: string): Promise<Cm | undefined> =>
-  admin().get<Cm>(`/api/v1/namespaces/${ns}/configmaps/${name}-echo`).catch((err: unknown) => { if (isApiError(err, 404)) return undefined; throw err; });
+  admin()
+    .get<Cm>(`/api/v1/namespaces/${ns}/configmaps/${name}-echo`)
+    .catch((err: unknown) => {
+      if (isApiError(err, 404)) return undefined;
+      throw err;
+    });
 
 describe('functions runtime (extension API server from the local overlay)', function () {
   let ns: string;
-  before(async () => { ns = await newNamespace('fn'); await serverPod(); });
-  after(async () => { await deleteNamespace(ns); });
+  before(async () => {
+    ns = await newNamespace('fn');
+    await serverPod();
+  });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   it('a watch function reacts to a created object', async () => {
     const t0 = Date.now();
-    await admin().create(`/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'first', labels: { 'kruntimes.io/sample': 'echo' } }, data: { hello: 'world' } });
+    await admin().create(`/api/v1/namespaces/${ns}/configmaps`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'first', labels: { 'kruntimes.io/sample': 'echo' } },
+      data: { hello: 'world' },
+    });
     const echo = await eventually('the echo ConfigMap', () => echoOf(ns, 'first'), 30_000, 5);
     process.stderr.write(`      (event-to-result ${Date.now() - t0} ms)\n`);
     assert.deepEqual(echo.data, { hello: 'world' });
@@ -54,7 +81,14 @@ describe('functions runtime (extension API server from the local overlay)', func
     const restarts = pod.status?.containerStatuses?.[0]?.restartCount ?? 0;
     const creates: Promise<unknown>[] = [];
     for (let i = 0; i < N; i++) {
-      creates.push(admin().create(`/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `burst-${i}`, labels: { 'kruntimes.io/sample': 'echo' } }, data: { i: String(i) } }));
+      creates.push(
+        admin().create(`/api/v1/namespaces/${ns}/configmaps`, {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `burst-${i}`, labels: { 'kruntimes.io/sample': 'echo' } },
+          data: { i: String(i) },
+        }),
+      );
       if (i === Math.floor(N / 3)) {
         await Promise.all(creates.splice(0));
         process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
@@ -62,47 +96,81 @@ describe('functions runtime (extension API server from the local overlay)', func
     }
     await Promise.all(creates);
     for (let i = 0; i < N; i += 10) {
-      await admin().patch(`/api/v1/namespaces/${ns}/configmaps/burst-${i}`, { data: { i: String(i), changed: 'after-kill' } });
+      await admin().patch(`/api/v1/namespaces/${ns}/configmaps/burst-${i}`, {
+        data: { i: String(i), changed: 'after-kill' },
+      });
     }
-    await eventually('the server container to be restarted', async () => ((await serverPod()).status?.containerStatuses?.[0]?.restartCount ?? 0) > restarts);
-    await eventually(`all ${N} echoes to match their sources exactly`, async () => {
-      const all = (await admin().list<Cm>(`/api/v1/namespaces/${ns}/configmaps`)).items;
-      const byName = new Map(all.map((c) => [c.metadata.name, c]));
-      for (let i = 0; i < N; i++) {
-        const src = byName.get(`burst-${i}`);
-        const echo = byName.get(`burst-${i}-echo`);
-        if (!src || !echo) return false;
-        assert.ok(src.data);
-        if (JSON.stringify(echo.data) !== JSON.stringify(src.data)) return false;
-      }
-      return true;
-    }, 90_000, 200);
+    await eventually(
+      'the server container to be restarted',
+      async () => ((await serverPod()).status?.containerStatuses?.[0]?.restartCount ?? 0) > restarts,
+    );
+    await eventually(
+      `all ${N} echoes to match their sources exactly`,
+      async () => {
+        const all = (await admin().list<Cm>(`/api/v1/namespaces/${ns}/configmaps`)).items;
+        const byName = new Map(all.map((c) => [c.metadata.name, c]));
+        for (let i = 0; i < N; i++) {
+          const src = byName.get(`burst-${i}`);
+          const echo = byName.get(`burst-${i}-echo`);
+          if (!src || !echo) return false;
+          assert.ok(src.data);
+          if (JSON.stringify(echo.data) !== JSON.stringify(src.data)) return false;
+        }
+        return true;
+      },
+      90_000,
+      200,
+    );
   });
 
   it('a CronJob-triggered function runs as a Job and completes', async () => {
     const past = new Date(Date.now() - 60_000).toISOString();
     const future = new Date(Date.now() + 3_600_000).toISOString();
-    for (const [name, at] of [['expired', past], ['fresh', future]] as const) {
-      await admin().create(`/api/v1/namespaces/${ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: { 'kruntimes.io/sample': 'sweep' }, annotations: { 'kruntimes.io/expires-at': at } } });
+    for (const [name, at] of [
+      ['expired', past],
+      ['fresh', future],
+    ] as const) {
+      await admin().create(`/api/v1/namespaces/${ns}/configmaps`, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, labels: { 'kruntimes.io/sample': 'sweep' }, annotations: { 'kruntimes.io/expires-at': at } },
+      });
     }
-    const cj = await admin().get<Obj & { spec: { jobTemplate: { spec: Record<string, unknown> } } }>(`/apis/batch/v1/namespaces/${SYS}/cronjobs/kruntimes-fn-sample-sweep`);
+    const cj = await admin().get<Obj & { spec: { jobTemplate: { spec: Record<string, unknown> } } }>(
+      `/apis/batch/v1/namespaces/${SYS}/cronjobs/kruntimes-fn-sample-sweep`,
+    );
     await admin().create(`/apis/batch/v1/namespaces/${SYS}/jobs`, {
-      apiVersion: 'batch/v1', kind: 'Job', metadata: { name: `sweep-manual-${process.pid}`, annotations: { 'cronjob.kubernetes.io/instantiate': 'manual' } },
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: `sweep-manual-${process.pid}`, annotations: { 'cronjob.kubernetes.io/instantiate': 'manual' } },
       spec: cj.spec.jobTemplate.spec,
     });
     await eventually('the sweep Job to complete', async () => {
-      const j = await admin().get<Obj & { status?: { conditions?: { type: string; status: string }[] } }>(`/apis/batch/v1/namespaces/${SYS}/jobs/sweep-manual-${process.pid}`);
+      const j = await admin().get<Obj & { status?: { conditions?: { type: string; status: string }[] } }>(
+        `/apis/batch/v1/namespaces/${SYS}/jobs/sweep-manual-${process.pid}`,
+      );
       assert.ok(!j.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True'), 'sweep Job failed');
       return j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True');
     });
-    await assert.rejects(admin().get(`/api/v1/namespaces/${ns}/configmaps/expired`), (e: unknown) => isApiError(e, 404));
+    await assert.rejects(admin().get(`/api/v1/namespaces/${ns}/configmaps/expired`), (e: unknown) =>
+      isApiError(e, 404),
+    );
     assert.equal((await admin().get(`/api/v1/namespaces/${ns}/configmaps/fresh`)).metadata.name, 'fresh');
   });
 
   it('the admission router answers through the API server, fail closed', async () => {
-    const cm = (name: string, data: Record<string, string>): object => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: { 'kruntimes.io/sample': 'policy' } }, data });
-    await assert.rejects(admin().create(`/api/v1/namespaces/${ns}/configmaps`, cm('no-owner', { x: '1' })),
-      (e: unknown) => isApiError(e) && /admission webhook "sample-policy.kruntimes.io" denied the request: data.owner: Required value/.test(e.message));
+    const cm = (name: string, data: Record<string, string>): object => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, labels: { 'kruntimes.io/sample': 'policy' } },
+      data,
+    });
+    await assert.rejects(
+      admin().create(`/api/v1/namespaces/${ns}/configmaps`, cm('no-owner', { x: '1' })),
+      (e: unknown) =>
+        isApiError(e) &&
+        /admission webhook "sample-policy.kruntimes.io" denied the request: data.owner: Required value/.test(e.message),
+    );
     await admin().create(`/api/v1/namespaces/${ns}/configmaps`, cm('with-owner', { owner: 'team-a' }));
   });
 

@@ -6,16 +6,34 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export interface GitServer { url: string; commit: string; close(): void }
+export interface GitServer {
+  url: string;
+  commit: string;
+  close(): void;
+}
 
 const BACKEND = '/usr/lib/git-core/git-http-backend';
 
 function makeRepo(files: Record<string, string>): { root: string; commit: string } {
   const root = mkdtempSync(join(tmpdir(), 'krt-git-'));
   const work = join(root, 'work');
-  const git = (args: string[], cwd: string): string => execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@x', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@x' } }).trim();
+  const git = (args: string[], cwd: string): string =>
+    execFileSync('git', args, {
+      cwd,
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@x',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@x',
+      },
+    }).trim();
   execFileSync('git', ['init', '-q', '-b', 'main', work]);
-  for (const [name, body] of Object.entries(files)) { writeFileSync(join(work, name), body); chmodSync(join(work, name), 0o755); }
+  for (const [name, body] of Object.entries(files)) {
+    writeFileSync(join(work, name), body);
+    chmodSync(join(work, name), 0o755);
+  }
   git(['add', '.'], work);
   git(['commit', '-q', '-m', 'test'], work);
   const commit = git(['rev-parse', 'HEAD'], work);
@@ -25,21 +43,34 @@ function makeRepo(files: Record<string, string>): { root: string; commit: string
   return { root, commit };
 }
 
-export async function startGitServer(files: Record<string, string>, tls: { cert: Buffer; key: Buffer }): Promise<GitServer> {
+export async function startGitServer(
+  files: Record<string, string>,
+  tls: { cert: Buffer; key: Buffer },
+): Promise<GitServer> {
   const { root, commit } = makeRepo(files);
   const srv = https.createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
     const url = new URL(req.url ?? '/', 'https://git');
-    const cgi = spawn(BACKEND, [], { env: {
-      GIT_PROJECT_ROOT: root, GIT_HTTP_EXPORT_ALL: '1', PATH_INFO: url.pathname, QUERY_STRING: url.search.slice(1),
-      REQUEST_METHOD: req.method ?? 'GET', CONTENT_TYPE: req.headers['content-type'] ?? '', REMOTE_ADDR: '127.0.0.1',
-      ...(req.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: req.headers['content-encoding'] } : {}),
-      GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
-    } });
+    const cgi = spawn(BACKEND, [], {
+      env: {
+        GIT_PROJECT_ROOT: root,
+        GIT_HTTP_EXPORT_ALL: '1',
+        PATH_INFO: url.pathname,
+        QUERY_STRING: url.search.slice(1),
+        REQUEST_METHOD: req.method ?? 'GET',
+        CONTENT_TYPE: req.headers['content-type'] ?? '',
+        REMOTE_ADDR: '127.0.0.1',
+        ...(req.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: req.headers['content-encoding'] } : {}),
+        GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
+      },
+    });
     req.pipe(cgi.stdin);
     let head = Buffer.alloc(0);
     let headersDone = false;
     cgi.stdout.on('data', (chunk: Buffer) => {
-      if (headersDone) { res.write(chunk); return; }
+      if (headersDone) {
+        res.write(chunk);
+        return;
+      }
       head = Buffer.concat([head, chunk]);
       const end = head.indexOf('\r\n\r\n');
       if (end < 0) return;
@@ -49,7 +80,8 @@ export async function startGitServer(files: Record<string, string>, tls: { cert:
         const i = line.indexOf(':');
         const k = line.slice(0, i).trim();
         const v = line.slice(i + 1).trim();
-        if (k.toLowerCase() === 'status') status = Number(v.split(' ')[0]); else res.setHeader(k, v);
+        if (k.toLowerCase() === 'status') status = Number(v.split(' ')[0]);
+        else res.setHeader(k, v);
       }
       res.writeHead(status);
       res.write(head.subarray(end + 4));

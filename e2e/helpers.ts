@@ -8,17 +8,27 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { issueCert } from '../localenv/pki.ts';
 import { cluster, E2E_ROOT } from './cluster.ts';
 
-export function admin(): KubeClient { return cluster().admin; }
+export function admin(): KubeClient {
+  return cluster().admin;
+}
 
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+  everyMs = 100,
+): Promise<T> {
   const start = Date.now();
   let lastErr: unknown;
   for (;;) {
     try {
       const v = await fn();
       if (v !== undefined && v !== false) return v;
-    } catch (err) { lastErr = err; }
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}${lastErr instanceof Error ? `: ${lastErr.message}` : ''}`);
+    } catch (err) {
+      lastErr = err;
+    }
+    if (Date.now() - start > timeoutMs)
+      throw new Error(`timed out waiting for ${what}${lastErr instanceof Error ? `: ${lastErr.message}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -28,22 +38,38 @@ let nsCounter = 0;
 export async function newNamespace(prefix: string): Promise<string> {
   const name = `${prefix}-${process.pid}-${++nsCounter}`;
   await admin().create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-  await eventually(`default ServiceAccount in ${name}`, () => admin().get<KubeObject>(`/api/v1/namespaces/${name}/serviceaccounts/default`));
+  await eventually(`default ServiceAccount in ${name}`, () =>
+    admin().get<KubeObject>(`/api/v1/namespaces/${name}/serviceaccounts/default`),
+  );
   return name;
 }
 
 export async function deleteNamespace(name: string): Promise<void> {
-  try { await admin().delete(`/api/v1/namespaces/${name}`); } catch (err) { if (!isApiError(err, 404)) throw err; }
+  try {
+    await admin().delete(`/api/v1/namespaces/${name}`);
+  } catch (err) {
+    if (!isApiError(err, 404)) throw err;
+  }
 }
 
 /** A client authenticated as a ServiceAccount through a TokenRequest. */
 export async function serviceAccountClient(ns: string, sa: string): Promise<KubeClient> {
-  const res = await admin().create<KubeObject & { status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`,
-    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
-  return new KubeClient({ server: cluster().server, ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')), token: res.status.token });
+  const res = await admin().create<KubeObject & { status: { token: string } }>(
+    `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`,
+    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+  );
+  return new KubeClient({
+    server: cluster().server,
+    ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')),
+    token: res.status.token,
+  });
 }
 
-export interface Pki { ca: Buffer; cert: Buffer; key: Buffer }
+export interface Pki {
+  ca: Buffer;
+  cert: Buffer;
+  key: Buffer;
+}
 
 /** A serving certificate signed by the cluster CA (e.g. for <svc>.<ns>.svc backends). */
 export function servingCert(name: string, dns: string[]): Pki {
@@ -53,14 +79,22 @@ export function servingCert(name: string, dns: string[]): Pki {
   return { ca: r('ca.crt'), cert: r(`${name}.crt`), key: r(`${name}.key`) };
 }
 
-export function pkiFile(name: string): Buffer { return readFileSync(join(E2E_ROOT, 'pki', name)); }
+export function pkiFile(name: string): Buffer {
+  return readFileSync(join(E2E_ROOT, 'pki', name));
+}
 
 export function kubectl(args: string[], input?: string): Promise<string> {
   const bin = join(cluster().state.binDir, 'kubectl');
   return new Promise((resolve, reject) => {
-    const child = execFile(bin, args, { env: { ...process.env, KUBECONFIG: cluster().kubeconfig } }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)); else resolve(stdout);
-    });
+    const child = execFile(
+      bin,
+      args,
+      { env: { ...process.env, KUBECONFIG: cluster().kubeconfig } },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
+        else resolve(stdout);
+      },
+    );
     if (input !== undefined) child.stdin?.end(input);
   });
 }
@@ -69,8 +103,14 @@ export type Obj = KubeObject & { spec?: Record<string, unknown>; status?: Record
 
 /** Waits until the aggregated APIService v1alpha1.<group> reports Available. */
 export async function apiServiceAvailable(group: string, timeoutMs = 60_000): Promise<void> {
-  await eventually(`${group} APIService Available`, async () => {
-    const s = await admin().get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>(`/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.${group}`);
-    return s.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
-  }, timeoutMs);
+  await eventually(
+    `${group} APIService Available`,
+    async () => {
+      const s = await admin().get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>(
+        `/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.${group}`,
+      );
+      return s.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
+    },
+    timeoutMs,
+  );
 }

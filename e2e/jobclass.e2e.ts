@@ -10,7 +10,22 @@
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
 import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
-import { apply, cond, eventually404, executionsOf, getJob, job, kubernetesClass, serviceAccount, uniq, until, X, type Cond, type Event, type Job } from './jobclass-fixtures.ts';
+import {
+  apply,
+  cond,
+  eventually404,
+  executionsOf,
+  getJob,
+  job,
+  kubernetesClass,
+  serviceAccount,
+  uniq,
+  until,
+  X,
+  type Cond,
+  type Event,
+  type Job,
+} from './jobclass-fixtures.ts';
 import { startOpenSandboxServer, type OpenSandboxTestServer } from './opensandbox-server/server.ts';
 
 describe('JobClass execution: Kubernetes adapter', function () {
@@ -18,14 +33,39 @@ describe('JobClass execution: Kubernetes adapter', function () {
   const cls = `e2e-k8s-${uniq}`;
   before(async () => {
     ns = await newNamespace('jc');
-    await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'jobs-runner' } });
-    await apply(`${X}/kubernetesexecutionparameters`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'KubernetesExecutionParameters', metadata: { name: `${cls}-params` }, spec: { serviceAccountName: 'jobs-runner' } });
-    await apply(`${X}/jobclasses`, kubernetesClass(cls, `${cls}-params`, { spec: { resources: { defaults: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } }, maximum: { limits: { cpu: '2', memory: '1Gi' } } } } }));
-    await eventually('the class Ready', async () => (await admin().get<Job>(`${X}/jobclasses/${cls}`)).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'jobs-runner' },
+    });
+    await apply(`${X}/kubernetesexecutionparameters`, {
+      apiVersion: 'execution.ayatori.ddupan.top/v1alpha1',
+      kind: 'KubernetesExecutionParameters',
+      metadata: { name: `${cls}-params` },
+      spec: { serviceAccountName: 'jobs-runner' },
+    });
+    await apply(
+      `${X}/jobclasses`,
+      kubernetesClass(cls, `${cls}-params`, {
+        spec: {
+          resources: {
+            defaults: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
+            maximum: { limits: { cpu: '2', memory: '1Gi' } },
+          },
+        },
+      }),
+    );
+    await eventually('the class Ready', async () =>
+      (await admin().get<Job>(`${X}/jobclasses/${cls}`)).status?.conditions?.some(
+        (c) => c.type === 'Ready' && c.status === 'True',
+      ),
+    );
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
-  it('runs a Job as a batch/v1 Job with the parameters\' ServiceAccount, freezes the class and the effective resources', async () => {
+  it("runs a Job as a batch/v1 Job with the parameters' ServiceAccount, freezes the class and the effective resources", async () => {
     await job(ns, 'hello', { jobClassName: cls, image: 'bash', command: ['bash', '-c', 'echo hello from JobClass'] });
     const j = await until(ns, 'hello', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
     const c = await admin().get<Obj>(`${X}/jobclasses/${cls}`);
@@ -33,8 +73,13 @@ describe('JobClass execution: Kubernetes adapter', function () {
     assert.equal(j.status?.resolvedJobClass?.uid, c.metadata.uid);
     assert.ok(j.status?.resolvedJobClass?.parametersRef?.uid, 'the parameters object UID is frozen too');
     assert.equal(j.status?.resolvedJobClass?.controllerName, 'execution.ayatori.ddupan.top/kubernetes');
-    assert.deepEqual(j.status?.effectiveResources, { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } });
-    const bj = await admin().get<Obj & { spec: { template: { spec: { serviceAccountName: string } } } }>(`/apis/batch/v1/namespaces/${ns}/jobs/${j.status?.execution?.name}`);
+    assert.deepEqual(j.status?.effectiveResources, {
+      requests: { cpu: '100m', memory: '64Mi' },
+      limits: { cpu: '500m', memory: '256Mi' },
+    });
+    const bj = await admin().get<Obj & { spec: { template: { spec: { serviceAccountName: string } } } }>(
+      `/apis/batch/v1/namespaces/${ns}/jobs/${j.status?.execution?.name}`,
+    );
     assert.equal(bj.spec.template.spec.serviceAccountName, 'jobs-runner');
     assert.equal(bj.metadata.ownerReferences?.[0]?.kind, 'Job');
   });
@@ -42,7 +87,11 @@ describe('JobClass execution: Kubernetes adapter', function () {
   it('writes a core/v1 Event on the Job for each transition (Accepted, Scheduled, terminal)', async () => {
     await job(ns, 'evented', { jobClassName: cls, image: 'bash', command: ['true'] });
     const j = await until(ns, 'evented', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
-    const want = [['Accepted', /^Accepted=True: /], ['ExecutionCreated', /^Scheduled=True: /], ['Completed', /^Succeeded=True: /]] as const;
+    const want = [
+      ['Accepted', /^Accepted=True: /],
+      ['ExecutionCreated', /^Scheduled=True: /],
+      ['Completed', /^Succeeded=True: /],
+    ] as const;
     const events = await eventually('the transition Events', async () => {
       const list = await admin().list<Event>(`/api/v1/namespaces/${ns}/events`);
       const mine = list.items.filter((e) => e.involvedObject.uid === j.metadata.uid);
@@ -57,26 +106,58 @@ describe('JobClass execution: Kubernetes adapter', function () {
     }
   });
 
-  it('does not schedule without the parameters\' ServiceAccount (never the default one)', async () => {
+  it("does not schedule without the parameters' ServiceAccount (never the default one)", async () => {
     const other = await newNamespace('jc-nosa');
     try {
       await job(other, 'no-sa', { jobClassName: cls, image: 'bash', command: ['true'] });
-      const j = await until(other, 'no-sa', (x) => cond(x, 'Scheduled')?.reason === 'ServiceAccountNotFound', 'ServiceAccountNotFound');
+      const j = await until(
+        other,
+        'no-sa',
+        (x) => cond(x, 'Scheduled')?.reason === 'ServiceAccountNotFound',
+        'ServiceAccountNotFound',
+      );
       assert.equal(cond(j, 'Scheduled')?.status, 'False');
-      assert.equal(cond(j, 'Accepted')?.status, 'True', 'a missing ServiceAccount is a scheduling wait, not a rejection');
-      assert.match(cond(j, 'Scheduled')?.message ?? '', new RegExp(`ServiceAccount ${other}/jobs-runner does not exist.*the default ServiceAccount is never used`));
-      assert.deepEqual(await executionsOf(other, j.metadata.uid), { batchJobs: [], pods: [] }, 'no batch Job and no Pod (no fallback to the default ServiceAccount)');
+      assert.equal(
+        cond(j, 'Accepted')?.status,
+        'True',
+        'a missing ServiceAccount is a scheduling wait, not a rejection',
+      );
+      assert.match(
+        cond(j, 'Scheduled')?.message ?? '',
+        new RegExp(`ServiceAccount ${other}/jobs-runner does not exist.*the default ServiceAccount is never used`),
+      );
+      assert.deepEqual(
+        await executionsOf(other, j.metadata.uid),
+        { batchJobs: [], pods: [] },
+        'no batch Job and no Pod (no fallback to the default ServiceAccount)',
+      );
       // Provisioning the ServiceAccount later releases the Job, which then runs under it.
       await serviceAccount(other);
-      const done = await until(other, 'no-sa', (x) => x.status?.phase === 'Succeeded', 'Succeeded once the ServiceAccount exists');
+      const done = await until(
+        other,
+        'no-sa',
+        (x) => x.status?.phase === 'Succeeded',
+        'Succeeded once the ServiceAccount exists',
+      );
       const { batchJobs } = await executionsOf(other, done.metadata.uid);
-      assert.deepEqual(batchJobs.map((b) => b.spec.template.spec.serviceAccountName), ['jobs-runner']);
-    } finally { await deleteNamespace(other); }
+      assert.deepEqual(
+        batchJobs.map((b) => b.spec.template.spec.serviceAccountName),
+        ['jobs-runner'],
+      );
+    } finally {
+      await deleteNamespace(other);
+    }
   });
 
   it('rejects at admission an unknown class and resources above the class maximum', async () => {
-    await assert.rejects(job(ns, 'unknown-class', { jobClassName: 'no-such-class', image: 'bash', command: ['true'] }), (e: unknown) => isApiError(e) && /no-such-class/.test(e.message));
-    await assert.rejects(job(ns, 'too-big', { jobClassName: cls, image: 'bash', command: ['true'], resources: { limits: { cpu: '8' } } }), (e: unknown) => isApiError(e) && /cpu/.test(e.message));
+    await assert.rejects(
+      job(ns, 'unknown-class', { jobClassName: 'no-such-class', image: 'bash', command: ['true'] }),
+      (e: unknown) => isApiError(e) && /no-such-class/.test(e.message),
+    );
+    await assert.rejects(
+      job(ns, 'too-big', { jobClassName: cls, image: 'bash', command: ['true'], resources: { limits: { cpu: '8' } } }),
+      (e: unknown) => isApiError(e) && /cpu/.test(e.message),
+    );
   });
 
   it('cancels a running Job', async () => {
@@ -95,14 +176,48 @@ describe('JobClass execution: OpenSandbox adapter (local spec-validating server)
   before(async () => {
     ns = await newNamespace('jcos');
     srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true, pools: { small: 1 } });
-    await admin().create(`/api/v1/namespaces/${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'opensandbox-api' }, stringData: { 'api-key': 'key-1' } });
-    for (const [name, pool] of [[cls, undefined], [`${cls}-pool`, 'small']] as const) {
-      await apply(`${X}/opensandboxexecutionparameters`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'OpenSandboxExecutionParameters', metadata: { name: `${name}-params` },
-        spec: { endpoint: srv.url, apiKeySecretRef: { namespace: ns, name: 'opensandbox-api', key: 'api-key' }, ...(pool ? { poolRef: pool } : {}) } });
-      await apply(`${X}/jobclasses`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'JobClass', metadata: { name },
-        spec: { controllerName: 'execution.ayatori.ddupan.top/opensandbox', parametersRef: { group: 'execution.ayatori.ddupan.top', kind: 'OpenSandboxExecutionParameters', name: `${name}-params` },
-          resources: { defaults: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } } } } });
-      await eventually(`class ${name} Ready`, async () => (await admin().get<Job>(`${X}/jobclasses/${name}`)).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'), 90_000);
+    await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'opensandbox-api' },
+      stringData: { 'api-key': 'key-1' },
+    });
+    for (const [name, pool] of [
+      [cls, undefined],
+      [`${cls}-pool`, 'small'],
+    ] as const) {
+      await apply(`${X}/opensandboxexecutionparameters`, {
+        apiVersion: 'execution.ayatori.ddupan.top/v1alpha1',
+        kind: 'OpenSandboxExecutionParameters',
+        metadata: { name: `${name}-params` },
+        spec: {
+          endpoint: srv.url,
+          apiKeySecretRef: { namespace: ns, name: 'opensandbox-api', key: 'api-key' },
+          ...(pool ? { poolRef: pool } : {}),
+        },
+      });
+      await apply(`${X}/jobclasses`, {
+        apiVersion: 'execution.ayatori.ddupan.top/v1alpha1',
+        kind: 'JobClass',
+        metadata: { name },
+        spec: {
+          controllerName: 'execution.ayatori.ddupan.top/opensandbox',
+          parametersRef: {
+            group: 'execution.ayatori.ddupan.top',
+            kind: 'OpenSandboxExecutionParameters',
+            name: `${name}-params`,
+          },
+          resources: { defaults: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } } },
+        },
+      });
+      await eventually(
+        `class ${name} Ready`,
+        async () =>
+          (await admin().get<Job>(`${X}/jobclasses/${name}`)).status?.conditions?.some(
+            (c) => c.type === 'Ready' && c.status === 'True',
+          ),
+        90_000,
+      );
     }
   });
   after(async () => {
@@ -129,7 +244,9 @@ describe('JobClass execution: OpenSandbox adapter (local spec-validating server)
     // Finishing the Job is the sync point: a finished Job never creates again, so the count is final.
     srv.finish(adopted.status!.execution!.sandboxID!, true);
     const done = await until(ns, 'crash', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
-    const tagged = [...srv.sandboxes.values()].filter((s) => s.request.metadata?.['execution.ayatori.ddupan.top/job-uid'] === done.metadata.uid).map((s) => s.id);
+    const tagged = [...srv.sandboxes.values()]
+      .filter((s) => s.request.metadata?.['execution.ayatori.ddupan.top/job-uid'] === done.metadata.uid)
+      .map((s) => s.id);
     assert.deepEqual(tagged, [adopted.status!.execution!.sandboxID!], 'exactly one sandbox, the adopted one');
   });
 
@@ -149,19 +266,44 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
   let srv: OpenSandboxTestServer;
   const cls = `e2e-osh-${uniq}`;
   const secretPath = (): string => `/api/v1/namespaces/${ns}/secrets/opensandbox-api`;
-  const sandboxesOf = (uid: string | undefined): string[] => [...srv.sandboxes.values()].filter((s) => s.request.metadata?.['execution.ayatori.ddupan.top/job-uid'] === uid).map((s) => s.id);
+  const sandboxesOf = (uid: string | undefined): string[] =>
+    [...srv.sandboxes.values()]
+      .filter((s) => s.request.metadata?.['execution.ayatori.ddupan.top/job-uid'] === uid)
+      .map((s) => s.id);
   const ready = async (): Promise<Cond | undefined> => cond(await admin().get<Job>(`${X}/jobclasses/${cls}`), 'Ready');
-  const run = (name: string): Promise<void> => job(ns, name, { jobClassName: cls, image: 'python:3.12', command: ['python3', '-c', 'print(1)'] });
-  const sandboxed = async (name: string): Promise<Job> => until(ns, name, (x) => !!x.status?.execution?.sandboxID, 'a sandbox', 90_000);
+  const run = (name: string): Promise<void> =>
+    job(ns, name, { jobClassName: cls, image: 'python:3.12', command: ['python3', '-c', 'print(1)'] });
+  const sandboxed = async (name: string): Promise<Job> =>
+    until(ns, name, (x) => !!x.status?.execution?.sandboxID, 'a sandbox', 90_000);
   before(async () => {
     ns = await newNamespace('jcrot');
     srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true });
-    await admin().create(`/api/v1/namespaces/${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'opensandbox-api' }, stringData: { 'api-key': 'key-1' } });
-    await apply(`${X}/opensandboxexecutionparameters`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'OpenSandboxExecutionParameters', metadata: { name: `${cls}-params` },
-      spec: { endpoint: srv.url, apiKeySecretRef: { namespace: ns, name: 'opensandbox-api', key: 'api-key' } } });
-    await apply(`${X}/jobclasses`, { apiVersion: 'execution.ayatori.ddupan.top/v1alpha1', kind: 'JobClass', metadata: { name: cls },
-      spec: { controllerName: 'execution.ayatori.ddupan.top/opensandbox', parametersRef: { group: 'execution.ayatori.ddupan.top', kind: 'OpenSandboxExecutionParameters', name: `${cls}-params` },
-        resources: { defaults: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } } } } });
+    await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'opensandbox-api' },
+      stringData: { 'api-key': 'key-1' },
+    });
+    await apply(`${X}/opensandboxexecutionparameters`, {
+      apiVersion: 'execution.ayatori.ddupan.top/v1alpha1',
+      kind: 'OpenSandboxExecutionParameters',
+      metadata: { name: `${cls}-params` },
+      spec: { endpoint: srv.url, apiKeySecretRef: { namespace: ns, name: 'opensandbox-api', key: 'api-key' } },
+    });
+    await apply(`${X}/jobclasses`, {
+      apiVersion: 'execution.ayatori.ddupan.top/v1alpha1',
+      kind: 'JobClass',
+      metadata: { name: cls },
+      spec: {
+        controllerName: 'execution.ayatori.ddupan.top/opensandbox',
+        parametersRef: {
+          group: 'execution.ayatori.ddupan.top',
+          kind: 'OpenSandboxExecutionParameters',
+          name: `${cls}-params`,
+        },
+        resources: { defaults: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } } },
+      },
+    });
     await eventually(`class ${cls} Ready`, async () => (await ready())?.status === 'True', 90_000);
   });
   after(async () => {
@@ -177,7 +319,11 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     // Overlapping rotation: the server accepts both keys, the Secret moves to key-2, then key-1 is revoked.
     srv.setApiKeys(['key-1', 'key-2']);
     await admin().patch(secretPath(), { stringData: { 'api-key': 'key-2' } });
-    await eventually('a call with the new key', () => Promise.resolve(srv.calls.some((c) => c.key === 'key-2')), 60_000);
+    await eventually(
+      'a call with the new key',
+      () => Promise.resolve(srv.calls.some((c) => c.key === 'key-2')),
+      60_000,
+    );
     srv.setApiKeys(['key-2']);
     const mark = srv.calls.length;
     srv.finish(a.status!.execution!.sandboxID!, true);
@@ -188,7 +334,11 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     await until(ns, 'rot-b', (x) => x.status?.phase === 'Succeeded', 'Succeeded with the new key');
     const after = srv.calls.slice(mark);
     assert.ok(after.length >= 2);
-    assert.deepEqual(after.filter((c) => c.key !== 'key-2' || c.status === 401), [], 'every call after the revocation used the new key');
+    assert.deepEqual(
+      after.filter((c) => c.key !== 'key-2' || c.status === 401),
+      [],
+      'every call after the revocation used the new key',
+    );
     assert.equal((await ready())?.status, 'True', 'an overlapping rotation never makes the class not Ready');
 
     // Hard cut: the server only knows key-3 before the Secret has it; the running Job is not
@@ -196,14 +346,27 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     await run('rot-c');
     const c = await sandboxed('rot-c');
     srv.setApiKeys(['key-3']);
-    await until(ns, 'rot-c', (x) => cond(x, 'ResultUnknown')?.reason === 'BackendAuthenticationFailed', 'ResultUnknown while the key is rejected', 60_000);
+    await until(
+      ns,
+      'rot-c',
+      (x) => cond(x, 'ResultUnknown')?.reason === 'BackendAuthenticationFailed',
+      'ResultUnknown while the key is rejected',
+      60_000,
+    );
     await admin().patch(secretPath(), { stringData: { 'api-key': 'key-3' } });
-    await until(ns, 'rot-c', (x) => cond(x, 'ResultUnknown')?.status === 'False', 'observed again with the new key', 60_000);
+    await until(
+      ns,
+      'rot-c',
+      (x) => cond(x, 'ResultUnknown')?.status === 'False',
+      'observed again with the new key',
+      60_000,
+    );
     srv.finish(c.status!.execution!.sandboxID!, true);
     const done = await until(ns, 'rot-c', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
     assert.deepEqual(sandboxesOf(done.metadata.uid), [c.status!.execution!.sandboxID!], 'never re-created');
     await eventually('class Ready with key-3', async () => (await ready())?.status === 'True', 60_000);
-    for (const name of ['rot-a', 'rot-b', 'rot-c']) assert.ok(!JSON.stringify(await getJob(ns, name)).match(/key-[123]/), 'no API key in Job status');
+    for (const name of ['rot-a', 'rot-b', 'rot-c'])
+      assert.ok(!JSON.stringify(await getJob(ns, name)).match(/key-[123]/), 'no API key in Job status');
   });
 
   it('health: an unhealthy server makes the class not Ready and holds new Jobs while existing ones are observed, cancelled and deleted; recovery releases them', async () => {
@@ -214,20 +377,49 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     const can = await sandboxed('h-cancel');
     const del = await sandboxed('h-delete');
     srv.faults.unhealthy = true;
-    await eventually('class Ready=False/BackendUnhealthy', async () => (await ready())?.reason === 'BackendUnhealthy', 100_000);
+    await eventually(
+      'class Ready=False/BackendUnhealthy',
+      async () => (await ready())?.reason === 'BackendUnhealthy',
+      100_000,
+    );
     await run('h-new');
-    const waiting = await until(ns, 'h-new', (x) => cond(x, 'Scheduled')?.reason === 'JobClassNotReady', 'Scheduled=False/JobClassNotReady');
+    const waiting = await until(
+      ns,
+      'h-new',
+      (x) => cond(x, 'Scheduled')?.reason === 'JobClassNotReady',
+      'Scheduled=False/JobClassNotReady',
+    );
     assert.equal(cond(waiting, 'Accepted')?.status, 'True', 'not Ready is not a reason to reject the Job');
     srv.finish(fin.status!.execution!.sandboxID!, true);
     await until(ns, 'h-finish', (x) => x.status?.phase === 'Succeeded', 'an existing Job is still observed');
     await admin().patch(`${X}/namespaces/${ns}/jobs/h-cancel`, { spec: { cancelRequested: true } });
-    const cancelled = await until(ns, 'h-cancel', (x) => x.status?.phase === 'Failed', 'an existing Job is still cancelled');
+    const cancelled = await until(
+      ns,
+      'h-cancel',
+      (x) => x.status?.phase === 'Failed',
+      'an existing Job is still cancelled',
+    );
     assert.equal(cond(cancelled, 'Failed')?.reason, 'Cancelled');
-    assert.equal(srv.sandboxes.get(can.status!.execution!.sandboxID!)?.status.reason, 'user_delete', 'the sandbox was deleted');
+    assert.equal(
+      srv.sandboxes.get(can.status!.execution!.sandboxID!)?.status.reason,
+      'user_delete',
+      'the sandbox was deleted',
+    );
     await admin().delete(`${X}/namespaces/${ns}/jobs/h-delete`);
-    await eventually404('an existing Job is still deleted (its cleanup finalizer released)', `${X}/namespaces/${ns}/jobs/h-delete`);
-    assert.equal(srv.sandboxes.get(del.status!.execution!.sandboxID!)?.status.reason, 'user_delete', 'its sandbox was deleted first');
-    assert.equal((await ready())?.reason, 'BackendUnhealthy', 'all of the above happened while the class was not Ready');
+    await eventually404(
+      'an existing Job is still deleted (its cleanup finalizer released)',
+      `${X}/namespaces/${ns}/jobs/h-delete`,
+    );
+    assert.equal(
+      srv.sandboxes.get(del.status!.execution!.sandboxID!)?.status.reason,
+      'user_delete',
+      'its sandbox was deleted first',
+    );
+    assert.equal(
+      (await ready())?.reason,
+      'BackendUnhealthy',
+      'all of the above happened while the class was not Ready',
+    );
     assert.deepEqual(sandboxesOf(waiting.metadata.uid), [], 'no execution was started for the new Job');
 
     srv.faults.unhealthy = false;
@@ -240,15 +432,28 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
   it('a deleted API key Secret makes the class not Ready (seen by the probe; Secrets are not watched) and holds new Jobs until it is back', async () => {
     const key = (await admin().get<Obj & { data: Record<string, string> }>(secretPath())).data['api-key'];
     await admin().delete(secretPath());
-    await eventually('class Ready=False/ApiKeySecretNotFound', async () => (await ready())?.reason === 'ApiKeySecretNotFound', 100_000);
+    await eventually(
+      'class Ready=False/ApiKeySecretNotFound',
+      async () => (await ready())?.reason === 'ApiKeySecretNotFound',
+      100_000,
+    );
     await run('no-key');
-    const waiting = await until(ns, 'no-key', (x) => cond(x, 'Scheduled')?.reason === 'ApiKeySecretNotFound', 'Scheduled=False/ApiKeySecretNotFound');
+    const waiting = await until(
+      ns,
+      'no-key',
+      (x) => cond(x, 'Scheduled')?.reason === 'ApiKeySecretNotFound',
+      'Scheduled=False/ApiKeySecretNotFound',
+    );
     assert.deepEqual(sandboxesOf(waiting.metadata.uid), []);
-    await admin().create(`/api/v1/namespaces/${ns}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'opensandbox-api' }, data: { 'api-key': key } });
+    await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'opensandbox-api' },
+      data: { 'api-key': key },
+    });
     await eventually('class Ready again', async () => (await ready())?.status === 'True', 60_000);
     const started = await sandboxed('no-key');
     srv.finish(started.status!.execution!.sandboxID!, true);
     await until(ns, 'no-key', (x) => x.status?.phase === 'Succeeded', 'the Job ran once the Secret was back');
   });
 });
-

@@ -11,19 +11,36 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import { kubectl } from './helpers.ts';
 
 type Doc = { kind: string; metadata: { name: string; namespace?: string } };
-const ids = (yaml: string): string[] => parseAllDocuments(yaml).map((d) => d.toJSON() as Doc).filter(Boolean).map((d) => `${d.kind}/${d.metadata.namespace ?? ''}/${d.metadata.name}`).sort();
+const ids = (yaml: string): string[] =>
+  parseAllDocuments(yaml)
+    .map((d) => d.toJSON() as Doc)
+    .filter(Boolean)
+    .map((d) => `${d.kind}/${d.metadata.namespace ?? ''}/${d.metadata.name}`)
+    .sort();
 
 describe('kustomize overlays and components', function () {
   it('without-run-extension-api drops the aggregated APIServices and keeps everything else', async () => {
     const production = ids(await kubectl(['kustomize', join(REPO_ROOT, 'kustomize', 'overlays', 'production')]));
     const apiServices = production.filter((i) => i.startsWith('APIService/'));
-    assert.deepEqual(apiServices, ['APIService//v1alpha1.artifacts.kruntimes.io', 'APIService//v1alpha1.logs.kruntimes.io', 'APIService//v1alpha1.sessions.kruntimes.io']);
+    assert.deepEqual(apiServices, [
+      'APIService//v1alpha1.artifacts.kruntimes.io',
+      'APIService//v1alpha1.logs.kruntimes.io',
+      'APIService//v1alpha1.sessions.kruntimes.io',
+    ]);
     const dir = join(REPO_ROOT, '.kruntimes', `kustomize-test-${process.pid}`);
     mkdirSync(dir, { recursive: true });
     try {
-      writeFileSync(join(dir, 'kustomization.yaml'), 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../kustomize/overlays/production]\ncomponents: [../../kustomize/components/without-run-extension-api]\n');
+      writeFileSync(
+        join(dir, 'kustomization.yaml'),
+        'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../kustomize/overlays/production]\ncomponents: [../../kustomize/components/without-run-extension-api]\n',
+      );
       const without = ids(await kubectl(['kustomize', dir]));
-      assert.deepEqual(without, production.filter((i) => !i.startsWith('APIService/')));
-    } finally { rmSync(dir, { recursive: true, force: true }); }
+      assert.deepEqual(
+        without,
+        production.filter((i) => !i.startsWith('APIService/')),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -6,7 +6,14 @@
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
 import { cluster } from './cluster.ts';
-import { admin, apiServiceAvailable, deleteNamespace, eventually, newNamespace, serviceAccountClient } from './helpers.ts';
+import {
+  admin,
+  apiServiceAvailable,
+  deleteNamespace,
+  eventually,
+  newNamespace,
+  serviceAccountClient,
+} from './helpers.ts';
 import { krt, saKubeconfig } from './krt.ts';
 import { bashRuntime, createRun, createRuntime, finished, getRun, phase, runtimePods } from './runs-helpers.ts';
 
@@ -21,31 +28,71 @@ describe('Run logs through the aggregated API and krt', function () {
     await runtimePods(ns, 'bash', 1);
     await apiServiceAvailable('logs.kruntimes.io');
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   it('serves discovery with runs/log', async () => {
-    const list = await admin().get<{ metadata?: object; resources: { name: string; verbs: string[] }[] } & { metadata: object }>('/apis/logs.kruntimes.io/v1alpha1');
+    const list = await admin().get<
+      { metadata?: object; resources: { name: string; verbs: string[] }[] } & { metadata: object }
+    >('/apis/logs.kruntimes.io/v1alpha1');
     assert.deepEqual(list.resources.find((r) => r.name === 'runs/log')?.verbs, ['get']);
   });
 
   it('keeps Runs sharing a Pod apart, and a runs/log grant for one named Run allows only that Run', async () => {
-    await createRun(ns, { runtime: 'bash', source: { inline: 'for i in $(seq 1 20); do echo "alpha $i"; sleep 0.02; done; echo "alpha-err" >&2' } }, { name: 'alpha' });
-    await createRun(ns, { runtime: 'bash', source: { inline: 'for i in $(seq 1 20); do echo "beta $i"; sleep 0.02; done' } }, { name: 'beta' });
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        source: { inline: 'for i in $(seq 1 20); do echo "alpha $i"; sleep 0.02; done; echo "alpha-err" >&2' },
+      },
+      { name: 'alpha' },
+    );
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'for i in $(seq 1 20); do echo "beta $i"; sleep 0.02; done' } },
+      { name: 'beta' },
+    );
     const a = await finished(ns, 'alpha');
     const b = await finished(ns, 'beta');
     assert.equal(a.status?.assignedPod, b.status?.assignedPod, 'both Runs ran on the same Runtime Pod');
     const snap = await admin().request<Snap>('GET', LOGS(ns, 'alpha'));
-    assert.deepEqual(snap.items.filter((i) => i.stream === 'stdout').map((i) => i.message), Array.from({ length: 20 }, (_, i) => `alpha ${i + 1}`));
-    assert.deepEqual(snap.items.filter((i) => i.stream === 'stderr').map((i) => i.message), ['alpha-err']);
+    assert.deepEqual(
+      snap.items.filter((i) => i.stream === 'stdout').map((i) => i.message),
+      Array.from({ length: 20 }, (_, i) => `alpha ${i + 1}`),
+    );
+    assert.deepEqual(
+      snap.items.filter((i) => i.stream === 'stderr').map((i) => i.message),
+      ['alpha-err'],
+    );
     assert.equal((await admin().request<Snap>('GET', LOGS(ns, 'alpha'), { query: { tailLines: 3 } })).items.length, 3);
 
-    await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'alpha-logs' },
-      rules: [{ apiGroups: ['logs.kruntimes.io'], resources: ['runs/log'], resourceNames: ['alpha'], verbs: ['get'] }] });
-    await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'alpha-logs' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'alpha-logs' }, subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }] });
+    await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'alpha-logs' },
+      rules: [{ apiGroups: ['logs.kruntimes.io'], resources: ['runs/log'], resourceNames: ['alpha'], verbs: ['get'] }],
+    });
+    await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'alpha-logs' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'alpha-logs' },
+      subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }],
+    });
     const reader = await saKubeconfig(ns, 'reader');
     let lastErr = '';
-    const ok = await eventually('krt logs alpha as the reader', async () => { const r = await krt(['logs', 'alpha'], reader); lastErr = r.stderr; return r.code === 0 ? r : undefined; }, 20_000).catch((e: Error) => { throw new Error(`${e.message}: ${lastErr}`); });
+    const ok = await eventually(
+      'krt logs alpha as the reader',
+      async () => {
+        const r = await krt(['logs', 'alpha'], reader);
+        lastErr = r.stderr;
+        return r.code === 0 ? r : undefined;
+      },
+      20_000,
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}: ${lastErr}`);
+    });
     assert.equal(ok.stdout, Array.from({ length: 20 }, (_, i) => `alpha ${i + 1}\n`).join(''));
     const denied = await krt(['logs', 'beta'], reader);
     assert.equal(denied.code, 1);
@@ -56,7 +103,11 @@ describe('Run logs through the aggregated API and krt', function () {
   });
 
   it('follows a running Run to its end with krt logs -f', async () => {
-    await createRun(ns, { runtime: 'bash', source: { inline: 'for i in $(seq 1 15); do echo "tick $i"; sleep 0.1; done' } }, { name: 'ticker' });
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'for i in $(seq 1 15); do echo "tick $i"; sleep 0.1; done' } },
+      { name: 'ticker' },
+    );
     await phase(ns, 'ticker', 'Running').catch(() => undefined);
     const r = await krt(['logs', '-f', 'ticker', '-n', ns], cluster().kubeconfig);
     assert.equal(r.code, 0, r.stderr);
@@ -66,7 +117,11 @@ describe('Run logs through the aggregated API and krt', function () {
   it('follows a Run that writes as fast as it can through to its very last record', async () => {
     // 60000 short lines stay under the Runtime Server's 1 MiB per-stream output cap.
     const N = 60_000;
-    await createRun(ns, { runtime: 'bash', source: { inline: `sleep 1; for i in $(seq 1 ${N}); do echo "fast $i"; done` } }, { name: 'firehose' });
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: `sleep 1; for i in $(seq 1 ${N}); do echo "fast $i"; done` } },
+      { name: 'firehose' },
+    );
     await eventually('firehose to be assigned', async () => !!(await getRun(ns, 'firehose')).status?.assignedPod);
     const res = await admin().stream(LOGS(ns, 'firehose'), { query: { follow: 'true' } });
     let buf = '';
@@ -76,7 +131,10 @@ describe('Run logs through the aggregated API and krt', function () {
       buf += (chunk as Buffer).toString();
       const lines = buf.split('\n');
       buf = lines.pop() ?? '';
-      for (const l of lines.filter(Boolean)) { count++; lastMsg = (JSON.parse(l) as { message: string }).message; }
+      for (const l of lines.filter(Boolean)) {
+        count++;
+        lastMsg = (JSON.parse(l) as { message: string }).message;
+      }
     }
     assert.equal(count, N);
     assert.equal(lastMsg, `fast ${N}`);
@@ -84,14 +142,23 @@ describe('Run logs through the aggregated API and krt', function () {
 
   it('delivers every line exactly once across many reconnects with the cursor', async () => {
     const N = 300;
-    await createRun(ns, { runtime: 'bash', source: { inline: `for i in $(seq 1 ${N}); do echo "line $i"; [ $((i % 50)) -eq 0 ] && sleep 0.1; done` } }, { name: 'chatty' });
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        source: { inline: `for i in $(seq 1 ${N}); do echo "line $i"; [ $((i % 50)) -eq 0 ] && sleep 0.1; done` },
+      },
+      { name: 'chatty' },
+    );
     await eventually('chatty to be assigned', async () => !!(await getRun(ns, 'chatty')).status?.assignedPod);
     const got: string[] = [];
     let cursor: string | undefined;
     let reconnects = 0;
     for (;;) {
-      const res = await admin().stream(LOGS(ns, 'chatty'), { query: { follow: 'true', ...(cursor ? { cursor } : {}) } });
-      const take = 1 + (reconnects * 7) % 23;
+      const res = await admin().stream(LOGS(ns, 'chatty'), {
+        query: { follow: 'true', ...(cursor ? { cursor } : {}) },
+      });
+      const take = 1 + ((reconnects * 7) % 23);
       let buf = '';
       let taken = 0;
       let ended = true;
@@ -105,21 +172,38 @@ describe('Run logs through the aggregated API and krt', function () {
           cursor = item.cursor;
           if (++taken >= take) break;
         }
-        if (taken >= take) { ended = false; res.destroy(); break; }
+        if (taken >= take) {
+          ended = false;
+          res.destroy();
+          break;
+        }
       }
       if (ended) break;
       reconnects++;
     }
     assert.ok(reconnects >= 10, `reconnected ${reconnects} times`);
-    assert.deepEqual(got, Array.from({ length: N }, (_, i) => `line ${i + 1}`));
+    assert.deepEqual(
+      got,
+      Array.from({ length: N }, (_, i) => `line ${i + 1}`),
+    );
   });
 
   it('answers 409 Conflict with a metav1.Status once the Runtime Pod is gone', async () => {
     await createRun(ns, { runtime: 'bash', source: { inline: 'echo last words' } }, { name: 'orphaned' });
     const r = await finished(ns, 'orphaned');
     await admin().delete(`/api/v1/namespaces/${ns}/pods/${r.status?.assignedPod}`);
-    await eventually('the Runtime Pod to be gone', async () => { try { await admin().get(`/api/v1/namespaces/${ns}/pods/${r.status?.assignedPod}`); return false; } catch (e) { return isApiError(e, 404); } });
-    await assert.rejects(admin().request('GET', LOGS(ns, 'orphaned')), (e: unknown) => isApiError(e, 409) && /no longer exists/.test(e.message));
+    await eventually('the Runtime Pod to be gone', async () => {
+      try {
+        await admin().get(`/api/v1/namespaces/${ns}/pods/${r.status?.assignedPod}`);
+        return false;
+      } catch (e) {
+        return isApiError(e, 404);
+      }
+    });
+    await assert.rejects(
+      admin().request('GET', LOGS(ns, 'orphaned')),
+      (e: unknown) => isApiError(e, 409) && /no longer exists/.test(e.message),
+    );
     const sa = await serviceAccountClient(ns, 'default');
     await assert.rejects(sa.request('GET', LOGS(ns, 'orphaned')), (e: unknown) => isApiError(e, 403));
   });

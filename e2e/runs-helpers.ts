@@ -7,58 +7,137 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import { admin, eventually, type Obj } from './helpers.ts';
 
 export const GROUP = '/apis/kruntimes.io/v1alpha1';
-export type RunObj = Obj & { spec: Record<string, unknown>; status?: { phase?: string; message?: string; outputs?: Record<string, string>; attempt?: number; assignedPod?: string; startTime?: string; completionTime?: string; conditions?: { type: string; status: string; reason: string; message: string }[]; artifactRefs?: Record<string, unknown>[] } };
-type PodObj = KubeObject & { spec: { nodeName?: string }; status?: { conditions?: { type: string; status: string }[] } };
+export type RunObj = Obj & {
+  spec: Record<string, unknown>;
+  status?: {
+    phase?: string;
+    message?: string;
+    outputs?: Record<string, string>;
+    attempt?: number;
+    assignedPod?: string;
+    startTime?: string;
+    completionTime?: string;
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+    artifactRefs?: Record<string, unknown>[];
+  };
+};
+type PodObj = KubeObject & {
+  spec: { nodeName?: string };
+  status?: { conditions?: { type: string; status: string }[] };
+};
 
 export function example(path: string): Record<string, unknown> {
   return parse(readFileSync(join(REPO_ROOT, path), 'utf8')) as Record<string, unknown>;
 }
 
 export async function createRuntime(ns: string, name: string, spec: Record<string, unknown>): Promise<void> {
-  await admin().create(`${GROUP}/namespaces/${ns}/runtimes`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', metadata: { name }, spec });
+  await admin().create(`${GROUP}/namespaces/${ns}/runtimes`, {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Runtime',
+    metadata: { name },
+    spec,
+  });
 }
 
 export async function runtimePods(ns: string, runtime: string, count: number): Promise<PodObj[]> {
-  return eventually(`${count} ready Runtime Pods of ${runtime}`, async () => {
-    const pods = (await admin().list<PodObj>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: `runtime=${runtime}` })).items
-      .filter((p) => !p.metadata.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'kruntimes.io/RuntimedReady' && c.status === 'True') && p.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True'));
-    return pods.length >= count ? pods : undefined;
-  }, 90_000);
+  return eventually(
+    `${count} ready Runtime Pods of ${runtime}`,
+    async () => {
+      const pods = (
+        await admin().list<PodObj>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: `runtime=${runtime}` })
+      ).items.filter(
+        (p) =>
+          !p.metadata.deletionTimestamp &&
+          p.status?.conditions?.some((c) => c.type === 'kruntimes.io/RuntimedReady' && c.status === 'True') &&
+          p.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
+      return pods.length >= count ? pods : undefined;
+    },
+    90_000,
+  );
 }
 
 export function bashRuntime(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { template: { spec: { containers: [{ name: 'runtime', image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3', args: ['--port=9091', '--work-dir=/workspace'] }] } }, ...extra };
+  return {
+    template: {
+      spec: {
+        containers: [
+          {
+            name: 'runtime',
+            image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3',
+            args: ['--port=9091', '--work-dir=/workspace'],
+          },
+        ],
+      },
+    },
+    ...extra,
+  };
 }
 
 let seq = 0;
-export async function createRun(ns: string, spec: Record<string, unknown>, meta: Record<string, unknown> = {}): Promise<RunObj> {
+export async function createRun(
+  ns: string,
+  spec: Record<string, unknown>,
+  meta: Record<string, unknown> = {},
+): Promise<RunObj> {
   const name = (meta.name as string | undefined) ?? `run-${++seq}`;
-  return admin().create<RunObj>(`${GROUP}/namespaces/${ns}/runs`, { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { ...meta, name }, spec });
+  return admin().create<RunObj>(`${GROUP}/namespaces/${ns}/runs`, {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { ...meta, name },
+    spec,
+  });
 }
 
-export const getRun = (ns: string, name: string): Promise<RunObj> => admin().get<RunObj>(`${GROUP}/namespaces/${ns}/runs/${name}`);
+export const getRun = (ns: string, name: string): Promise<RunObj> =>
+  admin().get<RunObj>(`${GROUP}/namespaces/${ns}/runs/${name}`);
 
 export async function finished(ns: string, name: string, timeoutMs = 60_000): Promise<RunObj> {
-  return eventually(`Run ${name} to finish`, async () => {
-    const r = await getRun(ns, name);
-    return ['Succeeded', 'Failed', 'Timeout', 'Cancelled'].includes(r.status?.phase ?? '') ? r : undefined;
-  }, timeoutMs, 20);
+  return eventually(
+    `Run ${name} to finish`,
+    async () => {
+      const r = await getRun(ns, name);
+      return ['Succeeded', 'Failed', 'Timeout', 'Cancelled'].includes(r.status?.phase ?? '') ? r : undefined;
+    },
+    timeoutMs,
+    20,
+  );
 }
 
 export async function phase(ns: string, name: string, want: string, timeoutMs = 60_000): Promise<RunObj> {
-  return eventually(`Run ${name} in phase ${want}`, async () => { const r = await getRun(ns, name); return r.status?.phase === want ? r : undefined; }, timeoutMs, 20);
+  return eventually(
+    `Run ${name} in phase ${want}`,
+    async () => {
+      const r = await getRun(ns, name);
+      return r.status?.phase === want ? r : undefined;
+    },
+    timeoutMs,
+    20,
+  );
 }
 
 export function cond(r: RunObj, type: string): { status: string; reason: string; message: string } | undefined {
   return r.status?.conditions?.find((c) => c.type === type);
 }
 
-export interface RunEvent { type: string; reason: string; message: string; source?: { component?: string } }
+export interface RunEvent {
+  type: string;
+  reason: string;
+  message: string;
+  source?: { component?: string };
+}
 
 /** Waits for an Event about the Run with this reason (Events are written best-effort, just after the status). */
 export async function runEvent(ns: string, run: string, reason: string, timeoutMs = 20_000): Promise<RunEvent> {
-  return eventually(`Event ${reason} for Run ${run}`, async () => {
-    const list = await admin().list<KubeObject & RunEvent>(`/api/v1/namespaces/${ns}/events`, { fieldSelector: `involvedObject.kind=Run,involvedObject.name=${run}` });
-    return list.items.find((e) => e.reason === reason);
-  }, timeoutMs, 100);
+  return eventually(
+    `Event ${reason} for Run ${run}`,
+    async () => {
+      const list = await admin().list<KubeObject & RunEvent>(`/api/v1/namespaces/${ns}/events`, {
+        fieldSelector: `involvedObject.kind=Run,involvedObject.name=${run}`,
+      });
+      return list.items.find((e) => e.reason === reason);
+    },
+    timeoutMs,
+    100,
+  );
 }

@@ -12,7 +12,20 @@ import { KubeClient } from '../lib/kube/client.ts';
 import { E2E_ROOT, cluster } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, pkiFile, servingCert } from './helpers.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
-import { GROUP, bashRuntime, cond, createRun, createRuntime, example, finished, getRun, phase, runEvent, runtimePods, type RunObj } from './runs-helpers.ts';
+import {
+  GROUP,
+  bashRuntime,
+  cond,
+  createRun,
+  createRuntime,
+  example,
+  finished,
+  getRun,
+  phase,
+  runEvent,
+  runtimePods,
+  type RunObj,
+} from './runs-helpers.ts';
 
 describe('Runs on warm Runtime Pods', function () {
   let ns: string;
@@ -24,7 +37,9 @@ describe('Runs on warm Runtime Pods', function () {
     await runtimePods(ns, 'bash', 2);
     await runtimePods(ns, 'python', 2);
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   it('upstream-style Runtime manifests become ready DaemonSets of Runtime Pods', async () => {
     const rt = await eventually('Runtime bash Ready', async () => {
@@ -33,14 +48,31 @@ describe('Runs on warm Runtime Pods', function () {
     });
     assert.equal(cond(rt, 'Ready')?.status, 'True');
     const ds = await admin().get<RunObj>(`/apis/apps/v1/namespaces/${ns}/daemonsets/runtime-bash`);
-    const tpl = (ds.spec.template as { metadata: { annotations: Record<string, string> }; spec: { containers: { name: string }[] } });
-    assert.deepEqual(tpl.spec.containers.map((c) => c.name), ['runtime', 'runtimed']);
+    const tpl = ds.spec.template as {
+      metadata: { annotations: Record<string, string> };
+      spec: { containers: { name: string }[] };
+    };
+    assert.deepEqual(
+      tpl.spec.containers.map((c) => c.name),
+      ['runtime', 'runtimed'],
+    );
     assert.equal(tpl.metadata.annotations['kruntimes.io/capacity.runs'], '8');
   });
 
   it('runs a bash Run and a python Run with inline source and outputs', async () => {
-    await createRun(ns, { runtime: 'bash', source: { inline: 'echo "sum=$((20 + 22))" >> "$KRUNTIME_OUTPUTS"\necho done' } }, { name: 'bash-ok' });
-    await createRun(ns, { runtime: 'python', source: { inline: 'import os\nopen(os.environ["KRUNTIME_OUTPUTS"], "a").write("lang=python\\n")\nprint("hi")' } }, { name: 'py-ok' });
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'echo "sum=$((20 + 22))" >> "$KRUNTIME_OUTPUTS"\necho done' } },
+      { name: 'bash-ok' },
+    );
+    await createRun(
+      ns,
+      {
+        runtime: 'python',
+        source: { inline: 'import os\nopen(os.environ["KRUNTIME_OUTPUTS"], "a").write("lang=python\\n")\nprint("hi")' },
+      },
+      { name: 'py-ok' },
+    );
     const b = await finished(ns, 'bash-ok');
     const p = await finished(ns, 'py-ok');
     assert.equal(b.status?.phase, 'Succeeded', b.status?.message);
@@ -64,8 +96,20 @@ describe('Runs on warm Runtime Pods', function () {
   });
 
   it('fails oversized or malformed outputs without retrying', async () => {
-    await createRun(ns, { runtime: 'bash', source: { inline: 'for i in $(seq 1 65); do echo "k$i=v" >> "$KRUNTIME_OUTPUTS"; done' }, retryPolicy: { maxAttempts: 3, backoff: '100ms' } }, { name: 'too-many' });
-    await createRun(ns, { runtime: 'bash', source: { inline: 'echo "no equals sign" >> "$KRUNTIME_OUTPUTS"' } }, { name: 'malformed' });
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        source: { inline: 'for i in $(seq 1 65); do echo "k$i=v" >> "$KRUNTIME_OUTPUTS"; done' },
+        retryPolicy: { maxAttempts: 3, backoff: '100ms' },
+      },
+      { name: 'too-many' },
+    );
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'echo "no equals sign" >> "$KRUNTIME_OUTPUTS"' } },
+      { name: 'malformed' },
+    );
     const big = await finished(ns, 'too-many');
     assert.equal(big.status?.phase, 'Failed');
     assert.equal(cond(big, 'Completed')?.reason, 'OutputsTooLarge');
@@ -84,7 +128,10 @@ describe('Runs on warm Runtime Pods', function () {
 
   it('cancels a pending Run and a running Run', async () => {
     await createRun(ns, { runtime: 'nowhere', source: { inline: 'true' } }, { name: 'pending-cancel' });
-    const waiting = await eventually('a waiting message', async () => { const r = await getRun(ns, 'pending-cancel'); return r.status?.message ? r : undefined; });
+    const waiting = await eventually('a waiting message', async () => {
+      const r = await getRun(ns, 'pending-cancel');
+      return r.status?.message ? r : undefined;
+    });
     assert.equal(waiting.status?.phase, 'Pending');
     assert.match(waiting.status?.message ?? '', /waiting for available runtime pods for runtime "nowhere"/);
     await admin().patch(`${GROUP}/namespaces/${ns}/runs/pending-cancel`, { spec: { cancelRequested: true } });
@@ -99,8 +146,13 @@ describe('Runs on warm Runtime Pods', function () {
   });
 
   it('retries in place with backoff until an attempt succeeds', async () => {
-    const script = 'n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; echo "attempt=$n" >> "$KRUNTIME_OUTPUTS"; [ $n -ge 3 ]';
-    await createRun(ns, { runtime: 'bash', source: { inline: script }, retryPolicy: { maxAttempts: 3, backoff: '200ms' } }, { name: 'flaky' });
+    const script =
+      'n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; echo "attempt=$n" >> "$KRUNTIME_OUTPUTS"; [ $n -ge 3 ]';
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: script }, retryPolicy: { maxAttempts: 3, backoff: '200ms' } },
+      { name: 'flaky' },
+    );
     const r = await finished(ns, 'flaky', 30_000);
     assert.equal(r.status?.phase, 'Succeeded', r.status?.message);
     assert.equal(r.status?.attempt, 3);
@@ -109,15 +161,32 @@ describe('Runs on warm Runtime Pods', function () {
   });
 
   it('deletes a finished Run after ttlSecondsAfterFinished', async () => {
-    await createRun(ns, { runtime: 'bash', source: { inline: 'true' }, ttlSecondsAfterFinished: 1 }, { name: 'short-lived' });
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'true' }, ttlSecondsAfterFinished: 1 },
+      { name: 'short-lived' },
+    );
     await finished(ns, 'short-lived');
-    await eventually('the Run to be deleted by run-ttl', async () => {
-      try { await getRun(ns, 'short-lived'); return false; } catch (e) { return isApiError(e, 404); }
-    }, 20_000);
+    await eventually(
+      'the Run to be deleted by run-ttl',
+      async () => {
+        try {
+          await getRun(ns, 'short-lived');
+          return false;
+        } catch (e) {
+          return isApiError(e, 404);
+        }
+      },
+      20_000,
+    );
   });
 
   it('rejects invalid resource requests with InvalidResources', async () => {
-    await createRun(ns, { runtime: 'bash', source: { inline: 'true' }, resources: { requests: { runs: '1500m' } } }, { name: 'bad-resources' });
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'true' }, resources: { requests: { runs: '1500m' } } },
+      { name: 'bad-resources' },
+    );
     const r = await finished(ns, 'bad-resources');
     assert.equal(r.status?.phase, 'Failed');
     assert.match(r.status?.message ?? '', /runs/);
@@ -135,22 +204,37 @@ describe('Run capacity, FIFO drain and affinity', function () {
     await runtimePods(ns, 'small', 1);
     await runtimePods(ns, 'pair', 2);
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   it('never runs more than the capacity and drains the backlog in creation order', async () => {
     let running = 0;
     let maxRunning = 0;
     const startOrder: string[] = [];
-    const watch = new ListWatch<RunObj>(admin(), { path: `${GROUP}/namespaces/${ns}/runs`, labelSelector: 'batch=drain' }, (d) => {
-      const was = d.old?.status?.phase;
-      const now = d.object.status?.phase;
-      const active = (p?: string): boolean => p === 'Scheduled' || p === 'Running';
-      if (!active(was) && active(now)) { running++; maxRunning = Math.max(maxRunning, running); startOrder.push(d.object.metadata.name ?? ''); }
-      if (active(was) && !active(now)) running--;
-    });
+    const watch = new ListWatch<RunObj>(
+      admin(),
+      { path: `${GROUP}/namespaces/${ns}/runs`, labelSelector: 'batch=drain' },
+      (d) => {
+        const was = d.old?.status?.phase;
+        const now = d.object.status?.phase;
+        const active = (p?: string): boolean => p === 'Scheduled' || p === 'Running';
+        if (!active(was) && active(now)) {
+          running++;
+          maxRunning = Math.max(maxRunning, running);
+          startOrder.push(d.object.metadata.name ?? '');
+        }
+        if (active(was) && !active(now)) running--;
+      },
+    );
     watch.start();
     await watch.synced;
-    for (let i = 0; i < 6; i++) await createRun(ns, { runtime: 'small', source: { inline: 'sleep 0.6' } }, { name: `drain-${i}`, labels: { batch: 'drain' } });
+    for (let i = 0; i < 6; i++)
+      await createRun(
+        ns,
+        { runtime: 'small', source: { inline: 'sleep 0.6' } },
+        { name: `drain-${i}`, labels: { batch: 'drain' } },
+      );
     const waiting = await eventually('a Run waiting for capacity', async () => {
       const r = await getRun(ns, 'drain-5');
       return r.status?.phase === 'Pending' && r.status.message ? r : undefined;
@@ -166,11 +250,34 @@ describe('Run capacity, FIFO drain and affinity', function () {
   });
 
   it('required affinity co-locates and anti-affinity spreads', async () => {
-    const term = (app: string): Record<string, unknown> => ({ labelSelector: { matchLabels: { app } }, topologyKey: 'kruntimes.io/runtime-pod' });
-    await createRun(ns, { runtime: 'pair', source: { inline: 'sleep 3' } }, { name: 'anchor', labels: { app: 'anchor' } });
+    const term = (app: string): Record<string, unknown> => ({
+      labelSelector: { matchLabels: { app } },
+      topologyKey: 'kruntimes.io/runtime-pod',
+    });
+    await createRun(
+      ns,
+      { runtime: 'pair', source: { inline: 'sleep 3' } },
+      { name: 'anchor', labels: { app: 'anchor' } },
+    );
     const anchor = await phase(ns, 'anchor', 'Running');
-    await createRun(ns, { runtime: 'pair', source: { inline: 'true' }, affinity: { runAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term('anchor')] } } }, { name: 'with-anchor' });
-    await createRun(ns, { runtime: 'pair', source: { inline: 'true' }, affinity: { runAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term('anchor')] } } }, { name: 'away-from-anchor' });
+    await createRun(
+      ns,
+      {
+        runtime: 'pair',
+        source: { inline: 'true' },
+        affinity: { runAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term('anchor')] } },
+      },
+      { name: 'with-anchor' },
+    );
+    await createRun(
+      ns,
+      {
+        runtime: 'pair',
+        source: { inline: 'true' },
+        affinity: { runAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term('anchor')] } },
+      },
+      { name: 'away-from-anchor' },
+    );
     const w = await finished(ns, 'with-anchor');
     const a = await finished(ns, 'away-from-anchor');
     assert.equal(w.status?.assignedPod, anchor.status?.assignedPod);
@@ -185,15 +292,26 @@ describe('runtimed restart and Runtime Pod loss', function () {
     await createRuntime(ns, 'dur', bashRuntime({ replicas: 2, capacity: { resources: { runs: '4' } } }));
     await runtimePods(ns, 'dur', 2);
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   const pidOf = async (pod: string): Promise<number> => {
     const p = await admin().get<RunObj & { spec: { nodeName: string } }>(`/api/v1/namespaces/${ns}/pods/${pod}`);
-    return Number(readFileSync(join(E2E_ROOT, 'nodes', p.spec.nodeName, 'pods', p.metadata.uid ?? '', 'pids', 'runtimed'), 'utf8').trim());
+    return Number(
+      readFileSync(
+        join(E2E_ROOT, 'nodes', p.spec.nodeName, 'pods', p.metadata.uid ?? '', 'pids', 'runtimed'),
+        'utf8',
+      ).trim(),
+    );
   };
 
   it('finishes a Run correctly when runtimed is killed while it runs', async () => {
-    await createRun(ns, { runtime: 'dur', source: { inline: 'sleep 2; echo "survived=yes" >> "$KRUNTIME_OUTPUTS"' } }, { name: 'survivor' });
+    await createRun(
+      ns,
+      { runtime: 'dur', source: { inline: 'sleep 2; echo "survived=yes" >> "$KRUNTIME_OUTPUTS"' } },
+      { name: 'survivor' },
+    );
     const r = await phase(ns, 'survivor', 'Running');
     process.kill(await pidOf(r.status?.assignedPod ?? ''), 'SIGKILL');
     const done = await finished(ns, 'survivor', 60_000);
@@ -203,11 +321,24 @@ describe('runtimed restart and Runtime Pod loss', function () {
 
   it('fails a Run with PodGone when its Runtime Pod is deleted, or retries it elsewhere per policy', async () => {
     await createRun(ns, { runtime: 'dur', source: { inline: 'sleep 30' } }, { name: 'orphan' });
-    await createRun(ns, { runtime: 'dur', source: { inline: 'n=$(cat /workspace/attempt 2>/dev/null || echo 0); sleep 2; echo ok' }, retryPolicy: { maxAttempts: 2, backoff: '100ms', retryableReasons: ['PodGone'] } }, { name: 'mover' });
+    await createRun(
+      ns,
+      {
+        runtime: 'dur',
+        source: { inline: 'n=$(cat /workspace/attempt 2>/dev/null || echo 0); sleep 2; echo ok' },
+        retryPolicy: { maxAttempts: 2, backoff: '100ms', retryableReasons: ['PodGone'] },
+      },
+      { name: 'mover' },
+    );
     const o = await phase(ns, 'orphan', 'Running');
     const m = await phase(ns, 'mover', 'Running');
     const pods = new Set([o.status?.assignedPod, m.status?.assignedPod]);
-    for (const p of pods) await admin().delete(`/api/v1/namespaces/${ns}/pods/${p}`, { gracePeriodSeconds: 0 }).catch((e: unknown) => { if (!isApiError(e, 404)) throw e; });
+    for (const p of pods)
+      await admin()
+        .delete(`/api/v1/namespaces/${ns}/pods/${p}`, { gracePeriodSeconds: 0 })
+        .catch((e: unknown) => {
+          if (!isApiError(e, 404)) throw e;
+        });
     const orphan = await finished(ns, 'orphan', 90_000);
     assert.equal(orphan.status?.phase, 'Failed');
     assert.equal(cond(orphan, 'Completed')?.reason, 'PodGone');
@@ -220,33 +351,54 @@ describe('runtimed restart and Runtime Pod loss', function () {
   });
 });
 
-describe('runtimed may write only its own Pod\'s Runs', function () {
+describe("runtimed may write only its own Pod's Runs", function () {
   let ns: string;
   before(async () => {
     ns = await newNamespace('own');
     await createRuntime(ns, 'two', bashRuntime({ replicas: 2, capacity: { resources: { runs: '4' } } }));
     await runtimePods(ns, 'two', 2);
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   it('a runtimed token bound to one Pod cannot write a Run assigned to another Pod', async () => {
     const [podA, podB] = await runtimePods(ns, 'two', 2);
     assert.ok(podA && podB);
-    const tok = await admin().create<RunObj & { status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/kruntimes-runtimed/token`, {
-      apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest',
-      spec: { expirationSeconds: 600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: podA.metadata.name, uid: podA.metadata.uid } },
-    });
+    const tok = await admin().create<RunObj & { status: { token: string } }>(
+      `/api/v1/namespaces/${ns}/serviceaccounts/kruntimes-runtimed/token`,
+      {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: {
+          expirationSeconds: 600,
+          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: podA.metadata.name, uid: podA.metadata.uid },
+        },
+      },
+    );
     const asA = new KubeClient({ server: cluster().server, ca: pkiFile('ca.crt'), token: tok.status.token });
-    const runs = await Promise.all([0, 1, 2, 3].map((i) => createRun(ns, { runtime: 'two', source: { inline: 'sleep 20' } }, { name: `target-${i}` })));
+    const runs = await Promise.all(
+      [0, 1, 2, 3].map((i) =>
+        createRun(ns, { runtime: 'two', source: { inline: 'sleep 20' } }, { name: `target-${i}` }),
+      ),
+    );
     const placed = await Promise.all(runs.map((r) => phase(ns, r.metadata.name ?? '', 'Running')));
     const onB = placed.find((r) => r.status?.assignedPod === podB.metadata.name);
     const onA = placed.find((r) => r.status?.assignedPod === podA.metadata.name);
     assert.ok(onA && onB, 'least-loaded scoring spreads Runs over both Pods');
-    await assert.rejects(asA.patch(`${GROUP}/namespaces/${ns}/runs/${onB.metadata.name}/status`, { status: { message: 'hijacked' } }),
-      (e: unknown) => isApiError(e, 403) && /may only write Runs assigned to its own Pod/.test(e.message));
+    await assert.rejects(
+      asA.patch(`${GROUP}/namespaces/${ns}/runs/${onB.metadata.name}/status`, { status: { message: 'hijacked' } }),
+      (e: unknown) => isApiError(e, 403) && /may only write Runs assigned to its own Pod/.test(e.message),
+    );
     await asA.patch(`${GROUP}/namespaces/${ns}/runs/${onA.metadata.name}/status`, { status: { message: 'own run' } });
-    await assert.rejects(asA.patch(`/api/v1/namespaces/${ns}/pods/${podB.metadata.name}/status`, { status: { conditions: [] } }, 'application/strategic-merge-patch+json'),
-      (e: unknown) => isApiError(e, 403) && /only update the status of its own Pod/.test(e.message));
+    await assert.rejects(
+      asA.patch(
+        `/api/v1/namespaces/${ns}/pods/${podB.metadata.name}/status`,
+        { status: { conditions: [] } },
+        'application/strategic-merge-patch+json',
+      ),
+      (e: unknown) => isApiError(e, 403) && /only update the status of its own Pod/.test(e.message),
+    );
     asA.close();
   });
 });
@@ -256,23 +408,63 @@ describe('git-source Runs', function () {
   let git: GitServer;
   before(async () => {
     ns = await newNamespace('git');
-    git = await startGitServer({ 'build.sh': '#!/bin/bash\necho "built from git: $1"\necho "commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)" >> "$KRUNTIME_OUTPUTS"\n' }, servingCert(`git-${ns}`, ['git.local']));
-    await createRuntime(ns, 'bash', bashRuntime({ template: { spec: { containers: [{ name: 'runtime', image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3',
-      env: [{ name: 'GIT_SSL_CAINFO', value: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt' }] }] } } }));
+    git = await startGitServer(
+      {
+        'build.sh':
+          '#!/bin/bash\necho "built from git: $1"\necho "commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)" >> "$KRUNTIME_OUTPUTS"\n',
+      },
+      servingCert(`git-${ns}`, ['git.local']),
+    );
+    await createRuntime(
+      ns,
+      'bash',
+      bashRuntime({
+        template: {
+          spec: {
+            containers: [
+              {
+                name: 'runtime',
+                image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3',
+                env: [{ name: 'GIT_SSL_CAINFO', value: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt' }],
+              },
+            ],
+          },
+        },
+      }),
+    );
     await runtimePods(ns, 'bash', 2);
   });
-  after(async () => { git.close(); await deleteNamespace(ns); });
+  after(async () => {
+    git.close();
+    await deleteNamespace(ns);
+  });
 
   it('fetches the commit over https and runs its entrypoint with args', async () => {
-    await createRun(ns, { runtime: 'bash', source: { repoURL: git.url, commitSHA: git.commit }, mode: { task: { entrypoint: 'build.sh', args: ['release'] } } }, { name: 'from-git' });
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        source: { repoURL: git.url, commitSHA: git.commit },
+        mode: { task: { entrypoint: 'build.sh', args: ['release'] } },
+      },
+      { name: 'from-git' },
+    );
     const r = await finished(ns, 'from-git', 60_000);
     assert.equal(r.status?.phase, 'Succeeded', r.status?.message);
     assert.deepEqual(r.status?.outputs, { commit: git.commit });
   });
 
   it('fails clearly for a disallowed URL scheme and an unreachable commit', async () => {
-    await createRun(ns, { runtime: 'bash', source: { repoURL: git.url.replace('https://', 'http://') } }, { name: 'plain-http' });
-    await createRun(ns, { runtime: 'bash', source: { repoURL: git.url, commitSHA: '0123456789abcdef0123456789abcdef01234567' } }, { name: 'bad-commit' });
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { repoURL: git.url.replace('https://', 'http://') } },
+      { name: 'plain-http' },
+    );
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { repoURL: git.url, commitSHA: '0123456789abcdef0123456789abcdef01234567' } },
+      { name: 'bad-commit' },
+    );
     const h = await finished(ns, 'plain-http');
     assert.equal(cond(h, 'Completed')?.reason, 'PrepareSource');
     assert.match(h.status?.message ?? '', /is not allowed: use https:\/\/, ssh:\/\/ or git@host:path/);

@@ -15,7 +15,8 @@ import { admin, apiServiceAvailable, deleteNamespace, eventually, newNamespace }
 import { grant, krt, saKubeconfig } from './krt.ts';
 import { bashRuntime, cond, createRun, createRuntime, finished, GROUP, phase, runtimePods } from './runs-helpers.ts';
 
-const SESSION = (ns: string, run: string): string => `/apis/sessions.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/session`;
+const SESSION = (ns: string, run: string): string =>
+  `/apis/sessions.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/session`;
 
 describe('Sessions through the aggregated API and krt session', function () {
   let ns: string;
@@ -25,37 +26,60 @@ describe('Sessions through the aggregated API and krt session', function () {
     await createRuntime(ns, 'bash', bashRuntime({ replicas: 1, capacity: { resources: { runs: '4' } } }));
     await runtimePods(ns, 'bash', 1);
     await apiServiceAvailable('sessions.kruntimes.io');
-    await grant(ns, 'operator', 'operator',
+    await grant(
+      ns,
+      'operator',
+      'operator',
       { apiGroups: ['sessions.kruntimes.io'], resources: ['runs/session'], verbs: ['get'] },
-      { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] });
+      { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] },
+    );
     await grant(ns, 'viewer', 'viewer', { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] });
     operator = await saKubeconfig(ns, 'operator');
   });
-  after(async () => { await deleteNamespace(ns); });
+  after(async () => {
+    await deleteNamespace(ns);
+  });
 
   it('serves discovery with runs/session', async () => {
-    const list = await admin().get<{ metadata: object; resources: { name: string; verbs: string[] }[] }>('/apis/sessions.kruntimes.io/v1alpha1');
+    const list = await admin().get<{ metadata: object; resources: { name: string; verbs: string[] }[] }>(
+      '/apis/sessions.kruntimes.io/v1alpha1',
+    );
     assert.deepEqual(list.resources.find((r) => r.name === 'runs/session')?.verbs, ['get']);
   });
 
   it('a session Run goes Ready and runs interactive commands with stdin, stdout, stderr and exit codes', async () => {
-    await createRun(ns, { runtime: 'bash', mode: { session: {} }, env: [{ name: 'TEAM', value: 'platform' }] }, { name: 'shell' });
+    await createRun(
+      ns,
+      { runtime: 'bash', mode: { session: {} }, env: [{ name: 'TEAM', value: 'platform' }] },
+      { name: 'shell' },
+    );
     const ready = await phase(ns, 'shell', 'Ready');
     assert.equal(cond(ready, 'Ready')?.status, 'True');
     assert.equal(cond(ready, 'Ready')?.reason, 'SessionReady');
 
     // The default command is the Runtime's shell reading stdin; input arrives in pieces.
-    const sh = await krt(['session', 'shell'], operator, ['echo "hello $TEAM"\n', 'echo to-stderr >&2\n', 'touch marker; exit 3\n'], 100);
+    const sh = await krt(
+      ['session', 'shell'],
+      operator,
+      ['echo "hello $TEAM"\n', 'echo to-stderr >&2\n', 'touch marker; exit 3\n'],
+      100,
+    );
     assert.equal(sh.code, 3, sh.stderr);
     assert.equal(sh.stdout, 'hello platform\n');
     assert.equal(sh.stderr, 'to-stderr\n');
 
     // A second operation on the same session sees the same working directory; a command after -- replaces the default.
-    const ls = await krt(['session', 'shell', '--', 'sh', '-c', 'read line; ls marker; echo "got $line"'], operator, 'interactive input\n');
+    const ls = await krt(
+      ['session', 'shell', '--', 'sh', '-c', 'read line; ls marker; echo "got $line"'],
+      operator,
+      'interactive input\n',
+    );
     assert.equal(ls.code, 0, ls.stderr);
     assert.equal(ls.stdout, 'marker\ngot interactive input\n');
 
-    const still = await admin().get<{ metadata: object; status?: { phase?: string } }>(`${GROUP}/namespaces/${ns}/runs/shell`);
+    const still = await admin().get<{ metadata: object; status?: { phase?: string } }>(
+      `${GROUP}/namespaces/${ns}/runs/shell`,
+    );
     assert.equal(still.status?.phase, 'Ready', 'operations do not end the session');
   });
 
@@ -65,12 +89,24 @@ describe('Sessions through the aggregated API and krt session', function () {
     assert.match(tty.stdout, /^\/dev\/pts\/\d+\r?$/m);
     assert.match(tty.stdout, /^24 80\r?$/m, 'the default size without a local terminal');
 
-    const ws = await admin().websocket(SESSION(ns, 'shell'), [PROTOCOL], [['command', 'sh'], ['command', '-c'], ['command', 'echo ready; read x; stty size; exit 9'], ['tty', 'true']]);
+    const ws = await admin().websocket(
+      SESSION(ns, 'shell'),
+      [PROTOCOL],
+      [
+        ['command', 'sh'],
+        ['command', '-c'],
+        ['command', 'echo ready; read x; stty size; exit 9'],
+        ['tty', 'true'],
+      ],
+    );
     let out = '';
     let status = '';
     await new Promise<void>((resolve) => {
       ws.on('message', (m: Buffer) => {
-        if (m[0] === 3) { status = m.subarray(1).toString(); return; }
+        if (m[0] === 3) {
+          status = m.subarray(1).toString();
+          return;
+        }
         out += m.subarray(1).toString();
         if (out.includes('ready') && !out.includes('go')) {
           ws.send(Buffer.concat([Buffer.from([4]), Buffer.from(JSON.stringify({ Width: 120, Height: 40 }))]));
@@ -98,33 +134,54 @@ describe('Sessions through the aggregated API and krt session', function () {
     await assert.rejects(admin().websocket(SESSION(ns, 'missing'), [PROTOCOL]), (err: unknown) => isApiError(err, 404));
   });
 
-  it('runtimed\'s session port refuses callers other than the extension server', async () => {
+  it("runtimed's session port refuses callers other than the extension server", async () => {
     const pods = await runtimePods(ns, 'bash', 1);
     const pod = pods[0];
-    const c = (pod?.status as { conditions?: { type: string; message?: string }[]; podIP?: string } | undefined);
+    const c = pod?.status as { conditions?: { type: string; message?: string }[]; podIP?: string } | undefined;
     const published = c?.conditions?.find((x) => x.type === 'kruntimes.io/SessionServer')?.message ?? '';
     const port = /port=(\d+)/.exec(published)?.[1];
     assert.ok(port && c?.podIP, `the Pod publishes its session port: ${published}`);
     const shell = await admin().get<{ metadata: { uid?: string } }>(`${GROUP}/namespaces/${ns}/runs/shell`);
     // A token of another ServiceAccount for the sessions audience is not enough.
-    const tok = await admin().create<{ metadata: object; status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/operator/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: ['sessions.kruntimes.io'], expirationSeconds: 600 } });
+    const tok = await admin().create<{ metadata: object; status: { token: string } }>(
+      `/api/v1/namespaces/${ns}/serviceaccounts/operator/token`,
+      {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { audiences: ['sessions.kruntimes.io'], expirationSeconds: 600 },
+      },
+    );
     for (const headers of [{}, { Authorization: `Bearer ${tok.status.token}` }]) {
       const code = await new Promise<number>((resolve) => {
-        const ws = new WebSocket(`wss://${c.podIP}:${port}/v1/sessions/${shell.metadata.uid}`, [PROTOCOL], { headers, rejectUnauthorized: false });
+        const ws = new WebSocket(`wss://${c.podIP}:${port}/v1/sessions/${shell.metadata.uid}`, [PROTOCOL], {
+          headers,
+          rejectUnauthorized: false,
+        });
         ws.once('unexpected-response', (_q, res) => resolve(res.statusCode ?? 0));
-        ws.once('open', () => { ws.close(); resolve(101); });
+        ws.once('open', () => {
+          ws.close();
+          resolve(101);
+        });
         ws.once('error', () => resolve(-1));
       });
       assert.equal(code, 401);
     }
   });
 
-  it('the aggregated backend acts as its own narrow ServiceAccount, not with the functions\' permissions', async () => {
+  it("the aggregated backend acts as its own narrow ServiceAccount, not with the functions' permissions", async () => {
     const can = async (user: string, attrs: Record<string, string>): Promise<boolean> => {
-      const r = await admin().create<{ metadata: object; status?: { allowed?: boolean } }>('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
-        apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview',
-        spec: { user, groups: ['system:serviceaccounts', 'system:serviceaccounts:kruntimes-system'], resourceAttributes: { namespace: ns, ...attrs } },
-      });
+      const r = await admin().create<{ metadata: object; status?: { allowed?: boolean } }>(
+        '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+        {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user,
+            groups: ['system:serviceaccounts', 'system:serviceaccounts:kruntimes-system'],
+            resourceAttributes: { namespace: ns, ...attrs },
+          },
+        },
+      );
       return r.status?.allowed === true;
     };
     const backend = 'system:serviceaccount:kruntimes-system:kruntimes-run-extension-api';
@@ -140,47 +197,105 @@ describe('Sessions through the aggregated API and krt session', function () {
     ];
     for (const denied of deniedAttrs) assert.equal(await can(backend, denied), false, JSON.stringify(denied));
     // The functions' identity may do what the backend may not (so the split is real).
-    assert.equal(await can('system:serviceaccount:kruntimes-system:kruntimes-extension', { group: 'kruntimes.io', resource: 'runs', subresource: 'status', verb: 'patch' }), true);
+    assert.equal(
+      await can('system:serviceaccount:kruntimes-system:kruntimes-extension', {
+        group: 'kruntimes.io',
+        resource: 'runs',
+        subresource: 'status',
+        verb: 'patch',
+      }),
+      true,
+    );
   });
 
-  it('the Runtime\'s NetworkPolicy admits only the extension server, only on the session port', async () => {
-    const np = await admin().get<{ metadata: object; spec: { policyTypes: string[]; ingress: { from: object[]; ports: { port: number }[] }[] } }>(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/runtime-bash`);
+  it("the Runtime's NetworkPolicy admits only the extension server, only on the session port", async () => {
+    const np = await admin().get<{
+      metadata: object;
+      spec: { policyTypes: string[]; ingress: { from: object[]; ports: { port: number }[] }[] };
+    }>(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/runtime-bash`);
     assert.deepEqual(np.spec.policyTypes, ['Ingress']);
     assert.equal(np.spec.ingress.length, 1);
-    assert.deepEqual(np.spec.ingress[0]?.from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kruntimes-system' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'kruntimes-extension' } } }]);
-    assert.deepEqual(np.spec.ingress[0]?.ports.map((p) => p.port), [9095]);
+    assert.deepEqual(np.spec.ingress[0]?.from, [
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kruntimes-system' } },
+        podSelector: { matchLabels: { 'app.kubernetes.io/name': 'kruntimes-extension' } },
+      },
+    ]);
+    assert.deepEqual(
+      np.spec.ingress[0]?.ports.map((p) => p.port),
+      [9095],
+    );
   });
 
   it('a session survives a runtimed restart: still Ready, and new operations work against the new session port', async () => {
-    const run = await admin().get<{ metadata: object; status?: { assignedPod?: string } }>(`${GROUP}/namespaces/${ns}/runs/shell`);
-    const pod = await admin().get<{ metadata: { uid?: string }; spec: { nodeName: string } }>(`/api/v1/namespaces/${ns}/pods/${run.status?.assignedPod}`);
+    const run = await admin().get<{ metadata: object; status?: { assignedPod?: string } }>(
+      `${GROUP}/namespaces/${ns}/runs/shell`,
+    );
+    const pod = await admin().get<{ metadata: { uid?: string }; spec: { nodeName: string } }>(
+      `/api/v1/namespaces/${ns}/pods/${run.status?.assignedPod}`,
+    );
     const pidFile = join(E2E_ROOT, 'nodes', pod.spec.nodeName, 'pods', pod.metadata.uid ?? '', 'pids', 'runtimed');
     const before = readFileSync(pidFile, 'utf8').trim();
     process.kill(Number(before), 'SIGKILL');
-    await eventually('runtimed restarted', () => { try { return Promise.resolve(readFileSync(pidFile, 'utf8').trim() !== before); } catch { return Promise.resolve(false); } }, 30_000);
-    const r = await eventually('an operation after the restart', async () => {
-      const res = await krt(['session', 'shell', '--', 'sh', '-c', 'ls marker && exit 5'], operator);
-      return res.code === 5 ? res : undefined;
-    }, 30_000, 500);
+    await eventually(
+      'runtimed restarted',
+      () => {
+        try {
+          return Promise.resolve(readFileSync(pidFile, 'utf8').trim() !== before);
+        } catch {
+          return Promise.resolve(false);
+        }
+      },
+      30_000,
+    );
+    const r = await eventually(
+      'an operation after the restart',
+      async () => {
+        const res = await krt(['session', 'shell', '--', 'sh', '-c', 'ls marker && exit 5'], operator);
+        return res.code === 5 ? res : undefined;
+      },
+      30_000,
+      500,
+    );
     assert.equal(r.stdout, 'marker\n');
-    const still = await admin().get<{ metadata: object; status?: { phase?: string } }>(`${GROUP}/namespaces/${ns}/runs/shell`);
+    const still = await admin().get<{ metadata: object; status?: { phase?: string } }>(
+      `${GROUP}/namespaces/${ns}/runs/shell`,
+    );
     assert.equal(still.status?.phase, 'Ready');
   });
 
   it('limits concurrent operations per session (429 with a clear message), and frees the slot when one ends', async () => {
     const open = [];
-    for (let i = 0; i < 16; i++) open.push(await admin().websocket(SESSION(ns, 'shell'), [PROTOCOL], [['command', 'sleep'], ['command', '60']]));
+    for (let i = 0; i < 16; i++)
+      open.push(
+        await admin().websocket(
+          SESSION(ns, 'shell'),
+          [PROTOCOL],
+          [
+            ['command', 'sleep'],
+            ['command', '60'],
+          ],
+        ),
+      );
     await assert.rejects(admin().websocket(SESSION(ns, 'shell'), [PROTOCOL], [['command', 'true']]), (err: unknown) => {
       assert.ok(isApiError(err, 429), String(err));
       assert.match(err.message, /already has 16 operations \(at most 16\)/);
       return true;
     });
     const first = open.shift();
-    await new Promise<void>((resolve) => { first?.once('close', () => resolve()); first?.close(); });
-    const again = await eventually('a free operation slot', async () => {
-      const r = await krt(['session', 'shell', '--', 'true'], operator);
-      return r.code === 0 ? r : undefined;
-    }, 20_000, 200);
+    await new Promise<void>((resolve) => {
+      first?.once('close', () => resolve());
+      first?.close();
+    });
+    const again = await eventually(
+      'a free operation slot',
+      async () => {
+        const r = await krt(['session', 'shell', '--', 'true'], operator);
+        return r.code === 0 ? r : undefined;
+      },
+      20_000,
+      200,
+    );
     assert.equal(again.code, 0);
     for (const ws of open) ws.terminate();
   });
@@ -196,7 +311,10 @@ describe('Sessions through the aggregated API and krt session', function () {
     assert.equal(cond(r, 'Ready')?.status, 'False');
     const ended = await long;
     assert.notEqual(ended.code, 0, 'the running operation ended with the session');
-    await assert.rejects(admin().websocket(SESSION(ns, 'cancelme'), [PROTOCOL]), (err: unknown) => isApiError(err, 409) && /has ended/.test(err.message));
+    await assert.rejects(
+      admin().websocket(SESSION(ns, 'cancelme'), [PROTOCOL]),
+      (err: unknown) => isApiError(err, 409) && /has ended/.test(err.message),
+    );
     const again = await krt(['session', 'cancelme', '-n', ns], cluster().kubeconfig);
     assert.equal(again.code, 3, again.stderr);
   });

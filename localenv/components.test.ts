@@ -8,8 +8,14 @@ const l = layout('/tmp/env');
 
 describe('local environment component flags', () => {
   it('binds everything to loopback on the allocated ports, never default ports', () => {
-    const all = [...etcdArgs(l, ports), ...apiserverArgs(l, ports), ...kcmArgs(l, ports), ...schedulerArgs(l, ports)].join(' ');
-    for (const p of [':2379', ':2380', '=6443', '=10257', '=10259']) assert.ok(!all.includes(p), `default port ${p} used`);
+    const all = [
+      ...etcdArgs(l, ports),
+      ...apiserverArgs(l, ports),
+      ...kcmArgs(l, ports),
+      ...schedulerArgs(l, ports),
+    ].join(' ');
+    for (const p of [':2379', ':2380', '=6443', '=10257', '=10259'])
+      assert.ok(!all.includes(p), `default port ${p} used`);
     assert.ok(apiserverArgs(l, ports).includes('--bind-address=127.0.0.1'));
     assert.ok(apiserverArgs(l, ports).includes('--advertise-address=127.0.0.1'));
     assert.ok(apiserverArgs(l, ports).includes('--endpoint-reconciler-type=none'));
@@ -24,7 +30,9 @@ describe('local environment component flags', () => {
   });
 
   it('renders a kubeconfig with one identity', () => {
-    const kc = parse(renderKubeconfig({ server: 'https://127.0.0.1:1', caFile: '/ca', certFile: '/c', keyFile: '/k', user: 'u' })) as Record<string, unknown>;
+    const kc = parse(
+      renderKubeconfig({ server: 'https://127.0.0.1:1', caFile: '/ca', certFile: '/c', keyFile: '/k', user: 'u' }),
+    ) as Record<string, unknown>;
     assert.equal(kc['current-context'], 'kruntimes-local');
     assert.deepEqual((kc.users as { user: unknown }[])[0]?.user, { 'client-certificate': '/c', 'client-key': '/k' });
   });

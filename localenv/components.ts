@@ -28,10 +28,16 @@ export function etcdArgs(l: Layout, p: Ports): string[] {
   const client = `http://127.0.0.1:${p.etcdClient}`;
   const peer = `http://127.0.0.1:${p.etcdPeer}`;
   return [
-    '--name=default', `--data-dir=${join(l.root, 'etcd')}`,
-    `--listen-client-urls=${client}`, `--advertise-client-urls=${client}`,
-    `--listen-peer-urls=${peer}`, `--initial-advertise-peer-urls=${peer}`, `--initial-cluster=default=${peer}`,
-    '--unsafe-no-fsync=true', '--quota-backend-bytes=8589934592', '--auto-compaction-retention=1',
+    '--name=default',
+    `--data-dir=${join(l.root, 'etcd')}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=default=${peer}`,
+    '--unsafe-no-fsync=true',
+    '--quota-backend-bytes=8589934592',
+    '--auto-compaction-retention=1',
     '--log-level=warn',
   ];
 }
@@ -40,50 +46,77 @@ export function apiserverArgs(l: Layout, p: Ports): string[] {
   const k = (f: string): string => join(l.pki, f);
   return [
     `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
-    '--bind-address=127.0.0.1', `--secure-port=${p.apiserver}`,
-    '--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none',
+    '--bind-address=127.0.0.1',
+    `--secure-port=${p.apiserver}`,
+    '--advertise-address=127.0.0.1',
+    '--endpoint-reconciler-type=none',
     `--service-cluster-ip-range=${SERVICE_CIDR}`,
-    `--tls-cert-file=${k('apiserver.crt')}`, `--tls-private-key-file=${k('apiserver.key')}`, `--cert-dir=${join(l.root, 'certs')}`,
+    `--tls-cert-file=${k('apiserver.crt')}`,
+    `--tls-private-key-file=${k('apiserver.key')}`,
+    `--cert-dir=${join(l.root, 'certs')}`,
     `--client-ca-file=${k('ca.crt')}`,
-    '--authorization-mode=Node,RBAC', '--enable-admission-plugins=NodeRestriction',
+    '--authorization-mode=Node,RBAC',
+    '--enable-admission-plugins=NodeRestriction',
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-    `--service-account-key-file=${k('sa.pub')}`, `--service-account-signing-key-file=${k('sa.key')}`,
+    `--service-account-key-file=${k('sa.pub')}`,
+    `--service-account-signing-key-file=${k('sa.key')}`,
     `--requestheader-client-ca-file=${k('front-proxy-ca.crt')}`,
     '--requestheader-allowed-names=front-proxy-client',
-    '--requestheader-username-headers=X-Remote-User', '--requestheader-group-headers=X-Remote-Group',
+    '--requestheader-username-headers=X-Remote-User',
+    '--requestheader-group-headers=X-Remote-Group',
     '--requestheader-uid-headers=X-Remote-Uid',
     '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-    `--proxy-client-cert-file=${k('front-proxy-client.crt')}`, `--proxy-client-key-file=${k('front-proxy-client.key')}`,
+    `--proxy-client-cert-file=${k('front-proxy-client.crt')}`,
+    `--proxy-client-key-file=${k('front-proxy-client.key')}`,
     '--enable-aggregator-routing=false',
-    `--kubelet-client-certificate=${k('apiserver-kubelet-client.crt')}`, `--kubelet-client-key=${k('apiserver-kubelet-client.key')}`,
+    `--kubelet-client-certificate=${k('apiserver-kubelet-client.crt')}`,
+    `--kubelet-client-key=${k('apiserver-kubelet-client.key')}`,
     '--kubelet-preferred-address-types=InternalIP',
-    '--allow-privileged=true', '--v=1',
+    '--allow-privileged=true',
+    '--v=1',
   ];
 }
 
 const DISABLED_CONTROLLERS = [
-  'node-ipam-controller', 'persistentvolume-attach-detach-controller', 'node-route-controller',
-  'service-lb-controller', 'cloud-node-lifecycle-controller',
+  'node-ipam-controller',
+  'persistentvolume-attach-detach-controller',
+  'node-route-controller',
+  'service-lb-controller',
+  'cloud-node-lifecycle-controller',
 ];
 
 export function kcmArgs(l: Layout, p: Ports): string[] {
   const kc = join(l.root, 'kcm.kubeconfig');
   return [
-    `--kubeconfig=${kc}`, `--authentication-kubeconfig=${kc}`, `--authorization-kubeconfig=${kc}`,
-    '--bind-address=127.0.0.1', `--secure-port=${p.kcm}`, '--leader-elect=false',
+    `--kubeconfig=${kc}`,
+    `--authentication-kubeconfig=${kc}`,
+    `--authorization-kubeconfig=${kc}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${p.kcm}`,
+    '--leader-elect=false',
     '--use-service-account-credentials=true',
-    `--service-account-private-key-file=${join(l.pki, 'sa.key')}`, `--root-ca-file=${join(l.pki, 'ca.crt')}`,
-    `--cluster-signing-cert-file=${join(l.pki, 'ca.crt')}`, `--cluster-signing-key-file=${join(l.pki, 'ca.key')}`,
+    `--service-account-private-key-file=${join(l.pki, 'sa.key')}`,
+    `--root-ca-file=${join(l.pki, 'ca.crt')}`,
+    `--cluster-signing-cert-file=${join(l.pki, 'ca.crt')}`,
+    `--cluster-signing-key-file=${join(l.pki, 'ca.key')}`,
     `--service-cluster-ip-range=${SERVICE_CIDR}`,
     `--controllers=*,${DISABLED_CONTROLLERS.map((c) => `-${c}`).join(',')}`,
-    '--concurrent-job-syncs=10', '--kube-api-qps=200', '--kube-api-burst=400', '--v=1',
+    '--concurrent-job-syncs=10',
+    '--kube-api-qps=200',
+    '--kube-api-burst=400',
+    '--v=1',
   ];
 }
 
 export function schedulerArgs(l: Layout, p: Ports): string[] {
   const kc = join(l.root, 'scheduler.kubeconfig');
   return [
-    `--kubeconfig=${kc}`, `--authentication-kubeconfig=${kc}`, `--authorization-kubeconfig=${kc}`,
-    '--bind-address=127.0.0.1', `--secure-port=${p.scheduler}`, '--leader-elect=false', '--v=1',
+    `--kubeconfig=${kc}`,
+    `--authentication-kubeconfig=${kc}`,
+    `--authorization-kubeconfig=${kc}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${p.scheduler}`,
+    '--leader-elect=false',
+    '--v=1',
   ];
 }

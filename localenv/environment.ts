@@ -21,7 +21,13 @@ import { REPO_ROOT } from './paths.ts';
 import type { NodeAgentConfig } from '../nodeagent/config.ts';
 
 export type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'node-agent';
-export const COMPONENTS: Component[] = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'node-agent'];
+export const COMPONENTS: Component[] = [
+  'etcd',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kube-scheduler',
+  'node-agent',
+];
 
 export interface EnvState {
   root: string;
@@ -55,23 +61,37 @@ export function readState(root: string): EnvState | undefined {
   return existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as EnvState) : undefined;
 }
 
-function writeState(s: EnvState): void { writeFileSync(statePath(s.root), JSON.stringify(s, null, 2)); }
+function writeState(s: EnvState): void {
+  writeFileSync(statePath(s.root), JSON.stringify(s, null, 2));
+}
 
 /** Builds (or finds in the cache) the control-plane binaries; returns their directory. */
 export function buildControlPlane(progress: (m: string) => void): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = execFile('bash', [join(REPO_ROOT, 'scripts/build-control-plane.sh')], { maxBuffer: 1 << 24 }, (err, stdout) => {
-      if (err) { reject(new Error(`control-plane build failed: ${err.message}`)); return; }
-      resolve(stdout.trim().split('\n').pop() ?? '');
+    const child = execFile(
+      'bash',
+      [join(REPO_ROOT, 'scripts/build-control-plane.sh')],
+      { maxBuffer: 1 << 24 },
+      (err, stdout) => {
+        if (err) {
+          reject(new Error(`control-plane build failed: ${err.message}`));
+          return;
+        }
+        resolve(stdout.trim().split('\n').pop() ?? '');
+      },
+    );
+    child.stderr?.on('data', (d: Buffer) => {
+      for (const l of d.toString().split('\n')) if (l.trim()) progress(l.trim());
     });
-    child.stderr?.on('data', (d: Buffer) => { for (const l of d.toString().split('\n')) if (l.trim()) progress(l.trim()); });
   });
 }
 
 export function adminClient(l: Layout, ports: Ports): KubeClient {
   return new KubeClient({
     server: `https://127.0.0.1:${ports.apiserver}`,
-    ca: readFileSync(join(l.pki, 'ca.crt')), cert: readFileSync(join(l.pki, 'admin.crt')), key: readFileSync(join(l.pki, 'admin.key')),
+    ca: readFileSync(join(l.pki, 'ca.crt')),
+    cert: readFileSync(join(l.pki, 'admin.crt')),
+    key: readFileSync(join(l.pki, 'admin.key')),
     userAgent: 'kruntimes-local',
   });
 }
@@ -81,7 +101,14 @@ async function initialState(opts: UpOptions, binDir: string): Promise<EnvState> 
   if (old) return { ...old, binDir };
   const nodes = opts.nodes ?? ['kruntimes-node-1'];
   const [etcdClient, etcdPeer, apiserver, kcm, scheduler, ...nodePorts] = await freePorts(5 + nodes.length);
-  const ports: Ports = { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, kcm: kcm!, scheduler: scheduler!, nodes: nodePorts };
+  const ports: Ports = {
+    etcdClient: etcdClient!,
+    etcdPeer: etcdPeer!,
+    apiserver: apiserver!,
+    kcm: kcm!,
+    scheduler: scheduler!,
+    nodes: nodePorts,
+  };
   return { root: opts.root, binDir, ports, nodes, pids: {} };
 }
 
@@ -105,8 +132,11 @@ function nodeAgentConfig(l: Layout, s: EnvState): string {
     clusterCaFile: join(l.pki, 'ca.crt'),
     provisioner: { kubeconfig: join(l.root, 'local-provisioner.kubeconfig'), root: join(l.root, 'volumes') },
     nodes: s.nodes.map((name, i) => ({
-      name, port: s.ports.nodes[i] ?? 0, kubeconfig: join(l.root, `node-${name}.kubeconfig`),
-      servingCertFile: join(l.pki, `node-${name}-serving.crt`), servingKeyFile: join(l.pki, `node-${name}-serving.key`),
+      name,
+      port: s.ports.nodes[i] ?? 0,
+      kubeconfig: join(l.root, `node-${name}.kubeconfig`),
+      servingCertFile: join(l.pki, `node-${name}-serving.crt`),
+      servingKeyFile: join(l.pki, `node-${name}-serving.key`),
     })),
   };
   const p = join(l.root, 'nodeagent.json');
@@ -117,31 +147,59 @@ function nodeAgentConfig(l: Layout, s: EnvState): string {
 function httpOk(url: string): Promise<boolean> {
   return new Promise((resolve) => {
     const getter = url.startsWith('https') ? httpsGet : httpGet;
-    const req = getter(url, { rejectUnauthorized: false, timeout: 2000 }, (res) => { res.resume(); resolve(res.statusCode === 200); });
+    const req = getter(url, { rejectUnauthorized: false, timeout: 2000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
     req.on('error', () => resolve(false));
-    req.on('timeout', () => { req.destroy(); resolve(false); });
+    req.on('timeout', () => {
+      req.destroy();
+      resolve(false);
+    });
   });
 }
 
-interface StartSpec { component: Component; command: string; args: string[]; health: () => Promise<boolean>; timeoutMs: number }
+interface StartSpec {
+  component: Component;
+  command: string;
+  args: string[];
+  health: () => Promise<boolean>;
+  timeoutMs: number;
+}
 
 async function ensureRunning(s: EnvState, l: Layout, spec: StartSpec, progress: (m: string) => void): Promise<void> {
   const pid = s.pids[spec.component];
   if (isAlive(pid) && (await spec.health().catch(() => false))) return;
   if (isAlive(pid)) await stopGroup(pid);
   progress(`starting ${spec.component}`);
-  s.pids[spec.component] = spawnDetached({ name: spec.component, command: spec.command, args: spec.args, logFile: join(l.logs, `${spec.component}.log`), cwd: REPO_ROOT });
+  s.pids[spec.component] = spawnDetached({
+    name: spec.component,
+    command: spec.command,
+    args: spec.args,
+    logFile: join(l.logs, `${spec.component}.log`),
+    cwd: REPO_ROOT,
+  });
   writeState(s);
-  await waitFor(`${spec.component} to become healthy (log: ${join(l.logs, `${spec.component}.log`)})`, async () => {
-    if (!isAlive(s.pids[spec.component])) throw new Error(`${spec.component} exited; see ${join(l.logs, `${spec.component}.log`)}`);
-    return spec.health();
-  }, spec.timeoutMs, progress).catch((err: Error) => {
+  await waitFor(
+    `${spec.component} to become healthy (log: ${join(l.logs, `${spec.component}.log`)})`,
+    async () => {
+      if (!isAlive(s.pids[spec.component]))
+        throw new Error(`${spec.component} exited; see ${join(l.logs, `${spec.component}.log`)}`);
+      return spec.health();
+    },
+    spec.timeoutMs,
+    progress,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}\n${tail(join(l.logs, `${spec.component}.log`))}`);
   });
 }
 
 function tail(file: string, lines = 15): string {
-  try { return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n'); } catch { return ''; }
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
 }
 
 async function readyz(admin: KubeClient): Promise<boolean> {
@@ -151,10 +209,58 @@ async function readyz(admin: KubeClient): Promise<boolean> {
 
 async function nodesReady(admin: KubeClient, nodes: string[]): Promise<boolean> {
   for (const n of nodes) {
-    const node = await admin.get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>(`/api/v1/nodes/${n}`);
+    const node = await admin.get<{ metadata: object; status?: { conditions?: { type: string; status: string }[] } }>(
+      `/api/v1/nodes/${n}`,
+    );
     if (!node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return false;
   }
   return true;
+}
+
+/** The local environment's components in start order, each with its health check. */
+function componentSpecs(s: EnvState, l: Layout, binDir: string, admin: KubeClient): StartSpec[] {
+  const bin = (c: string): string => join(binDir, c);
+  const https =
+    (port: number | undefined): (() => Promise<boolean>) =>
+    () =>
+      httpOk(`https://127.0.0.1:${port}/healthz`);
+  return [
+    {
+      component: 'etcd',
+      command: bin('etcd'),
+      args: etcdArgs(l, s.ports),
+      timeoutMs: 30_000,
+      health: () => httpOk(`http://127.0.0.1:${s.ports.etcdClient}/health`),
+    },
+    {
+      component: 'kube-apiserver',
+      command: bin('kube-apiserver'),
+      args: apiserverArgs(l, s.ports),
+      timeoutMs: 120_000,
+      health: () => readyz(admin),
+    },
+    {
+      component: 'kube-controller-manager',
+      command: bin('kube-controller-manager'),
+      args: kcmArgs(l, s.ports),
+      timeoutMs: 60_000,
+      health: https(s.ports.kcm),
+    },
+    {
+      component: 'kube-scheduler',
+      command: bin('kube-scheduler'),
+      args: schedulerArgs(l, s.ports),
+      timeoutMs: 60_000,
+      health: https(s.ports.scheduler),
+    },
+    {
+      component: 'node-agent',
+      command: process.execPath,
+      args: ['--import', 'tsx', join(REPO_ROOT, 'nodeagent/main.ts'), nodeAgentConfig(l, s)],
+      timeoutMs: 60_000,
+      health: () => nodesReady(admin, s.nodes),
+    },
+  ];
 }
 
 export async function up(opts: UpOptions): Promise<Env> {
@@ -168,23 +274,32 @@ export async function up(opts: UpOptions): Promise<Env> {
   const kubeconfig = writeKubeconfigs(l, s);
   writeState(s);
   const admin = adminClient(l, s.ports);
-  const bin = (c: string): string => join(binDir, c);
-  await ensureRunning(s, l, { component: 'etcd', command: bin('etcd'), args: etcdArgs(l, s.ports), timeoutMs: 30_000,
-    health: () => httpOk(`http://127.0.0.1:${s.ports.etcdClient}/health`) }, progress);
-  await ensureRunning(s, l, { component: 'kube-apiserver', command: bin('kube-apiserver'), args: apiserverArgs(l, s.ports), timeoutMs: 120_000,
-    health: () => readyz(admin) }, progress);
-  await applyBootstrap(admin);
-  await ensureRunning(s, l, { component: 'kube-controller-manager', command: bin('kube-controller-manager'), args: kcmArgs(l, s.ports), timeoutMs: 60_000,
-    health: () => httpOk(`https://127.0.0.1:${s.ports.kcm}/healthz`) }, progress);
-  await ensureRunning(s, l, { component: 'kube-scheduler', command: bin('kube-scheduler'), args: schedulerArgs(l, s.ports), timeoutMs: 60_000,
-    health: () => httpOk(`https://127.0.0.1:${s.ports.scheduler}/healthz`) }, progress);
-  const agentCfg = nodeAgentConfig(l, s);
-  await ensureRunning(s, l, { component: 'node-agent', command: process.execPath, args: ['--import', 'tsx', join(REPO_ROOT, 'nodeagent/main.ts'), agentCfg], timeoutMs: 60_000,
-    health: () => nodesReady(admin, s.nodes) }, progress);
-  await waitFor('the default ServiceAccount', async () => { await admin.get('/api/v1/namespaces/default/serviceaccounts/default'); return true; }, 60_000, progress);
+  const specs = componentSpecs(s, l, binDir, admin);
+  for (const spec of specs) {
+    await ensureRunning(s, l, spec, progress);
+    if (spec.component === 'kube-apiserver') await applyBootstrap(admin);
+  }
+  await waitFor(
+    'the default ServiceAccount',
+    async () => {
+      await admin.get('/api/v1/namespaces/default/serviceaccounts/default');
+      return true;
+    },
+    60_000,
+    progress,
+  );
   if (opts.install !== false) {
-    if (!s.ports.extension) { s.ports.extension = (await freePorts(1))[0]; writeState(s); }
-    await installKruntimes({ kubectl: bin('kubectl'), kubeconfig, api: admin, port: s.ports.extension!, progress });
+    if (!s.ports.extension) {
+      s.ports.extension = (await freePorts(1))[0];
+      writeState(s);
+    }
+    await installKruntimes({
+      kubectl: join(binDir, 'kubectl'),
+      kubeconfig,
+      api: admin,
+      port: s.ports.extension!,
+      progress,
+    });
   }
   return { state: s, kubeconfig, server: `https://127.0.0.1:${s.ports.apiserver}`, admin };
 }
@@ -200,7 +315,11 @@ export async function down(root: string, opts: { purge?: boolean } = {}): Promis
   if (opts.purge) rmSync(root, { recursive: true, force: true });
 }
 
-export interface ComponentStatus { component: Component; pid?: number; running: boolean }
+export interface ComponentStatus {
+  component: Component;
+  pid?: number;
+  running: boolean;
+}
 
 export function status(root: string): { state?: EnvState; components: ComponentStatus[] } {
   const s = readState(root);

@@ -19,7 +19,8 @@ type Doc = KubeObject & Record<string, unknown>;
 function run(bin: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = execFile(bin, args, { env, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${args.slice(0, 2).join(' ')}: ${stderr || err.message}`)); else resolve(stdout);
+      if (err) reject(new Error(`${args.slice(0, 2).join(' ')}: ${stderr || err.message}`));
+      else resolve(stdout);
     });
     if (input !== undefined) child.stdin?.end(input);
   });
@@ -29,15 +30,23 @@ type ServiceRef = { name?: string; namespace?: string; port?: number };
 
 /** Points every reference to the extension Service at the environment's port. */
 export function localizePorts(docs: Doc[], port: number): Doc[] {
-  const fix = (svc: ServiceRef | undefined): void => { if (svc?.name === EXTENSION_SERVICE && svc.namespace === KRUNTIMES_NS) svc.port = port; };
+  const fix = (svc: ServiceRef | undefined): void => {
+    if (svc?.name === EXTENSION_SERVICE && svc.namespace === KRUNTIMES_NS) svc.port = port;
+  };
   for (const d of docs) {
     if (d.kind === 'ValidatingWebhookConfiguration' || d.kind === 'MutatingWebhookConfiguration') {
-      for (const w of (d.webhooks as { clientConfig?: { service?: ServiceRef } }[] | undefined) ?? []) fix(w.clientConfig?.service);
+      for (const w of (d.webhooks as { clientConfig?: { service?: ServiceRef } }[] | undefined) ?? [])
+        fix(w.clientConfig?.service);
     }
     if (d.kind === 'APIService') fix((d.spec as { service?: ServiceRef }).service);
     if (d.kind === 'Deployment' && d.metadata.name === EXTENSION_SERVICE) {
-      const c = (d.spec as { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } }).template.spec.containers[0];
-      if (c) c.env = [...(c.env ?? []).filter((e) => e.name !== 'KRT_HTTPS_PORT'), { name: 'KRT_HTTPS_PORT', value: String(port) }];
+      const c = (d.spec as { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } })
+        .template.spec.containers[0];
+      if (c)
+        c.env = [
+          ...(c.env ?? []).filter((e) => e.name !== 'KRT_HTTPS_PORT'),
+          { name: 'KRT_HTTPS_PORT', value: String(port) },
+        ];
     }
   }
   return docs;
@@ -45,7 +54,9 @@ export function localizePorts(docs: Doc[], port: number): Doc[] {
 
 export async function renderLocal(kubectl: string, port: number): Promise<Doc[]> {
   const yaml = await run(kubectl, ['kustomize', join(REPO_ROOT, 'kustomize', 'overlays', 'local')], process.env);
-  const docs = parseAllDocuments(yaml).map((d) => d.toJSON() as Doc).filter(Boolean);
+  const docs = parseAllDocuments(yaml)
+    .map((d) => d.toJSON() as Doc)
+    .filter(Boolean);
   return localizePorts(docs, port);
 }
 
@@ -54,21 +65,60 @@ async function condition(api: KubeClient, path: string, type: string): Promise<b
   return !!o.status?.conditions?.some((c) => c.type === type && c.status === 'True');
 }
 
-export async function installKruntimes(o: { kubectl: string; kubeconfig: string; api: KubeClient; port: number; progress: (m: string) => void }): Promise<void> {
+export async function installKruntimes(o: {
+  kubectl: string;
+  kubeconfig: string;
+  api: KubeClient;
+  port: number;
+  progress: (m: string) => void;
+}): Promise<void> {
   const docs = await renderLocal(o.kubectl, o.port);
   o.progress(`installing kruntimes from kustomize/overlays/local (${docs.length} objects)`);
   const env = { ...process.env, KUBECONFIG: o.kubeconfig };
   const crds = docs.filter((d) => d.kind === 'CustomResourceDefinition');
-  await run(o.kubectl, ['apply', '--server-side', '--force-conflicts', '--field-manager=kruntimes-local', '-f', '-'], env, crds.map((d) => stringify(d)).join('---\n'));
-  for (const c of crds) await waitFor(`CRD ${c.metadata.name} Established`, () => condition(o.api, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${c.metadata.name}`, 'Established'), 30_000);
+  await run(
+    o.kubectl,
+    ['apply', '--server-side', '--force-conflicts', '--field-manager=kruntimes-local', '-f', '-'],
+    env,
+    crds.map((d) => stringify(d)).join('---\n'),
+  );
+  for (const c of crds)
+    await waitFor(
+      `CRD ${c.metadata.name} Established`,
+      () =>
+        condition(o.api, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${c.metadata.name}`, 'Established'),
+      30_000,
+    );
   const rest = docs.filter((d) => d.kind !== 'CustomResourceDefinition');
-  await run(o.kubectl, ['apply', '--server-side', '--force-conflicts', '--field-manager=kruntimes-local', '-f', '-'], env, rest.map((d) => stringify(d)).join('---\n'));
-  await waitFor('the TLS certificate Job', () => condition(o.api, `/apis/batch/v1/namespaces/${KRUNTIMES_NS}/jobs/kruntimes-tls-init`, 'Complete'), 120_000, o.progress);
-  await waitFor('the extension API server to be available', async () => {
-    const d = await o.api.get<KubeObject & { status?: { availableReplicas?: number; updatedReplicas?: number; replicas?: number } }>(`/apis/apps/v1/namespaces/${KRUNTIMES_NS}/deployments/${EXTENSION_SERVICE}`);
-    return (d.status?.availableReplicas ?? 0) >= 1 && d.status?.updatedReplicas === d.status?.replicas;
-  }, 120_000, o.progress);
+  await run(
+    o.kubectl,
+    ['apply', '--server-side', '--force-conflicts', '--field-manager=kruntimes-local', '-f', '-'],
+    env,
+    rest.map((d) => stringify(d)).join('---\n'),
+  );
+  await waitFor(
+    'the TLS certificate Job',
+    () => condition(o.api, `/apis/batch/v1/namespaces/${KRUNTIMES_NS}/jobs/kruntimes-tls-init`, 'Complete'),
+    120_000,
+    o.progress,
+  );
+  await waitFor(
+    'the extension API server to be available',
+    async () => {
+      const d = await o.api.get<
+        KubeObject & { status?: { availableReplicas?: number; updatedReplicas?: number; replicas?: number } }
+      >(`/apis/apps/v1/namespaces/${KRUNTIMES_NS}/deployments/${EXTENSION_SERVICE}`);
+      return (d.status?.availableReplicas ?? 0) >= 1 && d.status?.updatedReplicas === d.status?.replicas;
+    },
+    120_000,
+    o.progress,
+  );
   for (const a of docs.filter((d) => d.kind === 'APIService')) {
-    await waitFor(`APIService ${a.metadata.name} to be Available`, () => condition(o.api, `/apis/apiregistration.k8s.io/v1/apiservices/${a.metadata.name}`, 'Available'), 60_000, o.progress);
+    await waitFor(
+      `APIService ${a.metadata.name} to be Available`,
+      () => condition(o.api, `/apis/apiregistration.k8s.io/v1/apiservices/${a.metadata.name}`, 'Available'),
+      60_000,
+      o.progress,
+    );
   }
 }

@@ -19,10 +19,17 @@ export function renderKubeconfig(s: KubeconfigSpec): string {
   if (s.keyFile) user['client-key'] = s.keyFile;
   if (s.token) user.token = s.token;
   return stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'kruntimes-local',
+    apiVersion: 'v1',
+    kind: 'Config',
+    'current-context': 'kruntimes-local',
     clusters: [{ name: 'kruntimes-local', cluster: { server: s.server, 'certificate-authority': s.caFile } }],
     users: [{ name: s.user, user }],
-    contexts: [{ name: 'kruntimes-local', context: { cluster: 'kruntimes-local', user: s.user, ...(s.namespace ? { namespace: s.namespace } : {}) } }],
+    contexts: [
+      {
+        name: 'kruntimes-local',
+        context: { cluster: 'kruntimes-local', user: s.user, ...(s.namespace ? { namespace: s.namespace } : {}) },
+      },
+    ],
   });
 }
 
@@ -33,6 +40,10 @@ export function writeKubeconfig(path: string, s: KubeconfigSpec): string {
 
 export function pkiKubeconfig(dir: string, pki: string, server: string, stem: string, user: string): string {
   return writeKubeconfig(join(dir, `${stem}.kubeconfig`), {
-    server, caFile: join(pki, 'ca.crt'), certFile: join(pki, `${stem}.crt`), keyFile: join(pki, `${stem}.key`), user,
+    server,
+    caFile: join(pki, 'ca.crt'),
+    certFile: join(pki, `${stem}.crt`),
+    keyFile: join(pki, `${stem}.key`),
+    user,
   });
 }

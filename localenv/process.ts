@@ -18,7 +18,10 @@ export function spawnDetached(spec: SpawnSpec): number {
   const fd = openSync(spec.logFile, 'a');
   try {
     const child = spawn(spec.command, spec.args, {
-      detached: true, stdio: ['ignore', fd, fd], env: spec.env ?? process.env, cwd: spec.cwd,
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      env: spec.env ?? process.env,
+      cwd: spec.cwd,
     });
     if (child.pid === undefined) throw new Error(`could not start ${spec.name} (${spec.command})`);
     child.unref();
@@ -30,7 +33,12 @@ export function spawnDetached(spec: SpawnSpec): number {
 
 export function isAlive(pid: number | undefined): boolean {
   if (!pid) return false;
-  try { process.kill(pid, 0); return true; } catch { return false; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** SIGTERM the process group, then SIGKILL it after graceMs. */
@@ -39,7 +47,10 @@ export async function stopGroup(pid: number | undefined, graceMs = 10_000): Prom
   signalGroup(pid, 'SIGTERM');
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
-    if (!isAlive(pid)) { signalGroup(pid, 'SIGKILL'); return; }
+    if (!isAlive(pid)) {
+      signalGroup(pid, 'SIGKILL');
+      return;
+    }
     await sleep(50);
   }
   signalGroup(pid, 'SIGKILL');
@@ -47,20 +58,39 @@ export async function stopGroup(pid: number | undefined, graceMs = 10_000): Prom
 }
 
 function signalGroup(pid: number, sig: NodeJS.Signals): void {
-  try { process.kill(-pid, sig); } catch { try { process.kill(pid, sig); } catch { /* gone */ } }
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      /* gone */
+    }
+  }
 }
 
-export function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
 
 /** Polls check() until it returns true or the deadline passes; reports progress every ~5 s. */
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, progress?: (msg: string) => void): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  progress?: (msg: string) => void,
+): Promise<void> {
   const start = Date.now();
   let lastReport = start;
   for (;;) {
     if (await check().catch(() => false)) return;
     const now = Date.now();
-    if (now - start > timeoutMs) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)}s waiting for ${what}`);
-    if (progress && now - lastReport > 5000) { progress(`still waiting for ${what} (${Math.round((now - start) / 1000)}s)`); lastReport = now; }
+    if (now - start > timeoutMs)
+      throw new Error(`timed out after ${Math.round(timeoutMs / 1000)}s waiting for ${what}`);
+    if (progress && now - lastReport > 5000) {
+      progress(`still waiting for ${what} (${Math.round((now - start) / 1000)}s)`);
+      lastReport = now;
+    }
     await sleep(100);
   }
 }

@@ -15,12 +15,21 @@ import { startServer, type LogSource } from './server.ts';
 import { removePodDir } from './volumes.ts';
 import type { Server } from 'node:https';
 
-export interface AgentDeps { client: KubeClient; log: Logger; repoRoot: string; now: () => Date; allocateIP: (uid: string) => string; releaseIP: (uid: string) => void }
+export interface AgentDeps {
+  client: KubeClient;
+  log: Logger;
+  repoRoot: string;
+  now: () => Date;
+  allocateIP: (uid: string) => string;
+  releaseIP: (uid: string) => void;
+}
 
 function dataSource(client: KubeClient): DataSource {
   const fetchData = async (path: string, b64: boolean): Promise<Record<string, string> | undefined> => {
     try {
-      const o = await client.get<KubeObject & { data?: Record<string, string>; binaryData?: Record<string, string> }>(path);
+      const o = await client.get<KubeObject & { data?: Record<string, string>; binaryData?: Record<string, string> }>(
+        path,
+      );
       const out: Record<string, string> = {};
       for (const [k, v] of Object.entries(o.data ?? {})) out[k] = b64 ? Buffer.from(v, 'base64').toString('utf8') : v;
       for (const [k, v] of Object.entries(o.binaryData ?? {})) out[k] = Buffer.from(v, 'base64').toString('utf8');
@@ -45,24 +54,41 @@ export class NodeAgent {
   private readonly data: DataSource;
   private readonly log: Logger;
 
-  constructor(private readonly node: NodeConfig, private readonly cfg: NodeAgentConfig, private readonly d: AgentDeps) {
+  constructor(
+    private readonly node: NodeConfig,
+    private readonly cfg: NodeAgentConfig,
+    private readonly d: AgentDeps,
+  ) {
     this.data = dataSource(d.client);
     this.log = d.log.child({ node: node.name });
   }
 
-  private podDir(uid: string): string { return join(this.cfg.stateDir, this.node.name, 'pods', uid); }
+  private podDir(uid: string): string {
+    return join(this.cfg.stateDir, this.node.name, 'pods', uid);
+  }
 
   async start(): Promise<void> {
     mkdirSync(join(this.cfg.stateDir, this.node.name, 'pods'), { recursive: true });
     this.server = await startServer({
-      port: this.node.port, host: '127.0.0.1', cert: readFileSync(this.node.servingCertFile), key: readFileSync(this.node.servingKeyFile),
-      clientCa: readFileSync(this.cfg.clientCaFile), source: this.logSource(),
+      port: this.node.port,
+      host: '127.0.0.1',
+      cert: readFileSync(this.node.servingCertFile),
+      key: readFileSync(this.node.servingKeyFile),
+      clientCa: readFileSync(this.cfg.clientCaFile),
+      source: this.logSource(),
     });
     const id = { name: this.node.name, port: this.node.port, hostIP: '127.0.0.1', podCidrHint: '' };
     const nodeObj = await registerNode(this.d.client, id, this.d.now);
     this.stopHeartbeat = heartbeat(this.d.client, id, nodeObj, this.log, this.d.now);
-    this.watch = new ListWatch<Pod>(this.d.client, { path: '/api/v1/pods', fieldSelector: `spec.nodeName=${this.node.name}`, onError: (err) => this.log.warn({ err }, 'pod watch error') },
-      (delta) => (delta.type === 'deleted' ? this.onDeleted(delta.object) : this.onPod(delta.object)));
+    this.watch = new ListWatch<Pod>(
+      this.d.client,
+      {
+        path: '/api/v1/pods',
+        fieldSelector: `spec.nodeName=${this.node.name}`,
+        onError: (err) => this.log.warn({ err }, 'pod watch error'),
+      },
+      (delta) => (delta.type === 'deleted' ? this.onDeleted(delta.object) : this.onPod(delta.object)),
+    );
     this.watch.start();
     await this.watch.synced;
     this.cleanOrphans();
@@ -76,10 +102,21 @@ export class NodeAgent {
     if (!w) {
       const podIP = this.d.allocateIP(uid);
       w = new PodWorker(pod, {
-        client: this.d.client, data: this.data, log: this.log.child({ namespace: pod.metadata.namespace, pod: pod.metadata.name }),
-        nodeName: this.node.name, podDir: this.podDir(uid), podIP, hostIP: '127.0.0.1', repoRoot: this.d.repoRoot,
-        clusterCa: readFileSync(this.cfg.clusterCaFile, 'utf8'), baseEnv: this.baseEnv(pod), now: this.d.now,
-        onGone: () => { this.workers.delete(uid); this.d.releaseIP(uid); },
+        client: this.d.client,
+        data: this.data,
+        log: this.log.child({ namespace: pod.metadata.namespace, pod: pod.metadata.name }),
+        nodeName: this.node.name,
+        podDir: this.podDir(uid),
+        podIP,
+        hostIP: '127.0.0.1',
+        repoRoot: this.d.repoRoot,
+        clusterCa: readFileSync(this.cfg.clusterCaFile, 'utf8'),
+        baseEnv: this.baseEnv(pod),
+        now: this.d.now,
+        onGone: () => {
+          this.workers.delete(uid);
+          this.d.releaseIP(uid);
+        },
       });
       this.workers.set(uid, w);
     }
@@ -104,10 +141,16 @@ export class NodeAgent {
     const host = this.cfg.apiserverHost;
     const port = String(this.cfg.apiserverPort);
     return {
-      HOSTNAME: pod.metadata.name ?? '', HOME: '/root',
-      KUBERNETES_SERVICE_HOST: host, KUBERNETES_SERVICE_PORT: port, KUBERNETES_SERVICE_PORT_HTTPS: port,
-      KUBERNETES_PORT: `tcp://${host}:${port}`, KUBERNETES_PORT_443_TCP: `tcp://${host}:${port}`,
-      KUBERNETES_PORT_443_TCP_ADDR: host, KUBERNETES_PORT_443_TCP_PORT: port, KUBERNETES_PORT_443_TCP_PROTO: 'tcp',
+      HOSTNAME: pod.metadata.name ?? '',
+      HOME: '/root',
+      KUBERNETES_SERVICE_HOST: host,
+      KUBERNETES_SERVICE_PORT: port,
+      KUBERNETES_SERVICE_PORT_HTTPS: port,
+      KUBERNETES_PORT: `tcp://${host}:${port}`,
+      KUBERNETES_PORT_443_TCP: `tcp://${host}:${port}`,
+      KUBERNETES_PORT_443_TCP_ADDR: host,
+      KUBERNETES_PORT_443_TCP_PORT: port,
+      KUBERNETES_PORT_443_TCP_PROTO: 'tcp',
     };
   }
 

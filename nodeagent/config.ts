@@ -27,7 +27,8 @@ export interface NodeAgentConfig {
 
 export function loadConfig(path: string): NodeAgentConfig {
   const cfg = JSON.parse(readFileSync(path, 'utf8')) as NodeAgentConfig;
-  if (!Array.isArray(cfg.nodes) || cfg.nodes.length === 0) throw new Error(`${path}: nodes must list at least one node`);
+  if (!Array.isArray(cfg.nodes) || cfg.nodes.length === 0)
+    throw new Error(`${path}: nodes must list at least one node`);
   for (const [i, n] of cfg.nodes.entries()) {
     if (!n.name || !n.kubeconfig) throw new Error(`${path}: nodes[${i}] needs name and kubeconfig`);
   }

@@ -6,7 +6,11 @@ import { fileURLToPath } from 'node:url';
 
 const LAUNCHER = join(dirname(fileURLToPath(import.meta.url)), 'launch.sh');
 
-export interface Mount { hostPath: string; mountPath: string; readOnly: boolean }
+export interface Mount {
+  hostPath: string;
+  mountPath: string;
+  readOnly: boolean;
+}
 
 export interface LaunchSpec {
   argv: string[];
@@ -16,12 +20,19 @@ export interface LaunchSpec {
   logFile: string;
 }
 
-export interface Exit { code: number | null; signal: NodeJS.Signals | null; at: Date }
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  at: Date;
+}
 
 /** Writes "<RFC3339Nano> <stream> F <line>" records, buffering partial lines. */
 export class LineLogger {
   private partial: Record<string, string> = {};
-  constructor(private readonly out: WriteStream, private readonly now: () => Date = () => new Date()) {}
+  constructor(
+    private readonly out: WriteStream,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
 
   write(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     const text = (this.partial[stream] ?? '') + chunk.toString('utf8');
@@ -31,7 +42,8 @@ export class LineLogger {
   }
 
   flush(): void {
-    for (const [stream, rest] of Object.entries(this.partial)) if (rest) this.out.write(`${this.now().toISOString()} ${stream} F ${rest}\n`);
+    for (const [stream, rest] of Object.entries(this.partial))
+      if (rest) this.out.write(`${this.now().toISOString()} ${stream} F ${rest}\n`);
     this.partial = {};
   }
 }
@@ -44,7 +56,11 @@ export function mountsEnv(mounts: Mount[]): string {
   return mounts.map((m) => `${m.hostPath}\t${m.mountPath}\t${m.readOnly ? 'ro' : 'rw'}`).join('\n');
 }
 
-export interface Running { child: ChildProcess; pid: number; exited: Promise<Exit> }
+export interface Running {
+  child: ChildProcess;
+  pid: number;
+  exited: Promise<Exit>;
+}
 
 export function launch(spec: LaunchSpec): Running {
   mkdirSync(dirname(spec.logFile), { recursive: true });
@@ -53,13 +69,34 @@ export function launch(spec: LaunchSpec): Running {
   const env = { ...spec.env, KRT_MOUNTS: mountsEnv(spec.mounts) };
   // setpriv --pdeathsig: if the node agent dies, the kernel kills the container process instead of
   // leaving an orphan running host process behind (exec keeps the setting through unshare and sh).
-  const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'unshare', '--mount', '--propagation', 'private', '--', '/bin/sh', LAUNCHER, spec.workingDir, ...spec.argv], {
-    detached: true, env, stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    'setpriv',
+    [
+      '--pdeathsig',
+      'KILL',
+      '--',
+      'unshare',
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      '/bin/sh',
+      LAUNCHER,
+      spec.workingDir,
+      ...spec.argv,
+    ],
+    {
+      detached: true,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout?.on('data', (c: Buffer) => logger.write('stdout', c));
   child.stderr?.on('data', (c: Buffer) => logger.write('stderr', c));
   const exited = new Promise<Exit>((resolve) => {
-    child.on('error', (err) => { logger.write('stderr', Buffer.from(`${err.message}\n`)); });
+    child.on('error', (err) => {
+      logger.write('stderr', Buffer.from(`${err.message}\n`));
+    });
     child.on('close', (code, signal) => {
       logger.flush();
       out.end(() => resolve({ code, signal, at: new Date() }));
@@ -70,12 +107,27 @@ export function launch(spec: LaunchSpec): Running {
 
 /** Signals the container's whole process group. */
 export function signal(r: Running, sig: NodeJS.Signals): void {
-  try { process.kill(-r.pid, sig); } catch { try { r.child.kill(sig); } catch { /* gone */ } }
+  try {
+    process.kill(-r.pid, sig);
+  } catch {
+    try {
+      r.child.kill(sig);
+    } catch {
+      /* gone */
+    }
+  }
 }
 
 /** Kubernetes-style exit code: signal deaths become 128 + signal number. */
 export function exitCode(e: Exit): number {
   if (e.code !== null) return e.code;
-  const nums: Partial<Record<NodeJS.Signals, number>> = { SIGKILL: 9, SIGTERM: 15, SIGINT: 2, SIGHUP: 1, SIGSEGV: 11, SIGABRT: 6 };
+  const nums: Partial<Record<NodeJS.Signals, number>> = {
+    SIGKILL: 9,
+    SIGTERM: 15,
+    SIGINT: 2,
+    SIGHUP: 1,
+    SIGSEGV: 11,
+    SIGABRT: 6,
+  };
   return 128 + (e.signal ? (nums[e.signal] ?? 0) : 0);
 }

@@ -8,7 +8,12 @@ export interface DataSource {
 }
 
 export class EnvError extends Error {
-  constructor(readonly reason: string, message: string) { super(message); }
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** Resolves a downward-API field path against the pod. */
@@ -16,9 +21,15 @@ export function fieldValue(pod: Pod, fieldPath: string, podIP: string, hostIP: s
   const m = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(fieldPath);
   if (m) return (m[1] === 'labels' ? pod.metadata.labels : pod.metadata.annotations)?.[m[2] ?? ''] ?? '';
   const values: Record<string, string | undefined> = {
-    'metadata.name': pod.metadata.name, 'metadata.namespace': pod.metadata.namespace, 'metadata.uid': pod.metadata.uid,
-    'spec.nodeName': pod.spec.nodeName, 'spec.serviceAccountName': pod.spec.serviceAccountName,
-    'status.podIP': podIP, 'status.podIPs': podIP, 'status.hostIP': hostIP, 'status.hostIPs': hostIP,
+    'metadata.name': pod.metadata.name,
+    'metadata.namespace': pod.metadata.namespace,
+    'metadata.uid': pod.metadata.uid,
+    'spec.nodeName': pod.spec.nodeName,
+    'spec.serviceAccountName': pod.spec.serviceAccountName,
+    'status.podIP': podIP,
+    'status.podIPs': podIP,
+    'status.hostIP': hostIP,
+    'status.hostIPs': hostIP,
   };
   if (!(fieldPath in values)) throw new EnvError('CreateContainerConfigError', `unsupported fieldRef ${fieldPath}`);
   return values[fieldPath] ?? '';
@@ -32,7 +43,13 @@ export function expandVars(input: string, vars: Record<string, string>): string 
   });
 }
 
-async function keyRef(src: DataSource, kind: 'secret' | 'configMap', ns: string, sel: KeySelector, envName: string): Promise<string | undefined> {
+async function keyRef(
+  src: DataSource,
+  kind: 'secret' | 'configMap',
+  ns: string,
+  sel: KeySelector,
+  envName: string,
+): Promise<string | undefined> {
   const data = await (kind === 'secret' ? src.secret(ns, sel.name ?? '') : src.configMap(ns, sel.name ?? ''));
   const what = kind === 'secret' ? 'secret' : 'configmap';
   if (data === undefined) {
@@ -41,12 +58,21 @@ async function keyRef(src: DataSource, kind: 'secret' | 'configMap', ns: string,
   }
   if (!(sel.key in data)) {
     if (sel.optional) return undefined;
-    throw new EnvError('CreateContainerConfigError', `couldn't find key ${sel.key} in ${what} ${ns}/${sel.name} (env ${envName})`);
+    throw new EnvError(
+      'CreateContainerConfigError',
+      `couldn't find key ${sel.key} in ${what} ${ns}/${sel.name} (env ${envName})`,
+    );
   }
   return data[sel.key];
 }
 
-async function resolveOne(v: EnvVar, pod: Pod, c: Container, src: DataSource, ips: { pod: string; host: string }): Promise<string | undefined> {
+async function resolveOne(
+  v: EnvVar,
+  pod: Pod,
+  c: Container,
+  src: DataSource,
+  ips: { pod: string; host: string },
+): Promise<string | undefined> {
   const ns = pod.metadata.namespace ?? 'default';
   const from = v.valueFrom;
   if (!from) return v.value ?? '';
@@ -68,13 +94,22 @@ async function applyEnvFrom(env: Record<string, string>, ns: string, c: Containe
     const data = await (ef.secretRef ? src.secret(ns, ref.name) : src.configMap(ns, ref.name));
     if (data === undefined) {
       if (ref.optional) continue;
-      throw new EnvError('CreateContainerConfigError', `${ef.secretRef ? 'secret' : 'configmap'} "${ref.name}" not found (envFrom)`);
+      throw new EnvError(
+        'CreateContainerConfigError',
+        `${ef.secretRef ? 'secret' : 'configmap'} "${ref.name}" not found (envFrom)`,
+      );
     }
     for (const [k, v] of Object.entries(data)) env[`${ef.prefix ?? ''}${k}`] = v;
   }
 }
 
-export async function containerEnv(pod: Pod, c: Container, src: DataSource, base: Record<string, string>, ips: { pod: string; host: string }): Promise<Record<string, string>> {
+export async function containerEnv(
+  pod: Pod,
+  c: Container,
+  src: DataSource,
+  base: Record<string, string>,
+  ips: { pod: string; host: string },
+): Promise<Record<string, string>> {
   const env: Record<string, string> = { ...base };
   await applyEnvFrom(env, pod.metadata.namespace ?? 'default', c, src);
   for (const v of c.env ?? []) {

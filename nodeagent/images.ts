@@ -49,16 +49,30 @@ export function resolveImage(image: string, repoRoot: string): ImageResolution {
     const dir = join(repoRoot, 'images', name);
     const manifest = join(dir, 'image.json');
     if (!/^[a-z0-9-]+$/.test(name) || !existsSync(manifest)) {
-      return { ok: false, reason: 'ImageNotRunnable', message: `image ${image}: no local entrypoint for project image "${name}" (expected ${manifest})` };
+      return {
+        ok: false,
+        reason: 'ImageNotRunnable',
+        message: `image ${image}: no local entrypoint for project image "${name}" (expected ${manifest})`,
+      };
     }
     const m = JSON.parse(readFileSync(manifest, 'utf8')) as Partial<ImageConfig>;
-    return { ok: true, config: { entrypoint: m.entrypoint ?? [], cmd: m.cmd ?? [], env: m.env ?? {}, path: [join(dir, 'bin'), ...HOST_PATH] } };
+    return {
+      ok: true,
+      config: {
+        entrypoint: m.entrypoint ?? [],
+        cmd: m.cmd ?? [],
+        env: m.env ?? {},
+        path: [join(dir, 'bin'), ...HOST_PATH],
+      },
+    };
   }
   const host = HOST_IMAGES[repo];
   if (host) return { ok: true, config: { ...host, path: HOST_PATH } };
   return {
-    ok: false, reason: 'ImageNotRunnable',
-    message: `image ${image} cannot be run by the kruntimes node agent (it runs host processes, no container runtime); ` +
+    ok: false,
+    reason: 'ImageNotRunnable',
+    message:
+      `image ${image} cannot be run by the kruntimes node agent (it runs host processes, no container runtime); ` +
       `runnable images: ${PROJECT_REGISTRY}<component> and ${Object.keys(HOST_IMAGES).join(', ')}`,
   };
 }

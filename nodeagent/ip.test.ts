@@ -6,13 +6,15 @@ import { volumeFor, wantsVolume, PROVISIONER } from './provisioner.ts';
 
 describe('node agent IPAM, probes and provisioner decisions', () => {
   it('gives every live Pod a distinct loopback IP outside 127.0.0.0/24, stable per UID', () => {
-    fc.assert(fc.property(fc.uniqueArray(fc.uuid(), { maxLength: 200 }), (uids) => {
-      const ipam = new LoopbackIPAM();
-      const ips = uids.map((u) => ipam.allocate(u));
-      assert.equal(new Set(ips).size, uids.length);
-      for (const ip of ips) assert.match(ip, /^127\.(?!0\.0\.)\d+\.\d+\.\d+$/);
-      for (const [i, u] of uids.entries()) assert.equal(ipam.allocate(u), ips[i]);
-    }));
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.uuid(), { maxLength: 200 }), (uids) => {
+        const ipam = new LoopbackIPAM();
+        const ips = uids.map((u) => ipam.allocate(u));
+        assert.equal(new Set(ips).size, uids.length);
+        for (const ip of ips) assert.match(ip, /^127\.(?!0\.0\.)\d+\.\d+\.\d+$/);
+        for (const [i, u] of uids.entries()) assert.equal(ipam.allocate(u), ips[i]);
+      }),
+    );
   });
 
   it('applies probe thresholds', () => {
@@ -24,7 +26,15 @@ describe('node agent IPAM, probes and provisioner decisions', () => {
   });
 
   it('provisions only pending claims addressed to kruntimes.io/local-dir', () => {
-    const claim = { metadata: { name: 'd', namespace: 'ns', uid: 'u', annotations: { 'volume.kubernetes.io/storage-provisioner': PROVISIONER } }, spec: { resources: { requests: { storage: '2Gi' } } } };
+    const claim = {
+      metadata: {
+        name: 'd',
+        namespace: 'ns',
+        uid: 'u',
+        annotations: { 'volume.kubernetes.io/storage-provisioner': PROVISIONER },
+      },
+      spec: { resources: { requests: { storage: '2Gi' } } },
+    };
     assert.ok(wantsVolume(claim));
     assert.ok(!wantsVolume({ ...claim, spec: { volumeName: 'bound' } }));
     assert.ok(!wantsVolume({ ...claim, metadata: { ...claim.metadata, annotations: {} } }));

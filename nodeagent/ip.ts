@@ -9,7 +9,7 @@ export class LoopbackIPAM {
     let h = 2166136261;
     for (const ch of uid) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
     for (let i = 0; ; i++) {
-      const n = (h + i) % (0xffffff - 0x10000) + 0x10000;
+      const n = ((h + i) % (0xffffff - 0x10000)) + 0x10000;
       const ip = `127.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
       if (!this.used.has(ip) && (n & 255) !== 0 && (n & 255) !== 255) {
         this.used.add(ip);
@@ -21,6 +21,9 @@ export class LoopbackIPAM {
 
   release(uid: string): void {
     const ip = this.byUid.get(uid);
-    if (ip) { this.used.delete(ip); this.byUid.delete(uid); }
+    if (ip) {
+      this.used.delete(ip);
+      this.byUid.delete(uid);
+    }
   }
 }

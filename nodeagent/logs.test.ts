@@ -6,19 +6,30 @@ import { parseLine, parseQuery, selectRecords, streamLog } from './logs.ts';
 import { LineLogger, exitCode, mountsEnv } from './container.ts';
 import type { WriteStream } from 'node:fs';
 
-const file = (lines: string[]): string => lines.map((m, i) => `2026-01-01T00:00:0${i}.000Z stdout F ${m}`).join('\n') + '\n';
+const file = (lines: string[]): string =>
+  lines.map((m, i) => `2026-01-01T00:00:0${i}.000Z stdout F ${m}`).join('\n') + '\n';
 
 describe('node agent logs', () => {
   it('parses CRI lines, keeping spaces in messages', () => {
-    assert.deepEqual(parseLine('2026-01-01T00:00:00Z stderr F a  b'), { time: '2026-01-01T00:00:00Z', stream: 'stderr', message: 'a  b' });
+    assert.deepEqual(parseLine('2026-01-01T00:00:00Z stderr F a  b'), {
+      time: '2026-01-01T00:00:00Z',
+      stream: 'stderr',
+      message: 'a  b',
+    });
     assert.equal(parseLine('garbage'), undefined);
   });
 
   it('selects by tailLines and sinceTime', () => {
     const text = file(['a', 'b', 'c', 'd']);
-    assert.deepEqual(selectRecords(text, parseQuery(new URLSearchParams('tailLines=2'), 0)).map((r) => r.message), ['c', 'd']);
+    assert.deepEqual(
+      selectRecords(text, parseQuery(new URLSearchParams('tailLines=2'), 0)).map((r) => r.message),
+      ['c', 'd'],
+    );
     assert.deepEqual(selectRecords(text, parseQuery(new URLSearchParams('tailLines=0'), 0)), []);
-    assert.deepEqual(selectRecords(text, parseQuery(new URLSearchParams('sinceTime=2026-01-01T00:00:02Z'), 0)).map((r) => r.message), ['c', 'd']);
+    assert.deepEqual(
+      selectRecords(text, parseQuery(new URLSearchParams('sinceTime=2026-01-01T00:00:02Z'), 0)).map((r) => r.message),
+      ['c', 'd'],
+    );
     assert.throws(() => parseQuery(new URLSearchParams('tailLines=-1'), 0), /invalid tailLines/);
   });
 
@@ -27,7 +38,13 @@ describe('node agent logs', () => {
     const f = join(dir, '0.log');
     writeFileSync(f, file(['one', 'two']));
     let out = '';
-    const sink = { write: (s: string) => { out += s; return true; }, closed: () => false };
+    const sink = {
+      write: (s: string) => {
+        out += s;
+        return true;
+      },
+      closed: () => false,
+    };
     await streamLog(f, parseQuery(new URLSearchParams('limitBytes=6'), 0), sink, () => true);
     assert.equal(out, 'one\ntw');
     out = '';
@@ -36,19 +53,33 @@ describe('node agent logs', () => {
     out = '';
     let running = true;
     const p = streamLog(f, parseQuery(new URLSearchParams('follow=true'), 0), sink, () => !running);
-    setTimeout(() => { appendFileSync(f, '2026-01-01T00:00:09.000Z stdout F three\n'); running = false; }, 120);
+    setTimeout(() => {
+      appendFileSync(f, '2026-01-01T00:00:09.000Z stdout F three\n');
+      running = false;
+    }, 120);
     await p;
     assert.equal(out, 'one\ntwo\nthree\n');
   });
 
   it('writes CRI records and buffers partial lines', () => {
     let out = '';
-    const l = new LineLogger({ write: (s: string) => { out += s; return true; } } as unknown as WriteStream, () => new Date(0));
+    const l = new LineLogger(
+      {
+        write: (s: string) => {
+          out += s;
+          return true;
+        },
+      } as unknown as WriteStream,
+      () => new Date(0),
+    );
     l.write('stdout', Buffer.from('a\nb'));
     l.write('stdout', Buffer.from('c\n'));
     l.write('stderr', Buffer.from('tail'));
     l.flush();
-    assert.equal(out, '1970-01-01T00:00:00.000Z stdout F a\n1970-01-01T00:00:00.000Z stdout F bc\n1970-01-01T00:00:00.000Z stderr F tail\n');
+    assert.equal(
+      out,
+      '1970-01-01T00:00:00.000Z stdout F a\n1970-01-01T00:00:00.000Z stdout F bc\n1970-01-01T00:00:00.000Z stderr F tail\n',
+    );
   });
 
   it('maps signals to 128+n exit codes and validates mounts', () => {

@@ -1,7 +1,11 @@
 /** Reading CRI-format container log files with the kubelet's /containerLogs query semantics. */
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 
-export interface LogRecord { time: string; stream: string; message: string }
+export interface LogRecord {
+  time: string;
+  stream: string;
+  message: string;
+}
 
 export interface LogQuery {
   follow: boolean;
@@ -39,20 +43,31 @@ export function parseQuery(q: URLSearchParams, now: number): LogQuery {
   const tail = num('tailLines');
   const limit = num('limitBytes');
   return {
-    follow: q.get('follow') === 'true', previous: q.get('previous') === 'true', timestamps: q.get('timestamps') === 'true',
-    ...(tail !== undefined ? { tailLines: tail } : {}), ...(sinceTime !== undefined ? { sinceTime } : {}), ...(limit !== undefined ? { limitBytes: limit } : {}),
+    follow: q.get('follow') === 'true',
+    previous: q.get('previous') === 'true',
+    timestamps: q.get('timestamps') === 'true',
+    ...(tail !== undefined ? { tailLines: tail } : {}),
+    ...(sinceTime !== undefined ? { sinceTime } : {}),
+    ...(limit !== undefined ? { limitBytes: limit } : {}),
   };
 }
 
 /** The records of a complete file selected by sinceTime and tailLines. */
 export function selectRecords(text: string, q: LogQuery): LogRecord[] {
-  let recs = text.split('\n').filter((l) => l).map(parseLine).filter((r): r is LogRecord => !!r);
+  let recs = text
+    .split('\n')
+    .filter((l) => l)
+    .map(parseLine)
+    .filter((r): r is LogRecord => !!r);
   if (q.sinceTime !== undefined) recs = recs.filter((r) => Date.parse(r.time) >= q.sinceTime!);
   if (q.tailLines !== undefined) recs = q.tailLines === 0 ? [] : recs.slice(-q.tailLines);
   return recs;
 }
 
-export interface LogSink { write(s: string): boolean; closed(): boolean }
+export interface LogSink {
+  write(s: string): boolean;
+  closed(): boolean;
+}
 
 /** Writes the selected records, then (follow) new ones until done() says the container stopped. */
 export async function streamLog(file: string, q: LogQuery, sink: LogSink, done: () => boolean): Promise<void> {
@@ -70,7 +85,13 @@ export async function streamLog(file: string, q: LogQuery, sink: LogSink, done: 
   if (q.follow) await followFile(file, Buffer.byteLength(text), q, emit, { sink, done });
 }
 
-async function followFile(file: string, start: number, q: LogQuery, emit: (r: LogRecord) => boolean, { sink, done }: { sink: LogSink; done: () => boolean }): Promise<void> {
+async function followFile(
+  file: string,
+  start: number,
+  q: LogQuery,
+  emit: (r: LogRecord) => boolean,
+  { sink, done }: { sink: LogSink; done: () => boolean },
+): Promise<void> {
   let offset = start;
   let partial = '';
   for (;;) {
@@ -96,6 +117,9 @@ async function followFile(file: string, start: number, q: LogQuery, emit: (r: Lo
 function readRange(file: string, start: number, end: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    createReadStream(file, { start, end: end - 1 }).on('data', (c) => chunks.push(c as Buffer)).on('end', () => resolve(Buffer.concat(chunks).toString('utf8'))).on('error', reject);
+    createReadStream(file, { start, end: end - 1 })
+      .on('data', (c) => chunks.push(c as Buffer))
+      .on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+      .on('error', reject);
   });
 }

@@ -12,16 +12,30 @@ const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 async function main(argv: string[]): Promise<void> {
   const path = argv[0];
-  if (!path) { process.stderr.write('usage: nodeagent <config.json>\n'); process.exit(2); }
+  if (!path) {
+    process.stderr.write('usage: nodeagent <config.json>\n');
+    process.exit(2);
+  }
   const cfg = loadConfig(path);
   const log = pino({ base: { component: 'node-agent' } });
   const ipam = new LoopbackIPAM();
-  const agents = cfg.nodes.map((n) => new NodeAgent(n, cfg, {
-    client: clientFromKubeconfig(n.kubeconfig, `kruntimes-node-agent/${n.name}`), log, repoRoot: REPO_ROOT, now: () => new Date(),
-    allocateIP: (uid) => ipam.allocate(uid), releaseIP: (uid) => ipam.release(uid),
-  }));
+  const agents = cfg.nodes.map(
+    (n) =>
+      new NodeAgent(n, cfg, {
+        client: clientFromKubeconfig(n.kubeconfig, `kruntimes-node-agent/${n.name}`),
+        log,
+        repoRoot: REPO_ROOT,
+        now: () => new Date(),
+        allocateIP: (uid) => ipam.allocate(uid),
+        releaseIP: (uid) => ipam.release(uid),
+      }),
+  );
   if (cfg.provisioner) {
-    new LocalDirProvisioner(clientFromKubeconfig(cfg.provisioner.kubeconfig, 'kruntimes-local-provisioner'), cfg.provisioner.root, log.child({ component: 'local-provisioner' })).start();
+    new LocalDirProvisioner(
+      clientFromKubeconfig(cfg.provisioner.kubeconfig, 'kruntimes-local-provisioner'),
+      cfg.provisioner.root,
+      log.child({ component: 'local-provisioner' }),
+    ).start();
   }
   let stopping = false;
   const stop = (sig: string): void => {

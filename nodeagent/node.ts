@@ -8,11 +8,22 @@ import type { KubeObject } from '../lib/kube/types.ts';
 export const KUBELET_VERSION = 'v1.34.4';
 const LEASE_SECONDS = 40;
 
-export interface NodeIdentity { name: string; port: number; hostIP: string; podCidrHint: string }
+export interface NodeIdentity {
+  name: string;
+  port: number;
+  hostIP: string;
+  podCidrHint: string;
+}
 
 function conditions(now: string): object[] {
-  const c = (type: string, status: string, reason: string, message: string): object =>
-    ({ type, status, reason, message, lastHeartbeatTime: now, lastTransitionTime: now });
+  const c = (type: string, status: string, reason: string, message: string): object => ({
+    type,
+    status,
+    reason,
+    message,
+    lastHeartbeatTime: now,
+    lastTransitionTime: now,
+  });
   return [
     c('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'node agent has sufficient memory available'),
     c('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'node agent has no disk pressure'),
@@ -25,24 +36,43 @@ export function nodeStatus(id: NodeIdentity, now: string): object {
   const memKi = `${Math.floor(os.totalmem() / 1024)}Ki`;
   const capacity = { cpu: String(os.cpus().length), memory: memKi, pods: '110', 'ephemeral-storage': '100Gi' };
   return {
-    capacity, allocatable: capacity,
+    capacity,
+    allocatable: capacity,
     conditions: conditions(now),
-    addresses: [{ type: 'InternalIP', address: id.hostIP }, { type: 'Hostname', address: id.name }],
+    addresses: [
+      { type: 'InternalIP', address: id.hostIP },
+      { type: 'Hostname', address: id.name },
+    ],
     daemonEndpoints: { kubeletEndpoint: { Port: id.port } },
     nodeInfo: {
-      machineID: '', systemUUID: '', bootID: '', kernelVersion: os.release(), osImage: 'kruntimes node agent (host processes)',
-      containerRuntimeVersion: 'kruntimes-host://1', kubeletVersion: KUBELET_VERSION, kubeProxyVersion: '',
-      operatingSystem: 'linux', architecture: 'amd64',
+      machineID: '',
+      systemUUID: '',
+      bootID: '',
+      kernelVersion: os.release(),
+      osImage: 'kruntimes node agent (host processes)',
+      containerRuntimeVersion: 'kruntimes-host://1',
+      kubeletVersion: KUBELET_VERSION,
+      kubeProxyVersion: '',
+      operatingSystem: 'linux',
+      architecture: 'amd64',
     },
   };
 }
 
 export async function registerNode(client: KubeClient, id: NodeIdentity, now: () => Date): Promise<KubeObject> {
   const labels = {
-    'kubernetes.io/hostname': id.name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64',
+    'kubernetes.io/hostname': id.name,
+    'kubernetes.io/os': 'linux',
+    'kubernetes.io/arch': 'amd64',
     'node.kruntimes.io/agent': 'host-process',
   };
-  const body = { apiVersion: 'v1', kind: 'Node', metadata: { name: id.name, labels }, spec: {}, status: nodeStatus(id, now().toISOString()) };
+  const body = {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: id.name, labels },
+    spec: {},
+    status: nodeStatus(id, now().toISOString()),
+  };
   try {
     return await client.create<KubeObject>('/api/v1/nodes', body);
   } catch (err) {
@@ -52,7 +82,11 @@ export async function registerNode(client: KubeClient, id: NodeIdentity, now: ()
 }
 
 export function updateNodeStatus(client: KubeClient, id: NodeIdentity, now: () => Date): Promise<KubeObject> {
-  return client.patch<KubeObject>(`/api/v1/nodes/${id.name}/status`, { status: nodeStatus(id, now().toISOString()) }, PatchType.strategic);
+  return client.patch<KubeObject>(
+    `/api/v1/nodes/${id.name}/status`,
+    { status: nodeStatus(id, now().toISOString()) },
+    PatchType.strategic,
+  );
 }
 
 export async function renewLease(client: KubeClient, node: KubeObject, now: () => Date): Promise<void> {
@@ -65,15 +99,26 @@ export async function renewLease(client: KubeClient, node: KubeObject, now: () =
   } catch (err) {
     if (!isApiError(err, 404)) throw err;
     await client.create('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', {
-      apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
-      metadata: { name, namespace: 'kube-node-lease', ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid }] },
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name,
+        namespace: 'kube-node-lease',
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata.uid }],
+      },
       spec,
     });
   }
 }
 
 /** Renews the Lease every 10 s and the Node status every 60 s until stopped. */
-export function heartbeat(client: KubeClient, id: NodeIdentity, node: KubeObject, log: Logger, now: () => Date): () => void {
+export function heartbeat(
+  client: KubeClient,
+  id: NodeIdentity,
+  node: KubeObject,
+  log: Logger,
+  now: () => Date,
+): () => void {
   let ticks = 0;
   const tick = async (): Promise<void> => {
     try {

@@ -1,14 +1,36 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { buildPodStatus, podPhase, restartBackoffMs, shouldRestart, type ContainerView, type PodView } from './pod-status.ts';
+import {
+  buildPodStatus,
+  podPhase,
+  restartBackoffMs,
+  shouldRestart,
+  type ContainerView,
+  type PodView,
+} from './pod-status.ts';
 
 const view = (state: ContainerView['state'], extra: Partial<ContainerView> = {}): ContainerView => ({
-  spec: { name: 'c', image: 'bash' }, state, restartCount: 0, ready: false, started: 'running' in state || 'terminated' in state, willRestart: false, ...extra,
+  spec: { name: 'c', image: 'bash' },
+  state,
+  restartCount: 0,
+  ready: false,
+  started: 'running' in state || 'terminated' in state,
+  willRestart: false,
+  ...extra,
 });
 const pod = (containers: ContainerView[], extra: Partial<PodView> = {}): PodView => ({
-  podIP: '127.1.1.1', hostIP: '127.0.0.1', startTime: 't', initialized: true, initContainers: [], containers, sandboxReady: true, ...extra,
+  podIP: '127.1.1.1',
+  hostIP: '127.0.0.1',
+  startTime: 't',
+  initialized: true,
+  initContainers: [],
+  containers,
+  sandboxReady: true,
+  ...extra,
 });
-const term = (exitCode: number): ContainerView['state'] => ({ terminated: { exitCode, reason: exitCode ? 'Error' : 'Completed', finishedAt: 'f' } });
+const term = (exitCode: number): ContainerView['state'] => ({
+  terminated: { exitCode, reason: exitCode ? 'Error' : 'Completed', finishedAt: 'f' },
+});
 
 describe('node agent pod status', () => {
   it('derives the phase from container states', () => {
@@ -17,19 +39,28 @@ describe('node agent pod status', () => {
     assert.equal(podPhase(pod([view(term(0)), view(term(0))])), 'Succeeded');
     assert.equal(podPhase(pod([view(term(0)), view(term(1))])), 'Failed');
     assert.equal(podPhase(pod([view(term(1), { willRestart: true })])), 'Running');
-    assert.equal(podPhase(pod([view({ running: { startedAt: 's' } })], { failed: { reason: 'DeadlineExceeded', message: 'm' } })), 'Failed');
+    assert.equal(
+      podPhase(pod([view({ running: { startedAt: 's' } })], { failed: { reason: 'DeadlineExceeded', message: 'm' } })),
+      'Failed',
+    );
     assert.equal(podPhase(pod([view({ waiting: { reason: 'PodInitializing' } })], { initialized: false })), 'Pending');
   });
 
   it('is terminal exactly when every container terminated without a pending restart', () => {
     const st = fc.oneof(fc.constant('running'), fc.constant('ok'), fc.constant('fail'), fc.constant('restart'));
-    fc.assert(fc.property(fc.array(st, { minLength: 1, maxLength: 5 }), (kinds) => {
-      const cs = kinds.map((k) => (k === 'running' ? view({ running: { startedAt: 's' } }) : view(term(k === 'ok' ? 0 : 1), { willRestart: k === 'restart' })));
-      const phase = podPhase(pod(cs));
-      const terminal = kinds.every((k) => k === 'ok' || k === 'fail');
-      assert.equal(phase === 'Succeeded' || phase === 'Failed', terminal);
-      if (terminal) assert.equal(phase, kinds.includes('fail') ? 'Failed' : 'Succeeded');
-    }));
+    fc.assert(
+      fc.property(fc.array(st, { minLength: 1, maxLength: 5 }), (kinds) => {
+        const cs = kinds.map((k) =>
+          k === 'running'
+            ? view({ running: { startedAt: 's' } })
+            : view(term(k === 'ok' ? 0 : 1), { willRestart: k === 'restart' }),
+        );
+        const phase = podPhase(pod(cs));
+        const terminal = kinds.every((k) => k === 'ok' || k === 'fail');
+        assert.equal(phase === 'Succeeded' || phase === 'Failed', terminal);
+        if (terminal) assert.equal(phase, kinds.includes('fail') ? 'Failed' : 'Succeeded');
+      }),
+    );
   });
 
   it('keeps lastTransitionTime for unchanged conditions and sets Ready from containers', () => {

@@ -4,7 +4,16 @@ import type { Container, ContainerStatus, PodCondition, PodStatus } from './pod-
 export type ContainerState =
   | { waiting: { reason: string; message?: string } }
   | { running: { startedAt: string } }
-  | { terminated: { exitCode: number; reason: string; message?: string; startedAt?: string; finishedAt: string; containerID?: string } };
+  | {
+      terminated: {
+        exitCode: number;
+        reason: string;
+        message?: string;
+        startedAt?: string;
+        finishedAt: string;
+        containerID?: string;
+      };
+    };
 
 export interface ContainerView {
   spec: Container;
@@ -32,9 +41,13 @@ export interface PodView {
 
 export function containerStatus(v: ContainerView): ContainerStatus {
   return {
-    name: v.spec.name, image: v.spec.image, imageID: `kruntimes-local://${v.spec.image}`,
+    name: v.spec.name,
+    image: v.spec.image,
+    imageID: `kruntimes-local://${v.spec.image}`,
     ...(v.containerID ? { containerID: v.containerID } : {}),
-    ready: v.ready, started: v.started, restartCount: v.restartCount,
+    ready: v.ready,
+    started: v.started,
+    restartCount: v.restartCount,
     state: v.state,
     lastState: v.lastState ?? {},
   };
@@ -56,7 +69,13 @@ export function podPhase(p: PodView): string {
   return 'Pending';
 }
 
-function cond(type: string, ok: boolean, now: string, previous: PodCondition[] | undefined, reason?: string): PodCondition {
+function cond(
+  type: string,
+  ok: boolean,
+  now: string,
+  previous: PodCondition[] | undefined,
+  reason?: string,
+): PodCondition {
   const status = ok ? 'True' : 'False';
   const prev = previous?.find((c) => c.type === type);
   const lastTransitionTime = prev && prev.status === status && prev.lastTransitionTime ? prev.lastTransitionTime : now;

@@ -1,7 +1,11 @@
 /** The subset of core/v1 Pod the node agent reads, as raw JSON. */
 import type { KubeObject } from '../lib/kube/types.ts';
 
-export interface KeySelector { name?: string; key: string; optional?: boolean }
+export interface KeySelector {
+  name?: string;
+  key: string;
+  optional?: boolean;
+}
 export interface EnvVar {
   name: string;
   value?: string;
@@ -27,7 +31,12 @@ export interface Probe {
   failureThreshold?: number;
   successThreshold?: number;
 }
-export interface VolumeMount { name: string; mountPath: string; readOnly?: boolean; subPath?: string }
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  subPath?: string;
+}
 export interface Container {
   name: string;
   image: string;
@@ -43,7 +52,11 @@ export interface Container {
   startupProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
 }
-export interface KeyToPath { key: string; path: string; mode?: number }
+export interface KeyToPath {
+  key: string;
+  path: string;
+  mode?: number;
+}
 export interface Volume {
   name: string;
   emptyDir?: { medium?: string; sizeLimit?: string };
@@ -82,7 +95,13 @@ export interface ContainerStatus {
   state: Record<string, unknown>;
   lastState?: Record<string, unknown>;
 }
-export interface PodCondition { type: string; status: 'True' | 'False' | 'Unknown'; lastTransitionTime?: string; reason?: string; message?: string }
+export interface PodCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  lastTransitionTime?: string;
+  reason?: string;
+  message?: string;
+}
 export interface PodStatus {
   phase?: string;
   podIP?: string;
@@ -94,4 +113,7 @@ export interface PodStatus {
   reason?: string;
   message?: string;
 }
-export interface Pod extends KubeObject { spec: PodSpec; status?: PodStatus }
+export interface Pod extends KubeObject {
+  spec: PodSpec;
+  status?: PodStatus;
+}

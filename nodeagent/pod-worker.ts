@@ -57,29 +57,51 @@ export class PodWorker {
   private lastSent = '';
   private timers: NodeJS.Timeout[] = [];
 
-  constructor(pod: Pod, private readonly d: WorkerDeps) {
+  constructor(
+    pod: Pod,
+    private readonly d: WorkerDeps,
+  ) {
     this.pod = pod;
     this.startTime = pod.status?.startTime ?? d.now().toISOString();
     const prev = new Map((pod.status?.containerStatuses ?? []).map((s) => [s.name, s.restartCount]));
     const slot = (c: Container, restarts: number): Slot => ({
-      view: { spec: c, state: { waiting: { reason: 'ContainerCreating' } }, restartCount: restarts, ready: false, started: false, willRestart: false },
-      timers: [], env: {},
+      view: {
+        spec: c,
+        state: { waiting: { reason: 'ContainerCreating' } },
+        restartCount: restarts,
+        ready: false,
+        started: false,
+        willRestart: false,
+      },
+      timers: [],
+      env: {},
     });
     this.init = (pod.spec.initContainers ?? []).map((c) => slot(c, 0));
     this.main = pod.spec.containers.map((c) => slot(c, prev.get(c.name) ?? 0));
   }
 
-  get uid(): string { return this.pod.metadata.uid ?? ''; }
+  get uid(): string {
+    return this.pod.metadata.uid ?? '';
+  }
 
   update(pod: Pod): void {
     this.pod = pod;
-    if (pod.metadata.deletionTimestamp) { void this.terminate(); return; }
-    if (!this.started) { this.started = true; void this.start(); }
+    if (pod.metadata.deletionTimestamp) {
+      void this.terminate();
+      return;
+    }
+    if (!this.started) {
+      this.started = true;
+      void this.start();
+    }
   }
 
   private async start(): Promise<void> {
     const phase = this.pod.status?.phase;
-    if (phase === 'Succeeded' || phase === 'Failed') { this.stopped = true; return; }
+    if (phase === 'Succeeded' || phase === 'Failed') {
+      this.stopped = true;
+      return;
+    }
     this.armDeadline();
     try {
       await this.prepareVolumes();
@@ -98,11 +120,19 @@ export class PodWorker {
     const secs = this.pod.spec.activeDeadlineSeconds;
     if (!secs) return;
     const left = Date.parse(this.startTime) + secs * 1000 - this.d.now().getTime();
-    this.timers.push(setTimeout(() => {
-      this.failed = { reason: 'DeadlineExceeded', message: `Pod was active on the node longer than the specified deadline (${secs}s)` };
-      this.killAll('SIGKILL');
-      this.markDirty();
-    }, Math.max(0, left)));
+    this.timers.push(
+      setTimeout(
+        () => {
+          this.failed = {
+            reason: 'DeadlineExceeded',
+            message: `Pod was active on the node longer than the specified deadline (${secs}s)`,
+          };
+          this.killAll('SIGKILL');
+          this.markDirty();
+        },
+        Math.max(0, left),
+      ),
+    );
   }
 
   private async prepareVolumes(): Promise<void> {
@@ -111,7 +141,8 @@ export class PodWorker {
         try {
           const pv = await prepareVolume(this.volumeCtx(), v);
           this.volumes.set(v.name, pv);
-          if (v.configMap || v.secret || v.projected || v.downwardAPI) this.scheduleRefresh(v.name, Math.min(pv.refreshAt ?? Infinity, this.d.now().getTime() + VOLUME_SYNC_MS));
+          if (v.configMap || v.secret || v.projected || v.downwardAPI)
+            this.scheduleRefresh(v.name, Math.min(pv.refreshAt ?? Infinity, this.d.now().getTime() + VOLUME_SYNC_MS));
           break;
         } catch (err) {
           if (this.terminating) throw err;
@@ -125,8 +156,14 @@ export class PodWorker {
 
   private volumeCtx(): Parameters<typeof prepareVolume>[0] {
     return {
-      pod: this.pod, podDir: this.d.podDir, client: this.d.client, data: this.d.data, clusterCa: this.d.clusterCa,
-      podIP: this.d.podIP, hostIP: this.d.hostIP, now: () => this.d.now().getTime(),
+      pod: this.pod,
+      podDir: this.d.podDir,
+      client: this.d.client,
+      data: this.d.data,
+      clusterCa: this.d.clusterCa,
+      podIP: this.d.podIP,
+      hostIP: this.d.hostIP,
+      now: () => this.d.now().getTime(),
     };
   }
 
@@ -135,17 +172,27 @@ export class PodWorker {
   private scheduleRefresh(name: string, at: number): void {
     const pv0 = this.volumes.get(name);
     if (pv0?.refreshAt && !this.tokenDue.has(name)) this.tokenDue.set(name, pv0.refreshAt);
-    const t = setTimeout(() => {
-      const v = (this.pod.spec.volumes ?? []).find((x) => x.name === name);
-      if (!v || this.terminating) return;
-      const due = this.tokenDue.get(name);
-      const refreshTokens = due !== undefined && this.d.now().getTime() >= due;
-      prepareVolume({ ...this.volumeCtx(), refreshTokens }, v).then((pv) => {
-        if (pv.refreshAt) this.tokenDue.set(name, pv.refreshAt);
-        this.scheduleRefresh(name, Math.min(this.tokenDue.get(name) ?? Infinity, this.d.now().getTime() + VOLUME_SYNC_MS));
-      })
-        .catch((err: unknown) => { this.d.log.warn({ err, volume: name }, 'volume refresh failed'); this.scheduleRefresh(name, Date.now() + 10_000); });
-    }, Math.max(1000, at - this.d.now().getTime()));
+    const t = setTimeout(
+      () => {
+        const v = (this.pod.spec.volumes ?? []).find((x) => x.name === name);
+        if (!v || this.terminating) return;
+        const due = this.tokenDue.get(name);
+        const refreshTokens = due !== undefined && this.d.now().getTime() >= due;
+        prepareVolume({ ...this.volumeCtx(), refreshTokens }, v)
+          .then((pv) => {
+            if (pv.refreshAt) this.tokenDue.set(name, pv.refreshAt);
+            this.scheduleRefresh(
+              name,
+              Math.min(this.tokenDue.get(name) ?? Infinity, this.d.now().getTime() + VOLUME_SYNC_MS),
+            );
+          })
+          .catch((err: unknown) => {
+            this.d.log.warn({ err, volume: name }, 'volume refresh failed');
+            this.scheduleRefresh(name, Date.now() + 10_000);
+          });
+      },
+      Math.max(1000, at - this.d.now().getTime()),
+    );
     this.timers.push(t);
   }
 
@@ -177,18 +224,29 @@ export class PodWorker {
       return false;
     }
     try {
-      s.env = await containerEnv(this.pod, c, this.d.data, { ...this.d.baseEnv, ...image.config.env, PATH: image.config.path.join(':') },
-        { pod: this.d.podIP, host: this.d.hostIP });
+      s.env = await containerEnv(
+        this.pod,
+        c,
+        this.d.data,
+        { ...this.d.baseEnv, ...image.config.env, PATH: image.config.path.join(':') },
+        { pod: this.d.podIP, host: this.d.hostIP },
+      );
     } catch (err) {
       const reason = err instanceof EnvError ? err.reason : 'CreateContainerConfigError';
       s.view.state = { waiting: { reason, message: (err as Error).message } };
       this.markDirty();
-      this.timers.push(setTimeout(() => { if (!this.terminating) void this.startContainer(s); }, 3000));
+      this.timers.push(
+        setTimeout(() => {
+          if (!this.terminating) void this.startContainer(s);
+        }, 3000),
+      );
       return false;
     }
     const argv = effectiveArgv(image.config, c.command, c.args).map((a) => expandVars(a, s.env));
     if (argv.length === 0) {
-      s.view.state = { waiting: { reason: 'CreateContainerError', message: 'no command specified and the image has no entrypoint' } };
+      s.view.state = {
+        waiting: { reason: 'CreateContainerError', message: 'no command specified and the image has no entrypoint' },
+      };
       this.markDirty();
       return false;
     }
@@ -200,7 +258,11 @@ export class PodWorker {
     return (c.volumeMounts ?? []).map((m) => {
       const v = this.volumes.get(m.name);
       if (!v) throw new Error(`volumeMount ${m.name}: no such volume`);
-      return { hostPath: m.subPath ? join(v.hostPath, m.subPath) : v.hostPath, mountPath: m.mountPath, readOnly: v.readOnly || !!m.readOnly };
+      return {
+        hostPath: m.subPath ? join(v.hostPath, m.subPath) : v.hostPath,
+        mountPath: m.mountPath,
+        readOnly: v.readOnly || !!m.readOnly,
+      };
     });
   }
 
@@ -224,7 +286,11 @@ export class PodWorker {
   private startProbes(s: Slot): void {
     const c = s.view.spec;
     const target = { podIP: this.d.podIP, env: s.env, container: c, pid: () => s.running?.pid ?? 0 };
-    const loop = (probe: NonNullable<Container['readinessProbe']>, onFlip: (ok: boolean) => void, initial: boolean): void => {
+    const loop = (
+      probe: NonNullable<Container['readinessProbe']>,
+      onFlip: (ok: boolean) => void,
+      initial: boolean,
+    ): void => {
       const st = new ProbeState(probe, initial);
       const tick = async (): Promise<void> => {
         if (!s.running || this.terminating) return;
@@ -233,8 +299,23 @@ export class PodWorker {
       };
       s.timers.push(setTimeout(() => void tick(), (probe.initialDelaySeconds ?? 0) * 1000));
     };
-    if (c.readinessProbe) loop(c.readinessProbe, (ok) => { s.view.ready = ok; this.markDirty(); }, false);
-    if (c.livenessProbe) loop(c.livenessProbe, (ok) => { if (!ok && s.running) signal(s.running, 'SIGKILL'); }, true);
+    if (c.readinessProbe)
+      loop(
+        c.readinessProbe,
+        (ok) => {
+          s.view.ready = ok;
+          this.markDirty();
+        },
+        false,
+      );
+    if (c.livenessProbe)
+      loop(
+        c.livenessProbe,
+        (ok) => {
+          if (!ok && s.running) signal(s.running, 'SIGKILL');
+        },
+        true,
+      );
   }
 
   private onExit(s: Slot, r: Running, startedAt: string, code: number): void {
@@ -242,21 +323,28 @@ export class PodWorker {
     s.timers = [];
     if (s.running === r) s.running = undefined;
     s.view.ready = false;
-    s.view.state = { terminated: {
-      exitCode: code, reason: code === 0 ? 'Completed' : 'Error', startedAt, finishedAt: this.d.now().toISOString(),
-      ...(s.view.containerID ? { containerID: s.view.containerID } : {}),
-    } };
+    s.view.state = {
+      terminated: {
+        exitCode: code,
+        reason: code === 0 ? 'Completed' : 'Error',
+        startedAt,
+        finishedAt: this.d.now().toISOString(),
+        ...(s.view.containerID ? { containerID: s.view.containerID } : {}),
+      },
+    };
     const isInit = this.init.includes(s);
     const restart = !isInit && !this.terminating && !this.failed && shouldRestart(this.pod.spec.restartPolicy, code);
     s.view.willRestart = restart;
     if (restart) {
       const delay = restartBackoffMs(s.view.restartCount);
-      s.timers.push(setTimeout(() => {
-        if (this.terminating) return;
-        s.view.lastState = s.view.state;
-        s.view.restartCount++;
-        void this.startContainer(s);
-      }, delay));
+      s.timers.push(
+        setTimeout(() => {
+          if (this.terminating) return;
+          s.view.lastState = s.view.state;
+          s.view.restartCount++;
+          void this.startContainer(s);
+        }, delay),
+      );
     }
     this.markDirty();
   }
@@ -269,12 +357,19 @@ export class PodWorker {
     if (this.terminating) return;
     this.terminating = true;
     for (const t of this.timers) clearTimeout(t);
-    const grace = Math.min(this.pod.metadata.deletionGracePeriodSeconds ?? 30, this.pod.spec.terminationGracePeriodSeconds ?? 30);
+    const grace = Math.min(
+      this.pod.metadata.deletionGracePeriodSeconds ?? 30,
+      this.pod.spec.terminationGracePeriodSeconds ?? 30,
+    );
     await this.stopContainers(grace * 1000);
     await this.flush();
     try {
-      await this.d.client.delete(`/api/v1/namespaces/${this.pod.metadata.namespace}/pods/${this.pod.metadata.name}`,
-        { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid: this.uid } });
+      await this.d.client.delete(`/api/v1/namespaces/${this.pod.metadata.namespace}/pods/${this.pod.metadata.name}`, {
+        apiVersion: 'v1',
+        kind: 'DeleteOptions',
+        gracePeriodSeconds: 0,
+        preconditions: { uid: this.uid },
+      });
     } catch (err) {
       if (!isApiError(err, 404) && !isApiError(err, 409)) this.d.log.warn({ err }, 'final pod delete failed');
     }
@@ -284,7 +379,11 @@ export class PodWorker {
   /** SIGTERM, wait up to graceMs, then SIGKILL; resolves when every process is gone. */
   async stopContainers(graceMs: number): Promise<void> {
     const running = [...this.init, ...this.main].flatMap((s) => (s.running ? [s.running] : []));
-    for (const s of [...this.init, ...this.main]) { for (const t of s.timers) clearTimeout(t); s.timers = []; s.view.willRestart = false; }
+    for (const s of [...this.init, ...this.main]) {
+      for (const t of s.timers) clearTimeout(t);
+      s.timers = [];
+      s.view.willRestart = false;
+    }
     for (const r of running) signal(r, 'SIGTERM');
     const all = Promise.all(running.map((r) => r.exited));
     const timer = new Promise<void>((res) => this.timers.push(setTimeout(res, graceMs)));
@@ -294,7 +393,10 @@ export class PodWorker {
   }
 
   /** The log file of a container instance for /containerLogs, or an HTTP error. */
-  logFile(container: string, previous: boolean): { file: string; running: () => boolean } | { error: string; code: number } {
+  logFile(
+    container: string,
+    previous: boolean,
+  ): { file: string; running: () => boolean } | { error: string; code: number } {
     const name = this.pod.metadata.name ?? '';
     const s = [...this.init, ...this.main].find((x) => x.view.spec.name === container);
     if (!s) return { code: 400, error: `container ${container} is not valid for pod ${name}` };
@@ -304,7 +406,10 @@ export class PodWorker {
       const reason = 'waiting' in s.view.state ? s.view.state.waiting.reason : 'unknown';
       return { code: 400, error: `container "${container}" in pod "${name}" is waiting to start: ${reason}` };
     }
-    return { file: join(this.d.podDir, 'logs', container, `${n}.log`), running: () => !previous && !!s.running && s.view.restartCount === n };
+    return {
+      file: join(this.d.podDir, 'logs', container, `${n}.log`),
+      running: () => !previous && !!s.running && s.view.restartCount === n,
+    };
   }
 
   /** The Pod object is gone (force-deleted): stop everything now. */
@@ -323,16 +428,24 @@ export class PodWorker {
 
   private view(): PodView {
     return {
-      podIP: this.d.podIP, hostIP: this.d.hostIP, startTime: this.startTime, initialized: this.initialized,
-      initContainers: this.init.map((s) => s.view), containers: this.main.map((s) => s.view),
-      sandboxReady: this.sandboxReady, ...(this.failed ? { failed: this.failed } : {}),
+      podIP: this.d.podIP,
+      hostIP: this.d.hostIP,
+      startTime: this.startTime,
+      initialized: this.initialized,
+      initContainers: this.init.map((s) => s.view),
+      containers: this.main.map((s) => s.view),
+      sandboxReady: this.sandboxReady,
+      ...(this.failed ? { failed: this.failed } : {}),
     };
   }
 
   private markDirty(): void {
     if (this.stopped) return;
     this.dirty = true;
-    if (!this.flushing) this.flushing = this.flushLoop().finally(() => { this.flushing = undefined; });
+    if (!this.flushing)
+      this.flushing = this.flushLoop().finally(() => {
+        this.flushing = undefined;
+      });
   }
 
   private async flush(): Promise<void> {
@@ -348,7 +461,11 @@ export class PodWorker {
       const body = JSON.stringify({ status });
       if (body === this.lastSent) continue;
       try {
-        await this.d.client.patch(`/api/v1/namespaces/${this.pod.metadata.namespace}/pods/${this.pod.metadata.name}/status`, body, PatchType.strategic);
+        await this.d.client.patch(
+          `/api/v1/namespaces/${this.pod.metadata.namespace}/pods/${this.pod.metadata.name}/status`,
+          body,
+          PatchType.strategic,
+        );
         this.lastSent = body;
       } catch (err) {
         if (isApiError(err, 404)) return;
@@ -360,9 +477,16 @@ export class PodWorker {
   }
 }
 
-function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
 
 /** The container's main pid, for operators and tests (like a CRI's container state). */
 function writePidFile(file: string, pid: number): void {
-  try { mkdirSync(dirname(file), { recursive: true }); writeFileSync(file, `${pid}\n`); } catch { /* informational only */ }
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, `${pid}\n`);
+  } catch {
+    /* informational only */
+  }
 }

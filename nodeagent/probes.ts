@@ -6,7 +6,12 @@ import { connect } from 'node:net';
 import type { Container, Probe } from './pod-types.ts';
 
 /** pid: the container's main process, whose mount namespace exec probes enter. */
-export interface ProbeTarget { podIP: string; env: Record<string, string>; container: Container; pid: () => number }
+export interface ProbeTarget {
+  podIP: string;
+  env: Record<string, string>;
+  container: Container;
+  pid: () => number;
+}
 
 function port(p: number | string, c: Container): number {
   if (typeof p === 'number') return p;
@@ -20,26 +25,52 @@ export function runProbe(probe: Probe, t: ProbeTarget): Promise<boolean> {
     const pid = t.pid();
     if (!pid) return Promise.resolve(false);
     return new Promise((resolve) => {
-      execFile('nsenter', ['--target', String(pid), '--mount', '--', ...probe.exec!.command], { env: t.env, timeout: timeoutMs }, (err) => resolve(!err));
+      execFile(
+        'nsenter',
+        ['--target', String(pid), '--mount', '--', ...probe.exec!.command],
+        { env: t.env, timeout: timeoutMs },
+        (err) => resolve(!err),
+      );
     });
   }
   if (probe.httpGet) {
     const g = probe.httpGet;
     const req = g.scheme === 'HTTPS' ? httpsRequest : httpRequest;
     return new Promise((resolve) => {
-      const r = req({ host: g.host ?? t.podIP, port: port(g.port, t.container), path: g.path ?? '/', timeout: timeoutMs, rejectUnauthorized: false },
-        (res) => { res.resume(); const s = res.statusCode ?? 0; resolve(s >= 200 && s < 400); });
+      const r = req(
+        {
+          host: g.host ?? t.podIP,
+          port: port(g.port, t.container),
+          path: g.path ?? '/',
+          timeout: timeoutMs,
+          rejectUnauthorized: false,
+        },
+        (res) => {
+          res.resume();
+          const s = res.statusCode ?? 0;
+          resolve(s >= 200 && s < 400);
+        },
+      );
       r.on('error', () => resolve(false));
-      r.on('timeout', () => { r.destroy(); resolve(false); });
+      r.on('timeout', () => {
+        r.destroy();
+        resolve(false);
+      });
       r.end();
     });
   }
   if (probe.tcpSocket) {
     const s = probe.tcpSocket;
     return new Promise((resolve) => {
-      const sock = connect({ host: s.host ?? t.podIP, port: port(s.port, t.container), timeout: timeoutMs }, () => { sock.destroy(); resolve(true); });
+      const sock = connect({ host: s.host ?? t.podIP, port: port(s.port, t.container), timeout: timeoutMs }, () => {
+        sock.destroy();
+        resolve(true);
+      });
       sock.on('error', () => resolve(false));
-      sock.on('timeout', () => { sock.destroy(); resolve(false); });
+      sock.on('timeout', () => {
+        sock.destroy();
+        resolve(false);
+      });
     });
   }
   return Promise.resolve(true);
@@ -50,11 +81,22 @@ export class ProbeState {
   private successes = 0;
   private failures = 0;
   result: boolean;
-  constructor(private readonly probe: Probe, initial: boolean) { this.result = initial; }
+  constructor(
+    private readonly probe: Probe,
+    initial: boolean,
+  ) {
+    this.result = initial;
+  }
 
   /** Records one outcome; returns true when the thresholded result flipped. */
   record(ok: boolean): boolean {
-    if (ok) { this.successes++; this.failures = 0; } else { this.failures++; this.successes = 0; }
+    if (ok) {
+      this.successes++;
+      this.failures = 0;
+    } else {
+      this.failures++;
+      this.successes = 0;
+    }
     const before = this.result;
     if (ok && this.successes >= (this.probe.successThreshold ?? 1)) this.result = true;
     if (!ok && this.failures >= (this.probe.failureThreshold ?? 3)) this.result = false;

@@ -16,7 +16,13 @@ export const PROVISIONER = 'kruntimes.io/local-dir';
 export const STORAGE_CLASS = 'kruntimes-local';
 
 interface Claim extends KubeObject {
-  spec: { volumeName?: string; storageClassName?: string; accessModes?: string[]; resources?: { requests?: { storage?: string } }; volumeMode?: string };
+  spec: {
+    volumeName?: string;
+    storageClassName?: string;
+    accessModes?: string[];
+    resources?: { requests?: { storage?: string } };
+    volumeMode?: string;
+  };
   status?: { phase?: string };
 }
 interface Volume extends KubeObject {
@@ -27,21 +33,38 @@ interface Volume extends KubeObject {
 export function wantsVolume(c: Claim): boolean {
   const ann = c.metadata.annotations ?? {};
   const by = ann['volume.kubernetes.io/storage-provisioner'] ?? ann['volume.beta.kubernetes.io/storage-provisioner'];
-  return by === PROVISIONER && !c.spec.volumeName && !c.metadata.deletionTimestamp && (c.status?.phase ?? 'Pending') === 'Pending';
+  return (
+    by === PROVISIONER &&
+    !c.spec.volumeName &&
+    !c.metadata.deletionTimestamp &&
+    (c.status?.phase ?? 'Pending') === 'Pending'
+  );
 }
 
 export function volumeFor(c: Claim, root: string): Volume & Record<string, unknown> {
   const name = `pvc-${c.metadata.uid}`;
   return {
-    apiVersion: 'v1', kind: 'PersistentVolume',
-    metadata: { name, annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER }, labels: { 'kruntimes.io/provisioner': 'local-dir' } },
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: {
+      name,
+      annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER },
+      labels: { 'kruntimes.io/provisioner': 'local-dir' },
+    },
     spec: {
       capacity: { storage: c.spec.resources?.requests?.storage ?? '1Gi' },
       accessModes: c.spec.accessModes ?? ['ReadWriteOnce'],
-      persistentVolumeReclaimPolicy: 'Delete', storageClassName: c.spec.storageClassName ?? STORAGE_CLASS,
+      persistentVolumeReclaimPolicy: 'Delete',
+      storageClassName: c.spec.storageClassName ?? STORAGE_CLASS,
       volumeMode: c.spec.volumeMode ?? 'Filesystem',
       hostPath: { path: join(root, name), type: 'DirectoryOrCreate' },
-      claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: c.metadata.namespace, name: c.metadata.name, uid: c.metadata.uid },
+      claimRef: {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        namespace: c.metadata.namespace,
+        name: c.metadata.name,
+        uid: c.metadata.uid,
+      },
     },
   };
 }
@@ -50,7 +73,11 @@ export class LocalDirProvisioner {
   private claims: ListWatch<Claim> | undefined;
   private volumes: ListWatch<Volume> | undefined;
 
-  constructor(private readonly client: KubeClient, private readonly root: string, private readonly log: Logger) {}
+  constructor(
+    private readonly client: KubeClient,
+    private readonly root: string,
+    private readonly log: Logger,
+  ) {}
 
   start(): void {
     mkdirSync(this.root, { recursive: true });
@@ -58,21 +85,36 @@ export class LocalDirProvisioner {
     this.claims = new ListWatch<Claim>(this.client, { path: '/api/v1/persistentvolumeclaims', onError }, (d) => {
       if (d.type !== 'deleted' && wantsVolume(d.object)) void this.provision(d.object);
     });
-    this.volumes = new ListWatch<Volume>(this.client, { path: '/api/v1/persistentvolumes', labelSelector: 'kruntimes.io/provisioner=local-dir', onError }, (d) => {
-      if (d.type !== 'deleted' && d.object.status?.phase === 'Released' && d.object.spec.persistentVolumeReclaimPolicy === 'Delete') void this.reclaim(d.object);
-    });
+    this.volumes = new ListWatch<Volume>(
+      this.client,
+      { path: '/api/v1/persistentvolumes', labelSelector: 'kruntimes.io/provisioner=local-dir', onError },
+      (d) => {
+        if (
+          d.type !== 'deleted' &&
+          d.object.status?.phase === 'Released' &&
+          d.object.spec.persistentVolumeReclaimPolicy === 'Delete'
+        )
+          void this.reclaim(d.object);
+      },
+    );
     this.claims.start();
     this.volumes.start();
   }
 
-  stop(): void { this.claims?.stop(); this.volumes?.stop(); }
+  stop(): void {
+    this.claims?.stop();
+    this.volumes?.stop();
+  }
 
   private async provision(c: Claim): Promise<void> {
     const pv = volumeFor(c, this.root);
     mkdirSync(pv.spec.hostPath!.path, { recursive: true });
     try {
       await this.client.create('/api/v1/persistentvolumes', pv);
-      this.log.info({ claim: `${c.metadata.namespace}/${c.metadata.name}`, volume: pv.metadata.name }, 'provisioned local-dir volume');
+      this.log.info(
+        { claim: `${c.metadata.namespace}/${c.metadata.name}`, volume: pv.metadata.name },
+        'provisioned local-dir volume',
+      );
     } catch (err) {
       if (!isApiError(err, 409)) this.log.warn({ err, claim: c.metadata.name }, 'provisioning failed');
     }

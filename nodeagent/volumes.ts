@@ -11,7 +11,12 @@ import { fieldValue, type DataSource } from './env.ts';
 import type { KeyToPath, Pod, ProjectedSource, Volume } from './pod-types.ts';
 
 export class VolumeError extends Error {
-  constructor(readonly reason: string, message: string) { super(message); }
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 export interface VolumeContext {
@@ -37,13 +42,18 @@ export interface PreparedVolume {
 
 function safeRelative(p: string): string {
   const n = normalize(p);
-  if (n.startsWith('/') || n === '..' || n.startsWith('../')) throw new VolumeError('InvalidVolume', `volume item path "${p}" must be relative without ".."`);
+  if (n.startsWith('/') || n === '..' || n.startsWith('../'))
+    throw new VolumeError('InvalidVolume', `volume item path "${p}" must be relative without ".."`);
   return n;
 }
 
 /** Writes via rename; an unchanged file is left alone so readers watching mtime see no churn. */
 export function writeAtomic(file: string, content: string | Buffer, mode = 0o644): void {
-  try { if (readFileSync(file).equals(Buffer.from(content))) return; } catch { /* new file */ }
+  try {
+    if (readFileSync(file).equals(Buffer.from(content))) return;
+  } catch {
+    /* new file */
+  }
   mkdirSync(dirname(file), { recursive: true });
   const tmp = `${file}.tmp-${process.pid}`;
   writeFileSync(tmp, content, { mode });
@@ -51,7 +61,13 @@ export function writeAtomic(file: string, content: string | Buffer, mode = 0o644
   renameSync(tmp, file);
 }
 
-function writeItems(dir: string, data: Record<string, string>, items: KeyToPath[] | undefined, mode: number, what: string): void {
+function writeItems(
+  dir: string,
+  data: Record<string, string>,
+  items: KeyToPath[] | undefined,
+  mode: number,
+  what: string,
+): void {
   const entries: KeyToPath[] = items ?? Object.keys(data).map((key) => ({ key, path: key }));
   for (const it of entries) {
     if (!(it.key in data)) throw new VolumeError('CreateContainerConfigError', `${what}: key "${it.key}" not found`);
@@ -59,30 +75,50 @@ function writeItems(dir: string, data: Record<string, string>, items: KeyToPath[
   }
 }
 
-async function keyedSource(ctx: VolumeContext, kind: 'secret' | 'configMap', name: string, optional: boolean | undefined): Promise<Record<string, string> | undefined> {
+async function keyedSource(
+  ctx: VolumeContext,
+  kind: 'secret' | 'configMap',
+  name: string,
+  optional: boolean | undefined,
+): Promise<Record<string, string> | undefined> {
   const ns = ctx.pod.metadata.namespace ?? 'default';
   const data = await (kind === 'secret' ? ctx.data.secret(ns, name) : ctx.data.configMap(ns, name));
-  if (data === undefined && !optional) throw new VolumeError('CreateContainerConfigError', `${kind === 'secret' ? 'secret' : 'configmap'} "${name}" not found`);
+  if (data === undefined && !optional)
+    throw new VolumeError(
+      'CreateContainerConfigError',
+      `${kind === 'secret' ? 'secret' : 'configmap'} "${name}" not found`,
+    );
   return data;
 }
 
-async function saToken(ctx: VolumeContext, src: NonNullable<ProjectedSource['serviceAccountToken']>): Promise<{ token: string; refreshAt: number }> {
+async function saToken(
+  ctx: VolumeContext,
+  src: NonNullable<ProjectedSource['serviceAccountToken']>,
+): Promise<{ token: string; refreshAt: number }> {
   const pod = ctx.pod;
   const sa = pod.spec.serviceAccountName ?? 'default';
   const seconds = Math.max(600, src.expirationSeconds ?? 3600);
   const req = {
-    apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest',
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
     spec: {
-      audiences: src.audience ? [src.audience] : null, expirationSeconds: seconds,
+      audiences: src.audience ? [src.audience] : null,
+      expirationSeconds: seconds,
       boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid },
     },
   };
   const res = await ctx.client.create<KubeObject & { status: { token: string } }>(
-    `/api/v1/namespaces/${pod.metadata.namespace}/serviceaccounts/${sa}/token`, req);
+    `/api/v1/namespaces/${pod.metadata.namespace}/serviceaccounts/${sa}/token`,
+    req,
+  );
   return { token: res.status.token, refreshAt: ctx.now() + seconds * 800 };
 }
 
-async function writeProjected(ctx: VolumeContext, dir: string, v: NonNullable<Volume['projected']>): Promise<number | undefined> {
+async function writeProjected(
+  ctx: VolumeContext,
+  dir: string,
+  v: NonNullable<Volume['projected']>,
+): Promise<number | undefined> {
   let refreshAt: number | undefined;
   const mode = v.defaultMode ?? 0o644;
   for (const s of v.sources) {
@@ -104,21 +140,33 @@ async function writeProjected(ctx: VolumeContext, dir: string, v: NonNullable<Vo
   return refreshAt;
 }
 
-function writeDownward(ctx: VolumeContext, dir: string, items: { path: string; fieldRef?: { fieldPath: string } }[]): void {
+function writeDownward(
+  ctx: VolumeContext,
+  dir: string,
+  items: { path: string; fieldRef?: { fieldPath: string } }[],
+): void {
   for (const it of items) {
-    if (it.fieldRef) writeAtomic(join(dir, safeRelative(it.path)), fieldValue(ctx.pod, it.fieldRef.fieldPath, ctx.podIP, ctx.hostIP));
+    if (it.fieldRef)
+      writeAtomic(join(dir, safeRelative(it.path)), fieldValue(ctx.pod, it.fieldRef.fieldPath, ctx.podIP, ctx.hostIP));
   }
 }
 
 async function pvcPath(ctx: VolumeContext, claimName: string): Promise<string> {
   const ns = ctx.pod.metadata.namespace ?? 'default';
   const pvc = await ctx.client.get<KubeObject & { spec: { volumeName?: string }; status?: { phase?: string } }>(
-    `/api/v1/namespaces/${ns}/persistentvolumeclaims/${claimName}`);
-  if (!pvc.spec.volumeName || pvc.status?.phase !== 'Bound') throw new VolumeError('VolumeNotBound', `persistentvolumeclaim "${claimName}" is not bound`);
+    `/api/v1/namespaces/${ns}/persistentvolumeclaims/${claimName}`,
+  );
+  if (!pvc.spec.volumeName || pvc.status?.phase !== 'Bound')
+    throw new VolumeError('VolumeNotBound', `persistentvolumeclaim "${claimName}" is not bound`);
   const pv = await ctx.client.get<KubeObject & { spec: { hostPath?: { path: string }; local?: { path: string } } }>(
-    `/api/v1/persistentvolumes/${pvc.spec.volumeName}`);
+    `/api/v1/persistentvolumes/${pvc.spec.volumeName}`,
+  );
   const path = pv.spec.hostPath?.path ?? pv.spec.local?.path;
-  if (!path) throw new VolumeError('VolumeNotSupported', `persistentvolume "${pvc.spec.volumeName}" is neither hostPath nor local`);
+  if (!path)
+    throw new VolumeError(
+      'VolumeNotSupported',
+      `persistentvolume "${pvc.spec.volumeName}" is neither hostPath nor local`,
+    );
   mkdirSync(path, { recursive: true });
   return path;
 }
@@ -129,10 +177,16 @@ export async function prepareVolume(ctx: VolumeContext, v: Volume): Promise<Prep
   const base = { name: v.name, hostPath: dir, readOnly: false };
   if (v.hostPath) {
     if (v.hostPath.type === 'DirectoryOrCreate' || !v.hostPath.type) mkdirSync(v.hostPath.path, { recursive: true });
-    else if (!existsSync(v.hostPath.path)) throw new VolumeError('HostPathMissing', `hostPath ${v.hostPath.path} does not exist`);
+    else if (!existsSync(v.hostPath.path))
+      throw new VolumeError('HostPathMissing', `hostPath ${v.hostPath.path} does not exist`);
     return { ...base, hostPath: v.hostPath.path };
   }
-  if (v.persistentVolumeClaim) return { ...base, hostPath: await pvcPath(ctx, v.persistentVolumeClaim.claimName), readOnly: !!v.persistentVolumeClaim.readOnly };
+  if (v.persistentVolumeClaim)
+    return {
+      ...base,
+      hostPath: await pvcPath(ctx, v.persistentVolumeClaim.claimName),
+      readOnly: !!v.persistentVolumeClaim.readOnly,
+    };
   mkdirSync(dir, { recursive: true });
   if (v.emptyDir) return base;
   return prepareDataVolume(ctx, v, base);
@@ -142,7 +196,8 @@ async function prepareDataVolume(ctx: VolumeContext, v: Volume, base: PreparedVo
   const dir = base.hostPath;
   if (v.configMap) {
     const data = await keyedSource(ctx, 'configMap', v.configMap.name, v.configMap.optional);
-    if (data) writeItems(dir, data, v.configMap.items, v.configMap.defaultMode ?? 0o644, `configmap ${v.configMap.name}`);
+    if (data)
+      writeItems(dir, data, v.configMap.items, v.configMap.defaultMode ?? 0o644, `configmap ${v.configMap.name}`);
     return { ...base, readOnly: true };
   }
   if (v.secret) {
@@ -150,12 +205,20 @@ async function prepareDataVolume(ctx: VolumeContext, v: Volume, base: PreparedVo
     if (data) writeItems(dir, data, v.secret.items, v.secret.defaultMode ?? 0o644, `secret ${v.secret.secretName}`);
     return { ...base, readOnly: true };
   }
-  if (v.downwardAPI) { writeDownward(ctx, dir, v.downwardAPI.items); return { ...base, readOnly: true }; }
+  if (v.downwardAPI) {
+    writeDownward(ctx, dir, v.downwardAPI.items);
+    return { ...base, readOnly: true };
+  }
   if (v.projected) {
     const refreshAt = await writeProjected(ctx, dir, v.projected);
     return { ...base, readOnly: true, ...(refreshAt !== undefined ? { refreshAt } : {}) };
   }
-  throw new VolumeError('VolumeNotSupported', `volume "${v.name}": this node agent supports emptyDir, hostPath, persistentVolumeClaim, configMap, secret, downwardAPI and projected`);
+  throw new VolumeError(
+    'VolumeNotSupported',
+    `volume "${v.name}": this node agent supports emptyDir, hostPath, persistentVolumeClaim, configMap, secret, downwardAPI and projected`,
+  );
 }
 
-export function removePodDir(podDir: string): void { rmSync(podDir, { recursive: true, force: true }); }
+export function removePodDir(podDir: string): void {
+  rmSync(podDir, { recursive: true, force: true });
+}

@@ -7,7 +7,14 @@
 import { join } from 'node:path';
 import type { RuntimedConfig } from './config.ts';
 import { OutputsFinisher, type Collected, type Finisher } from './finish.ts';
-import { collectStaged, createArtifactStore, isArtifactError, type ArtifactRef, type ArtifactStore, type RuntimeArtifactStoreSpec } from './artifacts/index.ts';
+import {
+  collectStaged,
+  createArtifactStore,
+  isArtifactError,
+  type ArtifactRef,
+  type ArtifactStore,
+  type RuntimeArtifactStoreSpec,
+} from './artifacts/index.ts';
 import type { Run } from './types.ts';
 
 export interface RunRecorder {
@@ -16,7 +23,15 @@ export interface RunRecorder {
 }
 
 export class ArtifactFinisher extends OutputsFinisher {
-  constructor(workspaceRoot: string, readonly store: ArtifactStore, readonly spec: RuntimeArtifactStoreSpec, private readonly runtime: string, private readonly recorder: RunRecorder) { super(workspaceRoot); }
+  constructor(
+    workspaceRoot: string,
+    readonly store: ArtifactStore,
+    readonly spec: RuntimeArtifactStoreSpec,
+    private readonly runtime: string,
+    private readonly recorder: RunRecorder,
+  ) {
+    super(workspaceRoot);
+  }
 
   override prepareArtifactsDir(_run: Run, runDir: string): Promise<string | undefined> {
     return this.recreate(join(runDir, 'artifacts'));
@@ -35,18 +50,38 @@ export class ArtifactFinisher extends OutputsFinisher {
       const refs: ArtifactRef[] = [];
       for (const a of staged) {
         uploaded = true;
-        refs.push(await this.store.put(ns, uid, a.name, a.path, { type: a.type, runName: run.metadata.name ?? '', runtime: this.runtime }));
+        refs.push(
+          await this.store.put(ns, uid, a.name, a.path, {
+            type: a.type,
+            runName: run.metadata.name ?? '',
+            runtime: this.runtime,
+          }),
+        );
       }
       return { ok: true, outputs: out.outputs, artifactRefs: refs };
     } catch (err) {
       if (uploaded) await this.store.deleteRun(ns, uid).catch(() => undefined);
-      if (isArtifactError(err)) return { ok: false, transient: err.transient, reason: err.transient ? 'ArtifactStoreError' : 'ArtifactInvalid', message: err.message };
-      return { ok: false, transient: true, reason: 'ArtifactStoreError', message: err instanceof Error ? err.message : String(err) };
+      if (isArtifactError(err))
+        return {
+          ok: false,
+          transient: err.transient,
+          reason: err.transient ? 'ArtifactStoreError' : 'ArtifactInvalid',
+          message: err.message,
+        };
+      return {
+        ok: false,
+        transient: true,
+        reason: 'ArtifactStoreError',
+        message: err instanceof Error ? err.message : String(err),
+      };
     }
   }
 }
 
-export async function makeFinisher(cfg: RuntimedConfig, recorder: RunRecorder): Promise<Finisher & { store?: ArtifactStore }> {
+export async function makeFinisher(
+  cfg: RuntimedConfig,
+  recorder: RunRecorder,
+): Promise<Finisher & { store?: ArtifactStore }> {
   if (!cfg.artifactStore) return new OutputsFinisher(cfg.workspaceRoot);
   const spec = cfg.artifactStore as unknown as RuntimeArtifactStoreSpec;
   const store = await createArtifactStore(spec, { filesystemRoot: cfg.artifactRoot });

@@ -30,11 +30,19 @@ export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
   };
   const workspaceRoot = env.KRT_WORKSPACE ?? '/workspace';
   const workers = Number(env.KRT_WORKERS ?? '2');
-  if (!Number.isInteger(workers) || workers < 1) throw new Error(`runtimed: KRT_WORKERS must be a positive integer, got ${env.KRT_WORKERS}`);
+  if (!Number.isInteger(workers) || workers < 1)
+    throw new Error(`runtimed: KRT_WORKERS must be a positive integer, got ${env.KRT_WORKERS}`);
   return Object.freeze({
-    podName: need('POD_NAME'), podUID: need('POD_UID'), namespace: need('POD_NAMESPACE'), runtime: need('KRT_RUNTIME'),
-    workspaceRoot, socketPath: env.KRT_RUNTIME_SOCKET ?? join(workspaceRoot, '.kruntimes', 'runtime.sock'), workers,
-    heartbeatMs: Number(env.KRT_HEARTBEAT_MS ?? '5000'), healthAddress: env.POD_IP ?? '0.0.0.0', healthPort: Number(env.KRT_HEALTH_PORT ?? '9094'),
+    podName: need('POD_NAME'),
+    podUID: need('POD_UID'),
+    namespace: need('POD_NAMESPACE'),
+    runtime: need('KRT_RUNTIME'),
+    workspaceRoot,
+    socketPath: env.KRT_RUNTIME_SOCKET ?? join(workspaceRoot, '.kruntimes', 'runtime.sock'),
+    workers,
+    heartbeatMs: Number(env.KRT_HEARTBEAT_MS ?? '5000'),
+    healthAddress: env.POD_IP ?? '0.0.0.0',
+    healthPort: Number(env.KRT_HEALTH_PORT ?? '9094'),
     ...(env.KRT_ARTIFACT_STORE ? { artifactStore: JSON.parse(env.KRT_ARTIFACT_STORE) as Record<string, unknown> } : {}),
     artifactRoot: env.KRT_ARTIFACT_ROOT ?? '/var/lib/kruntimes/artifacts',
     sessionPort: Number(env.KRT_SESSION_PORT ?? '9095'),

@@ -17,16 +17,41 @@ import { Jwks } from './session-auth.ts';
 import { SESSION_CONDITION, startSessionServer } from './session-server.ts';
 import type { Run } from './types.ts';
 
-export interface Daemon { stop(): Promise<void> }
+export interface Daemon {
+  stop(): Promise<void>;
+}
 
-export async function heartbeat(client: KubeClient, cfg: RuntimedConfig, now: Date, since: string, sessionFingerprint?: string): Promise<void> {
-  const conditions: object[] = [{
-    type: 'kruntimes.io/RuntimedReady', status: 'True', reason: 'Heartbeat', message: 'runtimed heartbeat is fresh',
-    lastProbeTime: now.toISOString(), lastTransitionTime: since,
-  }];
+export async function heartbeat(
+  client: KubeClient,
+  cfg: RuntimedConfig,
+  now: Date,
+  since: string,
+  sessionFingerprint?: string,
+): Promise<void> {
+  const conditions: object[] = [
+    {
+      type: 'kruntimes.io/RuntimedReady',
+      status: 'True',
+      reason: 'Heartbeat',
+      message: 'runtimed heartbeat is fresh',
+      lastProbeTime: now.toISOString(),
+      lastTransitionTime: since,
+    },
+  ];
   // The extension API server pins the session port's certificate to this fingerprint.
-  if (sessionFingerprint) conditions.push({ type: SESSION_CONDITION, status: 'True', reason: 'Listening', message: `port=${cfg.sessionPort} sha256=${sessionFingerprint}`, lastTransitionTime: since });
-  await client.patch(`/api/v1/namespaces/${cfg.namespace}/pods/${cfg.podName}/status`, { status: { conditions } }, PatchType.strategic);
+  if (sessionFingerprint)
+    conditions.push({
+      type: SESSION_CONDITION,
+      status: 'True',
+      reason: 'Listening',
+      message: `port=${cfg.sessionPort} sha256=${sessionFingerprint}`,
+      lastTransitionTime: since,
+    });
+  await client.patch(
+    `/api/v1/namespaces/${cfg.namespace}/pods/${cfg.podName}/status`,
+    { status: { conditions } },
+    PatchType.strategic,
+  );
 }
 
 async function waitForRuntime(runtime: RuntimeClient, log: Logger): Promise<void> {
@@ -36,33 +61,108 @@ async function waitForRuntime(runtime: RuntimeClient, log: Logger): Promise<void
   }
 }
 
-export async function startDaemon(o: { client: KubeClient; cfg: RuntimedConfig; runtime: RuntimeClient; finisher: Finisher; log: Logger }): Promise<Daemon> {
-  const { client, cfg, runtime, log } = o;
-  await waitForRuntime(runtime, log);
-  const runner = new Runner({ client, cfg, runtime, log, now: () => new Date(), out: (s) => { process.stdout.write(s); }, finisher: o.finisher });
-  const watch = new ListWatch<Run>(client, {
-    path: `/apis/kruntimes.io/v1alpha1/namespaces/${cfg.namespace}/runs`, fieldSelector: `status.assignedPod=${cfg.podName}`,
-    onError: (err) => log.warn({ err }, 'run watch error'),
-  }, (d) => { if (d.type === 'deleted') void runner.onDeleted(d.object); else runner.onRun(d.object); });
+/** Watches only the Runs assigned to this Pod (a selectable field) and feeds them to the runner. */
+async function watchAssignedRuns(
+  client: KubeClient,
+  cfg: RuntimedConfig,
+  runner: Runner,
+  log: Logger,
+): Promise<ListWatch<Run>> {
+  const watch = new ListWatch<Run>(
+    client,
+    {
+      path: `/apis/kruntimes.io/v1alpha1/namespaces/${cfg.namespace}/runs`,
+      fieldSelector: `status.assignedPod=${cfg.podName}`,
+      onError: (err) => log.warn({ err }, 'run watch error'),
+    },
+    (d) => {
+      if (d.type === 'deleted') void runner.onDeleted(d.object);
+      else runner.onRun(d.object);
+    },
+  );
   watch.start();
   await watch.synced;
-  const cleaner = startWorkspaceCleaner({ client, namespace: cfg.namespace, podName: cfg.podName, podUID: cfg.podUID, dirOf: (n) => runner.workspaceDir(n), inUse: (n) => runner.usesWorkspace(n), log });
-  runner.onRelease = (): void => cleaner.recheck();
-  const sessions = await startSessionServer({
-    address: cfg.healthAddress, port: cfg.sessionPort, socketPath: cfg.socketPath, subject: cfg.sessionSubject,
-    jwks: new Jwks(client), log: log.child({ part: 'sessions' }), target: (uid) => runner.sessionTarget(uid),
-    ...(o.finisher.store ? { openArtifact: (ref: unknown) => o.finisher.store!.open(ref as ArtifactRef, { namespace: cfg.namespace }) } : {}),
-  });
+  return watch;
+}
+
+/** Publishes runtimed's heartbeat (and the session certificate's fingerprint) every heartbeatMs. */
+function startHeartbeat(client: KubeClient, cfg: RuntimedConfig, fingerprint: string, log: Logger): NodeJS.Timeout {
   const since = new Date().toISOString();
-  const beat = (): void => { heartbeat(client, cfg, new Date(), since, sessions.fingerprint).catch((err: unknown) => log.warn({ err }, 'heartbeat failed')); };
+  const beat = (): void => {
+    heartbeat(client, cfg, new Date(), since, fingerprint).catch((err: unknown) =>
+      log.warn({ err }, 'heartbeat failed'),
+    );
+  };
   beat();
-  const timer = setInterval(beat, cfg.heartbeatMs);
+  return setInterval(beat, cfg.heartbeatMs);
+}
+
+/** runtimed's liveness and readiness (the Runtime Server answers on its socket). */
+async function serveHealth(cfg: RuntimedConfig, runtime: RuntimeClient): Promise<http.Server> {
   const health = http.createServer((req, res) => {
-    if (req.url === '/healthz') { res.end('ok'); return; }
-    if (req.url === '/readyz') { void runtime.health().then((ok) => { res.statusCode = ok ? 200 : 503; res.end(ok ? 'ok' : 'runtime server not healthy'); }); return; }
-    res.statusCode = 404; res.end();
+    if (req.url === '/healthz') {
+      res.end('ok');
+      return;
+    }
+    if (req.url === '/readyz') {
+      void runtime.health().then((ok) => {
+        res.statusCode = ok ? 200 : 503;
+        res.end(ok ? 'ok' : 'runtime server not healthy');
+      });
+      return;
+    }
+    res.statusCode = 404;
+    res.end();
   });
   await new Promise<void>((r) => health.listen(cfg.healthPort, cfg.healthAddress, () => r()));
+  return health;
+}
+
+export async function startDaemon(o: {
+  client: KubeClient;
+  cfg: RuntimedConfig;
+  runtime: RuntimeClient;
+  finisher: Finisher;
+  log: Logger;
+}): Promise<Daemon> {
+  const { client, cfg, runtime, log } = o;
+  await waitForRuntime(runtime, log);
+  const runner = new Runner({
+    client,
+    cfg,
+    runtime,
+    log,
+    now: () => new Date(),
+    out: (s) => {
+      process.stdout.write(s);
+    },
+    finisher: o.finisher,
+  });
+  const watch = await watchAssignedRuns(client, cfg, runner, log);
+  const cleaner = startWorkspaceCleaner({
+    client,
+    namespace: cfg.namespace,
+    podName: cfg.podName,
+    podUID: cfg.podUID,
+    dirOf: (n) => runner.workspaceDir(n),
+    inUse: (n) => runner.usesWorkspace(n),
+    log,
+  });
+  runner.onRelease = (): void => cleaner.recheck();
+  const sessions = await startSessionServer({
+    address: cfg.healthAddress,
+    port: cfg.sessionPort,
+    socketPath: cfg.socketPath,
+    subject: cfg.sessionSubject,
+    jwks: new Jwks(client),
+    log: log.child({ part: 'sessions' }),
+    target: (uid) => runner.sessionTarget(uid),
+    ...(o.finisher.store
+      ? { openArtifact: (ref: unknown) => o.finisher.store!.open(ref as ArtifactRef, { namespace: cfg.namespace }) }
+      : {}),
+  });
+  const timer = startHeartbeat(client, cfg, sessions.fingerprint, log);
+  const health = await serveHealth(cfg, runtime);
   log.info({ pod: cfg.podName, runtime: cfg.runtime, workers: cfg.workers }, 'runtimed ready');
   return {
     stop: async () => {

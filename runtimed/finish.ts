@@ -26,7 +26,8 @@ const PREPARE_MESSAGES = ['no args or script provided', 'no script or args provi
 
 export function classifyFailure(s: Summary, stderrTail = ''): { reason: string; message: string } {
   if (s.errorMessage === 'timeout' && s.exitCode === -1) return { reason: 'Timeout', message: 'timeout' };
-  if (PREPARE_MESSAGES.includes(s.errorMessage)) return { reason: 'PrepareSource', message: `prepare source: ${s.errorMessage}` };
+  if (PREPARE_MESSAGES.includes(s.errorMessage))
+    return { reason: 'PrepareSource', message: `prepare source: ${s.errorMessage}` };
   const base = s.errorMessage || `exit status ${s.exitCode}`;
   return { reason: 'RuntimeError', message: stderrTail ? `${base}; runtime stderr: ${stderrTail}` : base };
 }
@@ -35,7 +36,9 @@ export function classifyFailure(s: Summary, stderrTail = ''): { reason: string; 
 export class OutputsFinisher implements Finisher {
   constructor(protected readonly workspaceRoot: string) {}
 
-  prepareArtifactsDir(_run: Run, _runDir: string): Promise<string | undefined> { return Promise.resolve(undefined); }
+  prepareArtifactsDir(_run: Run, _runDir: string): Promise<string | undefined> {
+    return Promise.resolve(undefined);
+  }
 
   async collect(_run: Run, runDir: string): Promise<Collected> {
     const out = await readOutputsFile(join(runDir, 'outputs'));

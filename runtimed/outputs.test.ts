@@ -5,8 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import {
-  MAX_OUTPUT_KEYS, MAX_OUTPUT_KEY_BYTES, MAX_OUTPUT_VALUE_BYTES, MAX_OUTPUTS_BYTES,
-  parseOutputs, readOutputsFile, type OutputsResult,
+  MAX_OUTPUT_KEYS,
+  MAX_OUTPUT_KEY_BYTES,
+  MAX_OUTPUT_VALUE_BYTES,
+  MAX_OUTPUTS_BYTES,
+  parseOutputs,
+  readOutputsFile,
+  type OutputsResult,
 } from './outputs.ts';
 
 const parse = (s: string | Buffer): OutputsResult => parseOutputs(typeof s === 'string' ? Buffer.from(s, 'utf8') : s);
@@ -61,14 +66,26 @@ describe('runtimed/outputs parseOutputs', () => {
   });
 
   it('rejects invalid UTF-8 naming the line, even in a comment', () => {
-    expectFail(parse(Buffer.concat([Buffer.from('a=1\n#'), Buffer.from([0xff, 0xfe]), Buffer.from('\n')])), 'OutputsInvalid', 'outputs line 2 is not valid UTF-8');
+    expectFail(
+      parse(Buffer.concat([Buffer.from('a=1\n#'), Buffer.from([0xff, 0xfe]), Buffer.from('\n')])),
+      'OutputsInvalid',
+      'outputs line 2 is not valid UTF-8',
+    );
   });
 
   it('enforces the key, value, count and total limits with OutputsTooLarge', () => {
     assert.ok(parse(`${'k'.repeat(MAX_OUTPUT_KEY_BYTES)}=v`).ok);
-    expectFail(parse(`a=1\n${'k'.repeat(MAX_OUTPUT_KEY_BYTES + 1)}=v`), 'OutputsTooLarge', 'output key on line 2 exceeds 128 bytes');
+    expectFail(
+      parse(`a=1\n${'k'.repeat(MAX_OUTPUT_KEY_BYTES + 1)}=v`),
+      'OutputsTooLarge',
+      'output key on line 2 exceeds 128 bytes',
+    );
     assert.ok(parse(`k=${'v'.repeat(MAX_OUTPUT_VALUE_BYTES)}`).ok);
-    expectFail(parse(`k=${'v'.repeat(MAX_OUTPUT_VALUE_BYTES + 1)}`), 'OutputsTooLarge', 'output value for "k" on line 1 exceeds 8192 bytes');
+    expectFail(
+      parse(`k=${'v'.repeat(MAX_OUTPUT_VALUE_BYTES + 1)}`),
+      'OutputsTooLarge',
+      'output value for "k" on line 1 exceeds 8192 bytes',
+    );
     // multi-byte characters count as bytes
     expectFail(parse(`k=${'é'.repeat(MAX_OUTPUT_VALUE_BYTES / 2 + 1)}`), 'OutputsTooLarge', /exceeds 8192 bytes/);
     const keys = Array.from({ length: MAX_OUTPUT_KEYS }, (_, i) => `k${i}=v`);
@@ -90,27 +107,41 @@ describe('runtimed/outputs parseOutputs', () => {
 
   it('round-trips any small map of clean keys and values', () => {
     const word = fc.string({ minLength: 1, maxLength: 20 }).filter((s) => /^[A-Za-z0-9_.-]+$/.test(s));
-    const value = fc.string({ maxLength: 40 }).filter((s) => !/[\r\n]/.test(s) && s === s.trim() && Buffer.from(s).toString() === s);
-    fc.assert(fc.property(fc.dictionary(word, value, { maxKeys: 64 }), (m) => {
-      const text = Object.entries(m).map(([k, v]) => `${k}=${v}`).join('\n');
-      const r = parse(text);
-      assert.ok(r.ok);
-      assert.deepEqual(r.outputs ?? {}, { ...m });
-    }), { numRuns: 300 });
+    const value = fc
+      .string({ maxLength: 40 })
+      .filter((s) => !/[\r\n]/.test(s) && s === s.trim() && Buffer.from(s).toString() === s);
+    fc.assert(
+      fc.property(fc.dictionary(word, value, { maxKeys: 64 }), (m) => {
+        const text = Object.entries(m)
+          .map(([k, v]) => `${k}=${v}`)
+          .join('\n');
+        const r = parse(text);
+        assert.ok(r.ok);
+        assert.deepEqual(r.outputs ?? {}, { ...m });
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('never throws and only returns the two reasons on arbitrary bytes', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 2000 }), (bytes) => {
-      const r = parseOutputs(Buffer.from(bytes));
-      if (!r.ok) assert.ok(r.reason === 'OutputsInvalid' || r.reason === 'OutputsTooLarge');
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 2000 }), (bytes) => {
+        const r = parseOutputs(Buffer.from(bytes));
+        if (!r.ok) assert.ok(r.reason === 'OutputsInvalid' || r.reason === 'OutputsTooLarge');
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
 describe('runtimed/outputs readOutputsFile', () => {
   let dir: string;
-  beforeEach(async () => { dir = await mkdtemp(join(tmpdir(), 'krt-outputs-')); });
-  afterEach(async () => { await rm(dir, { recursive: true, force: true }); });
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'krt-outputs-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
 
   it('treats a missing file as no outputs', async () => {
     assert.deepEqual(await readOutputsFile(join(dir, 'outputs')), { ok: true, outputs: undefined });
@@ -124,7 +155,11 @@ describe('runtimed/outputs readOutputsFile', () => {
   it('refuses a symlink, even to a valid file', async () => {
     await writeFile(join(dir, 'real'), 'a=1\n');
     await symlink(join(dir, 'real'), join(dir, 'outputs'));
-    expectFail(await readOutputsFile(join(dir, 'outputs')), 'OutputsInvalid', 'outputs file must not be a symbolic link');
+    expectFail(
+      await readOutputsFile(join(dir, 'outputs')),
+      'OutputsInvalid',
+      'outputs file must not be a symbolic link',
+    );
   });
 
   it('refuses a directory and a FIFO without blocking', async () => {

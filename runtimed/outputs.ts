@@ -15,8 +15,7 @@ export const MAX_OUTPUTS_FILE_BYTES = 1024 * 1024;
 
 export type OutputsReason = 'OutputsInvalid' | 'OutputsTooLarge';
 export type OutputsResult =
-  | { ok: true; outputs: Record<string, string> | undefined }
-  | { ok: false; reason: OutputsReason; message: string };
+  { ok: true; outputs: Record<string, string> | undefined } | { ok: false; reason: OutputsReason; message: string };
 
 // Go's strings.TrimSpace (unicode.IsSpace), which differs from String.prototype.trim on U+0085 and U+FEFF.
 const SPACE = '[\\t\\n\\v\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]+';
@@ -63,7 +62,8 @@ class OutputsAccumulator {
   add(key: string, value: string, line: number): OutputsResult | undefined {
     const keyBytes = Buffer.byteLength(key, 'utf8');
     const valueBytes = Buffer.byteLength(value, 'utf8');
-    if (keyBytes > MAX_OUTPUT_KEY_BYTES) return tooLarge(`output key on line ${line} exceeds ${MAX_OUTPUT_KEY_BYTES} bytes`);
+    if (keyBytes > MAX_OUTPUT_KEY_BYTES)
+      return tooLarge(`output key on line ${line} exceeds ${MAX_OUTPUT_KEY_BYTES} bytes`);
     if (valueBytes > MAX_OUTPUT_VALUE_BYTES) {
       return tooLarge(`output value for ${quote(key)} on line ${line} exceeds ${MAX_OUTPUT_VALUE_BYTES} bytes`);
     }

@@ -12,7 +12,17 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { eventObject, involvedOf, type EventSpec } from '../lib/fn/events.ts';
 import { formatDuration, parseDuration } from '../lib/run/duration.ts';
-import { claimed, isTerminal, retryScheduled, retryStarted, sessionEnded, sessionReady, succeeded, terminalFailure, type RunStatus } from '../lib/run/phases.ts';
+import {
+  claimed,
+  isTerminal,
+  retryScheduled,
+  retryStarted,
+  sessionEnded,
+  sessionReady,
+  succeeded,
+  terminalFailure,
+  type RunStatus,
+} from '../lib/run/phases.ts';
 import { backoffMs, currentAttempt, shouldRetry } from '../lib/run/retry.ts';
 import type { RuntimedConfig } from './config.ts';
 import { logRecord } from './logs.ts';
@@ -26,10 +36,31 @@ import { isArtifactError, stageArtifactInputs } from './artifacts/index.ts';
 import type { SessionRefusal, SessionTarget } from './session-server.ts';
 
 /** A bad artifact input: terminal with its own reason (never retried). */
-export class InputError extends Error { constructor(readonly reason: string, message: string) { super(message); } }
+export class InputError extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
-interface Session { ops: Set<WebSocket>; idle?: NodeJS.Timeout; ended: boolean }
-interface Active { run: Run; attempt: number; timer?: NodeJS.Timeout; cancelling: boolean; timedOut: boolean; workdir: string; claim?: Promise<Run | undefined>; startedAt: string; session?: Session }
+interface Session {
+  ops: Set<WebSocket>;
+  idle?: NodeJS.Timeout;
+  ended: boolean;
+}
+interface Active {
+  run: Run;
+  attempt: number;
+  timer?: NodeJS.Timeout;
+  cancelling: boolean;
+  timedOut: boolean;
+  workdir: string;
+  claim?: Promise<Run | undefined>;
+  startedAt: string;
+  session?: Session;
+}
 
 /** Default spec.mode.session.idleTimeoutSeconds. */
 export const SESSION_IDLE_SECONDS = 600;
@@ -38,7 +69,8 @@ export const SESSION_IDLE_SECONDS = 600;
 export const CLAIM_DELAY_MS = 200;
 
 export const ARTIFACT_FINALIZER = 'kruntimes.io/artifact-cleanup';
-const runPath = (run: Run, sub = ''): string => `/apis/kruntimes.io/v1alpha1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}${sub}`;
+const runPath = (run: Run, sub = ''): string =>
+  `/apis/kruntimes.io/v1alpha1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}${sub}`;
 
 /** Records the store and adds the cleanup finalizer (idempotent) before any artifact is uploaded. */
 export function recorderFor(client: KubeClient): RunRecorder {
@@ -46,14 +78,27 @@ export function recorderFor(client: KubeClient): RunRecorder {
     beforeUpload: async (run, spec) => {
       const fresh = await client.get<Run>(runPath(run));
       if (!(fresh.metadata.finalizers ?? []).includes(ARTIFACT_FINALIZER)) {
-        await client.patch(runPath(run), { metadata: { resourceVersion: fresh.metadata.resourceVersion, finalizers: [...(fresh.metadata.finalizers ?? []), ARTIFACT_FINALIZER] } });
+        await client.patch(runPath(run), {
+          metadata: {
+            resourceVersion: fresh.metadata.resourceVersion,
+            finalizers: [...(fresh.metadata.finalizers ?? []), ARTIFACT_FINALIZER],
+          },
+        });
       }
       await client.patch(runPath(run, '/status'), { status: { artifactStore: spec } });
     },
   };
 }
 
-export interface RunnerDeps { client: KubeClient; cfg: RuntimedConfig; runtime: RuntimeClient; log: Logger; now: () => Date; out: (s: string) => void; finisher: Finisher }
+export interface RunnerDeps {
+  client: KubeClient;
+  cfg: RuntimedConfig;
+  runtime: RuntimeClient;
+  log: Logger;
+  now: () => Date;
+  out: (s: string) => void;
+  finisher: Finisher;
+}
 
 /** Best-effort Event about a Run (problems and session transitions only; never for plain successes, which stay at three writes). */
 function runEvent(d: RunnerDeps, run: Run, e: EventSpec): void {
@@ -70,7 +115,13 @@ function runEnv(run: Run, workdir: string): Record<string, string> {
   return env;
 }
 
-const rvNum = (r: Run): bigint => { try { return BigInt(r.metadata.resourceVersion ?? '0'); } catch { return 0n; } };
+const rvNum = (r: Run): bigint => {
+  try {
+    return BigInt(r.metadata.resourceVersion ?? '0');
+  } catch {
+    return 0n;
+  }
+};
 
 export class Runner {
   readonly active = new Map<string, Active>();
@@ -82,18 +133,26 @@ export class Runner {
 
   constructor(private readonly d: RunnerDeps) {}
 
-  private path(run: Run, sub = ''): string { return `/apis/kruntimes.io/v1alpha1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}${sub}`; }
+  private path(run: Run, sub = ''): string {
+    return `/apis/kruntimes.io/v1alpha1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}${sub}`;
+  }
   /** The Run-local directory (source, outputs, artifacts): /workspace/<uid>, or inside a referenced
    * PersistentWorkspace /workspace/persistent/<ws>/.kruntimes/runs/<uid>. */
   runDir(run: Run): string {
     const uid = run.metadata.uid ?? 'unknown';
-    return run.spec.workspace ? join(this.workspaceDir(run.spec.workspace.name), '.kruntimes', 'runs', uid) : join(this.d.cfg.workspaceRoot, uid);
+    return run.spec.workspace
+      ? join(this.workspaceDir(run.spec.workspace.name), '.kruntimes', 'runs', uid)
+      : join(this.d.cfg.workspaceRoot, uid);
   }
 
-  workspaceDir(name: string): string { return join(this.d.cfg.workspaceRoot, 'persistent', name); }
+  workspaceDir(name: string): string {
+    return join(this.d.cfg.workspaceRoot, 'persistent', name);
+  }
 
   /** Whether a local, non-finished Run uses the workspace (its directory must not be deleted). */
-  usesWorkspace(name: string): boolean { return [...this.active.values()].some((a) => a.run.spec.workspace?.name === name); }
+  usesWorkspace(name: string): boolean {
+    return [...this.active.values()].some((a) => a.run.spec.workspace?.name === name);
+  }
 
   mine(run: Run): boolean {
     const s = run.status;
@@ -104,18 +163,35 @@ export class Runner {
   onRun(run: Run): void {
     const uid = run.metadata.uid ?? '';
     const a = this.active.get(uid);
-    if (a) { this.onActive(a, run); return; }
-    if (run.metadata.deletionTimestamp && this.mine(run)) { void this.cleanup(run); return; }
+    if (a) {
+      this.onActive(a, run);
+      return;
+    }
+    if (run.metadata.deletionTimestamp && this.mine(run)) {
+      void this.cleanup(run);
+      return;
+    }
     if (!this.mine(run) || run.metadata.deletionTimestamp || isTerminal(run.status?.phase)) return;
-    if (run.status?.phase === 'Scheduled' && run.spec.cancelRequested) { void this.terminal(run, 'Cancelled', 'cancelled by user'); return; }
+    if (run.status?.phase === 'Scheduled' && run.spec.cancelRequested) {
+      void this.terminal(run, 'Cancelled', 'cancelled by user');
+      return;
+    }
     const phase = run.status?.phase;
     if (phase !== 'Scheduled' && phase !== 'Running' && !(phase === 'Ready' && run.spec.mode?.session)) return;
-    if (this.active.size >= this.d.cfg.workers) { this.retryLater(run); return; }
-    void this.start(run).catch((err: unknown) => this.d.log.error({ err, run: run.metadata.name }, 'run handling failed'));
+    if (this.active.size >= this.d.cfg.workers) {
+      this.retryLater(run);
+      return;
+    }
+    void this.start(run).catch((err: unknown) =>
+      this.d.log.error({ err, run: run.metadata.name }, 'run handling failed'),
+    );
   }
 
   private onActive(a: Active, run: Run): void {
-    if (run.metadata.deletionTimestamp) { void this.onDeleted(run).then(() => this.cleanup(run)); return; }
+    if (run.metadata.deletionTimestamp) {
+      void this.onDeleted(run).then(() => this.cleanup(run));
+      return;
+    }
     if (rvNum(run) > rvNum(a.run)) a.run = run;
     if (run.spec.cancelRequested && !a.cancelling) {
       if (a.session) void this.endSession(a, 'Cancelled', 'cancelled by user');
@@ -127,11 +203,21 @@ export class Runner {
     const uid = run.metadata.uid ?? '';
     if (this.waiting.has(uid)) return;
     this.waiting.add(uid);
-    setTimeout(() => { this.waiting.delete(uid); void this.refetch(run).then((r) => { if (r) this.onRun(r); }); }, 1000);
+    setTimeout(() => {
+      this.waiting.delete(uid);
+      void this.refetch(run).then((r) => {
+        if (r) this.onRun(r);
+      });
+    }, 1000);
   }
 
   private async refetch(run: Run): Promise<Run | undefined> {
-    try { return await this.d.client.get<Run>(this.path(run)); } catch (err) { if (isApiError(err, 404)) return undefined; throw err; }
+    try {
+      return await this.d.client.get<Run>(this.path(run));
+    } catch (err) {
+      if (isApiError(err, 404)) return undefined;
+      throw err;
+    }
   }
 
   /** Writes status computed from the freshest Run, retrying conflicts; undefined when the Run is gone or already terminal. */
@@ -139,11 +225,17 @@ export class Runner {
     for (let i = 0; i < 5; i++) {
       const status = build(a.run.status ?? {});
       try {
-        const res = await this.d.client.patch<Run>(this.path(a.run, '/status'), { metadata: { resourceVersion: a.run.metadata.resourceVersion }, status });
+        const res = await this.d.client.patch<Run>(this.path(a.run, '/status'), {
+          metadata: { resourceVersion: a.run.metadata.resourceVersion },
+          status,
+        });
         a.run = res;
         return res;
       } catch (err) {
-        if (!isApiError(err, 409)) { if (isApiError(err, 404)) return undefined; throw err; }
+        if (!isApiError(err, 409)) {
+          if (isApiError(err, 404)) return undefined;
+          throw err;
+        }
         const fresh = await this.refetch(a.run);
         if (!fresh || isTerminal(fresh.status?.phase) || !this.mine(fresh)) return undefined;
         a.run = fresh;
@@ -158,18 +250,41 @@ export class Runner {
 
   private async start(run: Run): Promise<void> {
     const uid = run.metadata.uid ?? '';
-    const a: Active = { run, attempt: currentAttempt(run.status?.attempt), cancelling: false, timedOut: false, workdir: this.runDir(run), startedAt: this.d.now().toISOString() };
+    const a: Active = {
+      run,
+      attempt: currentAttempt(run.status?.attempt),
+      cancelling: false,
+      timedOut: false,
+      workdir: this.runDir(run),
+      startedAt: this.d.now().toISOString(),
+    };
     this.active.set(uid, a);
-    if (run.spec.mode?.session) { await this.startSession(a); return; }
-    if (run.status?.phase === 'Running') { await this.recover(a); return; }
-    const claimTimer = setTimeout(() => { a.claim = this.claim(a); }, CLAIM_DELAY_MS);
+    if (run.spec.mode?.session) {
+      await this.startSession(a);
+      return;
+    }
+    if (run.status?.phase === 'Running') {
+      await this.recover(a);
+      return;
+    }
+    const claimTimer = setTimeout(() => {
+      a.claim = this.claim(a);
+    }, CLAIM_DELAY_MS);
     try {
       await this.launch(a);
     } catch (err) {
       clearTimeout(claimTimer);
-      if (err instanceof InputError) { await this.done(a, err.reason, err.message); return; }
-      await this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute',
-        err instanceof PrepareError ? err.message : `runtime Execute: ${err instanceof Error ? err.message : String(err)}`);
+      if (err instanceof InputError) {
+        await this.done(a, err.reason, err.message);
+        return;
+      }
+      await this.failed(
+        a,
+        err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute',
+        err instanceof PrepareError
+          ? err.message
+          : `runtime Execute: ${err instanceof Error ? err.message : String(err)}`,
+      );
       return;
     }
     await this.follow(a, 0, () => clearTimeout(claimTimer));
@@ -177,7 +292,9 @@ export class Runner {
 
   /** The claim write (phase Running, startTime = when runtimed took the Run); abandons the Run if it was taken away. */
   private async claim(a: Active): Promise<Run | undefined> {
-    const res = await this.writeStatus(a, (s) => claimed({ ...s, startTime: s.startTime ?? a.startedAt }, this.d.now().toISOString(), a.run.metadata.generation));
+    const res = await this.writeStatus(a, (s) =>
+      claimed({ ...s, startTime: s.startTime ?? a.startedAt }, this.d.now().toISOString(), a.run.metadata.generation),
+    );
     if (!res) await this.abandon(a);
     return res;
   }
@@ -192,7 +309,10 @@ export class Runner {
    * Only Runs created before this runtimed started can have one. */
   private async launch(a: Active, adopt = true): Promise<void> {
     const run = a.run;
-    if (adopt && await this.adoptable(run)) { a.workdir = this.workdirOf(run); return; }
+    if (adopt && (await this.adoptable(run))) {
+      a.workdir = this.workdirOf(run);
+      return;
+    }
     const runDir = this.runDir(run);
     const staged = await prepareSource(runDir, run.spec.source, run.spec.mode?.function ? 'function' : 'task');
     a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
@@ -203,7 +323,9 @@ export class Runner {
     if (artifacts) env.KRUNTIME_ARTIFACTS_DIR = artifacts;
     const inline = run.spec.source?.inline !== undefined;
     await this.d.runtime.execute({
-      id: run.metadata.uid ?? '', workingDir: a.workdir, env,
+      id: run.metadata.uid ?? '',
+      workingDir: a.workdir,
+      env,
       entrypoint: inline ? join(runDir, 'script') : join(staged, run.spec.mode?.task?.entrypoint || 'script'),
       args: inline ? [] : (run.spec.mode?.task?.args ?? []),
     });
@@ -212,9 +334,15 @@ export class Runner {
   /** Stages spec.artifactInputs into the working directory; bad inputs are terminal (InputError). */
   private async stageInputs(run: Run, workdir: string): Promise<void> {
     if (!run.spec.artifactInputs?.length) return;
-    if (!this.d.finisher.store) throw new InputError('ArtifactInputInvalid', 'artifact inputs: the Runtime has no spec.artifactStore to read them from');
+    if (!this.d.finisher.store)
+      throw new InputError(
+        'ArtifactInputInvalid',
+        'artifact inputs: the Runtime has no spec.artifactStore to read them from',
+      );
     try {
-      await stageArtifactInputs(this.d.finisher.store, run.spec.artifactInputs, workdir, { namespace: run.metadata.namespace ?? '' });
+      await stageArtifactInputs(this.d.finisher.store, run.spec.artifactInputs, workdir, {
+        namespace: run.metadata.namespace ?? '',
+      });
     } catch (err) {
       if (isArtifactError(err) && !err.transient) throw new InputError(err.reason, `artifact inputs: ${err.message}`);
       throw err;
@@ -237,20 +365,32 @@ export class Runner {
     const start = Date.parse(a.run.status?.startTime ?? a.startedAt);
     if (!timeoutMs || !Number.isFinite(start)) return;
     const left = start + timeoutMs - this.d.now().getTime();
-    a.timer = setTimeout(() => { a.timedOut = true; void this.d.runtime.cancel(a.run.metadata.uid ?? '').catch(() => undefined); }, Math.max(0, left));
+    a.timer = setTimeout(
+      () => {
+        a.timedOut = true;
+        void this.d.runtime.cancel(a.run.metadata.uid ?? '').catch(() => undefined);
+      },
+      Math.max(0, left),
+    );
   }
 
   private async follow(a: Active, from = 0, ended: () => void = () => undefined): Promise<void> {
     this.armDeadline(a);
     let summary: Summary;
     try {
-      summary = await this.d.runtime.follow(a.run.metadata.uid ?? '', from, (rec) => this.d.out(logRecord(a.run, { pod: this.d.cfg.podName, runtime: this.d.cfg.runtime }, rec, a.attempt)));
+      summary = await this.d.runtime.follow(a.run.metadata.uid ?? '', from, (rec) =>
+        this.d.out(logRecord(a.run, { pod: this.d.cfg.podName, runtime: this.d.cfg.runtime }, rec, a.attempt)),
+      );
       ended();
     } catch (err) {
       ended();
       clearTimeout(a.timer);
       const lost = (err as { notFound?: boolean }).notFound;
-      await this.failed(a, lost ? 'ExecutionLost' : 'RuntimeError', lost ? 'runtime execution not found' : `runtime Status: ${(err as Error).message}`);
+      await this.failed(
+        a,
+        lost ? 'ExecutionLost' : 'RuntimeError',
+        lost ? 'runtime execution not found' : `runtime Status: ${(err as Error).message}`,
+      );
       return;
     }
     clearTimeout(a.timer);
@@ -258,30 +398,77 @@ export class Runner {
   }
 
   private async finish(a: Active, s: Summary): Promise<void> {
-    if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
-    if (a.timedOut) { await this.failed(a, 'Timeout', `timeout after ${formatDuration(parseDuration(a.run.spec.timeout) ?? 0)}`); return; }
-    if (s.state !== 'SUCCEEDED') { const f = classifyFailure(s); await this.failed(a, f.reason, f.message); return; }
+    if (a.cancelling) {
+      await this.done(a, 'Cancelled', 'cancelled by user');
+      return;
+    }
+    if (a.timedOut) {
+      await this.failed(a, 'Timeout', `timeout after ${formatDuration(parseDuration(a.run.spec.timeout) ?? 0)}`);
+      return;
+    }
+    if (s.state !== 'SUCCEEDED') {
+      const f = classifyFailure(s);
+      await this.failed(a, f.reason, f.message);
+      return;
+    }
     const result = await this.d.finisher.collect(a.run, this.runDir(a.run));
-    if (!result.ok) { if (result.transient) { setTimeout(() => void this.finish(a, s), 1000); return; } await this.done(a, result.reason, result.message); return; }
+    if (!result.ok) {
+      if (result.transient) {
+        setTimeout(() => void this.finish(a, s), 1000);
+        return;
+      }
+      await this.done(a, result.reason, result.message);
+      return;
+    }
     await this.settle(a);
-    await this.writeStatus(a, (st) => succeeded(this.started(a, st), this.d.now().toISOString(), result.outputs, result.artifactRefs));
+    await this.writeStatus(a, (st) =>
+      succeeded(this.started(a, st), this.d.now().toISOString(), result.outputs, result.artifactRefs),
+    );
     await this.release(a);
   }
 
   /** A failed attempt: retry in place when the policy allows, otherwise the terminal phase. */
   private async failed(a: Active, reason: string, message: string): Promise<void> {
-    if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
-    if (!shouldRetry(a.run.spec.retryPolicy, a.attempt, reason)) { await this.done(a, reason, message); return; }
+    if (a.cancelling) {
+      await this.done(a, 'Cancelled', 'cancelled by user');
+      return;
+    }
+    if (!shouldRetry(a.run.spec.retryPolicy, a.attempt, reason)) {
+      await this.done(a, reason, message);
+      return;
+    }
     await this.settle(a);
-    const written = await this.writeStatus(a, (s) => retryScheduled(claimed(this.started(a, s), this.d.now().toISOString()), this.d.now().toISOString(), reason, message));
-    if (!written) { await this.release(a); return; }
-    runEvent(this.d, a.run, { type: 'Warning', reason, message: `attempt ${a.attempt} failed: ${message}; retrying`, key: `attempt-${a.attempt}` });
+    const written = await this.writeStatus(a, (s) =>
+      retryScheduled(
+        claimed(this.started(a, s), this.d.now().toISOString()),
+        this.d.now().toISOString(),
+        reason,
+        message,
+      ),
+    );
+    if (!written) {
+      await this.release(a);
+      return;
+    }
+    runEvent(this.d, a.run, {
+      type: 'Warning',
+      reason,
+      message: `attempt ${a.attempt} failed: ${message}; retrying`,
+      key: `attempt-${a.attempt}`,
+    });
     a.attempt = currentAttempt(written.status?.attempt);
     await new Promise((r) => setTimeout(r, backoffMs(a.run.spec.retryPolicy, a.attempt)));
-    if (a.cancelling) { await this.done(a, 'Cancelled', 'cancelled by user'); return; }
+    if (a.cancelling) {
+      await this.done(a, 'Cancelled', 'cancelled by user');
+      return;
+    }
     await this.writeStatus(a, (s) => retryStarted(s, this.d.now().toISOString()));
     await this.d.runtime.forget(a.run.metadata.uid ?? '').catch(() => undefined);
-    await this.launch(a, false).then(() => this.follow(a), (err: unknown) => this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute', (err as Error).message));
+    await this.launch(a, false).then(
+      () => this.follow(a),
+      (err: unknown) =>
+        this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute', (err as Error).message),
+    );
   }
 
   /** Status as if claimed: a Run that ends before its claim write still reports startTime and attempt. */
@@ -291,8 +478,16 @@ export class Runner {
 
   private async done(a: Active, reason: string, message: string): Promise<void> {
     await this.settle(a);
-    const written = await this.writeStatus(a, (s) => terminalFailure(this.started(a, s), this.d.now().toISOString(), reason, message));
-    if (written) runEvent(this.d, a.run, { type: reason === 'Cancelled' ? 'Normal' : 'Warning', reason, message, key: 'terminal' });
+    const written = await this.writeStatus(a, (s) =>
+      terminalFailure(this.started(a, s), this.d.now().toISOString(), reason, message),
+    );
+    if (written)
+      runEvent(this.d, a.run, {
+        type: reason === 'Cancelled' ? 'Normal' : 'Warning',
+        reason,
+        message,
+        key: 'terminal',
+      });
     await this.release(a);
   }
 
@@ -305,7 +500,10 @@ export class Runner {
   private async recover(a: Active): Promise<void> {
     const uid = a.run.metadata.uid ?? '';
     const known = await this.d.runtime.get(uid);
-    if (!known) { await this.failed(a, 'ExecutionLost', 'runtime execution not found after runtimed restart'); return; }
+    if (!known) {
+      await this.failed(a, 'ExecutionLost', 'runtime execution not found after runtimed restart');
+      return;
+    }
     a.workdir = this.workdirOf(a.run);
     await this.follow(a);
   }
@@ -317,10 +515,19 @@ export class Runner {
 
   private async release(a: Active): Promise<void> {
     clearTimeout(a.timer);
-    if (a.session) { a.session.ended = true; clearTimeout(a.session.idle); for (const ws of a.session.ops) ws.close(1001, 'session ended'); }
+    if (a.session) {
+      a.session.ended = true;
+      clearTimeout(a.session.idle);
+      for (const ws of a.session.ops) ws.close(1001, 'session ended');
+    }
     const uid = a.run.metadata.uid ?? '';
     for (let i = 0; i < 50; i++) {
-      try { await this.d.runtime.forget(uid); break; } catch { await new Promise((r) => setTimeout(r, 100)); }
+      try {
+        await this.d.runtime.forget(uid);
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
     await rm(this.runDir(a.run), { recursive: true, force: true });
     this.active.delete(uid);
@@ -336,16 +543,25 @@ export class Runner {
     this.cleaning.add(uid);
     try {
       if (this.d.finisher.store) {
-        await Promise.race([this.d.finisher.store.deleteRun(run.metadata.namespace ?? '', uid), new Promise((_, rej) => setTimeout(() => rej(new Error('artifact deletion timed out after 30s')), 30_000))]);
+        await Promise.race([
+          this.d.finisher.store.deleteRun(run.metadata.namespace ?? '', uid),
+          new Promise((_, rej) => setTimeout(() => rej(new Error('artifact deletion timed out after 30s')), 30_000)),
+        ]);
       }
       const fresh = await this.refetch(run);
       if (fresh) {
         const finalizers = (fresh.metadata.finalizers ?? []).filter((f) => f !== ARTIFACT_FINALIZER);
-        await this.d.client.patch(this.path(fresh), { metadata: { resourceVersion: fresh.metadata.resourceVersion, finalizers } });
+        await this.d.client.patch(this.path(fresh), {
+          metadata: { resourceVersion: fresh.metadata.resourceVersion, finalizers },
+        });
       }
     } catch (err) {
       this.d.log.warn({ err, run: run.metadata.name }, 'artifact cleanup failed; retrying in 5s');
-      setTimeout(() => { void this.refetch(run).then((r) => { if (r) void this.cleanup(r); }); }, 5000);
+      setTimeout(() => {
+        void this.refetch(run).then((r) => {
+          if (r) void this.cleanup(r);
+        });
+      }, 5000);
     } finally {
       this.cleaning.delete(uid);
     }
@@ -363,18 +579,34 @@ export class Runner {
         a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
         await this.stageInputs(run, a.workdir);
       } catch (err) {
-        const reason = err instanceof InputError ? err.reason : err instanceof PrepareError ? 'PrepareSource' : 'SessionSetup';
+        const reason =
+          err instanceof InputError ? err.reason : err instanceof PrepareError ? 'PrepareSource' : 'SessionSetup';
         await this.done(a, reason, err instanceof Error ? err.message : String(err));
         return;
       }
-      if (!await this.writeStatus(a, (s) => sessionReady(this.started(a, s), this.d.now().toISOString(), run.metadata.generation))) { await this.release(a); return; }
-      runEvent(this.d, a.run, { type: 'Normal', reason: 'SessionReady', message: `session is ready on Runtime Pod ${this.d.cfg.podName}`, key: 'ready' });
+      if (
+        !(await this.writeStatus(a, (s) =>
+          sessionReady(this.started(a, s), this.d.now().toISOString(), run.metadata.generation),
+        ))
+      ) {
+        await this.release(a);
+        return;
+      }
+      runEvent(this.d, a.run, {
+        type: 'Normal',
+        reason: 'SessionReady',
+        message: `session is ready on Runtime Pod ${this.d.cfg.podName}`,
+        key: 'ready',
+      });
     }
     a.session = { ops: new Set(), ended: false };
     const timeoutMs = parseDuration(run.spec.timeout);
     const start = Date.parse(a.run.status?.startTime ?? a.startedAt);
     if (timeoutMs && Number.isFinite(start)) {
-      a.timer = setTimeout(() => void this.endSession(a, 'Timeout', `timeout after ${formatDuration(timeoutMs)}`), Math.max(0, start + timeoutMs - this.d.now().getTime()));
+      a.timer = setTimeout(
+        () => void this.endSession(a, 'Timeout', `timeout after ${formatDuration(timeoutMs)}`),
+        Math.max(0, start + timeoutMs - this.d.now().getTime()),
+      );
     }
     this.armIdle(a);
     if (run.spec.cancelRequested) await this.endSession(a, 'Cancelled', 'cancelled by user');
@@ -386,7 +618,10 @@ export class Runner {
     clearTimeout(s.idle);
     if (s.ops.size) return;
     const secs = a.run.spec.mode?.session?.idleTimeoutSeconds ?? SESSION_IDLE_SECONDS;
-    s.idle = setTimeout(() => void this.endSession(a, 'SessionIdle', `session ended after ${secs}s without an operation`), secs * 1000);
+    s.idle = setTimeout(
+      () => void this.endSession(a, 'SessionIdle', `session ended after ${secs}s without an operation`),
+      secs * 1000,
+    );
   }
 
   /** Ends a session: closes its operations (their processes are killed) and writes the terminal status. */
@@ -410,14 +645,26 @@ export class Runner {
     if (!a?.session) return { code: 409, message: `Run ${uid} has no Ready session on this Runtime Pod` };
     if (a.session.ended) return { code: 409, message: `the session of Run ${a.run.metadata.name} has ended` };
     const max = this.d.cfg.sessionMaxOperations;
-    if (a.session.ops.size >= max) return { code: 429, message: `the session of Run ${a.run.metadata.name} already has ${a.session.ops.size} operations (at most ${max}); end one and retry` };
+    if (a.session.ops.size >= max)
+      return {
+        code: 429,
+        message: `the session of Run ${a.run.metadata.name} already has ${a.session.ops.size} operations (at most ${max}); end one and retry`,
+      };
     const session = a.session;
     return {
-      spec: { id: uid, command: a.run.spec.mode?.session?.command ?? [], workingDir: a.workdir, env: runEnv(a.run, this.runDir(a.run)) },
+      spec: {
+        id: uid,
+        command: a.run.spec.mode?.session?.command ?? [],
+        workingDir: a.workdir,
+        env: runEnv(a.run, this.runDir(a.run)),
+      },
       attach: (ws) => {
         session.ops.add(ws);
         clearTimeout(session.idle);
-        ws.once('close', () => { session.ops.delete(ws); this.armIdle(a); });
+        ws.once('close', () => {
+          session.ops.delete(ws);
+          this.armIdle(a);
+        });
       },
     };
   }

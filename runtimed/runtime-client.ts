@@ -7,11 +7,24 @@ export class RuntimeClient {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   constructor(private readonly socketPath: string) {}
 
-  private request(method: string, path: string, body?: unknown, timeoutMs = 10_000): Promise<{ code: number; res: IncomingMessage }> {
+  private request(
+    method: string,
+    path: string,
+    body?: unknown,
+    timeoutMs = 10_000,
+  ): Promise<{ code: number; res: IncomingMessage }> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
-      const req = http.request({ socketPath: this.socketPath, path, method, agent: this.agent,
-        headers: payload ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {} }, (res) => resolve({ code: res.statusCode ?? 0, res }));
+      const req = http.request(
+        {
+          socketPath: this.socketPath,
+          path,
+          method,
+          agent: this.agent,
+          headers: payload ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {},
+        },
+        (res) => resolve({ code: res.statusCode ?? 0, res }),
+      );
       req.on('error', reject);
       req.setTimeout(timeoutMs, () => req.destroy(new Error(`runtime server ${method} ${path}: timed out`)));
       req.end(payload);
@@ -26,7 +39,11 @@ export class RuntimeClient {
   }
 
   async health(): Promise<boolean> {
-    try { return (await this.json<{ healthy?: boolean }>('GET', '/healthz')).body.healthy === true; } catch { return false; }
+    try {
+      return (await this.json<{ healthy?: boolean }>('GET', '/healthz')).body.healthy === true;
+    } catch {
+      return false;
+    }
   }
 
   async execute(req: ExecRequest): Promise<Summary> {
@@ -40,15 +57,26 @@ export class RuntimeClient {
     return r.code === 404 ? undefined : r.body;
   }
 
-  async list(): Promise<Summary[]> { return (await this.json<{ executions: Summary[] }>('GET', '/v1/executions')).body.executions; }
+  async list(): Promise<Summary[]> {
+    return (await this.json<{ executions: Summary[] }>('GET', '/v1/executions')).body.executions;
+  }
 
-  async cancel(id: string): Promise<void> { await this.json('POST', `/v1/executions/${encodeURIComponent(id)}/cancel`); }
+  async cancel(id: string): Promise<void> {
+    await this.json('POST', `/v1/executions/${encodeURIComponent(id)}/cancel`);
+  }
 
-  async forget(id: string): Promise<void> { await this.json('DELETE', `/v1/executions/${encodeURIComponent(id)}`); }
+  async forget(id: string): Promise<void> {
+    await this.json('DELETE', `/v1/executions/${encodeURIComponent(id)}`);
+  }
 
   /** Streams output records from `from` until the execution ends; resolves with its final summary. */
   async follow(id: string, from: number, onRecord: (r: OutputRecord) => void): Promise<Summary> {
-    const { code, res } = await this.request('GET', `/v1/executions/${encodeURIComponent(id)}/records?from=${from}&follow=1`, undefined, 0);
+    const { code, res } = await this.request(
+      'GET',
+      `/v1/executions/${encodeURIComponent(id)}/records?from=${from}&follow=1`,
+      undefined,
+      0,
+    );
     if (code === 404) throw Object.assign(new Error(`execution ${id} not found`), { notFound: true });
     let buf = '';
     let end: Summary | undefined;
@@ -60,12 +88,15 @@ export class RuntimeClient {
         buf = buf.slice(nl + 1);
         if (!line) continue;
         const msg = JSON.parse(line) as OutputRecord | { end: Summary };
-        if ('end' in msg) end = msg.end; else onRecord(msg);
+        if ('end' in msg) end = msg.end;
+        else onRecord(msg);
       }
     }
     if (!end) throw new Error(`execution ${id}: output stream ended early`);
     return end;
   }
 
-  close(): void { this.agent.destroy(); }
+  close(): void {
+    this.agent.destroy();
+  }
 }

@@ -17,14 +17,24 @@ describe('runtimed session authentication (bound ServiceAccount JWT)', () => {
   const other = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const keys = keysFrom({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1' }] });
   const want = { audience: 'sessions.kruntimes.io', subject: SUB, now };
-  const good: Claims = { sub: SUB, aud: ['sessions.kruntimes.io'], exp: t + 600, nbf: t - 1, iss: 'https://kubernetes.default.svc' };
+  const good: Claims = {
+    sub: SUB,
+    aud: ['sessions.kruntimes.io'],
+    exp: t + 600,
+    nbf: t - 1,
+    iss: 'https://kubernetes.default.svc',
+  };
 
   it('accepts the extension server token for the sessions audience', () => {
     assert.equal(verifyToken(jwt(privateKey, good), keys, want).sub, SUB);
   });
 
   const bad: [string, () => string, RegExp][] = [
-    ['another subject', () => jwt(privateKey, { ...good, sub: 'system:serviceaccount:team:attacker' }), /may not open sessions/],
+    [
+      'another subject',
+      () => jwt(privateKey, { ...good, sub: 'system:serviceaccount:team:attacker' }),
+      /may not open sessions/,
+    ],
     ['another audience', () => jwt(privateKey, { ...good, aud: ['https://kubernetes.default.svc'] }), /audience/],
     ['an expired token', () => jwt(privateKey, { ...good, exp: t - 120 }), /expired/],
     ['a token without exp', () => jwt(privateKey, { sub: SUB, aud: 'sessions.kruntimes.io' }), /expired/],
@@ -35,6 +45,8 @@ describe('runtimed session authentication (bound ServiceAccount JWT)', () => {
     ['garbage', () => 'a.b', /not a JWT/],
   ];
   for (const [name, make, msg] of bad) {
-    it(`refuses ${name}`, () => { assert.throws(() => verifyToken(make(), keys, want), msg); });
+    it(`refuses ${name}`, () => {
+      assert.throws(() => verifyToken(make(), keys, want), msg);
+    });
   }
 });

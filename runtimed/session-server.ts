@@ -25,92 +25,141 @@ import { isArtifactError } from './artifacts/errors.ts';
 export { SESSION_CONDITION };
 
 /** What the Runner exposes about a Ready session Run on this Pod. */
-export interface SessionTarget { spec: SessionSpec; attach(ws: WebSocket): void }
+export interface SessionTarget {
+  spec: SessionSpec;
+  attach(ws: WebSocket): void;
+}
 
 /** Why an operation cannot start now (409 no such session / ended, 429 too many operations). */
-export interface SessionRefusal { code: 409 | 429; message: string }
+export interface SessionRefusal {
+  code: 409 | 429;
+  message: string;
+}
 
 export interface SessionServerDeps {
-  address: string; port: number; socketPath: string; subject: string; jwks: Jwks; log: Logger;
+  address: string;
+  port: number;
+  socketPath: string;
+  subject: string;
+  jwks: Jwks;
+  log: Logger;
   target(uid: string): SessionTarget | SessionRefusal;
   /** Opens an artifact reference of this namespace from the Runtime's store (absent: the Runtime has no store). */
   openArtifact?: (ref: unknown) => Promise<Readable>;
 }
 
-export interface SessionServer { fingerprint: string; close(): void }
+export interface SessionServer {
+  fingerprint: string;
+  close(): void;
+}
 
 export async function startSessionServer(d: SessionServerDeps): Promise<SessionServer> {
   // A serving certificate from a throwaway issuer: callers trust it by its published fingerprint, not by a CA.
   const now = new Date();
-  const pair = await issueServing(await createCa(`runtimed-session-issuer.${d.address}`, now, 365), `runtimed-session.${d.address}`, { dns: [], ips: [d.address] }, now, 365);
+  const pair = await issueServing(
+    await createCa(`runtimed-session-issuer.${d.address}`, now, 365),
+    `runtimed-session.${d.address}`,
+    { dns: [], ips: [d.address] },
+    now,
+    365,
+  );
   const fingerprint = new X509Certificate(pair.cert).fingerprint256;
-  /** undefined when the caller is the extension server, else why not. */
-  const authorize = async (req: IncomingMessage): Promise<string | undefined> => {
-    const auth = req.headers.authorization ?? '';
-    if (!auth.startsWith('Bearer ')) return 'a bearer token is required';
-    try {
-      await d.jwks.verify(auth.slice(7), { audience: SESSION_AUDIENCE, subject: d.subject, now: new Date() });
-      return undefined;
-    } catch (err) {
-      d.log.warn({ err: err instanceof TokenError ? err.message : String(err), path: req.url }, 'session port request refused');
-      return 'session token refused';
-    }
-  };
+  const authorize = authorizer(d);
   const srv = https.createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (req, res) => {
     serveArtifact(req, res, d, authorize).catch((err: unknown) => {
       d.log.error({ err }, 'artifact read failed');
-      if (!res.headersSent) answer(res, 500, 'InternalError', `reading the artifact failed: ${err instanceof Error ? err.message : String(err)}`); else res.destroy();
+      if (!res.headersSent)
+        answer(
+          res,
+          500,
+          'InternalError',
+          `reading the artifact failed: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      else res.destroy();
     });
   });
   const wss = new WebSocketServer({ noServer: true, handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false });
 
-  const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'https://runtimed');
-    const m = /^\/v1\/sessions\/([A-Za-z0-9-]{1,64})$/.exec(url.pathname);
-    if (!m?.[1]) { refuseUpgrade(socket, 404, 'NotFound', 'no such session endpoint'); return; }
-    const denied = await authorize(req);
-    if (denied) { refuseUpgrade(socket, 401, 'Unauthorized', denied); return; }
-    const target = d.target(m[1]);
-    if ('code' in target) { refuseUpgrade(socket, target.code, target.code === 429 ? 'TooManyRequests' : 'Conflict', target.message); return; }
-    const command = url.searchParams.getAll('command');
-    const spec: SessionSpec = { ...target.spec, command: command.length ? command : target.spec.command, ...(url.searchParams.get('tty') === 'true' ? { tty: true } : {}) };
-    const protocol = String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0]).split(',')[0]?.trim() ?? PROTOCOLS[0];
-    const inner = new WebSocket(`ws+unix://${d.socketPath}:/v1/sessions`, [protocol ?? ''], { headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') } });
-    inner.once('error', (err) => { refuseUpgrade(socket, 503, 'ServiceUnavailable', `the Runtime Server did not accept the operation: ${err.message}`); });
-    inner.once('open', () => {
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        target.attach(ws);
-        relay(ws, inner);
-      });
-    });
-  };
+  const upgrade = upgrader(d, authorize, wss);
   srv.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    upgrade(req, socket, head).catch((err: unknown) => { d.log.error({ err }, 'session upgrade failed'); refuseUpgrade(socket, 500, 'InternalServerError', 'session setup failed'); });
+    upgrade(req, socket, head).catch((err: unknown) => {
+      d.log.error({ err }, 'session upgrade failed');
+      refuseUpgrade(socket, 500, 'InternalServerError', 'session setup failed');
+    });
   });
-  await new Promise<void>((resolve, reject) => { srv.once('error', reject); srv.listen(d.port, d.address, () => resolve()); });
-  return { fingerprint, close: () => { wss.close(); srv.close(); } };
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(d.port, d.address, () => resolve());
+  });
+  return {
+    fingerprint,
+    close: () => {
+      wss.close();
+      srv.close();
+    },
+  };
 }
 
 function answer(res: import('node:http').ServerResponse, code: number, reason: string, message: string): void {
-  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', code, reason, message });
+  const body = JSON.stringify({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    code,
+    reason,
+    message,
+  });
   res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }
 
-const ARTIFACT_STATUS: Record<string, [number, string]> = { ArtifactNotFound: [404, 'NotFound'], ArtifactInputInvalid: [400, 'BadRequest'], ArtifactStoreError: [503, 'ServiceUnavailable'] };
+const ARTIFACT_STATUS: Record<string, [number, string]> = {
+  ArtifactNotFound: [404, 'NotFound'],
+  ArtifactInputInvalid: [400, 'BadRequest'],
+  ArtifactStoreError: [503, 'ServiceUnavailable'],
+};
 
-async function serveArtifact(req: IncomingMessage, res: import('node:http').ServerResponse, d: SessionServerDeps, authorize: (req: IncomingMessage) => Promise<string | undefined>): Promise<void> {
-  if (req.method !== 'POST' || new URL(req.url ?? '/', 'https://runtimed').pathname !== '/v1/artifacts/open') { answer(res, 404, 'NotFound', 'no such endpoint'); return; }
+async function serveArtifact(
+  req: IncomingMessage,
+  res: import('node:http').ServerResponse,
+  d: SessionServerDeps,
+  authorize: (req: IncomingMessage) => Promise<string | undefined>,
+): Promise<void> {
+  if (req.method !== 'POST' || new URL(req.url ?? '/', 'https://runtimed').pathname !== '/v1/artifacts/open') {
+    answer(res, 404, 'NotFound', 'no such endpoint');
+    return;
+  }
   const denied = await authorize(req);
-  if (denied) { answer(res, 401, 'Unauthorized', denied); return; }
-  if (!d.openArtifact) { answer(res, 409, 'Conflict', 'this Runtime has no spec.artifactStore'); return; }
+  if (denied) {
+    answer(res, 401, 'Unauthorized', denied);
+    return;
+  }
+  if (!d.openArtifact) {
+    answer(res, 409, 'Conflict', 'this Runtime has no spec.artifactStore');
+    return;
+  }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const c of req) { size += (c as Buffer).length; if (size > 64 << 10) { answer(res, 413, 'RequestEntityTooLarge', 'artifact reference too large'); return; } chunks.push(c as Buffer); }
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > 64 << 10) {
+      answer(res, 413, 'RequestEntityTooLarge', 'artifact reference too large');
+      return;
+    }
+    chunks.push(c as Buffer);
+  }
   let ref: unknown;
-  try { ref = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { ref?: unknown }).ref; } catch { answer(res, 400, 'BadRequest', 'body must be {"ref": ArtifactRef}'); return; }
+  try {
+    ref = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { ref?: unknown }).ref;
+  } catch {
+    answer(res, 400, 'BadRequest', 'body must be {"ref": ArtifactRef}');
+    return;
+  }
   let body: Readable;
-  try { body = await d.openArtifact(ref); } catch (err) {
+  try {
+    body = await d.openArtifact(ref);
+  } catch (err) {
     const known = isArtifactError(err) ? ARTIFACT_STATUS[err.reason] : undefined;
     if (!known || !isArtifactError(err)) throw err;
     answer(res, known[0], known[1], err.message);
@@ -118,4 +167,77 @@ async function serveArtifact(req: IncomingMessage, res: import('node:http').Serv
   }
   res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
   await pipeline(body, res);
+}
+
+type Authorize = (req: IncomingMessage) => Promise<string | undefined>;
+
+/** Checks the caller's bearer token: undefined when it is the extension server, else why not. */
+function authorizer(d: SessionServerDeps): Authorize {
+  return async (req) => {
+    const auth = req.headers.authorization ?? '';
+    if (!auth.startsWith('Bearer ')) return 'a bearer token is required';
+    try {
+      await d.jwks.verify(auth.slice(7), { audience: SESSION_AUDIENCE, subject: d.subject, now: new Date() });
+      return undefined;
+    } catch (err) {
+      d.log.warn(
+        { err: err instanceof TokenError ? err.message : String(err), path: req.url },
+        'session port request refused',
+      );
+      return 'session token refused';
+    }
+  };
+}
+
+/** Relays one authorised session operation to the Runtime Server's socket. */
+function upgrader(
+  d: SessionServerDeps,
+  authorize: Authorize,
+  wss: WebSocketServer,
+): (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void> {
+  return async (req, socket, head) => {
+    const url = new URL(req.url ?? '/', 'https://runtimed');
+    const m = /^\/v1\/sessions\/([A-Za-z0-9-]{1,64})$/.exec(url.pathname);
+    if (!m?.[1]) {
+      refuseUpgrade(socket, 404, 'NotFound', 'no such session endpoint');
+      return;
+    }
+    const denied = await authorize(req);
+    if (denied) {
+      refuseUpgrade(socket, 401, 'Unauthorized', denied);
+      return;
+    }
+    const target = d.target(m[1]);
+    if ('code' in target) {
+      refuseUpgrade(socket, target.code, target.code === 429 ? 'TooManyRequests' : 'Conflict', target.message);
+      return;
+    }
+    const command = url.searchParams.getAll('command');
+    const spec: SessionSpec = {
+      ...target.spec,
+      command: command.length ? command : target.spec.command,
+      ...(url.searchParams.get('tty') === 'true' ? { tty: true } : {}),
+    };
+    const protocol =
+      String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0])
+        .split(',')[0]
+        ?.trim() ?? PROTOCOLS[0];
+    const inner = new WebSocket(`ws+unix://${d.socketPath}:/v1/sessions`, [protocol ?? ''], {
+      headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') },
+    });
+    inner.once('error', (err) => {
+      refuseUpgrade(
+        socket,
+        503,
+        'ServiceUnavailable',
+        `the Runtime Server did not accept the operation: ${err.message}`,
+      );
+    });
+    inner.once('open', () => {
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        target.attach(ws);
+        relay(ws, inner);
+      });
+    });
+  };
 }

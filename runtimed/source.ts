@@ -6,31 +6,59 @@ import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-export class PrepareError extends Error { readonly reason = 'PrepareSource'; }
+export class PrepareError extends Error {
+  readonly reason = 'PrepareSource';
+}
 
-export interface Source { inline?: string; repoURL?: string; commitSHA?: string; inlinePath?: string }
+export interface Source {
+  inline?: string;
+  repoURL?: string;
+  commitSHA?: string;
+  inlinePath?: string;
+}
 
 export function checkRepoURL(url: string): void {
   if (/^https:\/\/[^\s]+$/.test(url) || /^ssh:\/\/[^\s]+$/.test(url) || /^[\w.-]+@[\w.-]+:[^\s]+$/.test(url)) return;
-  throw new PrepareError(`prepare source: git clone: repoURL ${JSON.stringify(url)} is not allowed: use https://, ssh:// or git@host:path`);
+  throw new PrepareError(
+    `prepare source: git clone: repoURL ${JSON.stringify(url)} is not allowed: use https://, ssh:// or git@host:path`,
+  );
 }
 
 function git(args: string[], cwd: string, timeoutMs: number, env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile('git', args, { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024, env: { ...env, GIT_TERMINAL_PROMPT: '0' } }, (err, _stdout, stderr) => {
-      if (!err) { resolve(); return; }
-      const out = String(stderr).trim().slice(-1024);
-      reject(new PrepareError(`prepare source: git ${args[0]}: ${err.killed ? `timed out after ${timeoutMs / 1000}s` : out || err.message}`));
-    });
+    execFile(
+      'git',
+      args,
+      { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024, env: { ...env, GIT_TERMINAL_PROMPT: '0' } },
+      (err, _stdout, stderr) => {
+        if (!err) {
+          resolve();
+          return;
+        }
+        const out = String(stderr).trim().slice(-1024);
+        reject(
+          new PrepareError(
+            `prepare source: git ${args[0]}: ${err.killed ? `timed out after ${timeoutMs / 1000}s` : out || err.message}`,
+          ),
+        );
+      },
+    );
   });
 }
 
 /** Returns the working directory of the Run. */
-export async function prepareSource(runDir: string, source: Source | undefined, mode: 'task' | 'function', env: NodeJS.ProcessEnv = process.env): Promise<string> {
+export async function prepareSource(
+  runDir: string,
+  source: Source | undefined,
+  mode: 'task' | 'function',
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string> {
   await mkdir(runDir, { recursive: true, mode: 0o755 });
   if (source?.inline !== undefined) {
     const file = mode === 'function' && source.inlinePath ? join(runDir, source.inlinePath) : join(runDir, 'script');
-    await writeFile(file, source.inline, { mode: 0o644 }).catch((e: Error) => { throw new PrepareError(`prepare source: write inline: ${e.message}`); });
+    await writeFile(file, source.inline, { mode: 0o644 }).catch((e: Error) => {
+      throw new PrepareError(`prepare source: write inline: ${e.message}`);
+    });
     return runDir;
   }
   if (source?.repoURL) {

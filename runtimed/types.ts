@@ -7,7 +7,11 @@ import type { Source } from './source.ts';
 export interface RunSpec {
   runtime: string;
   source?: Source;
-  mode?: { task?: { entrypoint?: string; args?: string[] }; function?: { handler?: string }; session?: { command?: string[]; idleTimeoutSeconds?: number } };
+  mode?: {
+    task?: { entrypoint?: string; args?: string[] };
+    function?: { handler?: string };
+    session?: { command?: string[]; idleTimeoutSeconds?: number };
+  };
   env?: { name: string; value?: string }[];
   timeout?: string;
   cancelRequested?: boolean;
@@ -16,4 +20,7 @@ export interface RunSpec {
   artifactInputs?: { path: string; artifactRef: Record<string, unknown> }[];
 }
 
-export interface Run extends KubeObject { spec: RunSpec; status?: RunStatus }
+export interface Run extends KubeObject {
+  spec: RunSpec;
+  status?: RunStatus;
+}

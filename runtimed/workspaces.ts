@@ -12,11 +12,20 @@ import { ListWatch } from '../lib/kube/watch.ts';
 
 export const WORKSPACE_FINALIZER = 'kruntimes.io/workspace-cleanup';
 
-export interface WorkspaceCleanerDeps { client: KubeClient; namespace: string; podName: string; podUID: string; dirOf: (name: string) => string; inUse: (name: string) => boolean; log: Logger }
+export interface WorkspaceCleanerDeps {
+  client: KubeClient;
+  namespace: string;
+  podName: string;
+  podUID: string;
+  dirOf: (name: string) => string;
+  inUse: (name: string) => boolean;
+  log: Logger;
+}
 
 export function startWorkspaceCleaner(d: WorkspaceCleanerDeps): { stop(): void; recheck(): void } {
   const busy = new Set<string>();
-  const path = (ws: KubeObject): string => `/apis/kruntimes.io/v1alpha1/namespaces/${d.namespace}/persistentworkspaces/${ws.metadata.name}`;
+  const path = (ws: KubeObject): string =>
+    `/apis/kruntimes.io/v1alpha1/namespaces/${d.namespace}/persistentworkspaces/${ws.metadata.name}`;
   const clean = async (ws: KubeObject & { status?: { boundPodUID?: string } }): Promise<void> => {
     const name = ws.metadata.name ?? '';
     if (!ws.metadata.deletionTimestamp || !(ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER)) return;
@@ -25,25 +34,48 @@ export function startWorkspaceCleaner(d: WorkspaceCleanerDeps): { stop(): void; 
     busy.add(name);
     try {
       await rm(d.dirOf(name), { recursive: true, force: true });
-      await d.client.patch(path(ws), { metadata: { resourceVersion: ws.metadata.resourceVersion, finalizers: (ws.metadata.finalizers ?? []).filter((f) => f !== WORKSPACE_FINALIZER) } });
+      await d.client.patch(path(ws), {
+        metadata: {
+          resourceVersion: ws.metadata.resourceVersion,
+          finalizers: (ws.metadata.finalizers ?? []).filter((f) => f !== WORKSPACE_FINALIZER),
+        },
+      });
       d.log.info({ workspace: name }, 'deleted workspace directory and released its finalizer');
     } catch (err) {
-      if (!isApiError(err, 404)) { d.log.warn({ err, workspace: name }, 'workspace cleanup failed; retrying'); setTimeout(() => { void refresh(name); }, 2000); }
+      if (!isApiError(err, 404)) {
+        d.log.warn({ err, workspace: name }, 'workspace cleanup failed; retrying');
+        setTimeout(() => {
+          void refresh(name);
+        }, 2000);
+      }
     } finally {
       busy.delete(name);
     }
   };
   const refresh = async (name: string): Promise<void> => {
-    try { await clean(await d.client.get(path({ metadata: { name } }))); } catch (err) { if (!isApiError(err, 404)) d.log.warn({ err }, 'workspace refresh failed'); }
+    try {
+      await clean(await d.client.get(path({ metadata: { name } })));
+    } catch (err) {
+      if (!isApiError(err, 404)) d.log.warn({ err }, 'workspace refresh failed');
+    }
   };
-  const watch = new ListWatch<KubeObject>(d.client, {
-    path: `/apis/kruntimes.io/v1alpha1/namespaces/${d.namespace}/persistentworkspaces`, fieldSelector: `status.boundPod=${d.podName}`,
-    onError: (err) => d.log.warn({ err }, 'workspace watch error'),
-  }, (delta) => { if (delta.type !== 'deleted') void clean(delta.object); });
+  const watch = new ListWatch<KubeObject>(
+    d.client,
+    {
+      path: `/apis/kruntimes.io/v1alpha1/namespaces/${d.namespace}/persistentworkspaces`,
+      fieldSelector: `status.boundPod=${d.podName}`,
+      onError: (err) => d.log.warn({ err }, 'workspace watch error'),
+    },
+    (delta) => {
+      if (delta.type !== 'deleted') void clean(delta.object);
+    },
+  );
   watch.start();
   return {
     stop: () => watch.stop(),
     /** After a local Run ended: workspaces waiting for it may be cleaned now. */
-    recheck: () => { for (const ws of watch.store.list()) void clean(ws); },
+    recheck: () => {
+      for (const ws of watch.store.list()) void clean(ws);
+    },
   };
 }

@@ -17,7 +17,12 @@ export const IMAGE = 'ghcr.io/kruntimes/kruntimes:0.1.0';
 const LABELS = { 'app.kubernetes.io/part-of': 'kruntimes' };
 type Doc = Record<string, unknown>;
 
-const strip = (r: Rule): Doc => ({ apiGroups: r.apiGroups, resources: r.resources, verbs: r.verbs, ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}) });
+const strip = (r: Rule): Doc => ({
+  apiGroups: r.apiGroups,
+  resources: r.resources,
+  verbs: r.verbs,
+  ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+});
 
 function roles(name: string, sa: string, rules: Rule[]): Doc[] {
   const cluster = rules.filter((r) => r.scope !== 'namespace').map(strip);
@@ -25,43 +30,98 @@ function roles(name: string, sa: string, rules: Rule[]): Doc[] {
   const subject = [{ kind: 'ServiceAccount', name: sa, namespace: NS }];
   const out: Doc[] = [];
   if (cluster.length) {
-    out.push({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name, labels: LABELS }, rules: cluster });
-    out.push({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name, labels: LABELS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: subject });
+    out.push({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name, labels: LABELS },
+      rules: cluster,
+    });
+    out.push({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name, labels: LABELS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: subject,
+    });
   }
   if (local.length) {
-    out.push({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name, namespace: NS, labels: LABELS }, rules: local });
-    out.push({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name, namespace: NS, labels: LABELS }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: subject });
+    out.push({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name, namespace: NS, labels: LABELS },
+      rules: local,
+    });
+    out.push({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace: NS, labels: LABELS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: subject,
+    });
   }
   return out;
 }
 
 function podSpec(fn: CronFunction, sa: string): Doc {
   return {
-    serviceAccountName: sa, restartPolicy: 'Never', automountServiceAccountToken: true,
+    serviceAccountName: sa,
+    restartPolicy: 'Never',
+    automountServiceAccountToken: true,
     securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
-    containers: [{
-      name: 'fn', image: IMAGE, args: ['fn', 'run', fn.name],
-      resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '256Mi' } },
-      securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
-    }],
+    containers: [
+      {
+        name: 'fn',
+        image: IMAGE,
+        args: ['fn', 'run', fn.name],
+        resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '256Mi' } },
+        securityContext: {
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        },
+      },
+    ],
   };
 }
 
 function cron(fn: CronFunction): Doc[] {
   const sa = `kruntimes-fn-${fn.name}`;
-  const docs: Doc[] = [{ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: NS, labels: LABELS } }, ...roles(`kruntimes:fn:${fn.name}`, sa, fn.rbac)];
+  const docs: Doc[] = [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: NS, labels: LABELS } },
+    ...roles(`kruntimes:fn:${fn.name}`, sa, fn.rbac),
+  ];
   docs.push({
-    apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: `kruntimes-fn-${fn.name}`, namespace: NS, labels: { ...LABELS, 'kruntimes.io/function': fn.name } },
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
+    metadata: {
+      name: `kruntimes-fn-${fn.name}`,
+      namespace: NS,
+      labels: { ...LABELS, 'kruntimes.io/function': fn.name },
+    },
     spec: {
-      schedule: fn.trigger.schedule, concurrencyPolicy: 'Forbid', successfulJobsHistoryLimit: 1, failedJobsHistoryLimit: 3,
-      jobTemplate: { spec: { backoffLimit: 3, activeDeadlineSeconds: 600, ttlSecondsAfterFinished: 3600,
-        template: { metadata: { labels: { 'kruntimes.io/function': fn.name } }, spec: podSpec(fn, sa) } } },
+      schedule: fn.trigger.schedule,
+      concurrencyPolicy: 'Forbid',
+      successfulJobsHistoryLimit: 1,
+      failedJobsHistoryLimit: 3,
+      jobTemplate: {
+        spec: {
+          backoffLimit: 3,
+          activeDeadlineSeconds: 600,
+          ttlSecondsAfterFinished: 3600,
+          template: { metadata: { labels: { 'kruntimes.io/function': fn.name } }, spec: podSpec(fn, sa) },
+        },
+      },
     },
   });
   if (fn.name === 'tls-certificates') {
     docs.push({
-      apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'kruntimes-tls-init', namespace: NS, labels: { ...LABELS, 'kruntimes.io/function': fn.name } },
-      spec: { backoffLimit: 10, template: { metadata: { labels: { 'kruntimes.io/function': fn.name } }, spec: podSpec(fn, sa) } },
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'kruntimes-tls-init', namespace: NS, labels: { ...LABELS, 'kruntimes.io/function': fn.name } },
+      spec: {
+        backoffLimit: 10,
+        template: { metadata: { labels: { 'kruntimes.io/function': fn.name } }, spec: podSpec(fn, sa) },
+      },
     });
   }
   return docs;
@@ -70,19 +130,32 @@ function cron(fn: CronFunction): Doc[] {
 function webhooks(fns: FunctionDef[]): Doc[] {
   const adm = admissionFunctions(fns);
   if (!adm.length) return [];
-  return [{
-    apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration',
-    metadata: { name: 'kruntimes', labels: { ...LABELS, 'kruntimes.io/inject-ca': 'true' } },
-    webhooks: adm.filter((f) => f.trigger.webhook === 'validating').map((f) => ({
-      name: `${f.name}.kruntimes.io`, admissionReviewVersions: ['v1'], sideEffects: 'None',
-      failurePolicy: f.trigger.failurePolicy, timeoutSeconds: f.trigger.timeoutSeconds, matchPolicy: 'Equivalent',
-      rules: f.trigger.rules,
-      ...(f.trigger.objectSelector ? { objectSelector: f.trigger.objectSelector } : {}),
-      ...(f.trigger.matchConditions ? { matchConditions: f.trigger.matchConditions } : {}),
-      namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS] }] },
-      clientConfig: { service: { namespace: NS, name: 'kruntimes-extension', path: `/admission/${f.name}`, port: 443 } },
-    })),
-  }];
+  return [
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: 'kruntimes', labels: { ...LABELS, 'kruntimes.io/inject-ca': 'true' } },
+      webhooks: adm
+        .filter((f) => f.trigger.webhook === 'validating')
+        .map((f) => ({
+          name: `${f.name}.kruntimes.io`,
+          admissionReviewVersions: ['v1'],
+          sideEffects: 'None',
+          failurePolicy: f.trigger.failurePolicy,
+          timeoutSeconds: f.trigger.timeoutSeconds,
+          matchPolicy: 'Equivalent',
+          rules: f.trigger.rules,
+          ...(f.trigger.objectSelector ? { objectSelector: f.trigger.objectSelector } : {}),
+          ...(f.trigger.matchConditions ? { matchConditions: f.trigger.matchConditions } : {}),
+          namespaceSelector: {
+            matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', NS] }],
+          },
+          clientConfig: {
+            service: { namespace: NS, name: 'kruntimes-extension', path: `/admission/${f.name}`, port: 443 },
+          },
+        })),
+    },
+  ];
 }
 
 export async function render(): Promise<string> {
@@ -90,9 +163,18 @@ export async function render(): Promise<string> {
   const hosted = [...watchFunctions(fns), ...admissionFunctions(fns)];
   const serverRules: Rule[] = [
     ...hosted.flatMap((f) => f.rbac),
-    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'], scope: 'namespace' },
+    {
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      verbs: ['get', 'create', 'update'],
+      scope: 'namespace',
+    },
   ];
-  const docs: Doc[] = [...roles('kruntimes:extension', 'kruntimes-extension', serverRules), ...cronFunctions(fns).flatMap(cron), ...webhooks(fns)];
+  const docs: Doc[] = [
+    ...roles('kruntimes:extension', 'kruntimes-extension', serverRules),
+    ...cronFunctions(fns).flatMap(cron),
+    ...webhooks(fns),
+  ];
   const header = '# Generated by scripts/gen-manifests.ts from functions/*/index.ts. Do not edit.\n';
   return header + docs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n');
 }
@@ -101,7 +183,10 @@ async function main(): Promise<void> {
   const out = join(REPO_ROOT, 'kustomize', 'base', 'generated', 'functions.yaml');
   const text = await render();
   if (process.argv.includes('--check')) {
-    if (!existsSync(out) || readFileSync(out, 'utf8') !== text) { process.stderr.write(`${out} is stale: run npx tsx scripts/gen-manifests.ts\n`); process.exit(1); }
+    if (!existsSync(out) || readFileSync(out, 'utf8') !== text) {
+      process.stderr.write(`${out} is stale: run npx tsx scripts/gen-manifests.ts\n`);
+      process.exit(1);
+    }
     process.stdout.write('generated manifests are up to date\n');
     return;
   }
@@ -109,4 +194,8 @@ async function main(): Promise<void> {
   process.stdout.write(`wrote ${out}\n`);
 }
 
-if (process.argv[1]?.endsWith('gen-manifests.ts')) main().catch((err: unknown) => { process.stderr.write(`${String(err)}\n`); process.exit(1); });
+if (process.argv[1]?.endsWith('gen-manifests.ts'))
+  main().catch((err: unknown) => {
+    process.stderr.write(`${String(err)}\n`);
+    process.exit(1);
+  });

@@ -8,17 +8,33 @@ import { parse } from 'yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { REPO_ROOT } from '../localenv/paths.ts';
 
-interface Crd { spec: { group: string; names: { kind: string }; versions: { name: string; schema: { openAPIV3Schema: Record<string, unknown> } }[] } }
+interface Crd {
+  spec: {
+    group: string;
+    names: { kind: string };
+    versions: { name: string; schema: { openAPIV3Schema: Record<string, unknown> } }[];
+  };
+}
 
 function documentFor(dir: string): { doc: Record<string, unknown>; group: string } {
   const schemas: Record<string, unknown> = {};
   let group = '';
-  for (const f of readdirSync(dir).filter((x) => /^[a-z0-9.-]+_[a-z]+\.yaml$/.test(x)).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((x) => /^[a-z0-9.-]+_[a-z]+\.yaml$/.test(x))
+    .sort()) {
     const crd = parse(readFileSync(join(dir, f), 'utf8')) as Crd;
     group = crd.spec.group;
     for (const v of crd.spec.versions) schemas[crd.spec.names.kind] = v.schema.openAPIV3Schema;
   }
-  return { group, doc: { openapi: '3.0.3', info: { title: `${group} CRDs`, version: 'v1alpha1' }, paths: {}, components: { schemas } } };
+  return {
+    group,
+    doc: {
+      openapi: '3.0.3',
+      info: { title: `${group} CRDs`, version: 'v1alpha1' },
+      paths: {},
+      components: { schemas },
+    },
+  };
 }
 
 async function render(dir: string): Promise<string> {
@@ -45,4 +61,7 @@ async function main(): Promise<void> {
   process.stdout.write(`wrote ${out}\n`);
 }
 
-main().catch((err: unknown) => { process.stderr.write(`${String(err)}\n`); process.exit(1); });
+main().catch((err: unknown) => {
+  process.stderr.write(`${String(err)}\n`);
+  process.exit(1);
+});

@@ -10,6 +10,7 @@ source scripts/ensure-node.sh
 echo "node $(node --version), npm $(npm --version)"
 
 echo "== type-check"; npx tsc --noEmit -p .
+echo "== format"; npx prettier --check --log-level=warn .
 echo "== lint"; npx eslint .
 echo "== control plane"; KRT_BIN_DIR=$(bash scripts/build-control-plane.sh | tail -n 1); export KRT_BIN_DIR
 KRT_S3_BIN=$(bash scripts/build-s3-server.sh | tail -n 1); export KRT_S3_BIN

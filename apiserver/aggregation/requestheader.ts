@@ -8,20 +8,46 @@ import type { TLSSocket } from 'node:tls';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 
-export interface RequestHeaderConfig { clientCA: string; allowedNames: string[]; usernameHeaders: string[]; groupHeaders: string[]; extraPrefixes: string[]; uidHeaders: string[] }
-export interface UserInfo { username: string; uid?: string; groups: string[]; extra: Record<string, string[]> }
+export interface RequestHeaderConfig {
+  clientCA: string;
+  allowedNames: string[];
+  usernameHeaders: string[];
+  groupHeaders: string[];
+  extraPrefixes: string[];
+  uidHeaders: string[];
+}
+export interface UserInfo {
+  username: string;
+  uid?: string;
+  groups: string[];
+  extra: Record<string, string[]>;
+}
 
-const list = (s: string | undefined, def: string[]): string[] => { try { return s ? (JSON.parse(s) as string[]) : def; } catch { return def; } };
+const list = (s: string | undefined, def: string[]): string[] => {
+  try {
+    return s ? (JSON.parse(s) as string[]) : def;
+  } catch {
+    return def;
+  }
+};
 
 export async function loadRequestHeaderConfig(client: KubeClient): Promise<RequestHeaderConfig> {
-  const cm = await client.get<KubeObject & { data?: Record<string, string> }>('/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication');
+  const cm = await client.get<KubeObject & { data?: Record<string, string> }>(
+    '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication',
+  );
   const d = cm.data ?? {};
   const ca = d['requestheader-client-ca-file'];
-  if (!ca) throw new Error('extension-apiserver-authentication has no requestheader-client-ca-file: API aggregation is not configured');
+  if (!ca)
+    throw new Error(
+      'extension-apiserver-authentication has no requestheader-client-ca-file: API aggregation is not configured',
+    );
   return {
-    clientCA: ca, allowedNames: list(d['requestheader-allowed-names'], []),
-    usernameHeaders: list(d['requestheader-username-headers'], ['X-Remote-User']), groupHeaders: list(d['requestheader-group-headers'], ['X-Remote-Group']),
-    extraPrefixes: list(d['requestheader-extra-headers-prefix'], ['X-Remote-Extra-']), uidHeaders: list(d['requestheader-uid-headers'], []),
+    clientCA: ca,
+    allowedNames: list(d['requestheader-allowed-names'], []),
+    usernameHeaders: list(d['requestheader-username-headers'], ['X-Remote-User']),
+    groupHeaders: list(d['requestheader-group-headers'], ['X-Remote-Group']),
+    extraPrefixes: list(d['requestheader-extra-headers-prefix'], ['X-Remote-Extra-']),
+    uidHeaders: list(d['requestheader-uid-headers'], []),
   };
 }
 
@@ -30,7 +56,8 @@ export function authenticate(req: IncomingMessage, cfg: RequestHeaderConfig): Us
   const sock = req.socket as TLSSocket;
   if (!sock.authorized) return 'a client certificate signed by the requestheader CA is required';
   const cn = String(sock.getPeerCertificate().subject?.CN ?? '');
-  if (cfg.allowedNames.length && !cfg.allowedNames.includes(cn)) return `client certificate CN ${JSON.stringify(cn)} is not an allowed requestheader name`;
+  if (cfg.allowedNames.length && !cfg.allowedNames.includes(cn))
+    return `client certificate CN ${JSON.stringify(cn)} is not an allowed requestheader name`;
   const header = (name: string): string[] => {
     const v = req.headers[name.toLowerCase()];
     return v === undefined ? [] : Array.isArray(v) ? v : [v];

@@ -30,29 +30,62 @@ function groupDoc(g: string): object {
 
 export function resourceList(group: string): object {
   return {
-    kind: 'APIResourceList', apiVersion: 'v1', groupVersion: `${group}/v1alpha1`,
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: `${group}/v1alpha1`,
     resources: [
       { name: 'runs', singularName: 'run', namespaced: true, kind: 'Run', verbs: [] },
-      ...(SUBRESOURCES[group] ? [{ name: SUBRESOURCES[group].name, singularName: '', namespaced: true, kind: SUBRESOURCES[group].kind, verbs: ['get'] }] : []),
+      ...(SUBRESOURCES[group]
+        ? [
+            {
+              name: SUBRESOURCES[group].name,
+              singularName: '',
+              namespaced: true,
+              kind: SUBRESOURCES[group].kind,
+              verbs: ['get'],
+            },
+          ]
+        : []),
     ],
   };
 }
 
 /** `client` serves the APIs; `authClient` (default: client) reads the aggregator's requestheader configuration. */
-export async function aggregationRouter(client: KubeClient, log: Logger, tokens?: SessionTokens, authClient: KubeClient = client): Promise<{ router: Router; clientCA: string; authenticate: (req: IncomingMessage) => UserInfo | string }> {
+export async function aggregationRouter(
+  client: KubeClient,
+  log: Logger,
+  tokens?: SessionTokens,
+  authClient: KubeClient = client,
+): Promise<{ router: Router; clientCA: string; authenticate: (req: IncomingMessage) => UserInfo | string }> {
   let cfg: RequestHeaderConfig = await loadRequestHeaderConfig(authClient);
-  setInterval(() => { loadRequestHeaderConfig(authClient).then((c) => { cfg = c; }, (err: unknown) => log.warn({ err }, 'requestheader config refresh failed')); }, 60_000).unref();
+  setInterval(() => {
+    loadRequestHeaderConfig(authClient).then(
+      (c) => {
+        cfg = c;
+      },
+      (err: unknown) => log.warn({ err }, 'requestheader config refresh failed'),
+    );
+  }, 60_000).unref();
   const r = express.Router();
   r.use('/apis', (req, res, next) => {
     const who = authenticate(req, cfg);
-    if (typeof who === 'string') { status(res, 401, 'Unauthorized', `this API is served through the Kubernetes API server only: ${who}`); return; }
+    if (typeof who === 'string') {
+      status(res, 401, 'Unauthorized', `this API is served through the Kubernetes API server only: ${who}`);
+      return;
+    }
     (req as express.Request & { user?: unknown }).user = who;
     next();
   });
-  r.get('/apis', (_req, res) => { res.json({ kind: 'APIGroupList', apiVersion: 'v1', groups: GROUPS.map((g) => groupDoc(g)) }); });
+  r.get('/apis', (_req, res) => {
+    res.json({ kind: 'APIGroupList', apiVersion: 'v1', groups: GROUPS.map((g) => groupDoc(g)) });
+  });
   for (const g of GROUPS) {
-    r.get(`/apis/${g}`, (_req, res) => { res.json(groupDoc(g)); });
-    r.get(`/apis/${g}/v1alpha1`, (_req, res) => { res.json(resourceList(g)); });
+    r.get(`/apis/${g}`, (_req, res) => {
+      res.json(groupDoc(g));
+    });
+    r.get(`/apis/${g}/v1alpha1`, (_req, res) => {
+      res.json(resourceList(g));
+    });
   }
   r.use(logsRouter(client, log));
   r.use(artifactsRouter(client, log, tokens));

@@ -23,19 +23,35 @@ import { DigestMismatchError, VerifyingStream } from './verify.ts';
 import type { SessionTokens } from '../sessions/link.ts';
 
 export const ARTIFACTS_GROUP = 'artifacts.kruntimes.io';
-type RunObj = KubeObject & { spec?: { runtime?: string }; status?: { assignedPod?: string; artifactRefs?: ArtifactRef[]; artifactStore?: RuntimeArtifactStoreSpec } };
+type RunObj = KubeObject & {
+  spec?: { runtime?: string };
+  status?: { assignedPod?: string; artifactRefs?: ArtifactRef[]; artifactStore?: RuntimeArtifactStoreSpec };
+};
 
 async function loadRun(client: KubeClient, ns: string, name: string): Promise<RunObj> {
-  try { return await client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${name}`); } catch (err) {
-    if (isApiError(err, 404)) throw new ArtifactRequestError(404, 'NotFound', `runs.kruntimes.io "${name}" not found in namespace ${ns}`);
+  try {
+    return await client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${name}`);
+  } catch (err) {
+    if (isApiError(err, 404))
+      throw new ArtifactRequestError(404, 'NotFound', `runs.kruntimes.io "${name}" not found in namespace ${ns}`);
     throw err;
   }
 }
 
 function storeFailure(err: unknown, label: string): unknown {
   if (!isArtifactError(err)) return err;
-  if (err.reason === 'ArtifactNotFound') return new ArtifactRequestError(404, 'NotFound', `${label} is recorded in the Run's status but missing from the artifact store: ${err.message}`);
-  if (err.reason === 'ArtifactStoreError') return new ArtifactRequestError(503, 'ServiceUnavailable', `the artifact store is unavailable, retry later: ${err.message}`);
+  if (err.reason === 'ArtifactNotFound')
+    return new ArtifactRequestError(
+      404,
+      'NotFound',
+      `${label} is recorded in the Run's status but missing from the artifact store: ${err.message}`,
+    );
+  if (err.reason === 'ArtifactStoreError')
+    return new ArtifactRequestError(
+      503,
+      'ServiceUnavailable',
+      `the artifact store is unavailable, retry later: ${err.message}`,
+    );
   return new ArtifactRequestError(500, 'InternalError', `${label} cannot be read: ${err.message}`);
 }
 
@@ -43,7 +59,12 @@ async function serveList(client: KubeClient, req: Request, res: Response): Promi
   const ns = String(req.params.ns);
   const name = String(req.params.name);
   const run = await loadRun(client, ns, name);
-  res.json({ apiVersion: `${ARTIFACTS_GROUP}/v1alpha1`, kind: 'RunArtifactList', metadata: { name, namespace: ns }, items: summarize(run.status?.artifactRefs ?? []) });
+  res.json({
+    apiVersion: `${ARTIFACTS_GROUP}/v1alpha1`,
+    kind: 'RunArtifactList',
+    metadata: { name, namespace: ns },
+    items: summarize(run.status?.artifactRefs ?? []),
+  });
 }
 
 /** Objects up to this size are verified before the response starts, so a mismatch is a plain Status error. */
@@ -51,27 +72,62 @@ export const BUFFERED_BYTES = 1 << 20;
 
 async function sendVerified(res: Response, body: Readable, ref: VerifiableRef, label: string): Promise<void> {
   const chunks: Buffer[] = [];
-  const collect = new Writable({ write(c: Buffer, _e, cb): void { chunks.push(c); cb(); } });
+  const collect = new Writable({
+    write(c: Buffer, _e, cb): void {
+      chunks.push(c);
+      cb();
+    },
+  });
   await pipeline(body, new VerifyingStream(ref.sizeBytes, ref.digest, label), collect).catch((err: unknown) => {
-    if (err instanceof DigestMismatchError) throw new ArtifactRequestError(500, 'InternalError', `${err.message}; the stored object was changed or damaged after upload and is not served`);
+    if (err instanceof DigestMismatchError)
+      throw new ArtifactRequestError(
+        500,
+        'InternalError',
+        `${err.message}; the stored object was changed or damaged after upload and is not served`,
+      );
     throw storeFailure(err, label);
   });
   res.writeHead(200, downloadHeaders(ref));
   res.end(Buffer.concat(chunks));
 }
 
-async function serveDownload(d: { client: KubeClient; tokens?: SessionTokens }, req: Request, res: Response, log: Logger): Promise<void> {
+async function serveDownload(
+  d: { client: KubeClient; tokens?: SessionTokens },
+  req: Request,
+  res: Response,
+  log: Logger,
+): Promise<void> {
   const { client } = d;
   const ns = String(req.params.ns);
   const name = String(req.params.name);
   const run = await loadRun(client, ns, name);
   const ref = pickRef(run.status?.artifactRefs ?? [], String(req.params.artifact), `${ns}/${name}`);
   const label = `artifact ${JSON.stringify(ref.name)} of Run ${ns}/${name}`;
-  const spec = await storeSpecOf(client, ns, { name, ...(run.spec?.runtime ? { runtime: run.spec.runtime } : {}), ...(run.status?.artifactStore ? { snapshot: run.status.artifactStore } : {}) });
-  const { store, close } = openStore(spec, d.tokens ? { client, tokens: d.tokens, namespace: ns, ...(run.spec?.runtime ? { runtime: run.spec.runtime } : {}), ...(run.status?.assignedPod ? { assignedPod: run.status.assignedPod } : {}) } : undefined);
+  const spec = await storeSpecOf(client, ns, {
+    name,
+    ...(run.spec?.runtime ? { runtime: run.spec.runtime } : {}),
+    ...(run.status?.artifactStore ? { snapshot: run.status.artifactStore } : {}),
+  });
+  const { store, close } = openStore(
+    spec,
+    d.tokens
+      ? {
+          client,
+          tokens: d.tokens,
+          namespace: ns,
+          ...(run.spec?.runtime ? { runtime: run.spec.runtime } : {}),
+          ...(run.status?.assignedPod ? { assignedPod: run.status.assignedPod } : {}),
+        }
+      : undefined,
+  );
   try {
-    const body = await store.open(ref, { namespace: ns }).catch((err: unknown) => { throw storeFailure(err, label); });
-    if (ref.sizeBytes <= BUFFERED_BYTES) { await sendVerified(res, body, ref, label); return; }
+    const body = await store.open(ref, { namespace: ns }).catch((err: unknown) => {
+      throw storeFailure(err, label);
+    });
+    if (ref.sizeBytes <= BUFFERED_BYTES) {
+      await sendVerified(res, body, ref, label);
+      return;
+    }
     res.writeHead(200, downloadHeaders(ref));
     res.flushHeaders();
     // A failed check destroys the response before its last chunk: the client sees a cut download.
@@ -79,14 +135,26 @@ async function serveDownload(d: { client: KubeClient; tokens?: SessionTokens }, 
       log.error({ err, namespace: ns, run: name, artifact: ref.name }, 'artifact download aborted');
       res.destroy();
     });
-  } finally { close(); }
+  } finally {
+    close();
+  }
 }
 
-function handle(log: Logger, what: string, fn: (req: Request, res: Response) => Promise<void>): (req: Request, res: Response) => void {
+function handle(
+  log: Logger,
+  what: string,
+  fn: (req: Request, res: Response) => Promise<void>,
+): (req: Request, res: Response) => void {
   return (req, res) => {
     fn(req, res).catch((err: unknown) => {
-      if (res.headersSent) { res.destroy(); return; }
-      if (err instanceof ArtifactRequestError) { status(res, err.code, err.reason, err.message); return; }
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (err instanceof ArtifactRequestError) {
+        status(res, err.code, err.reason, err.message);
+        return;
+      }
       log.error({ err }, `${what} failed`);
       status(res, 500, 'InternalError', `${what} failed: ${err instanceof Error ? err.message : String(err)}`);
     });
@@ -96,7 +164,15 @@ function handle(log: Logger, what: string, fn: (req: Request, res: Response) => 
 export function artifactsRouter(client: KubeClient, log: Logger, tokens?: SessionTokens): Router {
   const r = express.Router();
   const base = `/apis/${ARTIFACTS_GROUP}/v1alpha1/namespaces/:ns/runs/:name/artifacts`;
-  r.get(base, handle(log, 'listing the Run artifacts', (req, res) => serveList(client, req, res)));
-  r.get(`${base}/:artifact`, handle(log, 'downloading the Run artifact', (req, res) => serveDownload({ client, ...(tokens ? { tokens } : {}) }, req, res, log)));
+  r.get(
+    base,
+    handle(log, 'listing the Run artifacts', (req, res) => serveList(client, req, res)),
+  );
+  r.get(
+    `${base}/:artifact`,
+    handle(log, 'downloading the Run artifact', (req, res) =>
+      serveDownload({ client, ...(tokens ? { tokens } : {}) }, req, res, log),
+    ),
+  );
   return r;
 }

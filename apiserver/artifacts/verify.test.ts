@@ -9,20 +9,32 @@ const sha = (b: Buffer): string => `sha256:${createHash('sha256').update(b).dige
 
 async function run(chunks: Buffer[], size: number, digest: string): Promise<{ out: Buffer; err?: unknown }> {
   const got: Buffer[] = [];
-  const sink = new Writable({ write(c: Buffer, _e, cb) { got.push(c); cb(); } });
-  try { await pipeline(Readable.from(chunks), new VerifyingStream(size, digest, 'artifact "x"'), sink); } catch (err) { return { out: Buffer.concat(got), err }; }
+  const sink = new Writable({
+    write(c: Buffer, _e, cb) {
+      got.push(c);
+      cb();
+    },
+  });
+  try {
+    await pipeline(Readable.from(chunks), new VerifyingStream(size, digest, 'artifact "x"'), sink);
+  } catch (err) {
+    return { out: Buffer.concat(got), err };
+  }
   return { out: Buffer.concat(got) };
 }
 
 describe('VerifyingStream', () => {
   it('passes any chunking of the right bytes through unchanged', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(fc.uint8Array({ minLength: 1, maxLength: 64 }), { maxLength: 8 }), async (arrs) => {
-      const chunks = arrs.map((a) => Buffer.from(a));
-      const all = Buffer.concat(chunks);
-      const r = await run(chunks, all.length, sha(all));
-      assert.equal(r.err, undefined);
-      assert.deepEqual(r.out, all);
-    }), { numRuns: 50 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.uint8Array({ minLength: 1, maxLength: 64 }), { maxLength: 8 }), async (arrs) => {
+        const chunks = arrs.map((a) => Buffer.from(a));
+        const all = Buffer.concat(chunks);
+        const r = await run(chunks, all.length, sha(all));
+        assert.equal(r.err, undefined);
+        assert.deepEqual(r.out, all);
+      }),
+      { numRuns: 50 },
+    );
   });
 
   it('never delivers the last chunk when the digest is wrong', async () => {

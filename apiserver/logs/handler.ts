@@ -12,46 +12,96 @@ import type { KubeClient } from '../../lib/kube/client.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { isTerminal } from '../../lib/run/phases.ts';
-import { after, decodeCursor, encodeCursor, parseRecord, parseTail, runRecords, snapshot, MAX_TAIL, type CursorPos } from './records.ts';
+import {
+  after,
+  decodeCursor,
+  encodeCursor,
+  parseRecord,
+  parseTail,
+  runRecords,
+  snapshot,
+  MAX_TAIL,
+  type CursorPos,
+} from './records.ts';
 import { status } from '../aggregation/status.ts';
 
 export const LOGS_GROUP = 'logs.kruntimes.io';
 type RunObj = KubeObject & { status?: { phase?: string; assignedPod?: string } };
 
-class HttpError extends Error { constructor(readonly code: number, readonly reason: string, message: string) { super(message); } }
+class HttpError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 async function loadRun(client: KubeClient, ns: string, name: string): Promise<{ run: RunObj; pod: string }> {
   let run: RunObj;
-  try { run = await client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${name}`); } catch (err) {
-    if (isApiError(err, 404)) throw new HttpError(404, 'NotFound', `runs.kruntimes.io "${name}" not found in namespace ${ns}`);
+  try {
+    run = await client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${name}`);
+  } catch (err) {
+    if (isApiError(err, 404))
+      throw new HttpError(404, 'NotFound', `runs.kruntimes.io "${name}" not found in namespace ${ns}`);
     throw err;
   }
   const pod = run.status?.assignedPod;
-  if (!pod) throw new HttpError(409, 'Conflict', `Run ${ns}/${name} is not assigned to a Runtime Pod yet (phase ${run.status?.phase ?? 'Pending'}); its logs appear once it is scheduled`);
+  if (!pod)
+    throw new HttpError(
+      409,
+      'Conflict',
+      `Run ${ns}/${name} is not assigned to a Runtime Pod yet (phase ${run.status?.phase ?? 'Pending'}); its logs appear once it is scheduled`,
+    );
   return { run, pod };
 }
 
 function podLogPath(run: RunObj, pod: string): string {
-  const since = run.metadata.creationTimestamp ? `&sinceTime=${encodeURIComponent(run.metadata.creationTimestamp)}` : '';
+  const since = run.metadata.creationTimestamp
+    ? `&sinceTime=${encodeURIComponent(run.metadata.creationTimestamp)}`
+    : '';
   return `/api/v1/namespaces/${run.metadata.namespace}/pods/${pod}/log?container=runtimed${since}`;
 }
 
 function gonePod(err: unknown, ns: string, name: string, pod: string): unknown {
-  if (isApiError(err, 404) || isApiError(err, 400)) return new HttpError(409, 'Conflict', `the Runtime Pod ${pod} that ran Run ${ns}/${name} no longer exists; its logs are gone with it`);
+  if (isApiError(err, 404) || isApiError(err, 400))
+    return new HttpError(
+      409,
+      'Conflict',
+      `the Runtime Pod ${pod} that ran Run ${ns}/${name} no longer exists; its logs are gone with it`,
+    );
   return err;
 }
 
-async function readSnapshot(client: KubeClient, run: RunObj, pod: string, tail: number, cursor?: CursorPos): Promise<{ items: unknown[]; cursor?: string }> {
+async function readSnapshot(
+  client: KubeClient,
+  run: RunObj,
+  pod: string,
+  tail: number,
+  cursor?: CursorPos,
+): Promise<{ items: unknown[]; cursor?: string }> {
   let text: string;
-  try { text = await client.getText(podLogPath(run, pod)); } catch (err) { throw gonePod(err, run.metadata.namespace ?? '', run.metadata.name ?? '', pod); }
+  try {
+    text = await client.getText(podLogPath(run, pod));
+  } catch (err) {
+    throw gonePod(err, run.metadata.namespace ?? '', run.metadata.name ?? '', pod);
+  }
   return snapshot(runRecords(text, run.metadata.uid ?? '', cursor), cursor ? MAX_TAIL : tail);
 }
 
 /** Follows until the Run is terminal and its last records were delivered, or the caller leaves. */
-async function follow(client: KubeClient, res: Response, req: Request, start: { run: RunObj; pod: string; cursor?: CursorPos }): Promise<void> {
+async function follow(
+  client: KubeClient,
+  res: Response,
+  req: Request,
+  start: { run: RunObj; pod: string; cursor?: CursorPos },
+): Promise<void> {
   const { run, pod } = start;
   const ns = run.metadata.namespace ?? '';
-  const upstream = await client.stream(`${podLogPath(run, pod)}&follow=true`).catch((err: unknown) => { throw gonePod(err, ns, run.metadata.name ?? '', pod); });
+  const upstream = await client.stream(`${podLogPath(run, pod)}&follow=true`).catch((err: unknown) => {
+    throw gonePod(err, ns, run.metadata.name ?? '', pod);
+  });
   res.writeHead(200, { 'Content-Type': 'application/x-ndjson', 'Cache-Control': 'no-store' });
   let last = start.cursor;
   let buf = '';
@@ -62,16 +112,34 @@ async function follow(client: KubeClient, res: Response, req: Request, start: { 
     while ((nl = buf.indexOf('\n')) >= 0) {
       const r = parseRecord(buf.slice(0, nl), uid);
       buf = buf.slice(nl + 1);
-      if (r && after(r, last)) { last = r; res.write(`${JSON.stringify({ ...r, cursor: encodeCursor(r) })}\n`); }
+      if (r && after(r, last)) {
+        last = r;
+        res.write(`${JSON.stringify({ ...r, cursor: encodeCursor(r) })}\n`);
+      }
     }
     // Flow control: a slow reader pauses the Pod log stream instead of growing this server's memory.
-    if (res.writableNeedDrain && !upstream.isPaused()) { upstream.pause(); res.once('drain', () => upstream.resume()); }
+    if (res.writableNeedDrain && !upstream.isPaused()) {
+      upstream.pause();
+      res.once('drain', () => upstream.resume());
+    }
   });
-  const stop = (): void => { clearInterval(timer); upstream.destroy(); res.end(); };
+  const stop = (): void => {
+    clearInterval(timer);
+    upstream.destroy();
+    res.end();
+  };
   const timer = setInterval(() => {
-    client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run.metadata.name}`).then((r) => {
-      if (isTerminal(r.status?.phase)) { clearInterval(timer); setTimeout(stop, 500); }
-    }, (err: unknown) => { if (isApiError(err, 404)) stop(); });
+    client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run.metadata.name}`).then(
+      (r) => {
+        if (isTerminal(r.status?.phase)) {
+          clearInterval(timer);
+          setTimeout(stop, 500);
+        }
+      },
+      (err: unknown) => {
+        if (isApiError(err, 404)) stop();
+      },
+    );
   }, 500);
   upstream.on('end', stop);
   upstream.on('error', stop);
@@ -86,7 +154,8 @@ async function serveLog(client: KubeClient, req: Request, res: Response): Promis
   if (typeof tail === 'string') throw new HttpError(400, 'BadRequest', tail);
   const rawCursor = typeof req.query.cursor === 'string' ? req.query.cursor : undefined;
   const cursor = rawCursor === undefined ? undefined : decodeCursor(rawCursor);
-  if (rawCursor !== undefined && !cursor) throw new HttpError(400, 'BadRequest', 'cursor is not a cursor returned by this API; reconnect without it');
+  if (rawCursor !== undefined && !cursor)
+    throw new HttpError(400, 'BadRequest', 'cursor is not a cursor returned by this API; reconnect without it');
   const { run, pod } = await loadRun(client, ns, name);
   if (req.query.follow !== 'true') {
     const snap = await readSnapshot(client, run, pod, tail, cursor);
@@ -97,7 +166,11 @@ async function serveLog(client: KubeClient, req: Request, res: Response): Promis
   if (!from && req.query.tailLines !== undefined) {
     const snap = await readSnapshot(client, run, pod, tail);
     const first = snap.items[0] as { attempt: number; seq: number } | undefined;
-    if (first) from = first.seq > 0 ? { attempt: first.attempt, seq: first.seq - 1 } : { attempt: first.attempt - 1, seq: Number.MAX_SAFE_INTEGER };
+    if (first)
+      from =
+        first.seq > 0
+          ? { attempt: first.attempt, seq: first.seq - 1 }
+          : { attempt: first.attempt - 1, seq: Number.MAX_SAFE_INTEGER };
     else if (snap.cursor) from = decodeCursor(snap.cursor);
   }
   await follow(client, res, req, { run, pod, ...(from ? { cursor: from } : {}) });
@@ -107,10 +180,21 @@ export function logsRouter(client: KubeClient, log: Logger): Router {
   const r = express.Router();
   r.get(`/apis/${LOGS_GROUP}/v1alpha1/namespaces/:ns/runs/:name/log`, (req, res) => {
     serveLog(client, req, res).catch((err: unknown) => {
-      if (res.headersSent) { res.end(); return; }
-      if (err instanceof HttpError) { status(res, err.code, err.reason, err.message); return; }
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      if (err instanceof HttpError) {
+        status(res, err.code, err.reason, err.message);
+        return;
+      }
       log.error({ err }, 'run log request failed');
-      status(res, 500, 'InternalError', `reading the Run log failed: ${err instanceof Error ? err.message : String(err)}`);
+      status(
+        res,
+        500,
+        'InternalError',
+        `reading the Run log failed: ${err instanceof Error ? err.message : String(err)}`,
+      );
     });
   });
   return r;

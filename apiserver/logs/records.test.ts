@@ -1,53 +1,101 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { after, decodeCursor, encodeCursor, parseTail, runRecords, snapshot, MAX_TAIL, type LogRecord } from './records.ts';
+import {
+  after,
+  decodeCursor,
+  encodeCursor,
+  parseTail,
+  runRecords,
+  snapshot,
+  MAX_TAIL,
+  type LogRecord,
+} from './records.ts';
 
 const line = (uid: string, attempt: number, seq: number, message: string): string =>
-  JSON.stringify({ time: 't', run_uid: uid, run_name: 'n', namespace: 'ns', runtime: 'bash', pod: 'p', stream: 'stdout', message, attempt, seq });
+  JSON.stringify({
+    time: 't',
+    run_uid: uid,
+    run_name: 'n',
+    namespace: 'ns',
+    runtime: 'bash',
+    pod: 'p',
+    stream: 'stdout',
+    message,
+    attempt,
+    seq,
+  });
 
 describe('run log records', () => {
-  it('keeps only the Run\'s records, in order, each once', () => {
-    const text = [line('A', 1, 0, 'a0'), line('B', 1, 0, 'b0'), '{"level":30,"msg":"runtimed ready"}', line('A', 1, 1, 'a1'), line('A', 1, 0, 'a0'), line('A', 1, 1, 'a1'), line('A', 2, 0, 'retry'), 'garbage'].join('\n');
-    assert.deepEqual(runRecords(text, 'A').map((r) => r.message), ['a0', 'a1', 'retry']);
-    assert.deepEqual(runRecords(text, 'B').map((r) => r.message), ['b0']);
+  it("keeps only the Run's records, in order, each once", () => {
+    const text = [
+      line('A', 1, 0, 'a0'),
+      line('B', 1, 0, 'b0'),
+      '{"level":30,"msg":"runtimed ready"}',
+      line('A', 1, 1, 'a1'),
+      line('A', 1, 0, 'a0'),
+      line('A', 1, 1, 'a1'),
+      line('A', 2, 0, 'retry'),
+      'garbage',
+    ].join('\n');
+    assert.deepEqual(
+      runRecords(text, 'A').map((r) => r.message),
+      ['a0', 'a1', 'retry'],
+    );
+    assert.deepEqual(
+      runRecords(text, 'B').map((r) => r.message),
+      ['b0'],
+    );
   });
 
   it('cursors are opaque, round-trip, and resume strictly after the record', () => {
-    fc.assert(fc.property(fc.nat(1000), fc.nat(100000), (attempt, seq) => {
-      const c = encodeCursor({ attempt, seq });
-      assert.deepEqual(decodeCursor(c), { attempt, seq });
-      assert.ok(!after({ attempt, seq }, { attempt, seq }));
-      assert.ok(after({ attempt, seq: seq + 1 }, { attempt, seq }));
-      assert.ok(after({ attempt: attempt + 1, seq: 0 }, { attempt, seq }));
-    }));
+    fc.assert(
+      fc.property(fc.nat(1000), fc.nat(100000), (attempt, seq) => {
+        const c = encodeCursor({ attempt, seq });
+        assert.deepEqual(decodeCursor(c), { attempt, seq });
+        assert.ok(!after({ attempt, seq }, { attempt, seq }));
+        assert.ok(after({ attempt, seq: seq + 1 }, { attempt, seq }));
+        assert.ok(after({ attempt: attempt + 1, seq: 0 }, { attempt, seq }));
+      }),
+    );
     assert.equal(decodeCursor('bm9wZQ'), undefined);
   });
 
   it('delivers every record exactly once across any sequence of reconnects', () => {
-    fc.assert(fc.property(fc.array(fc.nat(20), { minLength: 1, maxLength: 30 }), fc.integer({ min: 1, max: 60 }), (cuts, n) => {
-      const lines = Array.from({ length: n }, (_, i) => line('R', 1 + Math.floor(i / 25), i % 25, `m${i}`));
-      const seen: string[] = [];
-      let cursor: string | undefined;
-      let visible = 0;
-      for (const step of cuts) {
-        visible = Math.min(n, visible + step);
-        const recs = runRecords(lines.slice(0, visible).join('\n'), 'R', cursor ? decodeCursor(cursor) : undefined);
-        const take = recs.slice(0, Math.max(1, Math.floor(recs.length / 2)));
-        seen.push(...take.map((r) => r.message));
-        const last = take[take.length - 1];
-        if (last) cursor = encodeCursor(last);
-      }
-      const rest = runRecords(lines.join('\n'), 'R', cursor ? decodeCursor(cursor) : undefined);
-      seen.push(...rest.map((r) => r.message));
-      assert.deepEqual(seen, lines.map((_, i) => `m${i}`));
-    }));
+    fc.assert(
+      fc.property(fc.array(fc.nat(20), { minLength: 1, maxLength: 30 }), fc.integer({ min: 1, max: 60 }), (cuts, n) => {
+        const lines = Array.from({ length: n }, (_, i) => line('R', 1 + Math.floor(i / 25), i % 25, `m${i}`));
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let visible = 0;
+        for (const step of cuts) {
+          visible = Math.min(n, visible + step);
+          const recs = runRecords(lines.slice(0, visible).join('\n'), 'R', cursor ? decodeCursor(cursor) : undefined);
+          const take = recs.slice(0, Math.max(1, Math.floor(recs.length / 2)));
+          seen.push(...take.map((r) => r.message));
+          const last = take[take.length - 1];
+          if (last) cursor = encodeCursor(last);
+        }
+        const rest = runRecords(lines.join('\n'), 'R', cursor ? decodeCursor(cursor) : undefined);
+        seen.push(...rest.map((r) => r.message));
+        assert.deepEqual(
+          seen,
+          lines.map((_, i) => `m${i}`),
+        );
+      }),
+    );
   });
 
   it('bounds snapshots by tailLines (default 100, max 500) and 1 MiB', () => {
     assert.equal(parseTail(undefined), 100);
     assert.equal(parseTail('9999'), MAX_TAIL);
     assert.match(String(parseTail('-1')), /non-negative integer/);
-    const recs: LogRecord[] = Array.from({ length: 50 }, (_, i) => ({ time: 't', stream: 'stdout', message: 'x'.repeat(1000), attempt: 1, seq: i }));
+    const recs: LogRecord[] = Array.from({ length: 50 }, (_, i) => ({
+      time: 't',
+      stream: 'stdout',
+      message: 'x'.repeat(1000),
+      attempt: 1,
+      seq: i,
+    }));
     const s = snapshot(recs, 50, 10_000);
     assert.ok(Buffer.byteLength(JSON.stringify({ items: s.items })) <= 10_000);
     assert.equal(s.items[s.items.length - 1]?.seq, 49, 'the newest records are kept');

@@ -3,8 +3,17 @@
  * attempt and seq), selection of one Run's records, opaque resumable cursors, and snapshot
  * bounds (tailLines default 100, max 500, payload at most 1 MiB).
  */
-export interface LogRecord { time: string; stream: string; message: string; attempt: number; seq: number }
-export interface CursorPos { attempt: number; seq: number }
+export interface LogRecord {
+  time: string;
+  stream: string;
+  message: string;
+  attempt: number;
+  seq: number;
+}
+export interface CursorPos {
+  attempt: number;
+  seq: number;
+}
 
 export const DEFAULT_TAIL = 100;
 export const MAX_TAIL = 500;
@@ -16,8 +25,16 @@ export function parseRecord(line: string, runUID: string): LogRecord | undefined
   try {
     const o = JSON.parse(line) as Partial<LogRecord> & { run_uid?: string };
     if (o.run_uid !== runUID || typeof o.message !== 'string') return undefined;
-    return { time: o.time ?? '', stream: o.stream ?? 'stdout', message: o.message, attempt: Number(o.attempt ?? 1), seq: Number(o.seq ?? 0) };
-  } catch { return undefined; }
+    return {
+      time: o.time ?? '',
+      stream: o.stream ?? 'stdout',
+      message: o.message,
+      attempt: Number(o.attempt ?? 1),
+      seq: Number(o.seq ?? 0),
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 export function encodeCursor(p: CursorPos): string {
@@ -41,7 +58,10 @@ export function runRecords(text: string, runUID: string, cursor?: CursorPos): Lo
   let last = cursor;
   for (const line of text.split('\n')) {
     const r = parseRecord(line, runUID);
-    if (r && after(r, last)) { out.push(r); last = r; }
+    if (r && after(r, last)) {
+      out.push(r);
+      last = r;
+    }
   }
   return out;
 }
@@ -54,7 +74,11 @@ export function parseTail(raw: unknown): number | string {
 }
 
 /** The last `tail` records whose JSON fits in MAX_PAYLOAD, and the cursor after the last one. */
-export function snapshot(records: LogRecord[], tail: number, maxBytes = MAX_PAYLOAD): { items: LogRecord[]; cursor?: string } {
+export function snapshot(
+  records: LogRecord[],
+  tail: number,
+  maxBytes = MAX_PAYLOAD,
+): { items: LogRecord[]; cursor?: string } {
   let items = tail === 0 ? [] : records.slice(-tail);
   let size = Buffer.byteLength(JSON.stringify({ items }));
   while (items.length && size > maxBytes) {

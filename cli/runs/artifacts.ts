@@ -10,10 +10,24 @@ import { artifactNameProblem } from '../../runtimed/artifacts/validate.ts';
 import { extractArchive, writeStreamAtomically } from '../../runtimed/artifacts/extract.ts';
 import { UsageError, type Conn } from '../kube.ts';
 
-export interface ArtifactItem { name: string; type: string; sizeBytes: number; digest?: string; contentType?: string; driver?: string }
-export interface Downloaded { name: string; path: string; sizeBytes: number; digest: string; extracted: boolean }
+export interface ArtifactItem {
+  name: string;
+  type: string;
+  sizeBytes: number;
+  digest?: string;
+  contentType?: string;
+  driver?: string;
+}
+export interface Downloaded {
+  name: string;
+  path: string;
+  sizeBytes: number;
+  digest: string;
+  extracted: boolean;
+}
 
-const base = (c: Conn, run: string): string => `/apis/artifacts.kruntimes.io/v1alpha1/namespaces/${c.namespace}/runs/${encodeURIComponent(run)}/artifacts`;
+const base = (c: Conn, run: string): string =>
+  `/apis/artifacts.kruntimes.io/v1alpha1/namespaces/${c.namespace}/runs/${encodeURIComponent(run)}/artifacts`;
 
 export async function listArtifacts(c: Conn, run: string): Promise<ArtifactItem[]> {
   return (await c.client.request<{ items: ArtifactItem[] }>('GET', base(c, run))).items;
@@ -23,14 +37,18 @@ export async function listArtifacts(c: Conn, run: string): Promise<ArtifactItem[
 export function selectArtifacts(items: ArtifactItem[], name: string | undefined, run: string): ArtifactItem[] {
   for (const i of items) {
     const problem = artifactNameProblem(i.name);
-    if (problem) throw new Error(`the server listed an unsafe artifact name ${JSON.stringify(i.name)} for Run ${run}: ${problem}`);
+    if (problem)
+      throw new Error(`the server listed an unsafe artifact name ${JSON.stringify(i.name)} for Run ${run}: ${problem}`);
   }
   if (name === undefined) {
     if (!items.length) throw new UsageError(`Run ${run} has no artifacts`);
     return items;
   }
   const hit = items.filter((i) => i.name === name);
-  if (!hit.length) throw new UsageError(`Run ${run} has no artifact ${JSON.stringify(name)}${items.length ? `; it has ${items.map((i) => i.name).join(', ')}` : ''}`);
+  if (!hit.length)
+    throw new UsageError(
+      `Run ${run} has no artifact ${JSON.stringify(name)}${items.length ? `; it has ${items.map((i) => i.name).join(', ')}` : ''}`,
+    );
   return hit;
 }
 
@@ -39,9 +57,15 @@ export function destination(outDir: string, item: ArtifactItem, extract: boolean
   return join(outDir, item.type === 'directory' && !extract ? `${item.name}.tar.gz` : item.name);
 }
 
-async function fetchOne(c: Conn, run: string, item: ArtifactItem, o: { outDir: string; extract: boolean }): Promise<Downloaded> {
+async function fetchOne(
+  c: Conn,
+  run: string,
+  item: ArtifactItem,
+  o: { outDir: string; extract: boolean },
+): Promise<Downloaded> {
   const label = `artifact ${JSON.stringify(item.name)} of Run ${run}`;
-  if (!item.digest) throw new Error(`${label} has no recorded sha256 digest; it cannot be verified, so krt does not download it`);
+  if (!item.digest)
+    throw new Error(`${label} has no recorded sha256 digest; it cannot be verified, so krt does not download it`);
   const res = await c.client.stream(`${base(c, run)}/${encodeURIComponent(item.name)}`, { accept: '*/*' });
   const expect = { expectedSize: item.sizeBytes, expectedDigest: item.digest, maxBytes: item.sizeBytes, label };
   const path = destination(o.outDir, item, o.extract);
@@ -54,10 +78,17 @@ async function fetchOne(c: Conn, run: string, item: ArtifactItem, o: { outDir: s
     const w = await writeStreamAtomically(res, join(tmp, 'archive.tar.gz'), expect);
     await extractArchive(join(tmp, 'archive.tar.gz'), path);
     return { name: item.name, path, ...w, extracted: true };
-  } finally { await rm(tmp, { recursive: true, force: true }); }
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
 }
 
-export async function downloadArtifacts(c: Conn, run: string, name: string | undefined, o: { outDir: string; extract: boolean }): Promise<Downloaded[]> {
+export async function downloadArtifacts(
+  c: Conn,
+  run: string,
+  name: string | undefined,
+  o: { outDir: string; extract: boolean },
+): Promise<Downloaded[]> {
   const items = selectArtifacts(await listArtifacts(c, run), name, run);
   await mkdir(o.outDir, { recursive: true });
   const done: Downloaded[] = [];

@@ -1,10 +1,18 @@
 /** krt logs: snapshots and follow with cursor-based reconnects over logs.kruntimes.io. */
 import type { Conn } from '../kube.ts';
 
-interface Item { time: string; stream: string; message: string; cursor?: string }
-const path = (c: Conn, name: string): string => `/apis/logs.kruntimes.io/v1alpha1/namespaces/${c.namespace}/runs/${name}/log`;
+interface Item {
+  time: string;
+  stream: string;
+  message: string;
+  cursor?: string;
+}
+const path = (c: Conn, name: string): string =>
+  `/apis/logs.kruntimes.io/v1alpha1/namespaces/${c.namespace}/runs/${name}/log`;
 
-function print(i: Item): void { (i.stream === 'stderr' ? process.stderr : process.stdout).write(`${i.message}\n`); }
+function print(i: Item): void {
+  (i.stream === 'stderr' ? process.stderr : process.stdout).write(`${i.message}\n`);
+}
 
 export async function snapshotLogs(c: Conn, name: string, tail?: string): Promise<void> {
   const res = await c.client.request<{ items: Item[] }>('GET', path(c, name), { query: { tailLines: tail } });
@@ -26,7 +34,9 @@ export async function followLogs(c: Conn, name: string, tail?: string, maxRetrie
   let cursor: string | undefined;
   for (let attempt = 0; ; attempt++) {
     try {
-      const res = await c.client.stream(path(c, name), { query: { follow: 'true', ...(cursor ? { cursor } : { tailLines: tail }) } });
+      const res = await c.client.stream(path(c, name), {
+        query: { follow: 'true', ...(cursor ? { cursor } : { tailLines: tail }) },
+      });
       let buf = '';
       for await (const chunk of res) {
         buf += (chunk as Buffer).toString('utf8');
@@ -39,10 +49,15 @@ export async function followLogs(c: Conn, name: string, tail?: string, maxRetrie
     } catch (err) {
       const code = (err as { code?: number }).code;
       // A Run that is not scheduled yet has no logs: wait for it (krt run --follow right after create).
-      if (code === 409 && /not assigned to a Runtime Pod yet/.test((err as Error).message) && attempt < 300) { await new Promise((r) => setTimeout(r, 200)); continue; }
+      if (code === 409 && /not assigned to a Runtime Pod yet/.test((err as Error).message) && attempt < 300) {
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
+      }
       if (typeof code === 'number' && code < 500 && code !== 429) throw err;
       if (attempt >= maxRetries) throw err;
-      process.stderr.write(`krt: log stream lost (${err instanceof Error ? err.message : String(err)}); reconnecting${cursor ? ' from the last record' : ''}...\n`);
+      process.stderr.write(
+        `krt: log stream lost (${err instanceof Error ? err.message : String(err)}); reconnecting${cursor ? ' from the last record' : ''}...\n`,
+      );
       await new Promise((r) => setTimeout(r, Math.min(5000, 200 * 2 ** attempt)));
     }
   }

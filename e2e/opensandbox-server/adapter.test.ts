@@ -7,8 +7,26 @@
 import assert from 'node:assert/strict';
 import { OpenSandboxClient } from '../../lib/opensandbox/client.ts';
 import { nodeTransport } from '../../lib/opensandbox/transport.ts';
-import { JOB_UID_LABEL, SANDBOX_FINALIZER, type Job, type JobClass, type OpenSandboxParameters } from '../../functions/jobclass-core/api.ts';
-import { FakeState, JobHost, NOW, R, X, acceptedOpenSandboxJob, jobClass, osParams, secret, statuses, withLiveReads } from '../../functions/jobclass-core/testing.ts';
+import {
+  JOB_UID_LABEL,
+  SANDBOX_FINALIZER,
+  type Job,
+  type JobClass,
+  type OpenSandboxParameters,
+} from '../../functions/jobclass-core/api.ts';
+import {
+  FakeState,
+  JobHost,
+  NOW,
+  R,
+  X,
+  acceptedOpenSandboxJob,
+  jobClass,
+  osParams,
+  secret,
+  statuses,
+  withLiveReads,
+} from '../../functions/jobclass-core/testing.ts';
 import { reconcileClass } from '../../functions/jobclass-controller/core.ts';
 import { reconcileWithEffects, type Deps } from '../../functions/jobclass-opensandbox/effects.ts';
 import adapter from '../../functions/jobclass-opensandbox/index.ts';
@@ -17,26 +35,37 @@ import { startOpenSandboxServer, type OpenSandboxTestServer } from './server.ts'
 
 const POLICY = { insecureHosts: ['127.0.0.1'] };
 
-function setup(srv: OpenSandboxTestServer, params: Partial<Parameters<typeof osParams>[1]> = {}, key = 'key-1'): { state: FakeState; deps: Deps } {
+function setup(
+  srv: OpenSandboxTestServer,
+  params: Partial<Parameters<typeof osParams>[1]> = {},
+  key = 'key-1',
+): { state: FakeState; deps: Deps } {
   const state = new FakeState([
     [X.jobClasses, jobClass('microvm', { controller: 'opensandbox' })],
     [X.openSandboxParameters, osParams('microvm', { endpoint: srv.url, ...params })],
     [R.secrets, secret('ayatori-system', 'opensandbox-api', { 'api-key': key })],
   ]);
-  const deps: Deps = { policy: () => POLICY, api: (c) => new OpenSandboxClient({ endpoint: c.endpoint, apiKey: c.apiKey, policy: POLICY, transport: nodeTransport() }) };
+  const deps: Deps = {
+    policy: () => POLICY,
+    api: (c) =>
+      new OpenSandboxClient({ endpoint: c.endpoint, apiKey: c.apiKey, policy: POLICY, transport: nodeTransport() }),
+  };
   return { state, deps };
 }
 
 const fetchDecl = adapter.trigger.type === 'watch' ? adapter.trigger.fetch : undefined;
 /** The adapter as the relay hosts it: Secrets only through its declared live reads. */
-const hosted = (deps: Deps): ((i: ReconcileInput) => Promise<Operation[]>) => withLiveReads(fetchDecl, (i) => reconcileWithEffects(i, deps));
+const hosted = (deps: Deps): ((i: ReconcileInput) => Promise<Operation[]>) =>
+  withLiveReads(fetchDecl, (i) => reconcileWithEffects(i, deps));
 const host = (j: Job, s: { state: FakeState; deps: Deps }): JobHost => new JobHost(j, s.state, hosted(s.deps));
 const sandboxID = (j: Job): string | undefined => j.status?.execution?.sandboxID;
 const reason = (j: Job, type: string): string | undefined => j.status?.conditions?.find((c) => c.type === type)?.reason;
 
 describe('OpenSandbox adapter against the local OpenSandbox server', () => {
   let srv: OpenSandboxTestServer;
-  beforeEach(async () => { srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true, pools: { microvm: 1 } }); });
+  beforeEach(async () => {
+    srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true, pools: { microvm: 1 } });
+  });
   afterEach(async () => {
     assert.deepEqual(srv.requestViolations, [], 'the adapter only sends spec-conformant requests');
     assert.deepEqual(srv.responseViolations, []);
@@ -48,7 +77,10 @@ describe('OpenSandbox adapter against the local OpenSandbox server', () => {
     await h.until((j) => j.status?.phase === 'Running');
     const [s] = [...srv.sandboxes.values()];
     assert.equal(s?.request.metadata?.[JOB_UID_LABEL], 'juid-train');
-    assert.deepEqual([s?.request.extensions, s?.request.entrypoint, s?.request.timeout, s?.request.resourceLimits], [undefined, ['sh', '-c', 'echo hi', '--x'], 600, { cpu: '2', memory: '2Gi' }]);
+    assert.deepEqual(
+      [s?.request.extensions, s?.request.entrypoint, s?.request.timeout, s?.request.resourceLimits],
+      [undefined, ['sh', '-c', 'echo hi', '--x'], 600, { cpu: '2', memory: '2Gi' }],
+    );
     srv.finish(s.id, true);
     await h.until((j) => j.status?.phase === 'Succeeded');
     await h.until((j) => !j.metadata.finalizers?.includes(SANDBOX_FINALIZER));
@@ -66,13 +98,19 @@ describe('OpenSandbox adapter against the local OpenSandbox server', () => {
 
   it('maps a full pool (429) to PoolExhausted and creates when capacity frees up', async () => {
     const s = setup(srv, { poolRef: 'microvm' });
-    const blocker = await new OpenSandboxClient({ endpoint: srv.url, apiKey: 'key-1', policy: POLICY }).create({ entrypoint: ['sleep'], extensions: { poolRef: 'microvm' } });
+    const blocker = await new OpenSandboxClient({ endpoint: srv.url, apiKey: 'key-1', policy: POLICY }).create({
+      entrypoint: ['sleep'],
+      extensions: { poolRef: 'microvm' },
+    });
     const h = host(acceptedOpenSandboxJob(), s);
     await h.until((j) => reason(j, 'Scheduled') === 'PoolExhausted');
     assert.match(h.job.status?.message ?? '', /pool microvm has no free capacity/);
     srv.finish(blocker.id, true);
     await h.until((j) => !!sandboxID(j));
-    assert.equal([...srv.sandboxes.values()].find((x) => x.id === sandboxID(h.job))?.request.extensions?.poolRef, 'microvm');
+    assert.equal(
+      [...srv.sandboxes.values()].find((x) => x.id === sandboxID(h.job))?.request.extensions?.poolRef,
+      'microvm',
+    );
   });
 
   it('survives API key rotation: ResultUnknown while the old key is rejected, recovery with the new Secret', async () => {
@@ -97,7 +135,9 @@ describe('OpenSandbox adapter against the local OpenSandbox server', () => {
     };
     const classReady = (): string | undefined => {
       const c = { ...jobClass('microvm', { controller: 'opensandbox' }), status: {} } as JobClass;
-      const st = statuses(reconcileClass(c, { state: s.state, now: NOW, endpointPolicy: POLICY }))[0] as JobClass['status'];
+      const st = statuses(
+        reconcileClass(c, { state: s.state, now: NOW, endpointPolicy: POLICY }),
+      )[0] as JobClass['status'];
       s.state.put(X.jobClasses, { ...c, status: st });
       return st?.conditions?.find((x) => x.type === 'Ready')?.reason;
     };
@@ -119,12 +159,29 @@ describe('OpenSandbox adapter against the local OpenSandbox server', () => {
   it('sends Secret env and registry credentials only with the allowances, and cancels by deleting the sandbox', async () => {
     const s = setup(srv, { allowSecretEnv: true, allowImageAuth: true });
     s.state.put(R.secrets, secret('team-a', 'db', { pw: 'hunter2' }));
-    s.state.put(R.secrets, secret('team-a', 'regcred', { '.dockerconfigjson': JSON.stringify({ auths: { 'registry.example.com': { username: 'u', password: 'p' } } }) }, 'kubernetes.io/dockerconfigjson'));
-    const j = acceptedOpenSandboxJob({ image: 'registry.example.com/app:1', env: [{ name: 'PW', valueFrom: { secretKeyRef: { name: 'db', key: 'pw' } } }], imagePullSecret: { name: 'regcred' } });
+    s.state.put(
+      R.secrets,
+      secret(
+        'team-a',
+        'regcred',
+        {
+          '.dockerconfigjson': JSON.stringify({ auths: { 'registry.example.com': { username: 'u', password: 'p' } } }),
+        },
+        'kubernetes.io/dockerconfigjson',
+      ),
+    );
+    const j = acceptedOpenSandboxJob({
+      image: 'registry.example.com/app:1',
+      env: [{ name: 'PW', valueFrom: { secretKeyRef: { name: 'db', key: 'pw' } } }],
+      imagePullSecret: { name: 'regcred' },
+    });
     const h = host(j, s);
     await h.until((x) => !!sandboxID(x));
     const stored = srv.sandboxes.get(sandboxID(h.job)!);
-    assert.deepEqual([stored?.request.env, stored?.request.image], [{ PW: 'hunter2' }, { uri: 'registry.example.com/app:1', auth: { username: 'u', password: 'p' } }]);
+    assert.deepEqual(
+      [stored?.request.env, stored?.request.image],
+      [{ PW: 'hunter2' }, { uri: 'registry.example.com/app:1', auth: { username: 'u', password: 'p' } }],
+    );
     assert.ok(!JSON.stringify(h.job.status).includes('hunter2'));
     h.job = { ...h.job, spec: { ...h.job.spec, cancelRequested: true } };
     await h.until((x) => x.status?.phase === 'Failed');

@@ -8,20 +8,37 @@ import { startOpenSandboxServer, type OpenSandboxTestServer } from './server.ts'
 
 const KEY = 'test-key-1';
 const LOOPBACK = { insecureHosts: ['127.0.0.1'] };
-const create = { image: { uri: 'python:3.11' }, entrypoint: ['python', '-c', 'print(1)'], resourceLimits: { cpu: '500m', memory: '512Mi' }, metadata: { team: 'a' } };
+const create = {
+  image: { uri: 'python:3.11' },
+  entrypoint: ['python', '-c', 'print(1)'],
+  resourceLimits: { cpu: '500m', memory: '512Mi' },
+  metadata: { team: 'a' },
+};
 
-async function call(srv: OpenSandboxTestServer, method: string, path: string, body?: unknown, key: string | null = KEY): Promise<{ status: number; body: unknown; headers: Headers }> {
+async function call(
+  srv: OpenSandboxTestServer,
+  method: string,
+  path: string,
+  body?: unknown,
+  key: string | null = KEY,
+): Promise<{ status: number; body: unknown; headers: Headers }> {
   const res = await fetch(`${srv.url}/v1${path}`, {
-    method, headers: { ...(key ? { 'OPEN-SANDBOX-API-KEY': key } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    method,
+    headers: {
+      ...(key ? { 'OPEN-SANDBOX-API-KEY': key } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) as unknown : undefined, headers: res.headers };
+  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined, headers: res.headers };
 }
 
 describe('OpenSandbox test server', () => {
   let srv: OpenSandboxTestServer;
-  beforeEach(async () => { srv = await startOpenSandboxServer({ apiKeys: [KEY], insecure: true, pools: { small: 1 } }); });
+  beforeEach(async () => {
+    srv = await startOpenSandboxServer({ apiKeys: [KEY], insecure: true, pools: { small: 1 } });
+  });
   afterEach(async () => {
     assert.deepEqual(srv.responseViolations, [], 'every response matched the spec');
     await srv.close();
@@ -48,8 +65,15 @@ describe('OpenSandbox test server', () => {
     assert.equal(short.status, 400);
     assert.match(srv.requestViolations.join('\n'), /timeout/);
     assert.equal((await call(srv, 'POST', '/sandboxes', { ...create, entrypoint: undefined })).status, 400);
-    assert.equal((await call(srv, 'POST', '/sandboxes', { ...create, metadata: { 'opensandbox.io/x': 'y' } })).status, 400);
-    assert.equal((await call(srv, 'POST', '/sandboxes', { ...create, unknownField: 1 })).status, 202, 'CreateSandboxRequest allows additional properties');
+    assert.equal(
+      (await call(srv, 'POST', '/sandboxes', { ...create, metadata: { 'opensandbox.io/x': 'y' } })).status,
+      400,
+    );
+    assert.equal(
+      (await call(srv, 'POST', '/sandboxes', { ...create, unknownField: 1 })).status,
+      202,
+      'CreateSandboxRequest allows additional properties',
+    );
     assert.equal((await call(srv, 'GET', '/sandboxes?bogus=1')).status, 400);
     assert.equal((await call(srv, 'GET', '/sandboxes?pageSize=0')).status, 400);
   });
@@ -67,7 +91,13 @@ describe('OpenSandbox test server', () => {
     const byTag = await call(srv, 'GET', `/sandboxes?metadata=${q}`);
     assert.equal((byTag.body as { items: unknown[] }).items.length, 1);
     const page1 = await call(srv, 'GET', `/sandboxes?metadata=${encodeURIComponent('team=b')}&pageSize=1`);
-    assert.deepEqual((page1.body as { pagination: unknown }).pagination, { page: 1, pageSize: 1, totalItems: 2, totalPages: 2, hasNextPage: true });
+    assert.deepEqual((page1.body as { pagination: unknown }).pagination, {
+      page: 1,
+      pageSize: 1,
+      totalItems: 2,
+      totalPages: 2,
+      hasNextPage: true,
+    });
     assert.equal((await call(srv, 'DELETE', `/sandboxes/${id}`)).status, 204);
     const running = await call(srv, 'GET', '/sandboxes?state=Running');
     assert.equal((running.body as { items: unknown[] }).items.length, 2);
@@ -82,7 +112,10 @@ describe('OpenSandbox test server', () => {
     assert.equal(full.status, 429);
     assert.equal(full.headers.get('retry-after'), '1');
     assert.equal((full.body as { code: string }).code, 'KUBERNETES::POOL_CAPACITY_EXHAUSTED');
-    assert.equal((await call(srv, 'POST', '/sandboxes', { entrypoint: ['true'], extensions: { poolRef: 'nope' } })).status, 400);
+    assert.equal(
+      (await call(srv, 'POST', '/sandboxes', { entrypoint: ['true'], extensions: { poolRef: 'nope' } })).status,
+      400,
+    );
     srv.finish((first.body as { id: string }).id, true);
     assert.equal((await call(srv, 'POST', '/sandboxes', pooled)).status, 202);
   });
@@ -120,7 +153,9 @@ describe('OpenSandbox test server', () => {
       assert.deepEqual((got.body as { status: { state: string; reason: string } }).status.state, 'Terminated');
       assert.equal((got.body as { status: { reason: string } }).status.reason, 'ttl_expiry');
       assert.deepEqual(s2.responseViolations, []);
-    } finally { await s2.close(); }
+    } finally {
+      await s2.close();
+    }
   });
 
   it('serves HTTPS with a provided certificate to a client trusting its CA', async () => {
@@ -130,13 +165,19 @@ describe('OpenSandbox test server', () => {
     const s2 = await startOpenSandboxServer({ apiKeys: [KEY], tls: { cert: cert.cert, key: cert.key } });
     try {
       assert.match(s2.url, /^https:/);
-      const client = new OpenSandboxClient({ endpoint: s2.url, apiKey: KEY, transport: nodeTransport({ ca: ca.cert }) });
+      const client = new OpenSandboxClient({
+        endpoint: s2.url,
+        apiKey: KEY,
+        transport: nodeTransport({ ca: ca.cert }),
+      });
       const created = await client.create(create);
       assert.equal((await client.get(created.id))?.id, created.id);
       const untrusted = new OpenSandboxClient({ endpoint: s2.url, apiKey: KEY, transport: nodeTransport() });
       await assert.rejects(untrusted.listAll({}), (e: unknown) => isOpenSandboxError(e, 'network'));
       assert.deepEqual(s2.responseViolations, []);
-    } finally { await s2.close(); }
+    } finally {
+      await s2.close();
+    }
   });
 
   it('is reachable through the typed client over plain HTTP only with the loopback allowance', async () => {

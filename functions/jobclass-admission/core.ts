@@ -11,21 +11,39 @@ import { controllerJobProblem, isSupportedController } from '../jobclass-core/co
 import { namespaceAllowed, resolveClass, type Resolution } from '../jobclass-core/resolve.ts';
 import { policyProblem, resolveResources } from '../jobclass-core/resources.ts';
 
-export interface ReviewInput { job: Job; namespace: Namespace | undefined; classes: JobClass[]; params: Parameters | undefined }
+export interface ReviewInput {
+  job: Job;
+  namespace: Namespace | undefined;
+  classes: JobClass[];
+  params: Parameters | undefined;
+}
 
-const deny = (code: number, reason: string, message: string): AdmissionResult => ({ allowed: false, code, reason, message });
+const deny = (code: number, reason: string, message: string): AdmissionResult => ({
+  allowed: false,
+  code,
+  reason,
+  message,
+});
 const warn = (message: string): AdmissionResult => ({ allowed: true, warnings: [message] });
 
 function unresolved(r: Exclude<Resolution, { kind: 'resolved' }>): AdmissionResult {
   switch (r.kind) {
     case 'notFound':
-      return deny(422, 'Invalid', r.via === 'explicit'
-        ? `spec.jobClassName: Not found: JobClass ${JSON.stringify(r.name)} does not exist`
-        : `spec.jobClassName: Required value: the namespace default JobClass ${JSON.stringify(r.name)} does not exist; set spec.jobClassName`);
+      return deny(
+        422,
+        'Invalid',
+        r.via === 'explicit'
+          ? `spec.jobClassName: Not found: JobClass ${JSON.stringify(r.name)} does not exist`
+          : `spec.jobClassName: Required value: the namespace default JobClass ${JSON.stringify(r.name)} does not exist; set spec.jobClassName`,
+      );
     case 'none':
-      return warn('no JobClass applies (no spec.jobClassName, namespace default or global default): the Job stays Accepted=False/NoDefaultJobClass until one exists');
+      return warn(
+        'no JobClass applies (no spec.jobClassName, namespace default or global default): the Job stays Accepted=False/NoDefaultJobClass until one exists',
+      );
     case 'ambiguous':
-      return warn(`several global default JobClasses (${r.names.join(', ')}): the Job stays Accepted=False/AmbiguousDefaultJobClass; set spec.jobClassName`);
+      return warn(
+        `several global default JobClasses (${r.names.join(', ')}): the Job stays Accepted=False/AmbiguousDefaultJobClass; set spec.jobClassName`,
+      );
   }
 }
 
@@ -35,10 +53,18 @@ export function review(input: ReviewInput): AdmissionResult {
   if (r.kind !== 'resolved') return unresolved(r);
   const cls = r.cls;
   const name = cls.metadata.name ?? '';
-  if (cls.metadata.deletionTimestamp) return deny(422, 'Invalid', `spec.jobClassName: Invalid value: JobClass ${JSON.stringify(name)} is being deleted`);
-  if (!namespaceAllowed(cls, namespace)) return deny(403, 'Forbidden', `JobClass ${JSON.stringify(name)} is not allowed in namespace ${job.metadata.namespace ?? ''} (spec.allowedNamespaces)`);
-  if (!isSupportedController(cls.spec.controllerName)) return warn(`JobClass ${name} names controller ${cls.spec.controllerName}, which this installation does not run`);
-  if (policyProblem(cls.spec.resources)) return warn(`JobClass ${name} has an invalid resource policy; the Job waits until the class is fixed`);
+  if (cls.metadata.deletionTimestamp)
+    return deny(422, 'Invalid', `spec.jobClassName: Invalid value: JobClass ${JSON.stringify(name)} is being deleted`);
+  if (!namespaceAllowed(cls, namespace))
+    return deny(
+      403,
+      'Forbidden',
+      `JobClass ${JSON.stringify(name)} is not allowed in namespace ${job.metadata.namespace ?? ''} (spec.allowedNamespaces)`,
+    );
+  if (!isSupportedController(cls.spec.controllerName))
+    return warn(`JobClass ${name} names controller ${cls.spec.controllerName}, which this installation does not run`);
+  if (policyProblem(cls.spec.resources))
+    return warn(`JobClass ${name} has an invalid resource policy; the Job waits until the class is fixed`);
   const res = resolveResources(job.spec.resources, cls.spec.resources);
   if (!res.ok) return deny(422, 'Invalid', `${res.message} (JobClass ${name})`);
   const p = controllerJobProblem(cls.spec.controllerName, job, input.params, res.effective);

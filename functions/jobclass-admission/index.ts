@@ -6,12 +6,21 @@
 import type { AdmissionContext, AdmissionRequest, AdmissionResult, FunctionDef } from '../../lib/fn/types.ts';
 import { resourcePath } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { NAMESPACE_DEFAULT_ANNOTATION, X, type Job, type JobClass, type Namespace, type Parameters } from '../jobclass-core/api.ts';
+import {
+  NAMESPACE_DEFAULT_ANNOTATION,
+  X,
+  type Job,
+  type JobClass,
+  type Namespace,
+  type Parameters,
+} from '../jobclass-core/api.ts';
 import { CONTROLLERS, parametersRefProblem } from '../jobclass-core/controllers.ts';
 import { resolveClass } from '../jobclass-core/resolve.ts';
 import { review } from './core.ts';
 
-interface ClassList extends KubeObject { items: JobClass[] }
+interface ClassList extends KubeObject {
+  items: JobClass[];
+}
 
 /** The classes the review needs: the named one, else the namespace default, else all (for the global default). */
 async function classesFor(job: Job, ns: Namespace | undefined, ctx: AdmissionContext): Promise<JobClass[]> {
@@ -31,7 +40,10 @@ async function parametersFor(cls: JobClass | undefined, ctx: AdmissionContext): 
 
 export async function admitJob(req: AdmissionRequest, ctx: AdmissionContext): Promise<AdmissionResult> {
   if (req.operation !== 'CREATE' || !req.object) return { allowed: true };
-  const job = { ...req.object, metadata: { ...req.object.metadata, namespace: req.object.metadata.namespace ?? req.namespace } } as Job;
+  const job = {
+    ...req.object,
+    metadata: { ...req.object.metadata, namespace: req.object.metadata.namespace ?? req.namespace },
+  } as Job;
   const namespace = await ctx.get<Namespace>(resourcePath(X.namespaces, undefined, job.metadata.namespace ?? ''));
   const classes = await classesFor(job, namespace, ctx);
   const r = resolveClass(job.spec.jobClassName, namespace, classes);
@@ -41,13 +53,29 @@ export async function admitJob(req: AdmissionRequest, ctx: AdmissionContext): Pr
 
 const fn: FunctionDef = {
   name: 'jobclass-admission',
-  description: 'Rejects new Jobs with an unknown or disallowed JobClass, resources outside the class policy, or Secret env/image auth the class does not allow.',
+  description:
+    'Rejects new Jobs with an unknown or disallowed JobClass, resources outside the class policy, or Secret env/image auth the class does not allow.',
   trigger: {
-    type: 'admission', webhook: 'validating', timeoutSeconds: 5, failurePolicy: 'Fail',
-    rules: [{ apiGroups: ['execution.ayatori.ddupan.top'], apiVersions: ['v1alpha1'], resources: ['jobs'], operations: ['CREATE'], scope: 'Namespaced' }],
+    type: 'admission',
+    webhook: 'validating',
+    timeoutSeconds: 5,
+    failurePolicy: 'Fail',
+    rules: [
+      {
+        apiGroups: ['execution.ayatori.ddupan.top'],
+        apiVersions: ['v1alpha1'],
+        resources: ['jobs'],
+        operations: ['CREATE'],
+        scope: 'Namespaced',
+      },
+    ],
   },
   rbac: [
-    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses', 'kubernetesexecutionparameters', 'opensandboxexecutionparameters'], verbs: ['get', 'list'] },
+    {
+      apiGroups: ['execution.ayatori.ddupan.top'],
+      resources: ['jobclasses', 'kubernetesexecutionparameters', 'opensandboxexecutionparameters'],
+      verbs: ['get', 'list'],
+    },
     { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
   ],
   handler: admitJob,

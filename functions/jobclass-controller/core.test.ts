@@ -2,18 +2,52 @@ import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
 import type { JobClass, Job, OpenSandboxParameters } from '../jobclass-core/api.ts';
 import { CLASS_FINALIZER } from '../jobclass-core/api.ts';
-import { FakeState, NOW, R, X, events, job, jobClass, k8sParams, osParams, secret, statuses } from '../jobclass-core/testing.ts';
+import {
+  FakeState,
+  NOW,
+  R,
+  X,
+  events,
+  job,
+  jobClass,
+  k8sParams,
+  osParams,
+  secret,
+  statuses,
+} from '../jobclass-core/testing.ts';
 import { PROBE_STALE_MS, reconcileClass } from './core.ts';
 import fn, { DEFAULTS_KEY, handle, secretRefs } from './index.ts';
 
 const STRICT = { insecureHosts: [] as string[] };
 const bare = (c: JobClass): JobClass => ({ ...c, status: {} });
 const cond = (ops: Operation[], type: string): { status: string; reason: string } | undefined =>
-  (statuses(ops)[0]?.conditions as { type: string; status: string; reason: string }[] | undefined)?.find((c) => c.type === type);
-const run = (c: JobClass, state: FakeState, policy = STRICT): Operation[] => reconcileClass(c, { state, now: NOW, endpointPolicy: policy });
+  (statuses(ops)[0]?.conditions as { type: string; status: string; reason: string }[] | undefined)?.find(
+    (c) => c.type === type,
+  );
+const run = (c: JobClass, state: FakeState, policy = STRICT): Operation[] =>
+  reconcileClass(c, { state, now: NOW, endpointPolicy: policy });
 
-function probed(p: OpenSandboxParameters, ok: boolean, at: Date, reason = ok ? 'Reachable' : 'BackendUnreachable'): OpenSandboxParameters {
-  return { ...p, status: { conditions: [{ type: 'BackendReachable', status: ok ? 'True' : 'False', reason, message: 'm', lastTransitionTime: at.toISOString() }], probe: { endpoint: p.spec.endpoint, apiKeySecretResourceVersion: '7', time: at.toISOString() } } };
+function probed(
+  p: OpenSandboxParameters,
+  ok: boolean,
+  at: Date,
+  reason = ok ? 'Reachable' : 'BackendUnreachable',
+): OpenSandboxParameters {
+  return {
+    ...p,
+    status: {
+      conditions: [
+        {
+          type: 'BackendReachable',
+          status: ok ? 'True' : 'False',
+          reason,
+          message: 'm',
+          lastTransitionTime: at.toISOString(),
+        },
+      ],
+      probe: { endpoint: p.spec.endpoint, apiKeySecretResourceVersion: '7', time: at.toISOString() },
+    },
+  };
 }
 
 describe('jobclass-controller: Accepted', () => {
@@ -21,14 +55,25 @@ describe('jobclass-controller: Accepted', () => {
     const c = { ...bare(jobClass('rootless')), metadata: { ...jobClass('rootless').metadata, finalizers: [] } };
     const ops = run(c, new FakeState());
     assert.equal(ops.length, 1);
-    assert.deepEqual((ops[0] as { patch: unknown }).patch, { metadata: { resourceVersion: '1', finalizers: [CLASS_FINALIZER] } });
+    assert.deepEqual((ops[0] as { patch: unknown }).patch, {
+      metadata: { resourceVersion: '1', finalizers: [CLASS_FINALIZER] },
+    });
   });
 
   it('rejects an unsupported controllerName', () => {
     const ops = run(bare(jobClass('x', { controller: 'example.com/other' })), new FakeState());
-    assert.deepEqual([cond(ops, 'Accepted')?.status, cond(ops, 'Accepted')?.reason], ['False', 'UnsupportedController']);
+    assert.deepEqual(
+      [cond(ops, 'Accepted')?.status, cond(ops, 'Accepted')?.reason],
+      ['False', 'UnsupportedController'],
+    );
     assert.equal(cond(ops, 'Ready')?.reason, 'NotAccepted');
-    assert.deepEqual(events(ops).map((e) => [e.type, e.reason]), [['Warning', 'UnsupportedController'], ['Warning', 'NotAccepted']]);
+    assert.deepEqual(
+      events(ops).map((e) => [e.type, e.reason]),
+      [
+        ['Warning', 'UnsupportedController'],
+        ['Warning', 'NotAccepted'],
+      ],
+    );
   });
 
   it('rejects a parametersRef kind the controller does not support (ConfigMap, wrong kind)', () => {
@@ -49,14 +94,25 @@ describe('jobclass-controller: Accepted', () => {
 
   it('rejects an inconsistent resource policy and an invalid namespace selector', () => {
     const state = new FakeState([[X.kubernetesParameters, k8sParams('rootless')]]);
-    const bad = bare(jobClass('rootless', { resources: { defaults: { requests: { cpu: '4' }, limits: { cpu: '2' } } } }));
+    const bad = bare(
+      jobClass('rootless', { resources: { defaults: { requests: { cpu: '4' }, limits: { cpu: '2' } } } }),
+    );
     assert.equal(cond(run(bad, state), 'Accepted')?.reason, 'InvalidResourcePolicy');
-    const sel = { ...bare(jobClass('rootless')), spec: { ...jobClass('rootless').spec, allowedNamespaces: { matchExpressions: [{ key: 'a', operator: 'In' as const, values: [] }] } } };
+    const sel = {
+      ...bare(jobClass('rootless')),
+      spec: {
+        ...jobClass('rootless').spec,
+        allowedNamespaces: { matchExpressions: [{ key: 'a', operator: 'In' as const, values: [] }] },
+      },
+    };
     assert.equal(cond(run(sel, state), 'Accepted')?.reason, 'InvalidAllowedNamespaces');
   });
 
   it('rejects an http:// OpenSandbox endpoint unless the controller allows that host', () => {
-    const state = new FakeState([[X.openSandboxParameters, osParams('microvm', { endpoint: 'http://127.0.0.1:8080' })], [R.secrets, secret('ayatori-system', 'opensandbox-api', { 'api-key': 'k' })]]);
+    const state = new FakeState([
+      [X.openSandboxParameters, osParams('microvm', { endpoint: 'http://127.0.0.1:8080' })],
+      [R.secrets, secret('ayatori-system', 'opensandbox-api', { 'api-key': 'k' })],
+    ]);
     const c = bare(jobClass('microvm', { controller: 'opensandbox' }));
     assert.equal(cond(run(c, state), 'Accepted')?.reason, 'InvalidParameters');
     assert.equal(cond(run(c, state, { insecureHosts: ['127.0.0.1'] }), 'Accepted')?.status, 'True');
@@ -73,7 +129,10 @@ describe('jobclass-controller: Ready', () => {
   it('Kubernetes: Ready only while the RuntimeClass exists', () => {
     const state = new FakeState([[X.kubernetesParameters, k8sParams('rootless', { runtimeClass: 'gvisor' })]]);
     const c = bare(jobClass('rootless'));
-    assert.deepEqual([cond(run(c, state), 'Ready')?.status, cond(run(c, state), 'Ready')?.reason], ['False', 'RuntimeClassNotFound']);
+    assert.deepEqual(
+      [cond(run(c, state), 'Ready')?.status, cond(run(c, state), 'Ready')?.reason],
+      ['False', 'RuntimeClassNotFound'],
+    );
     state.put(X.runtimeClasses, { metadata: { name: 'gvisor' } });
     assert.equal(cond(run(c, state), 'Ready')?.status, 'True');
   });
@@ -100,7 +159,10 @@ describe('jobclass-controller: Ready', () => {
   it('OpenSandbox: a rotated key keeps the last verdict, a changed endpoint needs a new probe', () => {
     const p = probed(osParams('microvm'), true, NOW);
     const c = bare(jobClass('microvm', { controller: 'opensandbox' }));
-    const state = new FakeState([[X.openSandboxParameters, p], [R.secrets, secret('ayatori-system', 'opensandbox-api', { 'api-key': 'k2' }, 'Opaque', '8')]]);
+    const state = new FakeState([
+      [X.openSandboxParameters, p],
+      [R.secrets, secret('ayatori-system', 'opensandbox-api', { 'api-key': 'k2' }, 'Opaque', '8')],
+    ]);
     assert.equal(cond(run(c, state), 'Ready')?.status, 'True');
     state.put(X.openSandboxParameters, { ...p, spec: { ...p.spec, endpoint: 'https://failover.example.internal' } });
     assert.equal(cond(run(c, state), 'Ready')?.reason, 'BackendNotProbed');
@@ -108,19 +170,44 @@ describe('jobclass-controller: Ready', () => {
 });
 
 describe('jobclass-controller: deletion protection', () => {
-  const deleting = (c: JobClass): JobClass => ({ ...c, metadata: { ...c.metadata, deletionTimestamp: '2026-09-17T09:59:00Z' } });
+  const deleting = (c: JobClass): JobClass => ({
+    ...c,
+    metadata: { ...c.metadata, deletionTimestamp: '2026-09-17T09:59:00Z' },
+  });
   const resolvedTo = (j: Job, uid: string, finished = false): Job => ({
-    ...j, status: {
-      resolvedJobClass: { name: 'rootless', uid, controllerName: 'x', parametersRef: { group: 'g', kind: 'k', name: 'n' } },
-      conditions: finished ? [{ type: 'Succeeded', status: 'True', reason: 'Completed', message: '', lastTransitionTime: NOW.toISOString() }] : [],
+    ...j,
+    status: {
+      resolvedJobClass: {
+        name: 'rootless',
+        uid,
+        controllerName: 'x',
+        parametersRef: { group: 'g', kind: 'k', name: 'n' },
+      },
+      conditions: finished
+        ? [
+            {
+              type: 'Succeeded',
+              status: 'True',
+              reason: 'Completed',
+              message: '',
+              lastTransitionTime: NOW.toISOString(),
+            },
+          ]
+        : [],
     },
   });
 
   it('keeps the finalizer while a non-terminal Job references the class UID, with a Warning', () => {
-    const state = new FakeState([[X.kubernetesParameters, k8sParams('rootless')], [X.jobs, resolvedTo(job('running'), 'uid-rootless')]]);
+    const state = new FakeState([
+      [X.kubernetesParameters, k8sParams('rootless')],
+      [X.jobs, resolvedTo(job('running'), 'uid-rootless')],
+    ]);
     const ops = run(deleting(jobClass('rootless')), state);
     assert.ok(!ops.some((o) => o.op === 'patch'));
-    assert.deepEqual(events(ops).map((e) => e.reason), ['DeletionBlocked']);
+    assert.deepEqual(
+      events(ops).map((e) => e.reason),
+      ['DeletionBlocked'],
+    );
     assert.match(events(ops)[0]!.message, /team-a\/running/);
   });
 
@@ -131,28 +218,59 @@ describe('jobclass-controller: deletion protection', () => {
       [X.jobs, resolvedTo(job('other'), 'uid-of-an-older-rootless')],
     ]);
     const ops = run(deleting(jobClass('rootless')), state);
-    assert.deepEqual(ops.map((o) => o.op), ['patch']);
+    assert.deepEqual(
+      ops.map((o) => o.op),
+      ['patch'],
+    );
     assert.deepEqual((ops[0] as { patch: unknown }).patch, { metadata: { resourceVersion: '1', finalizers: [] } });
   });
 });
 
 describe('jobclass-controller: competing global defaults', () => {
   it('warns on each global default while there are several (the platform alert)', () => {
-    const state = new FakeState([[X.kubernetesParameters, k8sParams('a')], [X.jobClasses, jobClass('a', { isDefault: true })], [X.jobClasses, jobClass('b', { isDefault: true })]]);
+    const state = new FakeState([
+      [X.kubernetesParameters, k8sParams('a')],
+      [X.jobClasses, jobClass('a', { isDefault: true })],
+      [X.jobClasses, jobClass('b', { isDefault: true })],
+    ]);
     const ops = run(jobClass('a', { isDefault: true }), state);
-    assert.deepEqual(events(ops).map((e) => [e.type, e.reason]), [['Warning', 'AmbiguousDefaultJobClass']]);
+    assert.deepEqual(
+      events(ops).map((e) => [e.type, e.reason]),
+      [['Warning', 'AmbiguousDefaultJobClass']],
+    );
     state.remove(X.jobClasses, undefined, 'b');
     assert.deepEqual(events(run(jobClass('a', { isDefault: true }), state)), []);
   });
 
   it('a second default wakes the first one, so both alert (not only the class that changed)', () => {
     const also = fn.trigger.type === 'watch' ? fn.trigger.also?.find((a) => a.resource === X.jobClasses) : undefined;
-    assert.deepEqual(also?.map(jobClass('b', { isDefault: true })), [DEFAULTS_KEY], 'a default class wakes the defaults key');
+    assert.deepEqual(
+      also?.map(jobClass('b', { isDefault: true })),
+      [DEFAULTS_KEY],
+      'a default class wakes the defaults key',
+    );
     assert.deepEqual(also?.map(jobClass('c')), [], 'other classes do not');
-    const state = new FakeState([[X.kubernetesParameters, k8sParams('a')], [X.jobClasses, jobClass('a', { isDefault: true })], [X.jobClasses, jobClass('b', { isDefault: true })], [X.jobClasses, jobClass('c')]]);
+    const state = new FakeState([
+      [X.kubernetesParameters, k8sParams('a')],
+      [X.jobClasses, jobClass('a', { isDefault: true })],
+      [X.jobClasses, jobClass('b', { isDefault: true })],
+      [X.jobClasses, jobClass('c')],
+    ]);
     const ops = handle({ key: DEFAULTS_KEY, object: undefined, state, now: NOW });
-    assert.deepEqual(events(ops).map((e) => [e.type, e.reason, (e as unknown as { involvedObject: { name: string } }).involvedObject.name]).sort(), [['Warning', 'AmbiguousDefaultJobClass', 'a'], ['Warning', 'AmbiguousDefaultJobClass', 'b']]);
-    assert.deepEqual(ops.filter((o) => o.op !== 'create'), [], 'only the alert Events, no status writes under the shared key');
+    assert.deepEqual(
+      events(ops)
+        .map((e) => [e.type, e.reason, (e as unknown as { involvedObject: { name: string } }).involvedObject.name])
+        .sort(),
+      [
+        ['Warning', 'AmbiguousDefaultJobClass', 'a'],
+        ['Warning', 'AmbiguousDefaultJobClass', 'b'],
+      ],
+    );
+    assert.deepEqual(
+      ops.filter((o) => o.op !== 'create'),
+      [],
+      'only the alert Events, no status writes under the shared key',
+    );
     assert.deepEqual(secretRefs({ key: DEFAULTS_KEY, object: undefined, state }), []);
     state.remove(X.jobClasses, undefined, 'b');
     assert.deepEqual(handle({ key: DEFAULTS_KEY, object: undefined, state, now: NOW }), []);
@@ -162,18 +280,29 @@ describe('jobclass-controller: competing global defaults', () => {
 describe('jobclass-controller: dependency keys', () => {
   it('reconciles the classes referencing changed parameters and RuntimeClasses, and reads only their API key Secrets by name', () => {
     const state = new FakeState([
-      [X.jobClasses, bare(jobClass('rootless'))], [X.jobClasses, bare(jobClass('microvm', { controller: 'opensandbox' }))],
-      [X.kubernetesParameters, k8sParams('rootless', { runtimeClass: 'runc' })], [X.openSandboxParameters, osParams('microvm')],
+      [X.jobClasses, bare(jobClass('rootless'))],
+      [X.jobClasses, bare(jobClass('microvm', { controller: 'opensandbox' }))],
+      [X.kubernetesParameters, k8sParams('rootless', { runtimeClass: 'runc' })],
+      [X.openSandboxParameters, osParams('microvm')],
     ]);
-    const names = (key: string): string[] => statuses(handle({ key, object: undefined, state, now: NOW })).map(() => key);
+    const names = (key: string): string[] =>
+      statuses(handle({ key, object: undefined, state, now: NOW })).map(() => key);
     assert.equal(names('@params:KubernetesExecutionParameters:rootless').length, 1);
     assert.equal(names('@runtimeclass:runc').length, 1);
     assert.equal(names('@secret:ayatori-system:opensandbox-api').length, 0, 'Secrets are not watched');
-    const refs = (key: string, object?: JobClass): string[] => secretRefs({ key, object, state }).map((r) => `${r.resource.resource}/${r.namespace ?? ''}/${r.name}`);
-    assert.deepEqual(refs('microvm', jobClass('microvm', { controller: 'opensandbox' })), ['secrets/ayatori-system/opensandbox-api']);
-    assert.deepEqual(refs('@params:OpenSandboxExecutionParameters:microvm'), ['secrets/ayatori-system/opensandbox-api']);
+    const refs = (key: string, object?: JobClass): string[] =>
+      secretRefs({ key, object, state }).map((r) => `${r.resource.resource}/${r.namespace ?? ''}/${r.name}`);
+    assert.deepEqual(refs('microvm', jobClass('microvm', { controller: 'opensandbox' })), [
+      'secrets/ayatori-system/opensandbox-api',
+    ]);
+    assert.deepEqual(refs('@params:OpenSandboxExecutionParameters:microvm'), [
+      'secrets/ayatori-system/opensandbox-api',
+    ]);
     assert.deepEqual(refs('rootless', jobClass('rootless')), []);
     assert.equal(fn.trigger.type === 'watch' && fn.trigger.also?.some((a) => a.resource === R.secrets), false);
-    assert.deepEqual(fn.rbac.filter((r) => r.resources.includes('secrets')).map((r) => r.verbs), [['get']]);
+    assert.deepEqual(
+      fn.rbac.filter((r) => r.resources.includes('secrets')).map((r) => r.verbs),
+      [['get']],
+    );
   });
 });

@@ -7,9 +7,35 @@ import { R } from '../../lib/fn/resources.ts';
 import type { Operation, State } from '../../lib/fn/types.ts';
 import { checkEndpoint, type EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
 import { validateSelector } from '../../lib/kube/selector.ts';
-import { API_VERSION, CLASS_FINALIZER, KUBERNETES_CONTROLLER, OPENSANDBOX_CONTROLLER, X, dataOf, type Job, type JobClass, type KubernetesParameters, type OpenSandboxParameters, type Parameters } from '../jobclass-core/api.ts';
-import { CONTROLLERS, isSupportedController, parametersOf, parametersRefProblem } from '../jobclass-core/controllers.ts';
-import { conditionEvents, conditionOf, eventOp, involvedOf, isTrue, sameJson, withConditions, type ConditionInput } from '../jobclass-core/events.ts';
+import {
+  API_VERSION,
+  CLASS_FINALIZER,
+  KUBERNETES_CONTROLLER,
+  OPENSANDBOX_CONTROLLER,
+  X,
+  dataOf,
+  type Job,
+  type JobClass,
+  type KubernetesParameters,
+  type OpenSandboxParameters,
+  type Parameters,
+} from '../jobclass-core/api.ts';
+import {
+  CONTROLLERS,
+  isSupportedController,
+  parametersOf,
+  parametersRefProblem,
+} from '../jobclass-core/controllers.ts';
+import {
+  conditionEvents,
+  conditionOf,
+  eventOp,
+  involvedOf,
+  isTrue,
+  sameJson,
+  withConditions,
+  type ConditionInput,
+} from '../jobclass-core/events.ts';
 import { addFinalizer, removeFinalizer } from '../jobclass-core/finalizers.ts';
 import { isFinished } from '../jobclass-core/jobs.ts';
 import { isDefaultClass } from '../jobclass-core/resolve.ts';
@@ -19,21 +45,44 @@ export const COMPONENT = 'jobclass-controller';
 /** A probe older than this no longer proves the backend reachable. */
 export const PROBE_STALE_MS = 5 * 60_000;
 
-export interface ClassContext { state: State; now: Date; endpointPolicy: EndpointPolicy }
+export interface ClassContext {
+  state: State;
+  now: Date;
+  endpointPolicy: EndpointPolicy;
+}
 
-const accepted = (): ConditionInput => ({ type: 'Accepted', status: 'True', reason: 'Accepted', message: 'the controller, parameters and resource policy are valid' });
-const rejected = (reason: string, message: string): ConditionInput => ({ type: 'Accepted', status: 'False', reason, message });
+const accepted = (): ConditionInput => ({
+  type: 'Accepted',
+  status: 'True',
+  reason: 'Accepted',
+  message: 'the controller, parameters and resource policy are valid',
+});
+const rejected = (reason: string, message: string): ConditionInput => ({
+  type: 'Accepted',
+  status: 'False',
+  reason,
+  message,
+});
 
 function parametersProblem(cls: JobClass, params: Parameters, policy: EndpointPolicy): ConditionInput | undefined {
   if (cls.spec.controllerName !== OPENSANDBOX_CONTROLLER) return undefined;
   const check = checkEndpoint((params as OpenSandboxParameters).spec.endpoint, policy);
-  return check.ok ? undefined : rejected('InvalidParameters', `${params.kind ?? 'OpenSandboxExecutionParameters'} ${params.metadata.name ?? ''}: ${check.message}`);
+  return check.ok
+    ? undefined
+    : rejected(
+        'InvalidParameters',
+        `${params.kind ?? 'OpenSandboxExecutionParameters'} ${params.metadata.name ?? ''}: ${check.message}`,
+      );
 }
 
 /** The Accepted condition of a class. */
 export function acceptance(cls: JobClass, ctx: ClassContext): ConditionInput {
   const { controllerName, parametersRef: ref } = cls.spec;
-  if (!isSupportedController(controllerName)) return rejected('UnsupportedController', `controllerName ${controllerName} is not one of ${Object.keys(CONTROLLERS).join(', ')}`);
+  if (!isSupportedController(controllerName))
+    return rejected(
+      'UnsupportedController',
+      `controllerName ${controllerName} is not one of ${Object.keys(CONTROLLERS).join(', ')}`,
+    );
   const refProblem = parametersRefProblem(controllerName, ref);
   if (refProblem) return rejected('InvalidParametersReference', refProblem);
   const params = parametersOf(cls, ctx.state);
@@ -49,22 +98,40 @@ export function acceptance(cls: JobClass, ctx: ClassContext): ConditionInput {
   return accepted();
 }
 
-const ready = (message: string): ConditionInput => ({ type: 'Ready', status: 'True', reason: 'BackendReachable', message });
-const notReady = (reason: string, message: string): ConditionInput => ({ type: 'Ready', status: 'False', reason, message });
+const ready = (message: string): ConditionInput => ({
+  type: 'Ready',
+  status: 'True',
+  reason: 'BackendReachable',
+  message,
+});
+const notReady = (reason: string, message: string): ConditionInput => ({
+  type: 'Ready',
+  status: 'False',
+  reason,
+  message,
+});
 
 function kubernetesReadiness(p: KubernetesParameters, state: State): ConditionInput {
   const rc = p.spec.runtimeClassName;
-  if (rc && !state.get(X.runtimeClasses, undefined, rc)) return notReady('RuntimeClassNotFound', `RuntimeClass ${rc} does not exist`);
+  if (rc && !state.get(X.runtimeClasses, undefined, rc))
+    return notReady('RuntimeClassNotFound', `RuntimeClass ${rc} does not exist`);
   return ready(rc ? `RuntimeClass ${rc} exists` : 'the cluster default runtime is used');
 }
 
 /** Readiness of an OpenSandbox class from its API key Secret and the adapter's last probe; `recheckAt` when it goes stale. */
-export function openSandboxReadiness(p: OpenSandboxParameters, ctx: ClassContext): { condition: ConditionInput; recheckAt?: number } {
+export function openSandboxReadiness(
+  p: OpenSandboxParameters,
+  ctx: ClassContext,
+): { condition: ConditionInput; recheckAt?: number } {
   const ref = p.spec.apiKeySecretRef;
   const secret = ctx.state.get(R.secrets, ref.namespace, ref.name);
-  if (!secret) return { condition: notReady('ApiKeySecretNotFound', `Secret ${ref.namespace}/${ref.name} does not exist`) };
+  if (!secret)
+    return { condition: notReady('ApiKeySecretNotFound', `Secret ${ref.namespace}/${ref.name} does not exist`) };
   const value = dataOf(secret)[ref.key];
-  if (!value) return { condition: notReady('ApiKeyMissing', `Secret ${ref.namespace}/${ref.name} has no non-empty key ${ref.key}`) };
+  if (!value)
+    return {
+      condition: notReady('ApiKeyMissing', `Secret ${ref.namespace}/${ref.name} has no non-empty key ${ref.key}`),
+    };
   const probe = p.status?.probe;
   const reach = conditionOf(p.status?.conditions, 'BackendReachable');
   // A rotated key keeps the last verdict until the adapter's next probe (Secrets are read by name,
@@ -74,22 +141,32 @@ export function openSandboxReadiness(p: OpenSandboxParameters, ctx: ClassContext
     return { condition: notReady('BackendNotProbed', 'waiting for the adapter to probe the current endpoint') };
   }
   const staleAt = Date.parse(probe.time) + PROBE_STALE_MS;
-  if (staleAt <= ctx.now.getTime()) return { condition: notReady('BackendProbeStale', `the last successful contact with the backend was at ${probe.time}`) };
+  if (staleAt <= ctx.now.getTime())
+    return {
+      condition: notReady('BackendProbeStale', `the last successful contact with the backend was at ${probe.time}`),
+    };
   if (reach.status !== 'True') return { condition: notReady(reach.reason, reach.message), recheckAt: staleAt };
   return { condition: ready(`${p.spec.endpoint} answered at ${probe.time}`), recheckAt: staleAt };
 }
 
 /** The Ready condition of a class (never True while it is not Accepted). */
-export function readiness(cls: JobClass, acc: ConditionInput, ctx: ClassContext): { condition: ConditionInput; recheckAt?: number } {
+export function readiness(
+  cls: JobClass,
+  acc: ConditionInput,
+  ctx: ClassContext,
+): { condition: ConditionInput; recheckAt?: number } {
   if (acc.status !== 'True') return { condition: notReady('NotAccepted', `the class is not accepted: ${acc.reason}`) };
   const params = parametersOf(cls, ctx.state)!;
-  if (cls.spec.controllerName === KUBERNETES_CONTROLLER) return { condition: kubernetesReadiness(params as KubernetesParameters, ctx.state) };
+  if (cls.spec.controllerName === KUBERNETES_CONTROLLER)
+    return { condition: kubernetesReadiness(params as KubernetesParameters, ctx.state) };
   return openSandboxReadiness(params as OpenSandboxParameters, ctx);
 }
 
 /** Non-terminal Jobs that resolved to this class UID (they hold its deletion). */
 export function blockingJobs(cls: JobClass, state: State): Job[] {
-  return (state.list(X.jobs) as Job[]).filter((j) => j.status?.resolvedJobClass?.uid === cls.metadata.uid && !isFinished(j.status));
+  return (state.list(X.jobs) as Job[]).filter(
+    (j) => j.status?.resolvedJobClass?.uid === cls.metadata.uid && !isFinished(j.status),
+  );
 }
 
 function deletionBlockedOps(cls: JobClass, ctx: ClassContext): Operation[] {
@@ -97,28 +174,51 @@ function deletionBlockedOps(cls: JobClass, ctx: ClassContext): Operation[] {
   if (!blocking.length || !cls.metadata.finalizers?.includes(CLASS_FINALIZER)) return [];
   const names = blocking.map((j) => `${j.metadata.namespace ?? ''}/${j.metadata.name ?? ''}`).sort();
   const shown = names.slice(0, 5).join(', ') + (names.length > 5 ? `, and ${names.length - 5} more` : '');
-  return [eventOp(involvedOf(cls, API_VERSION, 'JobClass'), {
-    type: 'Warning', reason: 'DeletionBlocked', key: `${cls.metadata.deletionTimestamp ?? ''}|${names.length}`,
-    message: `JobClass ${cls.metadata.name ?? ''} is deleted once its ${names.length} non-terminal Job(s) finish: ${shown}`,
-  }, ctx.now, COMPONENT)];
+  return [
+    eventOp(
+      involvedOf(cls, API_VERSION, 'JobClass'),
+      {
+        type: 'Warning',
+        reason: 'DeletionBlocked',
+        key: `${cls.metadata.deletionTimestamp ?? ''}|${names.length}`,
+        message: `JobClass ${cls.metadata.name ?? ''} is deleted once its ${names.length} non-terminal Job(s) finish: ${shown}`,
+      },
+      ctx.now,
+      COMPONENT,
+    ),
+  ];
 }
 
 /** A Warning on every global default while there is more than one (Jobs without a class then wait). */
 export function competingDefaults(cls: JobClass, ctx: ClassContext): Operation[] {
   if (!isDefaultClass(cls) || cls.metadata.deletionTimestamp) return [];
-  const names = (ctx.state.list(X.jobClasses) as JobClass[]).filter((c) => isDefaultClass(c) && !c.metadata.deletionTimestamp).map((c) => c.metadata.name ?? '').sort();
+  const names = (ctx.state.list(X.jobClasses) as JobClass[])
+    .filter((c) => isDefaultClass(c) && !c.metadata.deletionTimestamp)
+    .map((c) => c.metadata.name ?? '')
+    .sort();
   if (names.length < 2) return [];
-  return [eventOp(involvedOf(cls, API_VERSION, 'JobClass'), {
-    type: 'Warning', reason: 'AmbiguousDefaultJobClass', key: names.join(','),
-    message: `JobClasses ${names.join(', ')} are all annotated as the global default; Jobs without a class stay Accepted=False/AmbiguousDefaultJobClass until one remains`,
-  }, ctx.now, COMPONENT)];
+  return [
+    eventOp(
+      involvedOf(cls, API_VERSION, 'JobClass'),
+      {
+        type: 'Warning',
+        reason: 'AmbiguousDefaultJobClass',
+        key: names.join(','),
+        message: `JobClasses ${names.join(', ')} are all annotated as the global default; Jobs without a class stay Accepted=False/AmbiguousDefaultJobClass until one remains`,
+      },
+      ctx.now,
+      COMPONENT,
+    ),
+  ];
 }
 
 /** All operations for one JobClass. */
 export function reconcileClass(cls: JobClass | undefined, ctx: ClassContext): Operation[] {
   if (!cls) return [];
-  if (!cls.metadata.deletionTimestamp && !cls.metadata.finalizers?.includes(CLASS_FINALIZER)) return addFinalizer(X.jobClasses, cls, CLASS_FINALIZER);
-  if (cls.metadata.deletionTimestamp && !blockingJobs(cls, ctx.state).length) return removeFinalizer(X.jobClasses, cls, CLASS_FINALIZER);
+  if (!cls.metadata.deletionTimestamp && !cls.metadata.finalizers?.includes(CLASS_FINALIZER))
+    return addFinalizer(X.jobClasses, cls, CLASS_FINALIZER);
+  if (cls.metadata.deletionTimestamp && !blockingJobs(cls, ctx.state).length)
+    return removeFinalizer(X.jobClasses, cls, CLASS_FINALIZER);
   const acc = acceptance(cls, ctx);
   const { condition: rdy, recheckAt } = readiness(cls, acc, ctx);
   const prev = cls.status?.conditions;
@@ -132,6 +232,7 @@ export function reconcileClass(cls: JobClass | undefined, ctx: ClassContext): Op
   }
   if (cls.metadata.deletionTimestamp) ops.push(...deletionBlockedOps(cls, ctx));
   ops.push(...competingDefaults(cls, ctx));
-  if (recheckAt !== undefined && isTrue(conditions, 'Ready')) ops.push({ op: 'requeue', afterMs: Math.max(1000, recheckAt - ctx.now.getTime() + 1000) });
+  if (recheckAt !== undefined && isTrue(conditions, 'Ready'))
+    ops.push({ op: 'requeue', afterMs: Math.max(1000, recheckAt - ctx.now.getTime() + 1000) });
   return ops;
 }

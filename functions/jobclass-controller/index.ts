@@ -11,7 +11,14 @@
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, ObjectRef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { OPENSANDBOX_CONTROLLER, X, type Job, type JobClass, type KubernetesParameters, type OpenSandboxParameters } from '../jobclass-core/api.ts';
+import {
+  OPENSANDBOX_CONTROLLER,
+  X,
+  type Job,
+  type JobClass,
+  type KubernetesParameters,
+  type OpenSandboxParameters,
+} from '../jobclass-core/api.ts';
 import { parametersOf } from '../jobclass-core/controllers.ts';
 import { endpointPolicy } from '../jobclass-core/config.ts';
 import { isDefaultClass } from '../jobclass-core/resolve.ts';
@@ -22,14 +29,27 @@ export function affectedClasses(key: string, state: State): JobClass[] {
   const [what = '', a = '', b = ''] = key.slice(1).split(':');
   const classes = state.list(X.jobClasses) as JobClass[];
   switch (what) {
-    case 'params': return classes.filter((c) => c.spec.parametersRef.kind === a && c.spec.parametersRef.name === b);
-    case 'runtimeclass': return classes.filter((c) => (parametersOf(c, state) as KubernetesParameters | undefined)?.spec.runtimeClassName === a);
-    default: return [];
+    case 'params':
+      return classes.filter((c) => c.spec.parametersRef.kind === a && c.spec.parametersRef.name === b);
+    case 'runtimeclass':
+      return classes.filter(
+        (c) => (parametersOf(c, state) as KubernetesParameters | undefined)?.spec.runtimeClassName === a,
+      );
+    default:
+      return [];
   }
 }
 
 /** The API key Secrets an invocation reads by name (live GETs; Secrets are never listed or watched). */
-export function secretRefs({ key, object, state }: { key: string; object: KubeObject | undefined; state: State }): ObjectRef[] {
+export function secretRefs({
+  key,
+  object,
+  state,
+}: {
+  key: string;
+  object: KubeObject | undefined;
+  state: State;
+}): ObjectRef[] {
   const classes = key.startsWith('@') ? affectedClasses(key, state) : object ? [object as JobClass] : [];
   return classes.flatMap((c) => {
     if (c.spec.controllerName !== OPENSANDBOX_CONTROLLER) return [];
@@ -44,7 +64,8 @@ export const DEFAULTS_KEY = '@defaults';
 export function handle({ key, object, state, now }: ReconcileInput): Operation[] {
   const ctx = { state, now, endpointPolicy: endpointPolicy() };
   if (!key.startsWith('@')) return reconcileClass(object as JobClass | undefined, ctx);
-  if (key === DEFAULTS_KEY) return (state.list(X.jobClasses) as JobClass[]).filter(isDefaultClass).flatMap((c) => competingDefaults(c, ctx));
+  if (key === DEFAULTS_KEY)
+    return (state.list(X.jobClasses) as JobClass[]).filter(isDefaultClass).flatMap((c) => competingDefaults(c, ctx));
   return affectedClasses(key, state).flatMap((c) => reconcileClass(c, ctx).filter((op) => op.op !== 'requeue'));
 }
 
@@ -52,13 +73,26 @@ const fn: FunctionDef = {
   name: 'jobclass-controller',
   description: 'Reports JobClass Accepted/Ready with Events and protects classes referenced by non-terminal Jobs.',
   trigger: {
-    type: 'watch', resource: X.jobClasses,
+    type: 'watch',
+    resource: X.jobClasses,
     also: [
       { resource: X.jobClasses, map: (o) => (isDefaultClass(o as JobClass) ? [DEFAULTS_KEY] : []) },
-      { resource: X.kubernetesParameters, map: (o) => [`@params:KubernetesExecutionParameters:${o.metadata.name ?? ''}`] },
-      { resource: X.openSandboxParameters, map: (o) => [`@params:OpenSandboxExecutionParameters:${o.metadata.name ?? ''}`] },
+      {
+        resource: X.kubernetesParameters,
+        map: (o) => [`@params:KubernetesExecutionParameters:${o.metadata.name ?? ''}`],
+      },
+      {
+        resource: X.openSandboxParameters,
+        map: (o) => [`@params:OpenSandboxExecutionParameters:${o.metadata.name ?? ''}`],
+      },
       { resource: X.runtimeClasses, map: (o) => [`@runtimeclass:${o.metadata.name ?? ''}`] },
-      { resource: X.jobs, map: (o) => { const c = (o as Job).status?.resolvedJobClass?.name; return c ? [c] : []; } },
+      {
+        resource: X.jobs,
+        map: (o) => {
+          const c = (o as Job).status?.resolvedJobClass?.name;
+          return c ? [c] : [];
+        },
+      },
     ],
     // API key Secrets are read by name (no Secret watch): a Secret created or fixed later is seen
     // through the adapter's probe verdict on the parameters object, which wakes the class.
@@ -66,9 +100,21 @@ const fn: FunctionDef = {
   },
   concurrency: 2,
   rbac: [
-    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses'], verbs: ['get', 'list', 'watch', 'patch'] },
-    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses/status'], verbs: ['get', 'update', 'patch'] },
-    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['kubernetesexecutionparameters', 'opensandboxexecutionparameters', 'jobs'], verbs: ['get', 'list', 'watch'] },
+    {
+      apiGroups: ['execution.ayatori.ddupan.top'],
+      resources: ['jobclasses'],
+      verbs: ['get', 'list', 'watch', 'patch'],
+    },
+    {
+      apiGroups: ['execution.ayatori.ddupan.top'],
+      resources: ['jobclasses/status'],
+      verbs: ['get', 'update', 'patch'],
+    },
+    {
+      apiGroups: ['execution.ayatori.ddupan.top'],
+      resources: ['kubernetesexecutionparameters', 'opensandboxexecutionparameters', 'jobs'],
+      verbs: ['get', 'list', 'watch'],
+    },
     { apiGroups: ['node.k8s.io'], resources: ['runtimeclasses'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },

@@ -26,7 +26,13 @@ export const JOB_NAME_LABEL = `${GROUP}/job-name`;
 export const JOB_NAMESPACE_LABEL = `${GROUP}/job-namespace`;
 export const CLASS_UID_LABEL = `${GROUP}/jobclass-uid`;
 
-const exec = (resource: string, kind: string, namespaced: boolean): Resource => ({ group: GROUP, version: VERSION, resource, kind, namespaced });
+const exec = (resource: string, kind: string, namespaced: boolean): Resource => ({
+  group: GROUP,
+  version: VERSION,
+  resource,
+  kind,
+  namespaced,
+});
 
 export const X = {
   jobClasses: exec('jobclasses', 'JobClass', false),
@@ -35,17 +41,42 @@ export const X = {
   openSandboxParameters: exec('opensandboxexecutionparameters', 'OpenSandboxExecutionParameters', false),
   batchJobs: { group: 'batch', version: 'v1', resource: 'jobs', kind: 'Job', namespaced: true },
   namespaces: { group: '', version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false },
-  runtimeClasses: { group: 'node.k8s.io', version: 'v1', resource: 'runtimeclasses', kind: 'RuntimeClass', namespaced: false },
+  runtimeClasses: {
+    group: 'node.k8s.io',
+    version: 'v1',
+    resource: 'runtimeclasses',
+    kind: 'RuntimeClass',
+    namespaced: false,
+  },
 } satisfies Record<string, Resource>;
 
-export interface CpuMemory { cpu?: string; memory?: string }
-export interface Requirements { requests?: CpuMemory; limits?: CpuMemory }
-export interface ResourcePolicy { defaults?: Requirements; minimum?: Requirements; maximum?: Requirements }
+export interface CpuMemory {
+  cpu?: string;
+  memory?: string;
+}
+export interface Requirements {
+  requests?: CpuMemory;
+  limits?: CpuMemory;
+}
+export interface ResourcePolicy {
+  defaults?: Requirements;
+  minimum?: Requirements;
+  maximum?: Requirements;
+}
 
-export interface ParametersRef { group: string; kind: string; name: string }
+export interface ParametersRef {
+  group: string;
+  kind: string;
+  name: string;
+}
 
 export interface JobClass extends KubeObject {
-  spec: { controllerName: string; parametersRef: ParametersRef; allowedNamespaces?: LabelSelector; resources?: ResourcePolicy };
+  spec: {
+    controllerName: string;
+    parametersRef: ParametersRef;
+    allowedNamespaces?: LabelSelector;
+    resources?: ResourcePolicy;
+  };
   status?: { observedGeneration?: number; conditions?: Condition[] };
 }
 
@@ -68,13 +99,25 @@ export interface OpenSandboxParameters extends KubeObject {
     allowSecretEnv?: boolean;
     allowImageAuth?: boolean;
   };
-  status?: { observedGeneration?: number; conditions?: Condition[]; probe?: { endpoint?: string; apiKeySecretResourceVersion?: string; time?: string } };
+  status?: {
+    observedGeneration?: number;
+    conditions?: Condition[];
+    probe?: { endpoint?: string; apiKeySecretResourceVersion?: string; time?: string };
+  };
 }
 
 export type Parameters = KubernetesParameters | OpenSandboxParameters;
 
-export interface KeyRef { name: string; key: string; optional?: boolean }
-export interface EnvVar { name: string; value?: string; valueFrom?: { secretKeyRef?: KeyRef; configMapKeyRef?: KeyRef } }
+export interface KeyRef {
+  name: string;
+  key: string;
+  optional?: boolean;
+}
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: KeyRef; configMapKeyRef?: KeyRef };
+}
 
 export interface JobSpec {
   jobClassName?: string;
@@ -89,9 +132,18 @@ export interface JobSpec {
   cancelRequested?: boolean;
 }
 
-export interface ResolvedJobClass { name: string; uid: string; controllerName: string; parametersRef: ParametersRef & { uid?: string } }
+export interface ResolvedJobClass {
+  name: string;
+  uid: string;
+  controllerName: string;
+  parametersRef: ParametersRef & { uid?: string };
+}
 
-export interface CreateIntent { attempt: number; requestedAt: string; outcome: 'Pending' | 'Rejected' }
+export interface CreateIntent {
+  attempt: number;
+  requestedAt: string;
+  outcome: 'Pending' | 'Rejected';
+}
 
 export interface ExecutionRef {
   controllerName: string;
@@ -119,11 +171,23 @@ export interface JobStatus {
   completionTime?: string;
 }
 
-export interface Job extends KubeObject { spec: JobSpec; status?: JobStatus }
+export interface Job extends KubeObject {
+  spec: JobSpec;
+  status?: JobStatus;
+}
 
-export interface Namespace extends KubeObject { status?: unknown }
-export interface Secret extends KubeObject { type?: string; data?: Record<string, string>; stringData?: Record<string, string> }
-export interface ConfigMap extends KubeObject { data?: Record<string, string>; binaryData?: Record<string, string> }
+export interface Namespace extends KubeObject {
+  status?: unknown;
+}
+export interface Secret extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+}
+export interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+  binaryData?: Record<string, string>;
+}
 
 /** The string map `data` of a Secret or ConfigMap read from the untyped state. */
 export function dataOf(o: KubeObject): Record<string, string> {

@@ -5,16 +5,39 @@
  * InvalidParametersReference.
  */
 import type { Resource, State } from '../../lib/fn/types.ts';
-import { GROUP, KUBERNETES_CONTROLLER, OPENSANDBOX_CONTROLLER, X, type Job, type JobClass, type OpenSandboxParameters, type Parameters, type ParametersRef, type Requirements } from './api.ts';
+import {
+  GROUP,
+  KUBERNETES_CONTROLLER,
+  OPENSANDBOX_CONTROLLER,
+  X,
+  type Job,
+  type JobClass,
+  type OpenSandboxParameters,
+  type Parameters,
+  type ParametersRef,
+  type Requirements,
+} from './api.ts';
 import { usesSecretEnv } from './envrefs.ts';
 import type { Problem } from './resolve.ts';
 import { RESOURCES, sameQuantity } from './resources.ts';
 
-export interface ControllerInfo { parametersGroup: string; parametersKind: string; parameters: Resource }
+export interface ControllerInfo {
+  parametersGroup: string;
+  parametersKind: string;
+  parameters: Resource;
+}
 
 export const CONTROLLERS: Record<string, ControllerInfo> = {
-  [KUBERNETES_CONTROLLER]: { parametersGroup: GROUP, parametersKind: 'KubernetesExecutionParameters', parameters: X.kubernetesParameters },
-  [OPENSANDBOX_CONTROLLER]: { parametersGroup: GROUP, parametersKind: 'OpenSandboxExecutionParameters', parameters: X.openSandboxParameters },
+  [KUBERNETES_CONTROLLER]: {
+    parametersGroup: GROUP,
+    parametersKind: 'KubernetesExecutionParameters',
+    parameters: X.kubernetesParameters,
+  },
+  [OPENSANDBOX_CONTROLLER]: {
+    parametersGroup: GROUP,
+    parametersKind: 'OpenSandboxExecutionParameters',
+    parameters: X.openSandboxParameters,
+  },
 };
 
 export const isSupportedController = (name: string): boolean => Object.hasOwn(CONTROLLERS, name);
@@ -40,7 +63,10 @@ function limitsProblem(p: OpenSandboxParameters, eff: Requirements): Problem | u
   if (p.spec.poolRef) return undefined;
   const missing = RESOURCES.filter((r) => eff.limits?.[r] === undefined);
   if (!missing.length) return undefined;
-  return { reason: 'LimitsRequired', message: `OpenSandbox needs resourceLimits outside pool mode: set spec.resources.limits.${missing.join(' and ')} (or class defaults)` };
+  return {
+    reason: 'LimitsRequired',
+    message: `OpenSandbox needs resourceLimits outside pool mode: set spec.resources.limits.${missing.join(' and ')} (or class defaults)`,
+  };
 }
 
 function nativeProblem(p: OpenSandboxParameters, eff: Requirements): Problem | undefined {
@@ -48,7 +74,10 @@ function nativeProblem(p: OpenSandboxParameters, eff: Requirements): Problem | u
   for (const r of RESOURCES) {
     const req = eff.requests?.[r];
     if (req !== undefined && !sameQuantity(req, eff.limits?.[r])) {
-      return { reason: 'ResourcesNotRepresentable', message: `requestMapping Native: the OpenSandbox API carries only resourceLimits, so requests.${r} (${req}) must equal limits.${r} (${eff.limits?.[r] ?? 'unset'}); adapters never lower effective resources` };
+      return {
+        reason: 'ResourcesNotRepresentable',
+        message: `requestMapping Native: the OpenSandbox API carries only resourceLimits, so requests.${r} (${req}) must equal limits.${r} (${eff.limits?.[r] ?? 'unset'}); adapters never lower effective resources`,
+      };
     }
   }
   return undefined;
@@ -58,17 +87,32 @@ function nativeProblem(p: OpenSandboxParameters, eff: Requirements): Problem | u
  * Controller-specific reasons a Job cannot run on the class: OpenSandbox Secret env and image auth
  * need explicit allowances, and effective resources must be representable without lowering them.
  */
-export function controllerJobProblem(controllerName: string, job: Job, params: Parameters | undefined, effective: Requirements): Problem | undefined {
+export function controllerJobProblem(
+  controllerName: string,
+  job: Job,
+  params: Parameters | undefined,
+  effective: Requirements,
+): Problem | undefined {
   if (controllerName !== OPENSANDBOX_CONTROLLER || !params) return undefined;
   const p = params as OpenSandboxParameters;
   if (usesSecretEnv(job) && !p.spec.allowSecretEnv) {
-    return { reason: 'SecretEnvNotAllowed', message: `spec.env uses secretKeyRef, but ${p.metadata.name ?? ''} does not set allowSecretEnv` };
+    return {
+      reason: 'SecretEnvNotAllowed',
+      message: `spec.env uses secretKeyRef, but ${p.metadata.name ?? ''} does not set allowSecretEnv`,
+    };
   }
   if (job.spec.imagePullSecret && !p.spec.allowImageAuth) {
-    return { reason: 'ImageAuthNotAllowed', message: `spec.imagePullSecret is set, but ${p.metadata.name ?? ''} does not set allowImageAuth` };
+    return {
+      reason: 'ImageAuthNotAllowed',
+      message: `spec.imagePullSecret is set, but ${p.metadata.name ?? ''} does not set allowImageAuth`,
+    };
   }
   if (!job.spec.command?.length) {
-    return { reason: 'CommandRequired', message: 'OpenSandbox needs an explicit entrypoint: set spec.command (the lifecycle API requires entrypoint with an image)' };
+    return {
+      reason: 'CommandRequired',
+      message:
+        'OpenSandbox needs an explicit entrypoint: set spec.command (the lifecycle API requires entrypoint with an image)',
+    };
   }
   return limitsProblem(p, effective) ?? nativeProblem(p, effective);
 }

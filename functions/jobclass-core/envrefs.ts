@@ -17,9 +17,20 @@ type Lookup = { value: string } | { missing: Problem } | { skip: true };
 
 function lookup(kind: 'Secret' | 'ConfigMap', ref: KeyRef, ns: string, state: State, envName: string): Lookup {
   const obj = state.get(kind === 'Secret' ? R.secrets : R.configMaps, ns, ref.name);
-  if (!obj) return ref.optional ? { skip: true } : { missing: { reason: `${kind}NotFound`, message: `env ${envName}: ${kind} ${ns}/${ref.name} does not exist` } };
+  if (!obj)
+    return ref.optional
+      ? { skip: true }
+      : { missing: { reason: `${kind}NotFound`, message: `env ${envName}: ${kind} ${ns}/${ref.name} does not exist` } };
   const raw = dataOf(obj)[ref.key];
-  if (raw === undefined) return ref.optional ? { skip: true } : { missing: { reason: `${kind}KeyNotFound`, message: `env ${envName}: ${kind} ${ns}/${ref.name} has no key ${ref.key}` } };
+  if (raw === undefined)
+    return ref.optional
+      ? { skip: true }
+      : {
+          missing: {
+            reason: `${kind}KeyNotFound`,
+            message: `env ${envName}: ${kind} ${ns}/${ref.name} has no key ${ref.key}`,
+          },
+        };
   return { value: kind === 'Secret' ? decode(raw) : raw };
 }
 
@@ -30,7 +41,10 @@ function lookupVar(e: EnvVar, ns: string, state: State): Lookup {
 }
 
 /** Resolved env values (later entries win, as in Kubernetes), or the first required reference that is missing. */
-export function resolveEnv(job: Job, state: State): { ok: true; env: Record<string, string> } | { ok: false; problem: Problem } {
+export function resolveEnv(
+  job: Job,
+  state: State,
+): { ok: true; env: Record<string, string> } | { ok: false; problem: Problem } {
   const ns = job.metadata.namespace ?? '';
   const env: Record<string, string> = {};
   for (const e of job.spec.env ?? []) {
@@ -47,7 +61,10 @@ export function referenceProblem(job: Job, state: State): Problem | undefined {
   if (!r.ok) return r.problem;
   const pull = job.spec.imagePullSecret?.name;
   if (pull && !state.get(R.secrets, job.metadata.namespace, pull)) {
-    return { reason: 'ImagePullSecretNotFound', message: `spec.imagePullSecret: Secret ${job.metadata.namespace ?? ''}/${pull} does not exist` };
+    return {
+      reason: 'ImagePullSecretNotFound',
+      message: `spec.imagePullSecret: Secret ${job.metadata.namespace ?? ''}/${pull} does not exist`,
+    };
   }
   return undefined;
 }
@@ -73,20 +90,53 @@ const normalizeRegistry = (key: string): string => {
   return DOCKER_HUB.has(host) ? 'docker.io' : host;
 };
 
-interface DockerAuth { username?: string; password?: string; auth?: string }
+interface DockerAuth {
+  username?: string;
+  password?: string;
+  auth?: string;
+}
 
 /** Username/password for the image's registry from a kubernetes.io/dockerconfigjson Secret. */
-export function imageAuthFrom(secret: Secret, image: string): { ok: true; username: string; password: string } | { ok: false; problem: Problem } {
+export function imageAuthFrom(
+  secret: Secret,
+  image: string,
+): { ok: true; username: string; password: string } | { ok: false; problem: Problem } {
   const name = `${secret.metadata.namespace ?? ''}/${secret.metadata.name ?? ''}`;
   const raw = secret.data?.['.dockerconfigjson'];
-  if (secret.type !== 'kubernetes.io/dockerconfigjson' || !raw) return { ok: false, problem: { reason: 'InvalidImagePullSecret', message: `Secret ${name} is not a kubernetes.io/dockerconfigjson Secret` } };
+  if (secret.type !== 'kubernetes.io/dockerconfigjson' || !raw)
+    return {
+      ok: false,
+      problem: {
+        reason: 'InvalidImagePullSecret',
+        message: `Secret ${name} is not a kubernetes.io/dockerconfigjson Secret`,
+      },
+    };
   let auths: Record<string, DockerAuth> = {};
-  try { auths = (JSON.parse(decode(raw)) as { auths?: Record<string, DockerAuth> }).auths ?? {}; } catch { return { ok: false, problem: { reason: 'InvalidImagePullSecret', message: `Secret ${name}: .dockerconfigjson is not JSON` } }; }
+  try {
+    auths = (JSON.parse(decode(raw)) as { auths?: Record<string, DockerAuth> }).auths ?? {};
+  } catch {
+    return {
+      ok: false,
+      problem: { reason: 'InvalidImagePullSecret', message: `Secret ${name}: .dockerconfigjson is not JSON` },
+    };
+  }
   const registry = registryOf(image);
   const entry = Object.entries(auths).find(([k]) => normalizeRegistry(k) === registry)?.[1];
-  if (!entry) return { ok: false, problem: { reason: 'ImageAuthNotFound', message: `Secret ${name} has no credentials for registry ${registry}` } };
-  if (entry.username !== undefined && entry.password !== undefined) return { ok: true, username: entry.username, password: entry.password };
+  if (!entry)
+    return {
+      ok: false,
+      problem: { reason: 'ImageAuthNotFound', message: `Secret ${name} has no credentials for registry ${registry}` },
+    };
+  if (entry.username !== undefined && entry.password !== undefined)
+    return { ok: true, username: entry.username, password: entry.password };
   const [username = '', ...rest] = decode(entry.auth ?? '').split(':');
-  if (!username || !rest.length) return { ok: false, problem: { reason: 'InvalidImagePullSecret', message: `Secret ${name}: the entry for ${registry} has no username/password` } };
+  if (!username || !rest.length)
+    return {
+      ok: false,
+      problem: {
+        reason: 'InvalidImagePullSecret',
+        message: `Secret ${name}: the entry for ${registry} has no username/password`,
+      },
+    };
   return { ok: true, username, password: rest.join(':') };
 }

@@ -28,7 +28,9 @@ export function conditionEvents(prev: Condition[] | undefined, next: Condition[]
     const p = prev?.find((x) => x.type === c.type);
     if (p && p.status === c.status && p.reason === c.reason) continue;
     out.push({
-      type: severity(c), reason: c.reason, message: `${c.type}=${c.status}: ${c.message}`,
+      type: severity(c),
+      reason: c.reason,
+      message: `${c.type}=${c.status}: ${c.message}`,
       key: `${c.type}|${p ? `${p.status}/${p.reason}/${p.lastTransitionTime}` : 'none'}|${c.status}`,
     });
   }
@@ -38,9 +40,19 @@ export function conditionEvents(prev: Condition[] | undefined, next: Condition[]
 export type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
 /** Sets several conditions (lastTransitionTime kept while the status is unchanged). */
-export function withConditions(list: Condition[] | undefined, updates: ConditionInput[], now: Date, generation?: number): Condition[] {
+export function withConditions(
+  list: Condition[] | undefined,
+  updates: ConditionInput[],
+  now: Date,
+  generation?: number,
+): Condition[] {
   let out = list ?? [];
-  for (const u of updates) out = setCondition(out, { ...u, ...(generation !== undefined ? { observedGeneration: generation } : {}) }, now.toISOString());
+  for (const u of updates)
+    out = setCondition(
+      out,
+      { ...u, ...(generation !== undefined ? { observedGeneration: generation } : {}) },
+      now.toISOString(),
+    );
   return out;
 }
 
@@ -56,7 +68,11 @@ export function conditionOf(list: Condition[] | undefined, type: string): Condit
 export function stableJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
   if (v && typeof v === 'object') {
-    return `{${Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, x]) => `${JSON.stringify(k)}:${stableJson(x)}`).join(',')}}`;
+    return `{${Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, x]) => `${JSON.stringify(k)}:${stableJson(x)}`)
+      .join(',')}}`;
   }
   return JSON.stringify(v);
 }

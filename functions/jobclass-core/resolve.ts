@@ -7,7 +7,14 @@
  */
 import { conditionOf, isTrue } from './events.ts';
 import { matchesSelector, validateSelector } from '../../lib/kube/selector.ts';
-import { DEFAULT_CLASS_ANNOTATION, NAMESPACE_DEFAULT_ANNOTATION, type JobClass, type Namespace, type Parameters, type ResolvedJobClass } from './api.ts';
+import {
+  DEFAULT_CLASS_ANNOTATION,
+  NAMESPACE_DEFAULT_ANNOTATION,
+  type JobClass,
+  type Namespace,
+  type Parameters,
+  type ResolvedJobClass,
+} from './api.ts';
 
 export type Via = 'explicit' | 'namespace' | 'global';
 export type Resolution =
@@ -19,7 +26,11 @@ export type Resolution =
 export const isDefaultClass = (c: JobClass): boolean => c.metadata.annotations?.[DEFAULT_CLASS_ANNOTATION] === 'true';
 
 /** Resolves the class for a Job without a frozen resolution. Terminating classes are never global defaults. */
-export function resolveClass(jobClassName: string | undefined, ns: Namespace | undefined, classes: JobClass[]): Resolution {
+export function resolveClass(
+  jobClassName: string | undefined,
+  ns: Namespace | undefined,
+  classes: JobClass[],
+): Resolution {
   const byName = (name: string): JobClass | undefined => classes.find((c) => c.metadata.name === name);
   if (jobClassName) {
     const cls = byName(jobClassName);
@@ -40,17 +51,35 @@ export function resolveClass(jobClassName: string | undefined, ns: Namespace | u
 export function freeze(cls: JobClass, params: Parameters | undefined): ResolvedJobClass {
   const ref = cls.spec.parametersRef;
   return {
-    name: cls.metadata.name ?? '', uid: cls.metadata.uid ?? '', controllerName: cls.spec.controllerName,
-    parametersRef: { group: ref.group, kind: ref.kind, name: ref.name, ...(params?.metadata.uid ? { uid: params.metadata.uid } : {}) },
+    name: cls.metadata.name ?? '',
+    uid: cls.metadata.uid ?? '',
+    controllerName: cls.spec.controllerName,
+    parametersRef: {
+      group: ref.group,
+      kind: ref.kind,
+      name: ref.name,
+      ...(params?.metadata.uid ? { uid: params.metadata.uid } : {}),
+    },
   };
 }
 
-export interface Problem { reason: string; message: string }
+export interface Problem {
+  reason: string;
+  message: string;
+}
 
 /** Why the frozen class cannot be used any more (gone, or recreated under the same name). */
 export function frozenClassProblem(frozen: ResolvedJobClass, cls: JobClass | undefined): Problem | undefined {
-  if (!cls) return { reason: 'JobClassNotFound', message: `JobClass ${frozen.name} (uid ${frozen.uid}) no longer exists; the Job keeps its resolved class and is not moved to another one` };
-  if (cls.metadata.uid !== frozen.uid) return { reason: 'JobClassReplaced', message: `JobClass ${frozen.name} was recreated (uid ${frozen.uid} -> ${cls.metadata.uid ?? '?'}); the Job is not moved to the new object` };
+  if (!cls)
+    return {
+      reason: 'JobClassNotFound',
+      message: `JobClass ${frozen.name} (uid ${frozen.uid}) no longer exists; the Job keeps its resolved class and is not moved to another one`,
+    };
+  if (cls.metadata.uid !== frozen.uid)
+    return {
+      reason: 'JobClassReplaced',
+      message: `JobClass ${frozen.name} was recreated (uid ${frozen.uid} -> ${cls.metadata.uid ?? '?'}); the Job is not moved to the new object`,
+    };
   return undefined;
 }
 
@@ -58,7 +87,11 @@ export function frozenClassProblem(frozen: ResolvedJobClass, cls: JobClass | und
 export function frozenParametersProblem(frozen: ResolvedJobClass, params: Parameters | undefined): Problem | undefined {
   const ref = frozen.parametersRef;
   if (!params) return { reason: 'ParametersNotFound', message: `${ref.kind} ${ref.name} does not exist` };
-  if (ref.uid && params.metadata.uid !== ref.uid) return { reason: 'ParametersReplaced', message: `${ref.kind} ${ref.name} was recreated (uid ${ref.uid} -> ${params.metadata.uid ?? '?'}); the Job does not adopt the new object` };
+  if (ref.uid && params.metadata.uid !== ref.uid)
+    return {
+      reason: 'ParametersReplaced',
+      message: `${ref.kind} ${ref.name} was recreated (uid ${ref.uid} -> ${params.metadata.uid ?? '?'}); the Job does not adopt the new object`,
+    };
   return undefined;
 }
 
@@ -76,5 +109,8 @@ export function classGate(frozen: ResolvedJobClass, cls: JobClass | undefined): 
   if (cp) return cp;
   if (isTrue(cls!.status?.conditions, 'Ready')) return undefined;
   const c = conditionOf(cls!.status?.conditions, 'Ready');
-  return { reason: 'JobClassNotReady', message: `JobClass ${frozen.name} is not Ready${c ? ` (${c.reason}: ${c.message})` : ''}; waiting for the backend` };
+  return {
+    reason: 'JobClassNotReady',
+    message: `JobClass ${frozen.name} is not Ready${c ? ` (${c.reason}: ${c.message})` : ''}; waiting for the backend`,
+  };
 }

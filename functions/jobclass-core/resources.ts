@@ -12,7 +12,9 @@ export type ResourceName = (typeof RESOURCES)[number];
 const SIDES = ['requests', 'limits'] as const;
 type Side = (typeof SIDES)[number];
 
-export type ResolveResult = { ok: true; effective: Requirements } | { ok: false; reason: 'InvalidResources' | 'ResourcesOutOfPolicy'; message: string };
+export type ResolveResult =
+  | { ok: true; effective: Requirements }
+  | { ok: false; reason: 'InvalidResources' | 'ResourcesOutOfPolicy'; message: string };
 
 function quantity(value: string | undefined, where: string): { q?: Rat; problem?: string } {
   if (value === undefined) return {};
@@ -25,9 +27,14 @@ function quantity(value: string | undefined, where: string): { q?: Rat; problem?
 const get = (r: Requirements | undefined, side: Side, res: ResourceName): string | undefined => r?.[side]?.[res];
 
 const POLICY_ORDER: [string, string][] = [
-  ['defaults.requests', 'defaults.limits'], ['minimum.requests', 'maximum.requests'], ['minimum.limits', 'maximum.limits'],
-  ['minimum.requests', 'maximum.limits'], ['minimum.requests', 'defaults.requests'], ['defaults.requests', 'maximum.requests'],
-  ['minimum.limits', 'defaults.limits'], ['defaults.limits', 'maximum.limits'],
+  ['defaults.requests', 'defaults.limits'],
+  ['minimum.requests', 'maximum.requests'],
+  ['minimum.limits', 'maximum.limits'],
+  ['minimum.requests', 'maximum.limits'],
+  ['minimum.requests', 'defaults.requests'],
+  ['defaults.requests', 'maximum.requests'],
+  ['minimum.limits', 'defaults.limits'],
+  ['defaults.limits', 'maximum.limits'],
 ];
 
 /** Why a class resource policy is not self-consistent (InvalidResourcePolicy), or undefined. */
@@ -46,14 +53,19 @@ export function policyProblem(policy: ResourcePolicy | undefined): string | unde
     for (const [a, b] of POLICY_ORDER) {
       const x = vals.get(a);
       const y = vals.get(b);
-      if (x && y && cmp(x.q, y.q) > 0) return `spec.resources.${a}.${res} (${x.raw}) must not exceed spec.resources.${b}.${res} (${y.raw})`;
+      if (x && y && cmp(x.q, y.q) > 0)
+        return `spec.resources.${a}.${res} (${x.raw}) must not exceed spec.resources.${b}.${res} (${y.raw})`;
     }
   }
   return undefined;
 }
 
 /** The value of one side: the Job's, else the class default adjusted so a default never breaks request <= limit. */
-function fill(job: Requirements | undefined, defaults: Requirements | undefined, res: ResourceName): { request?: string; limit?: string } {
+function fill(
+  job: Requirements | undefined,
+  defaults: Requirements | undefined,
+  res: ResourceName,
+): { request?: string; limit?: string } {
   const reqJ = get(job, 'requests', res);
   const limJ = get(job, 'limits', res);
   let request = reqJ ?? get(defaults, 'requests', res);
@@ -69,17 +81,26 @@ function fill(job: Requirements | undefined, defaults: Requirements | undefined,
   return { ...(request !== undefined ? { request } : {}), ...(limit !== undefined ? { limit } : {}) };
 }
 
-function boundsProblem(side: Side, res: ResourceName, value: string | undefined, policy: ResourcePolicy | undefined): string | undefined {
+function boundsProblem(
+  side: Side,
+  res: ResourceName,
+  value: string | undefined,
+  policy: ResourcePolicy | undefined,
+): string | undefined {
   const min = get(policy?.minimum, side, res);
   const max = get(policy?.maximum, side, res);
   if (value === undefined) {
-    if (max !== undefined) return `spec.resources.${side}.${res} must be set: the JobClass maximum.${side}.${res} is ${max}`;
-    if (min !== undefined) return `spec.resources.${side}.${res} must be set: the JobClass minimum.${side}.${res} is ${min}`;
+    if (max !== undefined)
+      return `spec.resources.${side}.${res} must be set: the JobClass maximum.${side}.${res} is ${max}`;
+    if (min !== undefined)
+      return `spec.resources.${side}.${res} must be set: the JobClass minimum.${side}.${res} is ${min}`;
     return undefined;
   }
   const v = parseQuantity(value)!;
-  if (min !== undefined && cmp(v, parseQuantity(min)!) < 0) return `spec.resources.${side}.${res} ${value} is below the JobClass minimum ${min}`;
-  if (max !== undefined && cmp(v, parseQuantity(max)!) > 0) return `spec.resources.${side}.${res} ${value} is above the JobClass maximum ${max}`;
+  if (min !== undefined && cmp(v, parseQuantity(min)!) < 0)
+    return `spec.resources.${side}.${res} ${value} is below the JobClass minimum ${min}`;
+  if (max !== undefined && cmp(v, parseQuantity(max)!) > 0)
+    return `spec.resources.${side}.${res} ${value} is above the JobClass maximum ${max}`;
   return undefined;
 }
 
@@ -94,14 +115,24 @@ export function resolveResources(job: Requirements | undefined, policy: Resource
     }
     const { request, limit } = fill(job, policy?.defaults, res);
     if (request !== undefined && limit !== undefined && cmp(parseQuantity(request)!, parseQuantity(limit)!) > 0) {
-      return { ok: false, reason: 'InvalidResources', message: `spec.resources.requests.${res} ${request} must not exceed spec.resources.limits.${res} ${limit}` };
+      return {
+        ok: false,
+        reason: 'InvalidResources',
+        message: `spec.resources.requests.${res} ${request} must not exceed spec.resources.limits.${res} ${limit}`,
+      };
     }
     const problem = boundsProblem('requests', res, request, policy) ?? boundsProblem('limits', res, limit, policy);
     if (problem) return { ok: false, reason: 'ResourcesOutOfPolicy', message: problem };
     if (request !== undefined) requests[res] = request;
     if (limit !== undefined) limits[res] = limit;
   }
-  return { ok: true, effective: { ...(Object.keys(requests).length ? { requests } : {}), ...(Object.keys(limits).length ? { limits } : {}) } };
+  return {
+    ok: true,
+    effective: {
+      ...(Object.keys(requests).length ? { requests } : {}),
+      ...(Object.keys(limits).length ? { limits } : {}),
+    },
+  };
 }
 
 /** Whether two quantities are numerically equal (e.g. "1Gi" and "1024Mi"). */

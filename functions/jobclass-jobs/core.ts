@@ -7,12 +7,27 @@
  * acceptance the adapter of the class owns the Job. Finished Jobs are deleted after their TTL.
  */
 import type { Operation, State } from '../../lib/fn/types.ts';
-import { X, type Job, type JobClass, type Namespace, type Parameters, type Requirements, type ResolvedJobClass } from '../jobclass-core/api.ts';
+import {
+  X,
+  type Job,
+  type JobClass,
+  type Namespace,
+  type Parameters,
+  type Requirements,
+  type ResolvedJobClass,
+} from '../jobclass-core/api.ts';
 import { controllerJobProblem, parametersOf } from '../jobclass-core/controllers.ts';
 import { referenceProblem } from '../jobclass-core/envrefs.ts';
 import { isTrue, conditionOf, type ConditionInput } from '../jobclass-core/events.ts';
 import { finish, isAccepted, isFinished, statusOps, updateStatus } from '../jobclass-core/jobs.ts';
-import { freeze, frozenClassProblem, frozenParametersProblem, namespaceAllowed, resolveClass, type Problem } from '../jobclass-core/resolve.ts';
+import {
+  freeze,
+  frozenClassProblem,
+  frozenParametersProblem,
+  namespaceAllowed,
+  resolveClass,
+  type Problem,
+} from '../jobclass-core/resolve.ts';
 import { resolveResources } from '../jobclass-core/resources.ts';
 
 export const COMPONENT = 'jobclass-jobs';
@@ -20,9 +35,16 @@ export const COMPONENT = 'jobclass-jobs';
 export const SECRET_RECHECK_MS = 10_000;
 const SECRET_WAITS = new Set(['SecretNotFound', 'SecretKeyNotFound', 'ImagePullSecretNotFound']);
 
-export interface Outcome { accepted: ConditionInput; resolved?: ResolvedJobClass; effective?: Requirements }
+export interface Outcome {
+  accepted: ConditionInput;
+  resolved?: ResolvedJobClass;
+  effective?: Requirements;
+}
 
-const no = (p: Problem, resolved?: ResolvedJobClass): Outcome => ({ accepted: { type: 'Accepted', status: 'False', reason: p.reason, message: p.message }, ...(resolved ? { resolved } : {}) });
+const no = (p: Problem, resolved?: ResolvedJobClass): Outcome => ({
+  accepted: { type: 'Accepted', status: 'False', reason: p.reason, message: p.message },
+  ...(resolved ? { resolved } : {}),
+});
 
 /** The class the Job uses: the frozen one, or a fresh resolution. */
 function classFor(job: Job, ns: Namespace | undefined, state: State): { cls: JobClass } | { problem: Problem } {
@@ -34,10 +56,33 @@ function classFor(job: Job, ns: Namespace | undefined, state: State): { cls: Job
   }
   const r = resolveClass(job.spec.jobClassName, ns, state.list(X.jobClasses) as JobClass[]);
   switch (r.kind) {
-    case 'resolved': return { cls: r.cls };
-    case 'none': return { problem: { reason: 'NoDefaultJobClass', message: 'spec.jobClassName is not set, the namespace names no default class and no JobClass is annotated execution.ayatori.ddupan.top/is-default-job-class: "true"' } };
-    case 'ambiguous': return { problem: { reason: 'AmbiguousDefaultJobClass', message: `several JobClasses are global defaults (${r.names.join(', ')}); set spec.jobClassName or keep a single default (no newest-wins rule)` } };
-    case 'notFound': return { problem: { reason: 'JobClassNotFound', message: r.via === 'explicit' ? `JobClass ${r.name} does not exist` : `JobClass ${r.name} named by the namespace annotation does not exist` } };
+    case 'resolved':
+      return { cls: r.cls };
+    case 'none':
+      return {
+        problem: {
+          reason: 'NoDefaultJobClass',
+          message:
+            'spec.jobClassName is not set, the namespace names no default class and no JobClass is annotated execution.ayatori.ddupan.top/is-default-job-class: "true"',
+        },
+      };
+    case 'ambiguous':
+      return {
+        problem: {
+          reason: 'AmbiguousDefaultJobClass',
+          message: `several JobClasses are global defaults (${r.names.join(', ')}); set spec.jobClassName or keep a single default (no newest-wins rule)`,
+        },
+      };
+    case 'notFound':
+      return {
+        problem: {
+          reason: 'JobClassNotFound',
+          message:
+            r.via === 'explicit'
+              ? `JobClass ${r.name} does not exist`
+              : `JobClass ${r.name} named by the namespace annotation does not exist`,
+        },
+      };
   }
 }
 
@@ -50,15 +95,33 @@ function resolvedRef(job: Job, cls: JobClass, params: Parameters | undefined): R
 }
 
 function classProblem(cls: JobClass, ns: Namespace | undefined): Problem | undefined {
-  if (cls.metadata.deletionTimestamp) return { reason: 'JobClassTerminating', message: `JobClass ${cls.metadata.name ?? ''} is being deleted and takes no new Jobs` };
+  if (cls.metadata.deletionTimestamp)
+    return {
+      reason: 'JobClassTerminating',
+      message: `JobClass ${cls.metadata.name ?? ''} is being deleted and takes no new Jobs`,
+    };
   const c = conditionOf(cls.status?.conditions, 'Accepted');
   if (!isTrue(cls.status?.conditions, 'Accepted')) {
-    return { reason: 'JobClassNotAccepted', message: `JobClass ${cls.metadata.name ?? ''} is not accepted${c ? ` (${c.reason}: ${c.message})` : ' yet'}` };
+    return {
+      reason: 'JobClassNotAccepted',
+      message: `JobClass ${cls.metadata.name ?? ''} is not accepted${c ? ` (${c.reason}: ${c.message})` : ' yet'}`,
+    };
   }
-  if (c?.observedGeneration !== undefined && cls.metadata.generation !== undefined && c.observedGeneration !== cls.metadata.generation) {
-    return { reason: 'JobClassNotAccepted', message: `JobClass ${cls.metadata.name ?? ''} generation ${cls.metadata.generation} is not evaluated yet` };
+  if (
+    c?.observedGeneration !== undefined &&
+    cls.metadata.generation !== undefined &&
+    c.observedGeneration !== cls.metadata.generation
+  ) {
+    return {
+      reason: 'JobClassNotAccepted',
+      message: `JobClass ${cls.metadata.name ?? ''} generation ${cls.metadata.generation} is not evaluated yet`,
+    };
   }
-  if (!namespaceAllowed(cls, ns)) return { reason: 'NamespaceNotAllowed', message: `namespace ${ns?.metadata.name ?? '?'} does not match spec.allowedNamespaces of JobClass ${cls.metadata.name ?? ''}` };
+  if (!namespaceAllowed(cls, ns))
+    return {
+      reason: 'NamespaceNotAllowed',
+      message: `namespace ${ns?.metadata.name ?? '?'} does not match spec.allowedNamespaces of JobClass ${cls.metadata.name ?? ''}`,
+    };
   return undefined;
 }
 
@@ -75,11 +138,18 @@ export function evaluate(job: Job, state: State): Outcome {
   if (early) return no(early, resolved);
   const res = resolveResources(job.spec.resources, cls.spec.resources);
   if (!res.ok) return no({ reason: res.reason, message: res.message }, resolved);
-  const late = referenceProblem(job, state) ?? controllerJobProblem(cls.spec.controllerName, job, params, res.effective);
+  const late =
+    referenceProblem(job, state) ?? controllerJobProblem(cls.spec.controllerName, job, params, res.effective);
   if (late) return no(late, resolved);
   return {
-    accepted: { type: 'Accepted', status: 'True', reason: 'Accepted', message: `accepted for JobClass ${cls.metadata.name ?? ''} (${cls.spec.controllerName})` },
-    resolved, effective: res.effective,
+    accepted: {
+      type: 'Accepted',
+      status: 'True',
+      reason: 'Accepted',
+      message: `accepted for JobClass ${cls.metadata.name ?? ''} (${cls.spec.controllerName})`,
+    },
+    resolved,
+    effective: res.effective,
   };
 }
 
@@ -89,7 +159,15 @@ function ttlOps(job: Job, now: Date): Operation[] {
   if (ttl === undefined || !done) return [];
   const at = Date.parse(done) + ttl * 1000;
   if (at > now.getTime()) return [{ op: 'requeue', afterMs: at - now.getTime() }];
-  return [{ op: 'delete', resource: X.jobs, namespace: job.metadata.namespace ?? '', name: job.metadata.name ?? '', uid: job.metadata.uid ?? '' }];
+  return [
+    {
+      op: 'delete',
+      resource: X.jobs,
+      namespace: job.metadata.namespace ?? '',
+      name: job.metadata.name ?? '',
+      uid: job.metadata.uid ?? '',
+    },
+  ];
 }
 
 /** All operations for one Job. */
@@ -97,14 +175,25 @@ export function reconcileJob(job: Job | undefined, state: State, now: Date): Ope
   if (!job || job.metadata.deletionTimestamp) return [];
   if (isFinished(job.status)) return ttlOps(job, now);
   if (isAccepted(job.status)) return [];
-  if (job.spec.cancelRequested) return statusOps(job, finish(job, 'Failed', { reason: 'Cancelled', message: 'cancelled before it was accepted; nothing ran' }, now), now, COMPONENT);
+  if (job.spec.cancelRequested)
+    return statusOps(
+      job,
+      finish(job, 'Failed', { reason: 'Cancelled', message: 'cancelled before it was accepted; nothing ran' }, now),
+      now,
+      COMPONENT,
+    );
   const o = evaluate(job, state);
-  const extra = { ...(o.resolved ? { resolvedJobClass: o.resolved } : {}), ...(o.effective ? { effectiveResources: o.effective } : {}) };
+  const extra = {
+    ...(o.resolved ? { resolvedJobClass: o.resolved } : {}),
+    ...(o.effective ? { effectiveResources: o.effective } : {}),
+  };
   const ops = statusOps(job, updateStatus(job, [o.accepted], now, extra), now, COMPONENT);
   return SECRET_WAITS.has(o.accepted.reason) ? [...ops, { op: 'requeue', afterMs: SECRET_RECHECK_MS }] : ops;
 }
 
 /** Jobs an invocation for a dependency key re-evaluates: every not yet accepted, unfinished Job (optionally of one namespace). */
 export function pendingJobs(state: State, namespace?: string): Job[] {
-  return (state.list(X.jobs, namespace) as Job[]).filter((j) => !j.metadata.deletionTimestamp && !isFinished(j.status) && !isAccepted(j.status));
+  return (state.list(X.jobs, namespace) as Job[]).filter(
+    (j) => !j.metadata.deletionTimestamp && !isFinished(j.status) && !isAccepted(j.status),
+  );
 }

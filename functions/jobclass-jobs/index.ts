@@ -29,18 +29,31 @@ export function handle({ key, object, state, now }: ReconcileInput): Operation[]
 }
 
 /** The Secrets an invocation reads by name (env and image pull Secrets of Jobs not accepted yet). */
-export function secretRefs({ key, object, state }: { key: string; object: KubeObject | undefined; state: State }): ObjectRef[] {
+export function secretRefs({
+  key,
+  object,
+  state,
+}: {
+  key: string;
+  object: KubeObject | undefined;
+  state: State;
+}): ObjectRef[] {
   const jobs = jobsFor(key, object, state) ?? (object ? [object as Job] : []);
-  return jobs.filter((j) => !isAccepted(j.status) && !isFinished(j.status) && !j.metadata.deletionTimestamp).flatMap(jobSecretRefs);
+  return jobs
+    .filter((j) => !isAccepted(j.status) && !isFinished(j.status) && !j.metadata.deletionTimestamp)
+    .flatMap(jobSecretRefs);
 }
 
-const nsKey = (o: { metadata: { namespace?: string } }): string[] => (o.metadata.namespace ? [`@ns:${o.metadata.namespace}`] : []);
+const nsKey = (o: { metadata: { namespace?: string } }): string[] =>
+  o.metadata.namespace ? [`@ns:${o.metadata.namespace}`] : [];
 
 const fn: FunctionDef = {
   name: 'jobclass-jobs',
-  description: 'Resolves and freezes the JobClass of each Job, decides Accepted with effective resources, and applies ttlSecondsAfterFinished.',
+  description:
+    'Resolves and freezes the JobClass of each Job, decides Accepted with effective resources, and applies ttlSecondsAfterFinished.',
   trigger: {
-    type: 'watch', resource: X.jobs,
+    type: 'watch',
+    resource: X.jobs,
     also: [
       { resource: X.jobClasses, map: (o) => [`@class:${o.metadata.name ?? ''}`] },
       { resource: X.kubernetesParameters, map: () => ['@class:*'] },
@@ -56,7 +69,11 @@ const fn: FunctionDef = {
   rbac: [
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'delete'] },
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs/status'], verbs: ['get', 'update', 'patch'] },
-    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses', 'kubernetesexecutionparameters', 'opensandboxexecutionparameters'], verbs: ['get', 'list', 'watch'] },
+    {
+      apiGroups: ['execution.ayatori.ddupan.top'],
+      resources: ['jobclasses', 'kubernetesexecutionparameters', 'opensandboxexecutionparameters'],
+      verbs: ['get', 'list', 'watch'],
+    },
     { apiGroups: [''], resources: ['namespaces', 'configmaps'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },

@@ -6,7 +6,15 @@
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.ts';
-import { GROUP, JOB_UID_LABEL, KUBERNETES_CONTROLLER, X, type Job, type JobClass, type KubernetesParameters } from '../jobclass-core/api.ts';
+import {
+  GROUP,
+  JOB_UID_LABEL,
+  KUBERNETES_CONTROLLER,
+  X,
+  type Job,
+  type JobClass,
+  type KubernetesParameters,
+} from '../jobclass-core/api.ts';
 import { protectParameters } from '../jobclass-core/finalizers.ts';
 import { COMPONENT, isKubernetesJob, reconcileKubernetesJob, waitingJobs } from './core.ts';
 
@@ -15,8 +23,14 @@ export function handle({ key, object, state, now }: ReconcileInput): Operation[]
     const params = state.get(X.kubernetesParameters, undefined, key.slice(8)) as KubernetesParameters | undefined;
     return protectParameters(X.kubernetesParameters, params, state.list(X.jobClasses) as JobClass[], now, COMPONENT);
   }
-  if (key.startsWith('@ns:')) return waitingJobs(state, (j) => j.metadata.namespace === key.slice(4)).flatMap((j) => reconcileKubernetesJob(j, state, now));
-  if (key.startsWith('@class:')) return waitingJobs(state, (j) => j.status?.resolvedJobClass?.name === key.slice(7)).flatMap((j) => reconcileKubernetesJob(j, state, now));
+  if (key.startsWith('@ns:'))
+    return waitingJobs(state, (j) => j.metadata.namespace === key.slice(4)).flatMap((j) =>
+      reconcileKubernetesJob(j, state, now),
+    );
+  if (key.startsWith('@class:'))
+    return waitingJobs(state, (j) => j.status?.resolvedJobClass?.name === key.slice(7)).flatMap((j) =>
+      reconcileKubernetesJob(j, state, now),
+    );
   return reconcileKubernetesJob(object as Job | undefined, state, now);
 }
 
@@ -24,19 +38,26 @@ const fn: FunctionDef = {
   name: 'jobclass-kubernetes',
   description: 'Kubernetes JobClass adapter: runs accepted Jobs as owned batch/v1 Jobs, observes and cancels them.',
   trigger: {
-    type: 'watch', resource: X.jobs,
+    type: 'watch',
+    resource: X.jobs,
     filter: (e) => isKubernetesJob(e.object as Job),
     also: [
       {
-        resource: X.batchJobs, labelSelector: JOB_UID_LABEL,
-        map: (o) => (o.metadata.ownerReferences ?? []).filter((r) => r.kind === 'Job' && r.apiVersion.startsWith(`${GROUP}/`)).map((r) => `${o.metadata.namespace ?? ''}/${r.name}`),
+        resource: X.batchJobs,
+        labelSelector: JOB_UID_LABEL,
+        map: (o) =>
+          (o.metadata.ownerReferences ?? [])
+            .filter((r) => r.kind === 'Job' && r.apiVersion.startsWith(`${GROUP}/`))
+            .map((r) => `${o.metadata.namespace ?? ''}/${r.name}`),
       },
       { resource: R.serviceAccounts, map: (o) => [`@ns:${o.metadata.namespace ?? ''}`] },
       {
         resource: X.jobClasses,
         map: (o) => {
           const c = o as JobClass;
-          return c.spec.controllerName === KUBERNETES_CONTROLLER ? [`@class:${c.metadata.name ?? ''}`, `@params:${c.spec.parametersRef.name}`] : [];
+          return c.spec.controllerName === KUBERNETES_CONTROLLER
+            ? [`@class:${c.metadata.name ?? ''}`, `@params:${c.spec.parametersRef.name}`]
+            : [];
         },
       },
       { resource: X.kubernetesParameters, map: (o) => [`@params:${o.metadata.name ?? ''}`] },
@@ -46,7 +67,11 @@ const fn: FunctionDef = {
   rbac: [
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs', 'jobclasses'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs/status'], verbs: ['get', 'update', 'patch'] },
-    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['kubernetesexecutionparameters'], verbs: ['get', 'list', 'watch', 'patch'] },
+    {
+      apiGroups: ['execution.ayatori.ddupan.top'],
+      resources: ['kubernetesexecutionparameters'],
+      verbs: ['get', 'list', 'watch', 'patch'],
+    },
     { apiGroups: ['batch'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
     { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },

@@ -7,7 +7,14 @@
  * (backoffLimit 0): retries are not part of this API.
  */
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { API_VERSION, JOB_NAME_LABEL, JOB_NAMESPACE_LABEL, JOB_UID_LABEL, type Job, type KubernetesParameters } from '../jobclass-core/api.ts';
+import {
+  API_VERSION,
+  JOB_NAME_LABEL,
+  JOB_NAMESPACE_LABEL,
+  JOB_UID_LABEL,
+  type Job,
+  type KubernetesParameters,
+} from '../jobclass-core/api.ts';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
@@ -30,7 +37,8 @@ export function jobLabels(job: Job): Record<string, string> {
 function container(job: Job, params: KubernetesParameters): Record<string, unknown> {
   const eff = job.status?.effectiveResources ?? {};
   return {
-    name: 'job', image: job.spec.image,
+    name: 'job',
+    image: job.spec.image,
     ...(job.spec.command?.length ? { command: job.spec.command } : {}),
     ...(job.spec.args?.length ? { args: job.spec.args } : {}),
     ...(job.spec.env?.length ? { env: job.spec.env } : {}),
@@ -44,16 +52,31 @@ export function renderBatchJob(job: Job, params: KubernetesParameters): KubeObje
   const labels = jobLabels(job);
   return {
     metadata: {
-      name: batchJobName(job), namespace: job.metadata.namespace, labels,
-      ownerReferences: [{ apiVersion: API_VERSION, kind: 'Job', name: job.metadata.name ?? '', uid: job.metadata.uid ?? '', controller: true, blockOwnerDeletion: true }],
+      name: batchJobName(job),
+      namespace: job.metadata.namespace,
+      labels,
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: 'Job',
+          name: job.metadata.name ?? '',
+          uid: job.metadata.uid ?? '',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: {
-      backoffLimit: 0, completions: 1, parallelism: 1,
+      backoffLimit: 0,
+      completions: 1,
+      parallelism: 1,
       ...(job.spec.activeDeadlineSeconds ? { activeDeadlineSeconds: job.spec.activeDeadlineSeconds } : {}),
       template: {
         metadata: { labels },
         spec: {
-          restartPolicy: 'Never', serviceAccountName: p.serviceAccountName, enableServiceLinks: false,
+          restartPolicy: 'Never',
+          serviceAccountName: p.serviceAccountName,
+          enableServiceLinks: false,
           ...(p.runtimeClassName ? { runtimeClassName: p.runtimeClassName } : {}),
           ...(p.scheduling?.nodeSelector ? { nodeSelector: p.scheduling.nodeSelector } : {}),
           ...(p.scheduling?.tolerations?.length ? { tolerations: p.scheduling.tolerations } : {}),

@@ -2,9 +2,26 @@ import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
 import type { Health, ListFilter, SandboxApi } from '../../lib/opensandbox/client.ts';
 import { OpenSandboxError } from '../../lib/opensandbox/errors.ts';
-import type { CreateSandboxRequest, CreateSandboxResponse, ListSandboxesResponse, Sandbox } from '../../lib/opensandbox/types.ts';
+import type {
+  CreateSandboxRequest,
+  CreateSandboxResponse,
+  ListSandboxesResponse,
+  Sandbox,
+} from '../../lib/opensandbox/types.ts';
 import { SANDBOX_FINALIZER, type Job, type OpenSandboxParameters } from '../jobclass-core/api.ts';
-import { FakeState, JobHost, NOW, R, X, acceptedOpenSandboxJob, jobClass, osParams, secret, statuses, withLiveReads } from '../jobclass-core/testing.ts';
+import {
+  FakeState,
+  JobHost,
+  NOW,
+  R,
+  X,
+  acceptedOpenSandboxJob,
+  jobClass,
+  osParams,
+  secret,
+  statuses,
+  withLiveReads,
+} from '../jobclass-core/testing.ts';
 import { CREATE_WINDOW_MS } from './core.ts';
 import { reconcileWithEffects, type Deps } from './effects.ts';
 import fn from './index.ts';
@@ -27,23 +44,56 @@ class FakeApi implements SandboxApi {
   list(filter: ListFilter): Promise<ListSandboxesResponse> {
     this.calls.push('list');
     if (this.failLists) return Promise.reject(new OpenSandboxError('server', 'GET /sandboxes: HTTP 500'));
-    let items = this.sandboxes.filter((s) => Object.entries(filter.metadata ?? {}).every(([k, v]) => s.metadata?.[k] === v));
-    if (this.hideNewest > 0) { this.hideNewest--; items = items.slice(0, -1); }
-    return Promise.resolve({ items, pagination: { page: 1, pageSize: 100, totalItems: items.length, totalPages: 1, hasNextPage: false } });
+    let items = this.sandboxes.filter((s) =>
+      Object.entries(filter.metadata ?? {}).every(([k, v]) => s.metadata?.[k] === v),
+    );
+    if (this.hideNewest > 0) {
+      this.hideNewest--;
+      items = items.slice(0, -1);
+    }
+    return Promise.resolve({
+      items,
+      pagination: { page: 1, pageSize: 100, totalItems: items.length, totalPages: 1, hasNextPage: false },
+    });
   }
-  async listAll(filter: ListFilter): Promise<Sandbox[]> { return (await this.list(filter)).items; }
+  async listAll(filter: ListFilter): Promise<Sandbox[]> {
+    return (await this.list(filter)).items;
+  }
   create(req: CreateSandboxRequest): Promise<CreateSandboxResponse> {
     this.calls.push('create');
-    if (this.rateLimitCreates > 0) { this.rateLimitCreates--; return Promise.reject(new OpenSandboxError('rate-limited', 'POST /sandboxes: HTTP 429 KUBERNETES::POOL_CAPACITY_EXHAUSTED', { status: 429, retryAfterMs: 2000 })); }
-    const s: Sandbox = { id: `sb-${++this.seq}`, status: { state: 'Running' }, metadata: req.metadata ?? {}, entrypoint: req.entrypoint ?? [], createdAt: this.clock().toISOString() };
+    if (this.rateLimitCreates > 0) {
+      this.rateLimitCreates--;
+      return Promise.reject(
+        new OpenSandboxError('rate-limited', 'POST /sandboxes: HTTP 429 KUBERNETES::POOL_CAPACITY_EXHAUSTED', {
+          status: 429,
+          retryAfterMs: 2000,
+        }),
+      );
+    }
+    const s: Sandbox = {
+      id: `sb-${++this.seq}`,
+      status: { state: 'Running' },
+      metadata: req.metadata ?? {},
+      entrypoint: req.entrypoint ?? [],
+      createdAt: this.clock().toISOString(),
+    };
     this.sandboxes.push(s);
-    if (this.crashNextCreate) { this.crashNextCreate = false; return Promise.reject(new OpenSandboxError('network', 'POST /sandboxes: request failed (socket hang up)', { outcomeUnknown: true })); }
+    if (this.crashNextCreate) {
+      this.crashNextCreate = false;
+      return Promise.reject(
+        new OpenSandboxError('network', 'POST /sandboxes: request failed (socket hang up)', { outcomeUnknown: true }),
+      );
+    }
     return Promise.resolve(s);
   }
-  get(id: string): Promise<Sandbox | undefined> { return Promise.resolve(this.sandboxes.find((s) => s.id === id)); }
+  get(id: string): Promise<Sandbox | undefined> {
+    return Promise.resolve(this.sandboxes.find((s) => s.id === id));
+  }
   health(): Promise<Health> {
     this.calls.push('health');
-    return Promise.resolve(this.unhealthy ? { healthy: false, message: 'GET /health: HTTP 503 unhealthy' } : { healthy: true });
+    return Promise.resolve(
+      this.unhealthy ? { healthy: false, message: 'GET /health: HTTP 503 unhealthy' } : { healthy: true },
+    );
   }
   delete(id: string): Promise<'deleted' | 'not-found'> {
     this.calls.push(`delete ${id}`);
@@ -65,7 +115,11 @@ class Host extends JobHost {
     ]);
     const api = new FakeApi();
     const deps: Deps = { api: () => api, policy: () => ({ insecureHosts: [] }) };
-    super(j, state, withLiveReads(fetchDecl, (i) => reconcileWithEffects(i, deps)));
+    super(
+      j,
+      state,
+      withLiveReads(fetchDecl, (i) => reconcileWithEffects(i, deps)),
+    );
     api.clock = () => this.now;
     this.api = api;
     this.deps = deps;
@@ -92,7 +146,10 @@ describe('jobclass-opensandbox effects (fake backend)', () => {
     const h = new Host(accepted());
     h.api.crashNextCreate = true;
     await h.until((j) => !!sandboxID(j));
-    assert.deepEqual([h.api.sandboxes.length, h.api.calls.filter((c) => c === 'create').length, sandboxID(h.job)], [1, 1, 'sb-1']);
+    assert.deepEqual(
+      [h.api.sandboxes.length, h.api.calls.filter((c) => c === 'create').length, sandboxID(h.job)],
+      [1, 1, 'sb-1'],
+    );
   });
 
   it('a crash between create and the status write never produces a second sandbox, even with a lagging list', async () => {
@@ -139,20 +196,34 @@ describe('jobclass-opensandbox effects (fake backend)', () => {
 
   it('probes parameters for BackendReachable, reading the API key Secret by name each time', async () => {
     const h = new Host(accepted());
-    const probe = async (key: string): Promise<Operation[]> => withLiveReads(fetchDecl, (i) => reconcileWithEffects(i, h.deps))({ key, object: undefined, state: h.state, now: NOW });
+    const probe = async (key: string): Promise<Operation[]> =>
+      withLiveReads(fetchDecl, (i) => reconcileWithEffects(i, h.deps))({
+        key,
+        object: undefined,
+        state: h.state,
+        now: NOW,
+      });
     const ok = statuses(await probe('@params:microvm'))[0] as OpenSandboxParameters['status'];
     assert.equal(ok?.conditions?.[0]?.status, 'True');
     h.api.failLists = true;
-    assert.equal((statuses(await probe('@params:microvm'))[0] as OpenSandboxParameters['status'])?.conditions?.[0]?.reason, 'BackendUnreachable');
+    assert.equal(
+      (statuses(await probe('@params:microvm'))[0] as OpenSandboxParameters['status'])?.conditions?.[0]?.reason,
+      'BackendUnreachable',
+    );
     h.state.remove(R.secrets, 'ayatori-system', 'opensandbox-api');
-    assert.equal((statuses(await probe('@params:microvm'))[0] as OpenSandboxParameters['status'])?.conditions?.[0]?.reason, 'ApiKeySecretNotFound');
+    assert.equal(
+      (statuses(await probe('@params:microvm'))[0] as OpenSandboxParameters['status'])?.conditions?.[0]?.reason,
+      'ApiKeySecretNotFound',
+    );
     assert.ok(h.api.calls.every((c) => c === 'list' || c === 'health'));
   });
 
   it('reports a server that says it is unhealthy as BackendUnhealthy without listing', async () => {
     const h = new Host(accepted());
     h.api.unhealthy = true;
-    const st = statuses(await reconcileWithEffects({ key: '@params:microvm', object: undefined, state: h.state, now: NOW }, h.deps))[0] as OpenSandboxParameters['status'];
+    const st = statuses(
+      await reconcileWithEffects({ key: '@params:microvm', object: undefined, state: h.state, now: NOW }, h.deps),
+    )[0] as OpenSandboxParameters['status'];
     assert.deepEqual([st?.conditions?.[0]?.status, st?.conditions?.[0]?.reason], ['False', 'BackendUnhealthy']);
     assert.match(st?.conditions?.[0]?.message ?? '', /HTTP 503/);
     assert.deepEqual(h.api.calls, ['health']);

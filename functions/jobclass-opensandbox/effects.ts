@@ -18,7 +18,14 @@ import { JOB_UID_LABEL, X, type Job, type JobClass, type OpenSandboxParameters }
 import { endpointPolicy } from '../jobclass-core/config.ts';
 import { protectParameters } from '../jobclass-core/finalizers.ts';
 import { connectionOf, type Connection } from './connection.ts';
-import { decide, type Action, type ActionResult, type BackendFailure, type Observation, type SandboxView } from './core.ts';
+import {
+  decide,
+  type Action,
+  type ActionResult,
+  type BackendFailure,
+  type Observation,
+  type SandboxView,
+} from './core.ts';
 import { afterAction } from './outcome.ts';
 import { waitingJobs } from './reads.ts';
 import { probeOps } from './probe.ts';
@@ -31,11 +38,23 @@ export interface Deps {
 }
 
 export function failureOf(err: unknown): BackendFailure {
-  if (err instanceof OpenSandboxError) return { kind: err.kind, message: err.message, ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}), outcomeUnknown: err.outcomeUnknown };
+  if (err instanceof OpenSandboxError)
+    return {
+      kind: err.kind,
+      message: err.message,
+      ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}),
+      outcomeUnknown: err.outcomeUnknown,
+    };
   return { kind: 'network', message: err instanceof Error ? err.message : String(err), outcomeUnknown: true };
 }
 
-const view = (s: Sandbox): SandboxView => ({ id: s.id, state: s.status.state, ...(s.status.reason ? { reason: s.status.reason } : {}), ...(s.status.message ? { message: s.status.message } : {}), createdAt: s.createdAt });
+const view = (s: Sandbox): SandboxView => ({
+  id: s.id,
+  state: s.status.state,
+  ...(s.status.reason ? { reason: s.status.reason } : {}),
+  ...(s.status.message ? { message: s.status.message } : {}),
+  createdAt: s.createdAt,
+});
 
 /** The Job's sandboxes: listed by the UID tag and re-checked locally (a server ignoring the filter cannot cause an adoption). */
 export async function observe(api: SandboxApi, uid: string): Promise<Observation> {
@@ -77,14 +96,32 @@ export async function runJob(job: Job | undefined, state: State, now: Date, deps
 export async function runParameters(name: string, state: State, now: Date, deps: Deps): Promise<Operation[]> {
   const params = state.get(X.openSandboxParameters, undefined, name) as OpenSandboxParameters | undefined;
   if (!params) return [];
-  const protect = protectParameters(X.openSandboxParameters, params, state.list(X.jobClasses) as JobClass[], now, COMPONENT);
+  const protect = protectParameters(
+    X.openSandboxParameters,
+    params,
+    state.list(X.jobClasses) as JobClass[],
+    now,
+    COMPONENT,
+  );
   if (params.metadata.deletionTimestamp) return protect;
   const conn = connectionOf(params, state, deps.policy());
   if ('problem' in conn) return [...protect, ...probeOps(params, { ok: false, problem: conn.problem }, undefined, now)];
   try {
     const api = deps.api(conn);
     const health = await api.health();
-    if (health.healthy === false) return [...protect, ...probeOps(params, { ok: false, problem: { reason: 'BackendUnhealthy', message: `the server reports itself unhealthy (${health.message})` } }, conn.secretResourceVersion, now)];
+    if (health.healthy === false)
+      return [
+        ...protect,
+        ...probeOps(
+          params,
+          {
+            ok: false,
+            problem: { reason: 'BackendUnhealthy', message: `the server reports itself unhealthy (${health.message})` },
+          },
+          conn.secretResourceVersion,
+          now,
+        ),
+      ];
     await api.list({ metadata: { [JOB_UID_LABEL]: 'probe' } }, 1, 1);
     return [...protect, ...probeOps(params, { ok: true }, conn.secretResourceVersion, now)];
   } catch (err) {
@@ -99,7 +136,10 @@ async function sequential(jobs: Job[], state: State, now: Date, deps: Deps): Pro
 }
 
 /** The handler: Job keys, @params:<name> and @class:<name>. */
-export async function reconcileWithEffects({ key, object, state, now }: ReconcileInput, deps: Deps): Promise<Operation[]> {
+export async function reconcileWithEffects(
+  { key, object, state, now }: ReconcileInput,
+  deps: Deps,
+): Promise<Operation[]> {
   if (key.startsWith('@params:')) return runParameters(key.slice(8), state, now, deps);
   if (key.startsWith('@class:')) return sequential(waitingJobs(state, key.slice(7)), state, now, deps);
   return runJob(object as Job | undefined, state, now, deps);
@@ -112,7 +152,9 @@ export function defaultDeps(env: NodeJS.ProcessEnv = process.env): Deps {
   return {
     policy: () => endpointPolicy(env),
     api: (c) => {
-      transport ??= env.KRT_OPENSANDBOX_CA_FILE ? nodeTransport({ ca: readFileSync(env.KRT_OPENSANDBOX_CA_FILE) }) : fetchTransport();
+      transport ??= env.KRT_OPENSANDBOX_CA_FILE
+        ? nodeTransport({ ca: readFileSync(env.KRT_OPENSANDBOX_CA_FILE) })
+        : fetchTransport();
       return new OpenSandboxClient({ endpoint: c.endpoint, apiKey: c.apiKey, policy: endpointPolicy(env), transport });
     },
   };

@@ -19,9 +19,11 @@ import { secretRefs } from './reads.ts';
 
 const fn: FunctionDef = {
   name: 'jobclass-opensandbox',
-  description: 'OpenSandbox JobClass adapter: creates exactly one tagged sandbox per accepted Job, observes, cancels and cleans it up; probes backends.',
+  description:
+    'OpenSandbox JobClass adapter: creates exactly one tagged sandbox per accepted Job, observes, cancels and cleans it up; probes backends.',
   trigger: {
-    type: 'watch', resource: X.jobs,
+    type: 'watch',
+    resource: X.jobs,
     filter: (e) => isOpenSandboxJob(e.object as Job),
     also: [
       { resource: X.openSandboxParameters, map: (o) => [`@params:${o.metadata.name ?? ''}`] },
@@ -29,7 +31,9 @@ const fn: FunctionDef = {
         resource: X.jobClasses,
         map: (o) => {
           const c = o as JobClass;
-          return c.spec.controllerName === OPENSANDBOX_CONTROLLER ? [`@class:${c.metadata.name ?? ''}`, `@params:${c.spec.parametersRef.name}`] : [];
+          return c.spec.controllerName === OPENSANDBOX_CONTROLLER
+            ? [`@class:${c.metadata.name ?? ''}`, `@params:${c.spec.parametersRef.name}`]
+            : [];
         },
       },
       // Read for env values only; waiting Jobs retry on their own.
@@ -44,8 +48,16 @@ const fn: FunctionDef = {
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'patch'] },
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobs/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['jobclasses'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['opensandboxexecutionparameters'], verbs: ['get', 'list', 'watch', 'patch'] },
-    { apiGroups: ['execution.ayatori.ddupan.top'], resources: ['opensandboxexecutionparameters/status'], verbs: ['get', 'update', 'patch'] },
+    {
+      apiGroups: ['execution.ayatori.ddupan.top'],
+      resources: ['opensandboxexecutionparameters'],
+      verbs: ['get', 'list', 'watch', 'patch'],
+    },
+    {
+      apiGroups: ['execution.ayatori.ddupan.top'],
+      resources: ['opensandboxexecutionparameters/status'],
+      verbs: ['get', 'update', 'patch'],
+    },
     { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },

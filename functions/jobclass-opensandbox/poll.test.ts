@@ -20,11 +20,13 @@ describe('jobclass-opensandbox adaptive poll', () => {
   });
 
   it('is bounded, monotonic in the age, and grows at most geometrically', () => {
-    fc.assert(fc.property(fc.integer({ min: 0, max: 10 ** 9 }), fc.integer({ min: 0, max: 10 ** 9 }), (a, b) => {
-      const [x, y] = [pollDelayMs(Math.min(a, b)), pollDelayMs(Math.max(a, b))];
-      assert.ok(POLL_MIN_MS <= x && x <= y && y <= POLL_MAX_MS);
-      assert.ok(pollDelayMs(a) <= Math.max(POLL_MIN_MS, a * 0.25 + 1));
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 10 ** 9 }), fc.integer({ min: 0, max: 10 ** 9 }), (a, b) => {
+        const [x, y] = [pollDelayMs(Math.min(a, b)), pollDelayMs(Math.max(a, b))];
+        assert.ok(POLL_MIN_MS <= x && x <= y && y <= POLL_MAX_MS);
+        assert.ok(pollDelayMs(a) <= Math.max(POLL_MIN_MS, a * 0.25 + 1));
+      }),
+    );
   });
 
   it('costs few lists: far fewer than a fixed fast poll, close to the cap for long sandboxes', () => {

@@ -7,7 +7,14 @@
  */
 import type { Operation } from '../../lib/fn/types.ts';
 import { API_VERSION, X, type OpenSandboxParameters } from '../jobclass-core/api.ts';
-import { conditionEvents, eventOp, involvedOf, sameJson, withConditions, type ConditionInput } from '../jobclass-core/events.ts';
+import {
+  conditionEvents,
+  eventOp,
+  involvedOf,
+  sameJson,
+  withConditions,
+  type ConditionInput,
+} from '../jobclass-core/events.ts';
 import type { Problem } from '../jobclass-core/resolve.ts';
 import type { BackendFailure } from './core.ts';
 import { COMPONENT, requeue } from './status.ts';
@@ -20,20 +27,44 @@ export const PROBE_REFRESH_MS = 120_000;
 export type ProbeResult = { ok: true } | { ok: false; error: BackendFailure } | { ok: false; problem: Problem };
 
 function verdict(r: ProbeResult): ConditionInput {
-  if (r.ok) return { type: 'BackendReachable', status: 'True', reason: 'Reachable', message: 'the API answered an authenticated list request' };
-  if ('problem' in r) return { type: 'BackendReachable', status: 'False', reason: r.problem.reason, message: r.problem.message };
+  if (r.ok)
+    return {
+      type: 'BackendReachable',
+      status: 'True',
+      reason: 'Reachable',
+      message: 'the API answered an authenticated list request',
+    };
+  if ('problem' in r)
+    return { type: 'BackendReachable', status: 'False', reason: r.problem.reason, message: r.problem.message };
   const auth = r.error.kind === 'unauthorized' || r.error.kind === 'forbidden';
-  return { type: 'BackendReachable', status: 'False', reason: auth ? 'BackendAuthenticationFailed' : 'BackendUnreachable', message: r.error.message };
+  return {
+    type: 'BackendReachable',
+    status: 'False',
+    reason: auth ? 'BackendAuthenticationFailed' : 'BackendUnreachable',
+    message: r.error.message,
+  };
 }
 
 /** The status write (when the verdict changed or is due for refresh), its Events, and the next probe. */
-export function probeOps(params: OpenSandboxParameters, r: ProbeResult, secretResourceVersion: string | undefined, now: Date): Operation[] {
+export function probeOps(
+  params: OpenSandboxParameters,
+  r: ProbeResult,
+  secretResourceVersion: string | undefined,
+  now: Date,
+): Operation[] {
   const c = verdict(r);
   const prev = params.status ?? {};
   const conditions = withConditions(prev.conditions, [c], now, params.metadata.generation);
-  const probe = { endpoint: params.spec.endpoint, ...(secretResourceVersion ? { apiKeySecretResourceVersion: secretResourceVersion } : {}), time: now.toISOString() };
+  const probe = {
+    endpoint: params.spec.endpoint,
+    ...(secretResourceVersion ? { apiKeySecretResourceVersion: secretResourceVersion } : {}),
+    time: now.toISOString(),
+  };
   const next = { ...prev, observedGeneration: params.metadata.generation ?? 0, conditions, probe };
-  const unchanged = sameJson({ ...prev, probe: { ...prev.probe, time: undefined } }, { ...next, probe: { ...probe, time: undefined } });
+  const unchanged = sameJson(
+    { ...prev, probe: { ...prev.probe, time: undefined } },
+    { ...next, probe: { ...probe, time: undefined } },
+  );
   const fresh = prev.probe?.time !== undefined && now.getTime() - Date.parse(prev.probe.time) < PROBE_REFRESH_MS;
   const ops: Operation[] = [];
   if (!(unchanged && fresh)) {

@@ -22,7 +22,14 @@ function paramsNamed(state: State, name: string): OpenSandboxParameters | undefi
 
 /** Jobs of OpenSandbox classes waiting to be scheduled (woken when their class changes). */
 export function waitingJobs(state: State, className: string): Job[] {
-  return (state.list(X.jobs) as Job[]).filter((j) => isOpenSandboxJob(j) && isAccepted(j.status) && !isFinished(j.status) && !j.status?.execution?.sandboxID && j.status?.resolvedJobClass?.name === className);
+  return (state.list(X.jobs) as Job[]).filter(
+    (j) =>
+      isOpenSandboxJob(j) &&
+      isAccepted(j.status) &&
+      !isFinished(j.status) &&
+      !j.status?.execution?.sandboxID &&
+      j.status?.resolvedJobClass?.name === className,
+  );
 }
 
 function forJob(job: Job | undefined, state: State): ObjectRef[] {
@@ -34,8 +41,19 @@ function forJob(job: Job | undefined, state: State): ObjectRef[] {
 }
 
 /** WatchTrigger.fetch refs for a Job key, @params:<name> or @class:<name>. */
-export function secretRefs({ key, object, state }: { key: string; object: KubeObject | undefined; state: State }): ObjectRef[] {
-  if (key.startsWith('@params:')) { const p = paramsNamed(state, key.slice(8)); return p ? [apiKeyRef(p)] : []; }
+export function secretRefs({
+  key,
+  object,
+  state,
+}: {
+  key: string;
+  object: KubeObject | undefined;
+  state: State;
+}): ObjectRef[] {
+  if (key.startsWith('@params:')) {
+    const p = paramsNamed(state, key.slice(8));
+    return p ? [apiKeyRef(p)] : [];
+  }
   if (key.startsWith('@class:')) return waitingJobs(state, key.slice(7)).flatMap((j) => forJob(j, state));
   return forJob(object as Job | undefined, state);
 }

@@ -7,7 +7,14 @@
 import { R } from '../../lib/fn/resources.ts';
 import type { State } from '../../lib/fn/types.ts';
 import type { CreateSandboxRequest } from '../../lib/opensandbox/types.ts';
-import { CLASS_UID_LABEL, JOB_NAME_LABEL, JOB_NAMESPACE_LABEL, JOB_UID_LABEL, type Job, type OpenSandboxParameters } from '../jobclass-core/api.ts';
+import {
+  CLASS_UID_LABEL,
+  JOB_NAME_LABEL,
+  JOB_NAMESPACE_LABEL,
+  JOB_UID_LABEL,
+  type Job,
+  type OpenSandboxParameters,
+} from '../jobclass-core/api.ts';
 import { imageAuthFrom, resolveEnv, usesSecretEnv } from '../jobclass-core/envrefs.ts';
 import type { Problem } from '../jobclass-core/resolve.ts';
 
@@ -28,20 +35,50 @@ export function sandboxMetadata(job: Job): Record<string, string> {
   };
 }
 
-export interface Materials { env: Record<string, string>; auth?: { username: string; password: string } }
+export interface Materials {
+  env: Record<string, string>;
+  auth?: { username: string; password: string };
+}
 
 /** Env values and registry credentials for the request, or why they cannot be sent. */
-export function materials(job: Job, params: OpenSandboxParameters, state: State): { ok: true; m: Materials } | { ok: false; problem: Problem } {
-  if (usesSecretEnv(job) && !params.spec.allowSecretEnv) return { ok: false, problem: { reason: 'SecretEnvNotAllowed', message: `spec.env uses secretKeyRef, but ${params.metadata.name ?? ''} does not set allowSecretEnv` } };
-  if (job.spec.imagePullSecret && !params.spec.allowImageAuth) return { ok: false, problem: { reason: 'ImageAuthNotAllowed', message: `spec.imagePullSecret is set, but ${params.metadata.name ?? ''} does not set allowImageAuth` } };
+export function materials(
+  job: Job,
+  params: OpenSandboxParameters,
+  state: State,
+): { ok: true; m: Materials } | { ok: false; problem: Problem } {
+  if (usesSecretEnv(job) && !params.spec.allowSecretEnv)
+    return {
+      ok: false,
+      problem: {
+        reason: 'SecretEnvNotAllowed',
+        message: `spec.env uses secretKeyRef, but ${params.metadata.name ?? ''} does not set allowSecretEnv`,
+      },
+    };
+  if (job.spec.imagePullSecret && !params.spec.allowImageAuth)
+    return {
+      ok: false,
+      problem: {
+        reason: 'ImageAuthNotAllowed',
+        message: `spec.imagePullSecret is set, but ${params.metadata.name ?? ''} does not set allowImageAuth`,
+      },
+    };
   const env = resolveEnv(job, state);
   if (!env.ok) return { ok: false, problem: env.problem };
   const pull = job.spec.imagePullSecret?.name;
   if (!pull) return { ok: true, m: { env: env.env } };
   const secret = state.get(R.secrets, job.metadata.namespace, pull);
-  if (!secret) return { ok: false, problem: { reason: 'ImagePullSecretNotFound', message: `Secret ${job.metadata.namespace ?? ''}/${pull} does not exist` } };
+  if (!secret)
+    return {
+      ok: false,
+      problem: {
+        reason: 'ImagePullSecretNotFound',
+        message: `Secret ${job.metadata.namespace ?? ''}/${pull} does not exist`,
+      },
+    };
   const auth = imageAuthFrom(secret, job.spec.image);
-  return auth.ok ? { ok: true, m: { env: env.env, auth: { username: auth.username, password: auth.password } } } : { ok: false, problem: auth.problem };
+  return auth.ok
+    ? { ok: true, m: { env: env.env, auth: { username: auth.username, password: auth.password } } }
+    : { ok: false, problem: auth.problem };
 }
 
 /**

@@ -13,14 +13,20 @@ import { terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
 import { currentAttempt, shouldRetry, type RetryPolicy } from '../../lib/run/retry.ts';
 
 export const STALE_MS = 30_000;
-interface RunObj extends KubeObject { spec: { runtime: string; retryPolicy?: RetryPolicy }; status?: RunStatus }
-interface PodObj extends KubeObject { status?: { conditions?: { type: string; status: string; lastProbeTime?: string; lastTransitionTime?: string }[] } }
+interface RunObj extends KubeObject {
+  spec: { runtime: string; retryPolicy?: RetryPolicy };
+  status?: RunStatus;
+}
+interface PodObj extends KubeObject {
+  status?: { conditions?: { type: string; status: string; lastProbeTime?: string; lastTransitionTime?: string }[] };
+}
 
 export type Verdict = { stale: false; recheckAt?: number } | { stale: true; reason: string; message: string };
 
 export function judge(run: RunObj, pod: PodObj | undefined, now: number, staleMs = STALE_MS): Verdict {
   if (!pod) return { stale: true, reason: 'PodGone', message: 'assigned pod was deleted' };
-  if (run.status?.assignedPodUID && pod.metadata.uid !== run.status.assignedPodUID) return { stale: true, reason: 'PodGone', message: 'assigned pod was replaced' };
+  if (run.status?.assignedPodUID && pod.metadata.uid !== run.status.assignedPodUID)
+    return { stale: true, reason: 'PodGone', message: 'assigned pod was replaced' };
   return judgeHealth(pod, now, staleMs);
 }
 
@@ -36,32 +42,64 @@ function judgeHealth(pod: PodObj, now: number, staleMs: number): Verdict {
   if (!ready) return { stale: false };
   if (ready.status !== 'True') {
     const since = Date.parse(ready.lastTransitionTime ?? '');
-    if (!Number.isFinite(since) || now - since >= staleMs) return { stale: true, reason: 'PodUnhealthy', message: 'assigned pod is not ready' };
+    if (!Number.isFinite(since) || now - since >= staleMs)
+      return { stale: true, reason: 'PodUnhealthy', message: 'assigned pod is not ready' };
     return { stale: false, recheckAt: since + staleMs };
   }
-  const beat = Date.parse(pod.status?.conditions?.find((c) => c.type === 'kruntimes.io/RuntimedReady')?.lastProbeTime ?? '');
-  if (!Number.isFinite(beat) || now - beat >= staleMs) return { stale: true, reason: 'PodUnhealthy', message: 'assigned pod runtimed heartbeat is stale' };
+  const beat = Date.parse(
+    pod.status?.conditions?.find((c) => c.type === 'kruntimes.io/RuntimedReady')?.lastProbeTime ?? '',
+  );
+  if (!Number.isFinite(beat) || now - beat >= staleMs)
+    return { stale: true, reason: 'PodUnhealthy', message: 'assigned pod runtimed heartbeat is stale' };
   return { stale: false, recheckAt: beat + staleMs };
 }
 
 function reset(run: RunObj, reason: string, message: string, now: string): RunStatus {
   const s = run.status ?? {};
   const { assignedPod: _p, assignedPodUID: _u, startTime: _t, ...rest } = s;
-  return { ...rest, phase: 'Pending', attempt: currentAttempt(s.attempt) + 1, message, conditions: setCondition(s.conditions, { type: 'Running', status: 'False', reason, message }, now) };
+  return {
+    ...rest,
+    phase: 'Pending',
+    attempt: currentAttempt(s.attempt) + 1,
+    message,
+    conditions: setCondition(s.conditions, { type: 'Running', status: 'False', reason, message }, now),
+  };
 }
 
 export function reap({ key, state, now }: ReconcileInput): Operation[] {
   const [ns = '', runtime = ''] = key.split('/');
   const ops: Operation[] = [];
   let recheck: number | undefined;
-  const active = (state.list(R.runs, ns) as RunObj[]).filter((r) => r.spec.runtime === runtime && r.status?.assignedPod && ['Scheduled', 'Running', 'Ready'].includes(r.status.phase ?? ''));
+  const active = (state.list(R.runs, ns) as RunObj[]).filter(
+    (r) =>
+      r.spec.runtime === runtime &&
+      r.status?.assignedPod &&
+      ['Scheduled', 'Running', 'Ready'].includes(r.status.phase ?? ''),
+  );
   for (const run of active) {
     const v = judge(run, state.get(R.pods, ns, run.status!.assignedPod!), now.getTime());
-    if (!v.stale) { if (v.recheckAt) recheck = Math.min(recheck ?? Infinity, v.recheckAt); continue; }
+    if (!v.stale) {
+      if (v.recheckAt) recheck = Math.min(recheck ?? Infinity, v.recheckAt);
+      continue;
+    }
     const retry = shouldRetry(run.spec.retryPolicy, currentAttempt(run.status?.attempt), v.reason);
-    const status = retry ? reset(run, v.reason, v.message, now.toISOString()) : terminalFailure(run.status ?? {}, now.toISOString(), v.reason, v.message);
-    ops.push({ op: 'status', resource: R.runs, object: { ...run, status } },
-      eventOp(involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'), { type: 'Warning', reason: v.reason, message: retry ? `${v.message}; retrying (attempt ${currentAttempt(run.status?.attempt) + 1})` : v.message, key: `${run.status?.assignedPodUID ?? run.status?.assignedPod}|${currentAttempt(run.status?.attempt)}` }, now, 'kruntimes-reaper'));
+    const status = retry
+      ? reset(run, v.reason, v.message, now.toISOString())
+      : terminalFailure(run.status ?? {}, now.toISOString(), v.reason, v.message);
+    ops.push(
+      { op: 'status', resource: R.runs, object: { ...run, status } },
+      eventOp(
+        involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'),
+        {
+          type: 'Warning',
+          reason: v.reason,
+          message: retry ? `${v.message}; retrying (attempt ${currentAttempt(run.status?.attempt) + 1})` : v.message,
+          key: `${run.status?.assignedPodUID ?? run.status?.assignedPod}|${currentAttempt(run.status?.attempt)}`,
+        },
+        now,
+        'kruntimes-reaper',
+      ),
+    );
   }
   if (recheck !== undefined) ops.push({ op: 'requeue', afterMs: Math.max(1000, recheck - now.getTime() + 100) });
   return ops;
@@ -69,16 +107,25 @@ export function reap({ key, state, now }: ReconcileInput): Operation[] {
 
 const fn: FunctionDef = {
   name: 'run-reaper',
-  description: 'Retries or fails Runs whose Runtime Pod is gone, terminating, unready or has a stale runtimed heartbeat.',
+  description:
+    'Retries or fails Runs whose Runtime Pod is gone, terminating, unready or has a stale runtimed heartbeat.',
   trigger: {
-    type: 'watch', resource: R.runs,
+    type: 'watch',
+    resource: R.runs,
     keys: (o) => [`${o.metadata.namespace}/${(o as RunObj).spec?.runtime ?? ''}`],
     // Wake when a Run becomes assigned (to start watching its Pod); Pod events and requeues do the rest.
     filter: (e) => {
-      const active = (o?: KubeObject): boolean => ['Scheduled', 'Running', 'Ready'].includes((o as RunObj | undefined)?.status?.phase ?? '');
+      const active = (o?: KubeObject): boolean =>
+        ['Scheduled', 'Running', 'Ready'].includes((o as RunObj | undefined)?.status?.phase ?? '');
       return active(e.object) && !active(e.old);
     },
-    also: [{ resource: R.pods, labelSelector: 'runtime', map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`] }],
+    also: [
+      {
+        resource: R.pods,
+        labelSelector: 'runtime',
+        map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`],
+      },
+    ],
   },
   concurrency: 2,
   rbac: [

@@ -8,12 +8,22 @@
  */
 import { matchesSelector, validateSelector } from '../../lib/kube/selector.ts';
 import {
-  TOPOLOGY_KEYS, TOPOLOGY_RUNTIME_POD,
-  type LabelSelector, type RunAffinityRules, type RunAffinityTerm, type RunView, type RuntimePod,
+  TOPOLOGY_KEYS,
+  TOPOLOGY_RUNTIME_POD,
+  type LabelSelector,
+  type RunAffinityRules,
+  type RunAffinityTerm,
+  type RunView,
+  type RuntimePod,
 } from './types.ts';
 
 /** A Run that counts for affinity: where it runs and which labels it has. */
-export interface AffinityTarget { uid: string; namespace: string; podName: string; labels: Record<string, string> }
+export interface AffinityTarget {
+  uid: string;
+  namespace: string;
+  podName: string;
+  labels: Record<string, string>;
+}
 
 export interface AffinityRule {
   selector: LabelSelector;
@@ -51,12 +61,17 @@ function targetDomain(target: AffinityTarget, key: string, pods: Map<string, Run
 
 function termProblem(term: RunAffinityTerm | undefined): string | undefined {
   if (!term || typeof term !== 'object') return 'run affinity term is empty';
-  if (!TOPOLOGY_KEYS.includes(term.topologyKey)) return `unsupported run affinity topology key ${JSON.stringify(term.topologyKey)}`;
+  if (!TOPOLOGY_KEYS.includes(term.topologyKey))
+    return `unsupported run affinity topology key ${JSON.stringify(term.topologyKey)}`;
   const problem = validateSelector(term.labelSelector);
   return problem === undefined ? undefined : `parse run affinity selector: ${problem}`;
 }
 
-interface BuildContext { run: RunView; targets: AffinityTarget[]; pods: Map<string, RuntimePod> }
+interface BuildContext {
+  run: RunView;
+  targets: AffinityTarget[];
+  pods: Map<string, RuntimePod>;
+}
 
 function buildRule(ctx: BuildContext, term: RunAffinityTerm, weight: number, allowSeed: boolean): AffinityRule {
   const domains = new Set<string>();
@@ -72,7 +87,11 @@ function buildRule(ctx: BuildContext, term: RunAffinityTerm, weight: number, all
   return { selector: term.labelSelector, topologyKey: term.topologyKey, weight, domains, matches, seedable };
 }
 
-function compileRules(ctx: BuildContext, rules: RunAffinityRules | undefined, anti: boolean): { required: AffinityRule[]; preferred: AffinityRule[] } | string {
+function compileRules(
+  ctx: BuildContext,
+  rules: RunAffinityRules | undefined,
+  anti: boolean,
+): { required: AffinityRule[]; preferred: AffinityRule[] } | string {
   const required: AffinityRule[] = [];
   const preferred: AffinityRule[] = [];
   for (const term of rules?.requiredDuringSchedulingIgnoredDuringExecution ?? []) {
@@ -82,7 +101,8 @@ function compileRules(ctx: BuildContext, rules: RunAffinityRules | undefined, an
   }
   for (const weighted of rules?.preferredDuringSchedulingIgnoredDuringExecution ?? []) {
     const weight = weighted?.weight;
-    if (!Number.isInteger(weight) || weight < 1 || weight > 100) return `run affinity weight ${String(weight)} must be an integer between 1 and 100`;
+    if (!Number.isInteger(weight) || weight < 1 || weight > 100)
+      return `run affinity weight ${String(weight)} must be an integer between 1 and 100`;
     const problem = termProblem(weighted.runAffinityTerm);
     if (problem) return problem;
     preferred.push(buildRule(ctx, weighted.runAffinityTerm, weight, false));
@@ -95,13 +115,22 @@ function compileRules(ctx: BuildContext, rules: RunAffinityRules | undefined, an
  * targets from other namespaces are ignored). Returns an error string for terms upstream could
  * not compile (unsupported topology key, invalid selector), which fails the Run.
  */
-export function compileAffinity(run: RunView, targets: AffinityTarget[], pods: Map<string, RuntimePod>): CompiledAffinity | string {
+export function compileAffinity(
+  run: RunView,
+  targets: AffinityTarget[],
+  pods: Map<string, RuntimePod>,
+): CompiledAffinity | string {
   const ctx: BuildContext = { run, targets, pods };
   const affinity = compileRules(ctx, run.affinity?.runAffinity, false);
   if (typeof affinity === 'string') return affinity;
   const anti = compileRules(ctx, run.affinity?.runAntiAffinity, true);
   if (typeof anti === 'string') return anti;
-  return { required: affinity.required, preferred: affinity.preferred, requiredAnti: anti.required, preferredAnti: anti.preferred };
+  return {
+    required: affinity.required,
+    preferred: affinity.preferred,
+    requiredAnti: anti.required,
+    preferredAnti: anti.preferred,
+  };
 }
 
 function holdsMatch(rule: AffinityRule, pod: RuntimePod): boolean {

@@ -14,17 +14,43 @@
  * required affinity, required anti-affinity → scores PreferredRunAffinity + LeastLoaded →
  * total desc, Pod name asc.
  */
-import { affinityVerdict, compileAffinity, topologyValue, type AffinityTarget, type CompiledAffinity } from './affinity.ts';
+import {
+  affinityVerdict,
+  compileAffinity,
+  topologyValue,
+  type AffinityTarget,
+  type CompiledAffinity,
+} from './affinity.ts';
 import { heartbeatBound, podAvailable } from './pods.ts';
 import type { Rat } from '../../lib/kube/quantity.ts';
-import { addUsage, fits, formatRequests, parseRequests, podCapacityExact, requestMap, type Usage } from './resources.ts';
+import {
+  addUsage,
+  fits,
+  formatRequests,
+  parseRequests,
+  podCapacityExact,
+  requestMap,
+  type Usage,
+} from './resources.ts';
 import { rankCandidates, type Candidate } from './score.ts';
 import { matchesSelector } from '../../lib/kube/selector.ts';
 import {
   ACTIVE_PHASES,
-  type Binding, type FailReason, type Plan, type PlanInput, type RunView, type RuntimePod, type WaitReason,
+  type Binding,
+  type FailReason,
+  type Plan,
+  type PlanInput,
+  type RunView,
+  type RuntimePod,
+  type WaitReason,
 } from './types.ts';
-import { fenceAdmits, fenceRejection, workspacePodUnavailable, workspaceState, type WorkspaceFence } from './workspace.ts';
+import {
+  fenceAdmits,
+  fenceRejection,
+  workspacePodUnavailable,
+  workspaceState,
+  type WorkspaceFence,
+} from './workspace.ts';
 
 export * from './types.ts';
 export { parseRequests, podCapacity, podCapacityExact, fits } from './resources.ts';
@@ -96,8 +122,14 @@ function indexPods(pods: RuntimePod[]): Pick<BatchState, 'pods' | 'podIndex'> {
 
 function initialState(input: PlanInput): BatchState {
   const state: BatchState = {
-    runtime: input.runtime, now: input.now, staleMs: heartbeatBound(input.heartbeatStaleMs), workspaces: input.workspaces,
-    ...indexPods(input.pods), usage: new Map(), capacity: new Map(), targets: [],
+    runtime: input.runtime,
+    now: input.now,
+    staleMs: heartbeatBound(input.heartbeatStaleMs),
+    workspaces: input.workspaces,
+    ...indexPods(input.pods),
+    usage: new Map(),
+    capacity: new Map(),
+    targets: [],
   };
   const seen = new Set<string>();
   for (const run of input.active) {
@@ -127,9 +159,19 @@ function capacityOf(state: BatchState, pod: RuntimePod): Map<string, Rat> {
   return capacity;
 }
 
-interface Rejections { unavailable: number; capacity: number; affinity: number; anti: number }
+interface Rejections {
+  unavailable: number;
+  capacity: number;
+  affinity: number;
+  anti: number;
+}
 
-function filterPods(state: BatchState, pods: RuntimePod[], affinity: CompiledAffinity, request: Map<string, bigint>): { candidates: Candidate[]; rejections: Rejections } {
+function filterPods(
+  state: BatchState,
+  pods: RuntimePod[],
+  affinity: CompiledAffinity,
+  request: Map<string, bigint>,
+): { candidates: Candidate[]; rejections: Rejections } {
   const rejections: Rejections = { unavailable: 0, capacity: 0, affinity: 0, anti: 0 };
   const candidates: Candidate[] = [];
   for (const pod of pods) {
@@ -147,19 +189,36 @@ function filterPods(state: BatchState, pods: RuntimePod[], affinity: CompiledAff
   return { candidates, rejections };
 }
 
-function waitDecision(runtime: string, rejections: Rejections, request: Map<string, bigint>, fence: WorkspaceFence | undefined): Decision {
+function waitDecision(
+  runtime: string,
+  rejections: Rejections,
+  request: Map<string, bigint>,
+  fence: WorkspaceFence | undefined,
+): Decision {
   const rt = JSON.stringify(runtime);
   if (rejections.affinity > 0) {
-    return { kind: 'wait', reason: 'UnsatisfiedRunAffinity', message: `waiting for available runtime pods satisfying required Run affinity for runtime ${rt}` };
+    return {
+      kind: 'wait',
+      reason: 'UnsatisfiedRunAffinity',
+      message: `waiting for available runtime pods satisfying required Run affinity for runtime ${rt}`,
+    };
   }
   if (rejections.anti > 0) {
-    return { kind: 'wait', reason: 'UnsatisfiedRunAntiAffinity', message: `waiting for available runtime pods satisfying required Run anti-affinity for runtime ${rt}` };
+    return {
+      kind: 'wait',
+      reason: 'UnsatisfiedRunAntiAffinity',
+      message: `waiting for available runtime pods satisfying required Run anti-affinity for runtime ${rt}`,
+    };
   }
   if (rejections.capacity > 0) {
     const where = fence
       ? `bound runtime pod "${fence.pod}" of PersistentWorkspace ${JSON.stringify(fence.workspace)} does not have enough free capacity`
       : 'no ready pod has enough free capacity';
-    return { kind: 'wait', reason: 'InsufficientCapacity', message: `waiting for runtime capacity for runtime ${rt}: requested ${formatRequests(request)}, ${where}` };
+    return {
+      kind: 'wait',
+      reason: 'InsufficientCapacity',
+      message: `waiting for runtime capacity for runtime ${rt}: requested ${formatRequests(request)}, ${where}`,
+    };
   }
   if (fence) return { kind: 'wait', ...workspacePodUnavailable(fence) };
   return { kind: 'wait', reason: 'NoRuntimePods', message: `waiting for available runtime pods for runtime ${rt}` };
@@ -169,8 +228,13 @@ function decide(state: BatchState, run: RunView): Decision {
   const parsed = parseRequests(run.requests);
   if (!parsed.ok) return { kind: 'fail', reason: 'InvalidResources', message: parsed.message };
   const request = requestMap(parsed.requests);
-  const affinity = compileAffinity(run, state.targets, state.podIndex.get(run.namespace) ?? new Map<string, RuntimePod>());
-  if (typeof affinity === 'string') return { kind: 'fail', reason: 'InvalidAffinity', message: `pod selection failed: ${affinity}` };
+  const affinity = compileAffinity(
+    run,
+    state.targets,
+    state.podIndex.get(run.namespace) ?? new Map<string, RuntimePod>(),
+  );
+  if (typeof affinity === 'string')
+    return { kind: 'fail', reason: 'InvalidAffinity', message: `pod selection failed: ${affinity}` };
   const ws = workspaceState(run, state.runtime, state.workspaces);
   if (!ws.ok) return { kind: 'wait', reason: ws.reason, message: ws.message };
   let pods = state.pods.get(run.namespace) ?? [];
@@ -192,18 +256,32 @@ function decide(state: BatchState, run: RunView): Decision {
 function couldHelp(run: RunView, bound: RunView, pod: RuntimePod): boolean {
   if (run.namespace !== bound.namespace) return false;
   const terms = run.affinity?.runAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? [];
-  return terms.some((t) => topologyValue(pod, t.topologyKey) !== undefined && matchesSelector(t.labelSelector, bound.labels));
+  return terms.some(
+    (t) => topologyValue(pod, t.topologyKey) !== undefined && matchesSelector(t.labelSelector, bound.labels),
+  );
 }
 
 /**
  * Marks for re-evaluation the Runs waiting on required affinity that the bound Run could now
  * satisfy, and returns the earliest such position (or `next` when there is none earlier).
  */
-function wakeAffinityWaiters(order: RunView[], decisions: (Decision | undefined)[], dirty: boolean[], bound: Binding, next: number): number {
+function wakeAffinityWaiters(
+  order: RunView[],
+  decisions: (Decision | undefined)[],
+  dirty: boolean[],
+  bound: Binding,
+  next: number,
+): number {
   let resume = next;
   decisions.forEach((d, j) => {
     const waiter = order[j];
-    if (d?.kind !== 'wait' || d.reason !== 'UnsatisfiedRunAffinity' || !waiter || !couldHelp(waiter, bound.run, bound.pod)) return;
+    if (
+      d?.kind !== 'wait' ||
+      d.reason !== 'UnsatisfiedRunAffinity' ||
+      !waiter ||
+      !couldHelp(waiter, bound.run, bound.pod)
+    )
+      return;
     dirty[j] = true;
     resume = Math.min(resume, j);
   });
@@ -234,11 +312,17 @@ export function planBatch(input: PlanInput): Plan {
   const bind: Plan['bind'] = [];
   for (let i = 0; i < order.length;) {
     const run = order[i] as RunView;
-    if (!dirty[i]) { i++; continue; }
+    if (!dirty[i]) {
+      i++;
+      continue;
+    }
     dirty[i] = false;
     const decision = decide(state, run);
     decisions[i] = decision;
-    if (decision.kind !== 'bind') { i++; continue; }
+    if (decision.kind !== 'bind') {
+      i++;
+      continue;
+    }
     bind.push({ run, pod: decision.pod });
     bindInto(state, run, decision);
     i = wakeAffinityWaiters(order, decisions, dirty, { run, pod: decision.pod }, i + 1);

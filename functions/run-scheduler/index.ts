@@ -16,16 +16,36 @@ import { planBatch, type RunView, type RuntimePod, type WorkspaceView } from './
 
 const nodes: Resource = { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false };
 
-interface RunObj extends KubeObject { spec: { runtime: string; cancelRequested?: boolean; retryPolicy?: RetryPolicy; resources?: { requests?: Record<string, string> }; affinity?: unknown; workspace?: { name: string } }; status?: RunStatus }
-interface PodObj extends KubeObject { spec: { nodeName?: string }; status?: { phase?: string; conditions?: { type: string; status: string; lastProbeTime?: string }[] } }
-interface WsObj extends KubeObject { spec: { runtime: string }; status?: { phase?: WorkspaceView['phase']; boundPod?: string; boundPodUID?: string } }
+interface RunObj extends KubeObject {
+  spec: {
+    runtime: string;
+    cancelRequested?: boolean;
+    retryPolicy?: RetryPolicy;
+    resources?: { requests?: Record<string, string> };
+    affinity?: unknown;
+    workspace?: { name: string };
+  };
+  status?: RunStatus;
+}
+interface PodObj extends KubeObject {
+  spec: { nodeName?: string };
+  status?: { phase?: string; conditions?: { type: string; status: string; lastProbeTime?: string }[] };
+}
+interface WsObj extends KubeObject {
+  spec: { runtime: string };
+  status?: { phase?: WorkspaceView['phase']; boundPod?: string; boundPodUID?: string };
+}
 
 const isPending = (r: RunObj): boolean => !r.metadata.deletionTimestamp && (r.status?.phase ?? 'Pending') === 'Pending';
 
 export function runView(r: RunObj): RunView {
   return {
-    name: r.metadata.name ?? '', namespace: r.metadata.namespace ?? '', uid: r.metadata.uid ?? '', labels: r.metadata.labels ?? {},
-    creationTimestamp: r.metadata.creationTimestamp ?? '', phase: r.status?.phase ?? 'Pending',
+    name: r.metadata.name ?? '',
+    namespace: r.metadata.namespace ?? '',
+    uid: r.metadata.uid ?? '',
+    labels: r.metadata.labels ?? {},
+    creationTimestamp: r.metadata.creationTimestamp ?? '',
+    phase: r.status?.phase ?? 'Pending',
     ...(r.status?.assignedPod ? { assignedPod: r.status.assignedPod } : {}),
     requests: r.spec.resources?.requests ?? {},
     ...(r.spec.affinity ? { affinity: r.spec.affinity } : {}),
@@ -34,17 +54,30 @@ export function runView(r: RunObj): RunView {
 }
 
 export function podView(p: PodObj, nodeLabels: Record<string, string> | undefined): RuntimePod {
-  const cond = (t: string): { status: string; lastProbeTime?: string } | undefined => p.status?.conditions?.find((c) => c.type === t);
+  const cond = (t: string): { status: string; lastProbeTime?: string } | undefined =>
+    p.status?.conditions?.find((c) => c.type === t);
   const rr = cond('kruntimes.io/RuntimedReady');
   return {
-    name: p.metadata.name ?? '', uid: p.metadata.uid ?? '', namespace: p.metadata.namespace ?? '', ...(p.spec.nodeName ? { nodeName: p.spec.nodeName } : {}),
-    ...(nodeLabels ? { nodeLabels } : {}), phase: p.status?.phase ?? '', deleting: !!p.metadata.deletionTimestamp,
-    podReady: cond('Ready')?.status === 'True', ...(rr ? { runtimedReady: { status: rr.status, ...(rr.lastProbeTime ? { lastProbeTime: rr.lastProbeTime } : {}) } } : {}),
+    name: p.metadata.name ?? '',
+    uid: p.metadata.uid ?? '',
+    namespace: p.metadata.namespace ?? '',
+    ...(p.spec.nodeName ? { nodeName: p.spec.nodeName } : {}),
+    ...(nodeLabels ? { nodeLabels } : {}),
+    phase: p.status?.phase ?? '',
+    deleting: !!p.metadata.deletionTimestamp,
+    podReady: cond('Ready')?.status === 'True',
+    ...(rr
+      ? { runtimedReady: { status: rr.status, ...(rr.lastProbeTime ? { lastProbeTime: rr.lastProbeTime } : {}) } }
+      : {}),
     annotations: p.metadata.annotations ?? {},
   };
 }
 
-const statusOp = (run: RunObj, status: RunStatus): Operation => ({ op: 'status', resource: R.runs, object: { ...run, status } });
+const statusOp = (run: RunObj, status: RunStatus): Operation => ({
+  op: 'status',
+  resource: R.runs,
+  object: { ...run, status },
+});
 
 /** When a retried Run may be scheduled again (upstream pendingRetryDelay). */
 function retryAt(r: RunObj): number | undefined {
@@ -62,12 +95,44 @@ function waitingStatus(run: RunObj, message: string): RunStatus | undefined {
 
 /** Runs get Events for problems only (not for every bind), so the hot path stays at three writes per Run. */
 function runEvent(run: RunObj, type: 'Normal' | 'Warning', reason: string, message: string, now: Date): Operation {
-  return eventOp(involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'), { type, reason, message, key: message }, now, 'kruntimes-scheduler');
+  return eventOp(
+    involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'),
+    { type, reason, message, key: message },
+    now,
+    'kruntimes-scheduler',
+  );
 }
 
 function bound(run: RunObj, pod: RuntimePod, now: string): RunStatus {
-  const conditions: Condition[] = setCondition(run.status?.conditions, { type: 'Scheduled', status: 'True', reason: 'Assigned', message: `assigned to runtime pod ${pod.name}` }, now);
-  return { ...(run.status ?? {}), phase: 'Scheduled', assignedPod: pod.name, assignedPodUID: pod.uid, message: `assigned to runtime pod ${pod.name}`, conditions };
+  const conditions: Condition[] = setCondition(
+    run.status?.conditions,
+    { type: 'Scheduled', status: 'True', reason: 'Assigned', message: `assigned to runtime pod ${pod.name}` },
+    now,
+  );
+  return {
+    ...(run.status ?? {}),
+    phase: 'Scheduled',
+    assignedPod: pod.name,
+    assignedPodUID: pod.uid,
+    message: `assigned to runtime pod ${pod.name}`,
+    conditions,
+  };
+}
+
+/** The scheduler's view of the PersistentWorkspaces of a namespace, by name. */
+function workspaceViews(list: WsObj[]): Map<string, WorkspaceView> {
+  return new Map(
+    list.map((w) => [
+      w.metadata.name ?? '',
+      {
+        name: w.metadata.name ?? '',
+        runtime: w.spec.runtime,
+        ...(w.status?.phase ? { phase: w.status.phase } : {}),
+        ...(w.status?.boundPod ? { boundPod: w.status.boundPod } : {}),
+        ...(w.status?.boundPodUID ? { boundPodUID: w.status.boundPodUID } : {}),
+      },
+    ]),
+  );
 }
 
 export function schedule({ key, state, now }: ReconcileInput): Operation[] {
@@ -78,26 +143,41 @@ export function schedule({ key, state, now }: ReconcileInput): Operation[] {
   let requeueAt: number | undefined;
   const pending: RunObj[] = [];
   for (const r of runs.filter(isPending)) {
-    if (r.spec.cancelRequested) { ops.push(statusOp(r, terminalFailure(r.status ?? {}, nowIso, 'Cancelled', 'cancelled by user')), runEvent(r, 'Normal', 'Cancelled', 'cancelled by user before it was scheduled', now)); continue; }
+    if (r.spec.cancelRequested) {
+      ops.push(
+        statusOp(r, terminalFailure(r.status ?? {}, nowIso, 'Cancelled', 'cancelled by user')),
+        runEvent(r, 'Normal', 'Cancelled', 'cancelled by user before it was scheduled', now),
+      );
+      continue;
+    }
     const at = retryAt(r);
-    if (at !== undefined && at > now.getTime()) { requeueAt = Math.min(requeueAt ?? Infinity, at); continue; }
+    if (at !== undefined && at > now.getTime()) {
+      requeueAt = Math.min(requeueAt ?? Infinity, at);
+      continue;
+    }
     pending.push(r);
   }
-  pending.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+  pending.sort(
+    (a, b) =>
+      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
+      (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''),
+  );
   if (pending.length) {
     const byName = new Map(pending.map((r) => [r.metadata.name, r]));
-    const nodeLabels = (n?: string): Record<string, string> | undefined => (n ? state.get(nodes, undefined, n)?.metadata.labels : undefined);
+    const nodeLabels = (n?: string): Record<string, string> | undefined =>
+      n ? state.get(nodes, undefined, n)?.metadata.labels : undefined;
     const pods = (state.list(R.pods, ns, { runtime }) as PodObj[]).map((p) => podView(p, nodeLabels(p.spec.nodeName)));
-    const workspaces = new Map((state.list(R.persistentWorkspaces, ns) as WsObj[]).map((w) => [w.metadata.name ?? '', {
-      name: w.metadata.name ?? '', runtime: w.spec.runtime, ...(w.status?.phase ? { phase: w.status.phase } : {}),
-      ...(w.status?.boundPod ? { boundPod: w.status.boundPod } : {}), ...(w.status?.boundPodUID ? { boundPodUID: w.status.boundPodUID } : {}),
-    }]));
+    const workspaces = workspaceViews(state.list(R.persistentWorkspaces, ns) as WsObj[]);
     const active = runs.filter((r) => ACTIVE.has(r.status?.phase ?? '') && r.status?.assignedPod).map(runView);
     const plan = planBatch({ runtime, pending: pending.map(runView), active, pods, workspaces, now });
-    for (const b of plan.bind) ops.push(statusOp(byName.get(b.run.name)!, bound(byName.get(b.run.name)!, b.pod, nowIso)));
+    for (const b of plan.bind)
+      ops.push(statusOp(byName.get(b.run.name)!, bound(byName.get(b.run.name)!, b.pod, nowIso)));
     for (const f of plan.fail) {
       const r = byName.get(f.run.name)!;
-      ops.push(statusOp(r, terminalFailure(r.status ?? {}, nowIso, f.reason, f.message)), runEvent(r, 'Warning', f.reason, f.message, now));
+      ops.push(
+        statusOp(r, terminalFailure(r.status ?? {}, nowIso, f.reason, f.message)),
+        runEvent(r, 'Warning', f.reason, f.message, now),
+      );
     }
     for (const w of plan.wait) {
       const r = byName.get(w.run.name)!;
@@ -118,7 +198,9 @@ const fn: FunctionDef = {
   name: 'run-scheduler',
   description: 'Binds Pending Runs to ready Runtime Pods with free capacity, affinity and workspace fencing.',
   trigger: {
-    type: 'watch', resource: R.runs, keys: runtimeKey,
+    type: 'watch',
+    resource: R.runs,
+    keys: runtimeKey,
     // Wake on new or changed pending Runs and on capacity released (an active Run ending or going away).
     filter: (e) => {
       const now = e.object as RunObj;
@@ -127,7 +209,11 @@ const fn: FunctionDef = {
       return isPending(now) || (wasActive && !ACTIVE.has(now.status?.phase ?? ''));
     },
     also: [
-      { resource: R.pods, labelSelector: 'runtime', map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`] },
+      {
+        resource: R.pods,
+        labelSelector: 'runtime',
+        map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`],
+      },
       { resource: R.persistentWorkspaces, map: runtimeKey },
       { resource: nodes, map: () => [] },
     ],

@@ -3,7 +3,9 @@ import { DEFAULT_HEARTBEAT_STALE_MS, type RuntimePod } from './types.ts';
 
 /** The effective heartbeat bound: upstream replaces a non-positive setting with the 15 s default. */
 export function heartbeatBound(heartbeatStaleMs: number | undefined): number {
-  return heartbeatStaleMs !== undefined && Number.isFinite(heartbeatStaleMs) && heartbeatStaleMs > 0 ? heartbeatStaleMs : DEFAULT_HEARTBEAT_STALE_MS;
+  return heartbeatStaleMs !== undefined && Number.isFinite(heartbeatStaleMs) && heartbeatStaleMs > 0
+    ? heartbeatStaleMs
+    : DEFAULT_HEARTBEAT_STALE_MS;
 }
 
 /** RuntimedReady is True and its lastProbeTime is at most staleMs before now (a missing or unparseable time is stale). */

@@ -80,7 +80,10 @@ export function addUsage(usage: Usage, request: Map<string, bigint>): void {
 
 /** "example.com/gpu=1, runs=1" (sorted by name) for waiting messages. */
 export function formatRequests(request: Map<string, bigint>): string {
-  return [...request].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([n, v]) => `${n}=${v}`).join(', ');
+  return [...request]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([n, v]) => `${n}=${v}`)
+    .join(', ');
 }
 
 export function requestMap(requests: Record<string, bigint>): Map<string, bigint> {

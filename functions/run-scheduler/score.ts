@@ -10,8 +10,17 @@ import type { RuntimePod } from './types.ts';
 
 export const MAX_POD_SCORE = 100;
 
-export interface Candidate { pod: RuntimePod; capacity: Map<string, Rat>; usage: Usage | undefined }
-export interface ScoredPod { pod: RuntimePod; preferredAffinity: number; leastLoaded: number; total: number }
+export interface Candidate {
+  pod: RuntimePod;
+  capacity: Map<string, Rat>;
+  usage: Usage | undefined;
+}
+export interface ScoredPod {
+  pod: RuntimePod;
+  preferredAffinity: number;
+  leastLoaded: number;
+  total: number;
+}
 
 /** Exact integer floor(a * 100 / b) for non-negative safe integers a and positive b. */
 function scaleTo100(a: number, b: number): number {
@@ -25,7 +34,10 @@ export function normalizeByMaximum(raw: number[]): number[] {
 }
 
 /** Projected utilization after placing the request: (max_r u_r, Σ_r u_r), u_r = (usage_r + request_r) / capacity_r. */
-export interface LoadKey { max: Rat; sum: Rat }
+export interface LoadKey {
+  max: Rat;
+  sum: Rat;
+}
 
 export function loadKey(capacity: Map<string, Rat>, usage: Usage | undefined, request: Map<string, bigint>): LoadKey {
   let max = ZERO;
@@ -70,7 +82,11 @@ function byRank(a: ScoredPod, b: ScoredPod): number {
 }
 
 /** Scores every feasible candidate and returns them best first. */
-export function rankCandidates(candidates: Candidate[], affinity: CompiledAffinity, request: Map<string, bigint>): ScoredPod[] {
+export function rankCandidates(
+  candidates: Candidate[],
+  affinity: CompiledAffinity,
+  request: Map<string, bigint>,
+): ScoredPod[] {
   const preferred = normalizeByMaximum(candidates.map((c) => preferredScore(affinity, c.pod)));
   const least = leastLoadedScores(candidates.map((c) => loadKey(c.capacity, c.usage, request)));
   const scored = candidates.map((c, i): ScoredPod => {

@@ -7,8 +7,16 @@ export const FRESH = '2026-07-06T11:59:55Z';
 /** A ready Runtime Pod with a fresh heartbeat in namespace "ns". */
 export function pod(name: string, over: Partial<RuntimePod> = {}): RuntimePod {
   return {
-    name, uid: `uid-${name}`, namespace: 'ns', nodeName: `node-${name}`, phase: 'Running', deleting: false, podReady: true,
-    runtimedReady: { status: 'True', lastProbeTime: FRESH }, annotations: {}, ...over,
+    name,
+    uid: `uid-${name}`,
+    namespace: 'ns',
+    nodeName: `node-${name}`,
+    phase: 'Running',
+    deleting: false,
+    podReady: true,
+    runtimedReady: { status: 'True', lastProbeTime: FRESH },
+    annotations: {},
+    ...over,
   };
 }
 
@@ -23,8 +31,14 @@ export function run(name: string, over: Partial<RunView> & { t?: number } = {}):
   const { t, ...rest } = over;
   const second = t ?? seq++;
   return {
-    name, namespace: 'ns', uid: `uid-${name}`, labels: {}, phase: 'Pending', requests: {},
-    creationTimestamp: new Date(Date.UTC(2026, 6, 6, 10, 0, second)).toISOString().replace('.000Z', 'Z'), ...rest,
+    name,
+    namespace: 'ns',
+    uid: `uid-${name}`,
+    labels: {},
+    phase: 'Pending',
+    requests: {},
+    creationTimestamp: new Date(Date.UTC(2026, 6, 6, 10, 0, second)).toISOString().replace('.000Z', 'Z'),
+    ...rest,
   };
 }
 
@@ -33,7 +47,10 @@ export function activeRun(name: string, podName: string, over: Partial<RunView> 
   return run(name, { phase: 'Running', assignedPod: podName, t: 0, ...over });
 }
 
-export function term(matchLabels: Record<string, string>, topologyKey: TopologyKey = 'kruntimes.io/runtime-pod'): RunAffinityTerm {
+export function term(
+  matchLabels: Record<string, string>,
+  topologyKey: TopologyKey = 'kruntimes.io/runtime-pod',
+): RunAffinityTerm {
   return { labelSelector: { matchLabels }, topologyKey };
 }
 

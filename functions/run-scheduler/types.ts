@@ -6,7 +6,9 @@ export type RunAffinity = NonNullable<Run['spec']['affinity']>;
 /** One RunAffinityRules block (runAffinity or runAntiAffinity). */
 export type RunAffinityRules = NonNullable<RunAffinity['runAffinity']>;
 export type RunAffinityTerm = NonNullable<RunAffinityRules['requiredDuringSchedulingIgnoredDuringExecution']>[number];
-export type WeightedRunAffinityTerm = NonNullable<RunAffinityRules['preferredDuringSchedulingIgnoredDuringExecution']>[number];
+export type WeightedRunAffinityTerm = NonNullable<
+  RunAffinityRules['preferredDuringSchedulingIgnoredDuringExecution']
+>[number];
 /** metav1.LabelSelector as embedded in a RunAffinityTerm. */
 export type LabelSelector = RunAffinityTerm['labelSelector'];
 export type TopologyKey = RunAffinityTerm['topologyKey'];
@@ -74,10 +76,25 @@ export interface PlanInput {
   heartbeatStaleMs?: number;
 }
 
-export interface Binding { run: RunView; pod: RuntimePod }
-export interface Waiting { run: RunView; reason: WaitReason; message: string }
-export interface Failure { run: RunView; reason: FailReason; message: string }
-export interface Plan { bind: Binding[]; wait: Waiting[]; fail: Failure[] }
+export interface Binding {
+  run: RunView;
+  pod: RuntimePod;
+}
+export interface Waiting {
+  run: RunView;
+  reason: WaitReason;
+  message: string;
+}
+export interface Failure {
+  run: RunView;
+  reason: FailReason;
+  message: string;
+}
+export interface Plan {
+  bind: Binding[];
+  wait: Waiting[];
+  fail: Failure[];
+}
 
 export const WAIT_REASONS = [
   'NoRuntimePods',

@@ -10,7 +10,11 @@
 import type { RunView, RuntimePod, WaitReason, WorkspaceView } from './types.ts';
 
 /** Where a workspace allows its Runs to go. */
-export interface WorkspaceFence { workspace: string; pod: string; uid: string }
+export interface WorkspaceFence {
+  workspace: string;
+  pod: string;
+  uid: string;
+}
 
 export type WorkspaceState = { ok: true; fence?: WorkspaceFence } | { ok: false; reason: WaitReason; message: string };
 
@@ -28,7 +32,10 @@ function wait(reason: WaitReason, message: string): WorkspaceState {
 function boundState(ws: WorkspaceView, q: string): WorkspaceState {
   if (!ws.boundPod) return wait('WorkspacePending', `waiting for PersistentWorkspace ${q} to be bound`);
   if (!ws.boundPodUID) {
-    return wait('WorkspacePodUIDMismatch', `waiting for PersistentWorkspace ${q}: it is bound to runtime pod "${ws.boundPod}" without status.boundPodUID`);
+    return wait(
+      'WorkspacePodUIDMismatch',
+      `waiting for PersistentWorkspace ${q}: it is bound to runtime pod "${ws.boundPod}" without status.boundPodUID`,
+    );
   }
   return { ok: true, fence: { workspace: ws.name, pod: ws.boundPod, uid: ws.boundPodUID } };
 }
@@ -40,13 +47,26 @@ export function workspaceState(run: RunView, runtime: string, workspaces: Map<st
   const ws = lookupWorkspace(run, workspaces);
   if (!ws) return wait('WorkspaceNotFound', `waiting for PersistentWorkspace ${q}: not found`);
   if (ws.runtime !== runtime) {
-    return wait('WorkspaceRuntimeMismatch', `waiting for PersistentWorkspace ${q}: it belongs to runtime ${JSON.stringify(ws.runtime)}, not runtime ${JSON.stringify(runtime)}`);
+    return wait(
+      'WorkspaceRuntimeMismatch',
+      `waiting for PersistentWorkspace ${q}: it belongs to runtime ${JSON.stringify(ws.runtime)}, not runtime ${JSON.stringify(runtime)}`,
+    );
   }
   switch (ws.phase) {
-    case 'Bound': return boundState(ws, q);
-    case 'Lost': return wait('WorkspaceLost', `waiting for PersistentWorkspace ${q}: it is Lost (its bound runtime pod is gone) and is never rebound`);
-    case 'Released': return wait('WorkspaceReleased', `waiting for PersistentWorkspace ${q}: it is Released and cannot be claimed by new Runs`);
-    default: return wait('WorkspacePending', `waiting for PersistentWorkspace ${q} to be bound`);
+    case 'Bound':
+      return boundState(ws, q);
+    case 'Lost':
+      return wait(
+        'WorkspaceLost',
+        `waiting for PersistentWorkspace ${q}: it is Lost (its bound runtime pod is gone) and is never rebound`,
+      );
+    case 'Released':
+      return wait(
+        'WorkspaceReleased',
+        `waiting for PersistentWorkspace ${q}: it is Released and cannot be claimed by new Runs`,
+      );
+    default:
+      return wait('WorkspacePending', `waiting for PersistentWorkspace ${q} to be bound`);
   }
 }
 
@@ -59,12 +79,18 @@ export function fenceAdmits(fence: WorkspaceFence | undefined, pod: RuntimePod):
  * Why no Pod is admitted by the fence, given the Run's candidate Pods, or undefined when some
  * Pod is admitted.
  */
-export function fenceRejection(fence: WorkspaceFence, pods: RuntimePod[]): { reason: WaitReason; message: string } | undefined {
+export function fenceRejection(
+  fence: WorkspaceFence,
+  pods: RuntimePod[],
+): { reason: WaitReason; message: string } | undefined {
   if (pods.some((pod) => fenceAdmits(fence, pod))) return undefined;
   const q = JSON.stringify(fence.workspace);
   const sameName = pods.find((pod) => pod.name === fence.pod);
   if (!sameName) {
-    return { reason: 'WorkspacePodUnavailable', message: `waiting for PersistentWorkspace ${q}: bound runtime pod "${fence.pod}" not found` };
+    return {
+      reason: 'WorkspacePodUnavailable',
+      message: `waiting for PersistentWorkspace ${q}: bound runtime pod "${fence.pod}" not found`,
+    };
   }
   return {
     reason: 'WorkspacePodUIDMismatch',
@@ -83,7 +109,12 @@ export function workspacePodUnavailable(fence: WorkspaceFence): { reason: WaitRe
  * Invariant check used by tests and callers: may this Run run on this Pod as far as workspace
  * fencing is concerned?
  */
-export function workspaceAllows(run: RunView, pod: RuntimePod, runtime: string, workspaces: Map<string, WorkspaceView>): boolean {
+export function workspaceAllows(
+  run: RunView,
+  pod: RuntimePod,
+  runtime: string,
+  workspaces: Map<string, WorkspaceView>,
+): boolean {
   const state = workspaceState(run, runtime, workspaces);
   return state.ok && fenceAdmits(state.fence, pod);
 }

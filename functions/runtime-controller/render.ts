@@ -12,8 +12,19 @@ export const RUNTIMED_CLUSTER_ROLE = 'kruntimes:runtimed';
 export const RUNTIME_LABEL = 'kruntimes.io/runtime';
 
 type Json = Record<string, unknown>;
-interface Container { name: string; image?: string; env?: Json[]; volumeMounts?: Json[]; [k: string]: unknown }
-interface PodSpec { containers?: Container[]; volumes?: Json[]; serviceAccountName?: string; [k: string]: unknown }
+interface Container {
+  name: string;
+  image?: string;
+  env?: Json[];
+  volumeMounts?: Json[];
+  [k: string]: unknown;
+}
+interface PodSpec {
+  containers?: Container[];
+  volumes?: Json[];
+  serviceAccountName?: string;
+  [k: string]: unknown;
+}
 export interface RuntimeSpec {
   template: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: PodSpec };
   replicas?: number;
@@ -21,9 +32,16 @@ export interface RuntimeSpec {
   daemonImage?: string;
   capacity?: { resources?: Record<string, string | number> };
   workspace?: Json;
-  artifactStore?: { driver: 'filesystem' | 's3'; filesystem?: { volumeClaimName: string }; s3?: { credentialsSecretName?: string } & Json };
+  artifactStore?: {
+    driver: 'filesystem' | 's3';
+    filesystem?: { volumeClaimName: string };
+    s3?: { credentialsSecretName?: string } & Json;
+  };
 }
-export interface Runtime extends KubeObject { spec: RuntimeSpec; status?: Json }
+export interface Runtime extends KubeObject {
+  spec: RuntimeSpec;
+  status?: Json;
+}
 
 export const workloadName = (rt: Runtime): string => `runtime-${rt.metadata.name}`;
 
@@ -44,11 +62,15 @@ export function capacityAnnotations(rt: Runtime): Record<string, string> {
 /** runtimed's TLS session port (sessions.kruntimes.io operations arrive here from the extension API server only). */
 export const SESSION_PORT = 9095;
 
-export function workers(rt: Runtime): number { return Number(capacityAnnotations(rt)['kruntimes.io/capacity.runs'] ?? 2); }
+export function workers(rt: Runtime): number {
+  return Number(capacityAnnotations(rt)['kruntimes.io/capacity.runs'] ?? 2);
+}
 
 /** GIT_* settings of the runtime container (e.g. GIT_SSL_CAINFO) also apply to runtimed's source fetches. */
 function gitEnv(rt: Runtime): Json[] {
-  return (rt.spec.template.spec?.containers?.[0]?.env ?? []).filter((e) => typeof e.name === 'string' && e.name.startsWith('GIT_'));
+  return (rt.spec.template.spec?.containers?.[0]?.env ?? []).filter(
+    (e) => typeof e.name === 'string' && e.name.startsWith('GIT_'),
+  );
 }
 
 function runtimedContainer(rt: Runtime): Container {
@@ -64,18 +86,33 @@ function runtimedContainer(rt: Runtime): Container {
   ];
   const mounts: Json[] = [{ name: 'workspace', mountPath: '/workspace' }];
   const c: Container = {
-    name: 'runtimed', image: rt.spec.daemonImage || DEFAULT_DAEMON_IMAGE, args: ['runtimed'], env, volumeMounts: mounts,
-    ports: [{ name: 'health', containerPort: 9094 }, { name: 'session', containerPort: SESSION_PORT }],
+    name: 'runtimed',
+    image: rt.spec.daemonImage || DEFAULT_DAEMON_IMAGE,
+    args: ['runtimed'],
+    env,
+    volumeMounts: mounts,
+    ports: [
+      { name: 'health', containerPort: 9094 },
+      { name: 'session', containerPort: SESSION_PORT },
+    ],
     readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 2 },
     livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 10, failureThreshold: 6 },
     resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
-    securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } },
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
   };
   const store = rt.spec.artifactStore;
   if (store) {
     env.push({ name: 'KRT_ARTIFACT_STORE', value: JSON.stringify(store) });
-    if (store.driver === 'filesystem') mounts.push({ name: 'artifact-store', mountPath: '/var/lib/kruntimes/artifacts' });
-    if (store.driver === 's3' && store.s3?.credentialsSecretName) c.envFrom = [{ secretRef: { name: store.s3.credentialsSecretName } }];
+    if (store.driver === 'filesystem')
+      mounts.push({ name: 'artifact-store', mountPath: '/var/lib/kruntimes/artifacts' });
+    if (store.driver === 's3' && store.s3?.credentialsSecretName)
+      c.envFrom = [{ secretRef: { name: store.s3.credentialsSecretName } }];
   }
   return c;
 }
@@ -89,11 +126,21 @@ export function podTemplate(rt: Runtime): Json {
   const t = rt.spec.template;
   const spec = t.spec ?? {};
   const [first, ...rest] = spec.containers ?? [];
-  const containers = [runtimeContainer(first ?? { name: 'runtime' }), ...rest.filter((c) => c.name !== 'runtimed'), runtimedContainer(rt)];
+  const containers = [
+    runtimeContainer(first ?? { name: 'runtime' }),
+    ...rest.filter((c) => c.name !== 'runtimed'),
+    runtimedContainer(rt),
+  ];
   const volumes = (spec.volumes ?? []).filter((v) => v.name !== 'workspace' && v.name !== 'artifact-store');
-  volumes.push({ name: 'workspace', ...(rt.spec.workspace && Object.keys(rt.spec.workspace).length ? rt.spec.workspace : { emptyDir: {} }) });
+  volumes.push({
+    name: 'workspace',
+    ...(rt.spec.workspace && Object.keys(rt.spec.workspace).length ? rt.spec.workspace : { emptyDir: {} }),
+  });
   if (rt.spec.artifactStore?.driver === 'filesystem' && rt.spec.artifactStore.filesystem) {
-    volumes.push({ name: 'artifact-store', persistentVolumeClaim: { claimName: rt.spec.artifactStore.filesystem.volumeClaimName } });
+    volumes.push({
+      name: 'artifact-store',
+      persistentVolumeClaim: { claimName: rt.spec.artifactStore.filesystem.volumeClaimName },
+    });
   }
   return {
     metadata: {
@@ -105,11 +152,40 @@ export function podTemplate(rt: Runtime): Json {
 }
 
 export function workload(rt: Runtime): { kind: 'DaemonSet' | 'Deployment'; object: KubeObject } {
-  const owner = { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', name: rt.metadata.name ?? '', uid: rt.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
-  const metadata = { name: workloadName(rt), namespace: rt.metadata.namespace, labels: { ...selectorLabels(rt), [RUNTIME_LABEL]: rt.metadata.name ?? '', 'app.kubernetes.io/part-of': 'kruntimes' }, ownerReferences: [owner] };
+  const owner = {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Runtime',
+    name: rt.metadata.name ?? '',
+    uid: rt.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+  const metadata = {
+    name: workloadName(rt),
+    namespace: rt.metadata.namespace,
+    labels: {
+      ...selectorLabels(rt),
+      [RUNTIME_LABEL]: rt.metadata.name ?? '',
+      'app.kubernetes.io/part-of': 'kruntimes',
+    },
+    ownerReferences: [owner],
+  };
   const selector = { matchLabels: selectorLabels(rt) };
   if (rt.spec.replicas !== undefined) {
-    return { kind: 'Deployment', object: { metadata, spec: { replicas: Math.max(1, rt.spec.replicas), selector, template: podTemplate(rt) } } };
+    return {
+      kind: 'Deployment',
+      object: { metadata, spec: { replicas: Math.max(1, rt.spec.replicas), selector, template: podTemplate(rt) } },
+    };
   }
-  return { kind: 'DaemonSet', object: { metadata, spec: { selector, template: podTemplate(rt), updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } } } } };
+  return {
+    kind: 'DaemonSet',
+    object: {
+      metadata,
+      spec: {
+        selector,
+        template: podTemplate(rt),
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+      },
+    },
+  };
 }

@@ -7,8 +7,19 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 
 const DAY = 86_400_000;
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
-function secretOf(m: Awaited<ReturnType<typeof desiredMaterial>>['material']): KubeObject & { data: Record<string, string> } {
-  return { metadata: { name: SECRET, namespace: NAMESPACE }, data: { 'tls.crt': b64(m.serving.cert), 'tls.key': b64(m.serving.key), 'ca.crt': b64(m.ca.cert), 'ca.key': b64(m.ca.key), 'ca-bundle.crt': b64(m.caBundle) } };
+function secretOf(
+  m: Awaited<ReturnType<typeof desiredMaterial>>['material'],
+): KubeObject & { data: Record<string, string> } {
+  return {
+    metadata: { name: SECRET, namespace: NAMESPACE },
+    data: {
+      'tls.crt': b64(m.serving.cert),
+      'tls.key': b64(m.serving.key),
+      'ca.crt': b64(m.ca.cert),
+      'ca.key': b64(m.ca.key),
+      'ca-bundle.crt': b64(m.caBundle),
+    },
+  };
 }
 
 describe('tls-certificates function', () => {
@@ -28,7 +39,10 @@ describe('tls-certificates function', () => {
     const first = (await desiredMaterial(undefined, t0)).material;
     const again = await desiredMaterial(secretOf(first), new Date(t0.getTime() + 10 * DAY));
     assert.equal(again.changed, false);
-    const leafRenewal = await desiredMaterial(secretOf(first), new Date(notAfter(first.serving.cert).getTime() - 10 * DAY));
+    const leafRenewal = await desiredMaterial(
+      secretOf(first),
+      new Date(notAfter(first.serving.cert).getTime() - 10 * DAY),
+    );
     assert.ok(leafRenewal.changed);
     assert.equal(leafRenewal.material.ca.cert, first.ca.cert, 'same CA');
     assert.notEqual(leafRenewal.material.serving.cert, first.serving.cert);
@@ -36,7 +50,10 @@ describe('tls-certificates function', () => {
     const caRenewal = await desiredMaterial(secretOf(first), caTime);
     assert.notEqual(caRenewal.material.ca.cert, first.ca.cert);
     assert.equal(splitBundle(caRenewal.material.caBundle).length, 2, 'old and new CA both trusted during rotation');
-    const later = await desiredMaterial(secretOf(caRenewal.material), new Date(notAfter(first.ca.cert).getTime() + DAY));
+    const later = await desiredMaterial(
+      secretOf(caRenewal.material),
+      new Date(notAfter(first.ca.cert).getTime() + DAY),
+    );
     assert.equal(splitBundle(later.material.caBundle).length, 1, 'expired CA dropped');
   });
 
@@ -44,7 +61,9 @@ describe('tls-certificates function', () => {
     const first = (await desiredMaterial(undefined, t0)).material;
     const want = b64(first.caBundle);
     const objs: Record<string, KubeObject[]> = {
-      validatingwebhookconfigurations: [{ metadata: { name: 'w' }, webhooks: [{ clientConfig: { caBundle: want } }, { clientConfig: {} }] }],
+      validatingwebhookconfigurations: [
+        { metadata: { name: 'w' }, webhooks: [{ clientConfig: { caBundle: want } }, { clientConfig: {} }] },
+      ],
       apiservices: [{ metadata: { name: 'a' }, spec: { caBundle: want } }],
     };
     const state: State = {
@@ -52,7 +71,12 @@ describe('tls-certificates function', () => {
       list: (r) => objs[r.resource] ?? [],
     };
     const ops = await rotate({ state, now: new Date(t0.getTime() + DAY) });
-    assert.deepEqual(ops.map((o) => o.op), ['patch']);
-    assert.deepEqual((ops[0] as { patch: unknown }).patch, [{ op: 'add', path: '/webhooks/1/clientConfig/caBundle', value: want }]);
+    assert.deepEqual(
+      ops.map((o) => o.op),
+      ['patch'],
+    );
+    assert.deepEqual((ops[0] as { patch: unknown }).patch, [
+      { op: 'add', path: '/webhooks/1/clientConfig/caBundle', value: want },
+    ]);
   });
 });

@@ -24,14 +24,23 @@ type ApiService = KubeObject & { spec?: { caBundle?: string } };
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 const unb64 = (s: string | undefined): string => (s ? Buffer.from(s, 'base64').toString('utf8') : '');
 
-export interface Material { ca: KeyPairPem; caBundle: string; serving: KeyPairPem }
+export interface Material {
+  ca: KeyPairPem;
+  caBundle: string;
+  serving: KeyPairPem;
+}
 
 /** Decides the material to hold now, reusing what is still valid. */
-export async function desiredMaterial(current: Secret | undefined, now: Date): Promise<{ material: Material; changed: boolean }> {
+export async function desiredMaterial(
+  current: Secret | undefined,
+  now: Date,
+): Promise<{ material: Material; changed: boolean }> {
   const d = current?.data ?? {};
-  let ca: KeyPairPem | undefined = d['ca.crt'] && d['ca.key'] ? { cert: unb64(d['ca.crt']), key: unb64(d['ca.key']) } : undefined;
+  let ca: KeyPairPem | undefined =
+    d['ca.crt'] && d['ca.key'] ? { cert: unb64(d['ca.crt']), key: unb64(d['ca.key']) } : undefined;
   let bundle = unb64(d['ca-bundle.crt']) || ca?.cert || '';
-  let serving: KeyPairPem | undefined = d['tls.crt'] && d['tls.key'] ? { cert: unb64(d['tls.crt']), key: unb64(d['tls.key']) } : undefined;
+  let serving: KeyPairPem | undefined =
+    d['tls.crt'] && d['tls.key'] ? { cert: unb64(d['tls.crt']), key: unb64(d['tls.key']) } : undefined;
   let changed = false;
   if (!ca || notAfter(ca.cert).getTime() - now.getTime() < 90 * DAY) {
     ca = await createCa('kruntimes-extension-ca', now, 3650);
@@ -40,7 +49,12 @@ export async function desiredMaterial(current: Secret | undefined, now: Date): P
     changed = true;
   }
   const expired = splitBundle(bundle).filter((c) => notAfter(c).getTime() <= now.getTime());
-  if (expired.length) { bundle = splitBundle(bundle).filter((c) => !expired.includes(c)).join('\n'); changed = true; }
+  if (expired.length) {
+    bundle = splitBundle(bundle)
+      .filter((c) => !expired.includes(c))
+      .join('\n');
+    changed = true;
+  }
   if (!serving || notAfter(serving.cert).getTime() - now.getTime() < 30 * DAY) {
     const dns = [`${SERVICE}.${NAMESPACE}.svc`, `${SERVICE}.${NAMESPACE}.svc.cluster.local`, SERVICE, 'localhost'];
     serving = await issueServing(ca, `${SERVICE}.${NAMESPACE}.svc`, { dns, ips: ['127.0.0.1'] }, now, 365);
@@ -55,12 +69,22 @@ function caPatches(state: CronInput['state'], bundle: string): Operation[] {
   for (const r of [R.validatingWebhooks, R.mutatingWebhooks]) {
     for (const w of state.list(r, undefined, { [INJECT_LABEL]: 'true' }) as Webhooks[]) {
       const hooks = w.webhooks ?? [];
-      const patch = hooks.flatMap((h, i) => (h.clientConfig?.caBundle === want ? [] : [{ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want }]));
+      const patch = hooks.flatMap((h, i) =>
+        h.clientConfig?.caBundle === want
+          ? []
+          : [{ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: want }],
+      );
       if (patch.length) ops.push({ op: 'patch', resource: r, name: w.metadata.name ?? '', patch, patchType: 'json' });
     }
   }
   for (const a of state.list(R.apiServices, undefined, { [INJECT_LABEL]: 'true' }) as ApiService[]) {
-    if (a.spec?.caBundle !== want) ops.push({ op: 'patch', resource: R.apiServices, name: a.metadata.name ?? '', patch: { spec: { caBundle: want } } });
+    if (a.spec?.caBundle !== want)
+      ops.push({
+        op: 'patch',
+        resource: R.apiServices,
+        name: a.metadata.name ?? '',
+        patch: { spec: { caBundle: want } },
+      });
   }
   return ops;
 }
@@ -70,11 +94,21 @@ export async function rotate({ state, now }: CronInput): Promise<Operation[]> {
   const { material, changed } = await desiredMaterial(current, now);
   const ops: Operation[] = [];
   if (changed) {
-    ops.push({ op: 'apply', resource: R.secrets, object: {
-      metadata: { name: SECRET, namespace: NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'kruntimes' } },
-      type: 'kubernetes.io/tls',
-      data: { 'tls.crt': b64(material.serving.cert), 'tls.key': b64(material.serving.key), 'ca.crt': b64(material.ca.cert), 'ca.key': b64(material.ca.key), 'ca-bundle.crt': b64(material.caBundle) },
-    } });
+    ops.push({
+      op: 'apply',
+      resource: R.secrets,
+      object: {
+        metadata: { name: SECRET, namespace: NAMESPACE, labels: { 'app.kubernetes.io/part-of': 'kruntimes' } },
+        type: 'kubernetes.io/tls',
+        data: {
+          'tls.crt': b64(material.serving.cert),
+          'tls.key': b64(material.serving.key),
+          'ca.crt': b64(material.ca.cert),
+          'ca.key': b64(material.ca.key),
+          'ca-bundle.crt': b64(material.caBundle),
+        },
+      },
+    });
   }
   return [...ops, ...caPatches(state, material.caBundle)];
 }
@@ -83,7 +117,8 @@ const fn: FunctionDef = {
   name: 'tls-certificates',
   description: 'Issues and rotates the extension API server certificate and injects caBundles.',
   trigger: {
-    type: 'cron', schedule: '17 3 * * *',
+    type: 'cron',
+    schedule: '17 3 * * *',
     reads: [
       { resource: R.secrets, namespace: NAMESPACE },
       { resource: R.validatingWebhooks, labelSelector: `${INJECT_LABEL}=true` },
@@ -93,7 +128,11 @@ const fn: FunctionDef = {
   },
   rbac: [
     { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'get', 'create', 'patch'], scope: 'namespace' },
-    { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'], verbs: ['list', 'patch'] },
+    {
+      apiGroups: ['admissionregistration.k8s.io'],
+      resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'],
+      verbs: ['list', 'patch'],
+    },
     { apiGroups: ['apiregistration.k8s.io'], resources: ['apiservices'], verbs: ['list', 'patch'] },
   ],
   handler: rotate,

@@ -9,13 +9,25 @@
  * `missing required input "x"`.
  */
 import {
-  collectReferences, evaluateExpression, ExpressionError, interpolate, parseTemplate, printExpression, toStringValue, usesStatusFunction,
-  type ExpressionContext, type ExprNode,
+  collectReferences,
+  evaluateExpression,
+  ExpressionError,
+  interpolate,
+  parseTemplate,
+  printExpression,
+  toStringValue,
+  usesStatusFunction,
+  type ExpressionContext,
+  type ExprNode,
 } from './expressions.ts';
 import { printLiteral } from './expr-parser.ts';
 import { contexts, executionResult, inputsContext, jobsContext } from './context.ts';
 import {
-  ANNOTATION_WORKFLOW_CALL_CHAIN, ANNOTATION_WORKFLOW_OUTPUT_PREFIX, childWorkflowRunName, LABEL_WORKFLOW_JOB, LABEL_WORKFLOW_MATRIX,
+  ANNOTATION_WORKFLOW_CALL_CHAIN,
+  ANNOTATION_WORKFLOW_OUTPUT_PREFIX,
+  childWorkflowRunName,
+  LABEL_WORKFLOW_JOB,
+  LABEL_WORKFLOW_MATRIX,
   LABEL_WORKFLOWRUN_UID,
 } from './names.ts';
 import type { InputSpec, JobsSpec, JobStatus, WorkflowSpec } from './types.ts';
@@ -27,7 +39,11 @@ export const MAX_OUTPUT_CONTRACT_BYTES = 240 * 1024;
 export type CallErrorCode = 'cycle' | 'depth' | 'missing-workflow' | 'input' | 'output-contract' | 'invalid-job';
 
 export class CallError extends Error {
-  constructor(readonly code: CallErrorCode, message: string, readonly chain: readonly string[] = []) {
+  constructor(
+    readonly code: CallErrorCode,
+    message: string,
+    readonly chain: readonly string[] = [],
+  ) {
     super(message);
     this.name = 'CallError';
   }
@@ -63,7 +79,11 @@ export function validateCallGraph(root: string, lookup: WorkflowLookup, callers:
     const spec = lookup(name);
     if (!spec) {
       const path = [...stack, name];
-      throw new CallError('missing-workflow', `reusable workflow "${name}" does not exist (call chain: ${path.join(' -> ')})`, path);
+      throw new CallError(
+        'missing-workflow',
+        `reusable workflow "${name}" does not exist (call chain: ${path.join(' -> ')})`,
+        path,
+      );
     }
     stack.push(name);
     for (const callee of calledWorkflows(spec)) visit(callee);
@@ -89,7 +109,10 @@ export function reachableWorkflows(root: string, lookup: WorkflowLookup): string
 function checkType(name: string, spec: InputSpec, value: string, what: string): void {
   const type = spec.type ?? 'string';
   if (type === 'boolean' && value !== 'true' && value !== 'false') {
-    throw new CallError('input', `${what} "${name}" must be a boolean ("true" or "false"), got ${JSON.stringify(value)}`);
+    throw new CallError(
+      'input',
+      `${what} "${name}" must be a boolean ("true" or "false"), got ${JSON.stringify(value)}`,
+    );
   }
   if (type === 'number' && (value.trim() === '' || !Number.isFinite(Number(value)))) {
     throw new CallError('input', `${what} "${name}" must be a number, got ${JSON.stringify(value)}`);
@@ -103,7 +126,10 @@ function checkType(name: string, spec: InputSpec, value: string, what: string): 
  * compatibility, the CRD enum only allows string today). An explicitly passed empty string
  * satisfies `required`, as upstream.
  */
-export function bindInputs(declared: Readonly<Record<string, InputSpec>> | undefined, values: Readonly<Record<string, string>> | undefined): Record<string, string> {
+export function bindInputs(
+  declared: Readonly<Record<string, InputSpec>> | undefined,
+  values: Readonly<Record<string, string>> | undefined,
+): Record<string, string> {
   const decl = declared ?? {};
   for (const name of Object.keys(values ?? {}).sort()) {
     if (!Object.hasOwn(decl, name)) throw new CallError('input', `unknown input "${name}"`);
@@ -114,7 +140,8 @@ export function bindInputs(declared: Readonly<Record<string, InputSpec>> | undef
     const given = values && Object.hasOwn(values, name) ? values[name] : undefined;
     if (spec.default !== undefined && spec.default !== '') checkType(name, spec, spec.default, 'default of input');
     const value = given ?? spec.default ?? '';
-    if (given === undefined && spec.required && (spec.default ?? '') === '') throw new CallError('input', `missing required input "${name}"`);
+    if (given === undefined && spec.required && (spec.default ?? '') === '')
+      throw new CallError('input', `missing required input "${name}"`);
     if (given !== undefined) checkType(name, spec, given, 'input');
     out[name] = value;
   }
@@ -122,9 +149,14 @@ export function bindInputs(declared: Readonly<Record<string, InputSpec>> | undef
 }
 
 /** Evaluates a uses-job's `with` values (sorted keys) in the caller's context. */
-export function resolveWith(job: string, withValues: Readonly<Record<string, string>> | undefined, ctx: ExpressionContext): Record<string, string> {
+export function resolveWith(
+  job: string,
+  withValues: Readonly<Record<string, string>> | undefined,
+  ctx: ExpressionContext,
+): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const k of Object.keys(withValues ?? {}).sort()) out[k] = interpolate(withValues?.[k] ?? '', ctx, `jobs.${job}.with.${k}`);
+  for (const k of Object.keys(withValues ?? {}).sort())
+    out[k] = interpolate(withValues?.[k] ?? '', ctx, `jobs.${job}.with.${k}`);
   return out;
 }
 
@@ -142,29 +174,42 @@ function inputsError(field: string, source: string, detail: string): ExpressionE
 }
 
 /** Replaces literal `inputs.<name>` reads by string literals; any other read of inputs is an error. */
-function substituteInputs(n: ExprNode, inputs: Readonly<Record<string, string>>, where: { field: string; source: string }): ExprNode {
+function substituteInputs(
+  n: ExprNode,
+  inputs: Readonly<Record<string, string>>,
+  where: { field: string; source: string },
+): ExprNode {
   const isInputs = (o: ExprNode): boolean => o.kind === 'context' && o.name.toLowerCase() === 'inputs';
   const keyOf = (x: ExprNode): string | undefined => {
     if (x.kind === 'property' && isInputs(x.object)) return x.name;
-    if (x.kind === 'index' && isInputs(x.object) && x.index.kind === 'literal' && typeof x.index.value === 'string') return x.index.value;
+    if (x.kind === 'index' && isInputs(x.object) && x.index.kind === 'literal' && typeof x.index.value === 'string')
+      return x.index.value;
     return undefined;
   };
   const key = keyOf(n);
   if (key !== undefined) {
     const value = lookupInput(inputs, key);
     const known = Object.keys(inputs).sort().join(', ') || 'none';
-    if (value === undefined) throw inputsError(where.field, where.source, `unknown input "${key}" (declared: ${known})`);
+    if (value === undefined)
+      throw inputsError(where.field, where.source, `unknown input "${key}" (declared: ${known})`);
     return { kind: 'literal', value, pos: n.pos };
   }
-  if (isInputs(n)) throw inputsError(where.field, where.source, 'inputs may only be read as inputs.<name> with a literal name');
+  if (isInputs(n))
+    throw inputsError(where.field, where.source, 'inputs may only be read as inputs.<name> with a literal name');
   const sub = (c: ExprNode): ExprNode => substituteInputs(c, inputs, where);
   switch (n.kind) {
-    case 'property': return { ...n, object: sub(n.object) };
-    case 'index': return { ...n, object: sub(n.object), index: sub(n.index) };
-    case 'not': return { ...n, operand: sub(n.operand) };
-    case 'binary': return { ...n, left: sub(n.left), right: sub(n.right) };
-    case 'call': return { ...n, args: n.args.map(sub) };
-    default: return n;
+    case 'property':
+      return { ...n, object: sub(n.object) };
+    case 'index':
+      return { ...n, object: sub(n.object), index: sub(n.index) };
+    case 'not':
+      return { ...n, operand: sub(n.operand) };
+    case 'binary':
+      return { ...n, left: sub(n.left), right: sub(n.right) };
+    case 'call':
+      return { ...n, args: n.args.map(sub) };
+    default:
+      return n;
   }
 }
 
@@ -174,14 +219,25 @@ function substituteInputs(n: ExprNode, inputs: Readonly<Record<string, string>>,
  * re-evaluated as an expression); every other expression keeps its form with each
  * `inputs.<name>` replaced by a literal, to be evaluated (typed) later by the child WorkflowRun.
  */
-export function renderInputs(text: string, inputs: Readonly<Record<string, string>>, field: string, keepExpressions = false): string {
+export function renderInputs(
+  text: string,
+  inputs: Readonly<Record<string, string>>,
+  field: string,
+  keepExpressions = false,
+): string {
   if (!text.includes('${{')) return text;
   let out = '';
   const ctx: ExpressionContext = { contexts: contexts({ inputs: inputsContext(inputs) }) };
   for (const seg of parseTemplate(text, field)) {
-    if (seg.kind === 'text') { out += seg.text; continue; }
+    if (seg.kind === 'text') {
+      out += seg.text;
+      continue;
+    }
     const refs = collectReferences(seg.ast);
-    if (!refs.some((r) => r.context === 'inputs')) { out += `\${{ ${seg.source} }}`; continue; }
+    if (!refs.some((r) => r.context === 'inputs')) {
+      out += `\${{ ${seg.source} }}`;
+      continue;
+    }
     const substituted = printExpression(substituteInputs(seg.ast, inputs, { field, source: seg.source }));
     if (!keepExpressions && refs.every((r) => r.context === 'inputs') && !usesStatusFunction(seg.ast)) {
       const value = toStringValue(evaluateExpression(substituted, ctx, field));
@@ -211,7 +267,12 @@ function renderDeep(v: unknown, inputs: Readonly<Record<string, string>>, field:
   if (typeof v === 'string') return key === 'if' ? renderCondition(v, inputs, field) : renderInputs(v, inputs, field);
   if (Array.isArray(v)) return v.map((e, i) => renderDeep(e, inputs, `${field}[${i}]`));
   if (v !== null && typeof v === 'object') {
-    return Object.fromEntries(Object.entries(v).map(([k, e]) => [k, renderDeep(e, inputs, /^[A-Za-z0-9_-]+$/.test(k) ? `${field}.${k}` : `${field}[${JSON.stringify(k)}]`, k)]));
+    return Object.fromEntries(
+      Object.entries(v).map(([k, e]) => [
+        k,
+        renderDeep(e, inputs, /^[A-Za-z0-9_-]+$/.test(k) ? `${field}.${k}` : `${field}[${JSON.stringify(k)}]`, k),
+      ]),
+    );
   }
   return v;
 }
@@ -221,10 +282,14 @@ function renderDeep(v: unknown, inputs: Readonly<Record<string, string>>, field:
  * string field, including if, strategy and step fields). Other expressions are left for the
  * child WorkflowRun's controller.
  */
-export function materializeCall(spec: WorkflowSpec, values: Readonly<Record<string, string>> | undefined): { inputs: Record<string, string>; jobs: JobsSpec } {
+export function materializeCall(
+  spec: WorkflowSpec,
+  values: Readonly<Record<string, string>> | undefined,
+): { inputs: Record<string, string>; jobs: JobsSpec } {
   const inputs = bindInputs(spec.inputs, values);
   const jobs: JobsSpec = {};
-  for (const name of Object.keys(spec.jobs).sort()) jobs[name] = renderDeep(spec.jobs[name], inputs, `jobs.${name}`) as JobsSpec[string];
+  for (const name of Object.keys(spec.jobs).sort())
+    jobs[name] = renderDeep(spec.jobs[name], inputs, `jobs.${name}`) as JobsSpec[string];
   return { inputs, jobs };
 }
 
@@ -238,25 +303,32 @@ export function outputContractAnnotations(outputs: WorkflowSpec['outputs']): Rec
   const out: Record<string, string> = {};
   let bytes = 0;
   for (const name of Object.keys(outputs ?? {}).sort()) {
-    if (name.length > 63 || !QUALIFIED_NAME.test(name)) throw new CallError('output-contract', `output name "${name}" cannot be represented as a WorkflowRun annotation`);
+    if (name.length > 63 || !QUALIFIED_NAME.test(name))
+      throw new CallError('output-contract', `output name "${name}" cannot be represented as a WorkflowRun annotation`);
     const key = `${ANNOTATION_WORKFLOW_OUTPUT_PREFIX}${name}`;
     const value = outputs?.[name]?.value ?? '';
     out[key] = value;
     bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
   }
   if (bytes > MAX_OUTPUT_CONTRACT_BYTES) {
-    throw new CallError('output-contract', `output contract is ${bytes} bytes, exceeds ${MAX_OUTPUT_CONTRACT_BYTES} byte annotation limit`);
+    throw new CallError(
+      'output-contract',
+      `output contract is ${bytes} bytes, exceeds ${MAX_OUTPUT_CONTRACT_BYTES} byte annotation limit`,
+    );
   }
   return out;
 }
 
 /** The output expressions back from a child WorkflowRun's annotations. */
-export function outputContractFromAnnotations(annotations: Readonly<Record<string, string>> | undefined): Record<string, string> {
+export function outputContractFromAnnotations(
+  annotations: Readonly<Record<string, string>> | undefined,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(annotations ?? {})) {
     if (!key.startsWith(ANNOTATION_WORKFLOW_OUTPUT_PREFIX)) continue;
     const name = key.slice(ANNOTATION_WORKFLOW_OUTPUT_PREFIX.length);
-    if (!QUALIFIED_NAME.test(name)) throw new CallError('output-contract', `invalid workflow output annotation "${key}"`);
+    if (!QUALIFIED_NAME.test(name))
+      throw new CallError('output-contract', `invalid workflow output annotation "${key}"`);
     out[name] = value;
   }
   return out;
@@ -266,11 +338,15 @@ export function outputContractFromAnnotations(annotations: Readonly<Record<strin
  * Evaluates a called Workflow's outputs against its child WorkflowRun's jobs (`jobs.<job>.outputs`
  * of every child job). Only succeeded jobs carry outputs.
  */
-export function resolveCallOutputs(contract: Readonly<Record<string, string>>, childJobs: Readonly<Record<string, JobStatus>>): Record<string, string> {
+export function resolveCallOutputs(
+  contract: Readonly<Record<string, string>>,
+  childJobs: Readonly<Record<string, JobStatus>>,
+): Record<string, string> {
   const succeeded = Object.fromEntries(Object.entries(childJobs).filter(([, s]) => executionResult(s) === 'success'));
   const ctx: ExpressionContext = { contexts: contexts({ jobs: jobsContext(Object.keys(succeeded), succeeded) }) };
   const out: Record<string, string> = {};
-  for (const name of Object.keys(contract).sort()) out[name] = interpolate(contract[name] ?? '', ctx, `outputs.${name}.value`);
+  for (const name of Object.keys(contract).sort())
+    out[name] = interpolate(contract[name] ?? '', ctx, `outputs.${name}.value`);
   return out;
 }
 
@@ -316,14 +392,33 @@ export function buildCallWorkflowRun(req: CallRequest): CallPlan {
   const uses = req.jobSpec.uses ?? '';
   const spec = req.lookup(uses);
   if (!spec) return failure(`reusable workflow "${uses}" for job "${req.job}" does not exist`);
-  try { validateCallGraph(uses, req.lookup, req.callers ?? []); } catch (e) { return failure(`validate reusable workflow "${uses}" for job "${req.job}": ${messageOf(e)}`); }
+  try {
+    validateCallGraph(uses, req.lookup, req.callers ?? []);
+  } catch (e) {
+    return failure(`validate reusable workflow "${uses}" for job "${req.job}": ${messageOf(e)}`);
+  }
   let values: Record<string, string>;
-  try { values = resolveWith(req.job, req.jobSpec.with, req.ctx); } catch (e) { return failure(`resolve inputs for job "${req.job}": ${messageOf(e)}`); }
+  try {
+    values = resolveWith(req.job, req.jobSpec.with, req.ctx);
+  } catch (e) {
+    return failure(`resolve inputs for job "${req.job}": ${messageOf(e)}`);
+  }
   let jobs: JobsSpec;
-  try { ({ jobs } = materializeCall(spec, values)); } catch (e) { return failure(`materialize reusable workflow "${uses}" for job "${req.job}": ${messageOf(e)}`); }
+  try {
+    ({ jobs } = materializeCall(spec, values));
+  } catch (e) {
+    return failure(`materialize reusable workflow "${uses}" for job "${req.job}": ${messageOf(e)}`);
+  }
   let contract: Record<string, string>;
-  try { contract = outputContractAnnotations(spec.outputs); } catch (e) { return failure(`materialize output contract for reusable workflow "${uses}" and job "${req.job}": ${messageOf(e)}`); }
-  const labels: Record<string, string> = { [LABEL_WORKFLOWRUN_UID]: req.workflowRun.uid, [LABEL_WORKFLOW_JOB]: req.job };
+  try {
+    contract = outputContractAnnotations(spec.outputs);
+  } catch (e) {
+    return failure(`materialize output contract for reusable workflow "${uses}" and job "${req.job}": ${messageOf(e)}`);
+  }
+  const labels: Record<string, string> = {
+    [LABEL_WORKFLOWRUN_UID]: req.workflowRun.uid,
+    [LABEL_WORKFLOW_JOB]: req.job,
+  };
   if (req.combination !== undefined) labels[LABEL_WORKFLOW_MATRIX] = req.combination;
   return {
     kind: 'create',

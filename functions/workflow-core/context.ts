@@ -34,25 +34,44 @@ function outputsObject(outputs: Record<string, string> | undefined, final: boole
 }
 
 function combinationEntry(c: CombinationStatus): JsonValue {
-  return closedObject({ result: executionResult(c), outputs: outputsObject(c.outputs, executionResult(c) === 'success'), matrix: closedObject({ ...c.matrix }, 'matrix key') }, 'property');
+  return closedObject(
+    {
+      result: executionResult(c),
+      outputs: outputsObject(c.outputs, executionResult(c) === 'success'),
+      matrix: closedObject({ ...c.matrix }, 'matrix key'),
+    },
+    'property',
+  );
 }
 
 function jobEntry(status: JobStatus | undefined, withCombinations: boolean): JsonValue {
-  const entry: Record<string, JsonValue> = { result: executionResult(status), outputs: outputsObject(status?.outputs, executionResult(status) === 'success') };
+  const entry: Record<string, JsonValue> = {
+    result: executionResult(status),
+    outputs: outputsObject(status?.outputs, executionResult(status) === 'success'),
+  };
   if (withCombinations && status?.combinations) {
-    entry.combinations = closedObject(Object.fromEntries(status.combinations.map((c) => [c.id, combinationEntry(c)])), 'matrix combination');
+    entry.combinations = closedObject(
+      Object.fromEntries(status.combinations.map((c) => [c.id, combinationEntry(c)])),
+      'matrix combination',
+    );
   }
   return closedObject(entry, 'property');
 }
 
 /** `needs`: the direct dependencies of a job with their result and outputs. */
 export function needsContext(needs: readonly string[], statuses: Readonly<Record<string, JobStatus>>): JsonValue {
-  return closedObject(Object.fromEntries([...new Set(needs)].sort().map((n) => [n, jobEntry(statuses[n], true)])), 'job');
+  return closedObject(
+    Object.fromEntries([...new Set(needs)].sort().map((n) => [n, jobEntry(statuses[n], true)])),
+    'job',
+  );
 }
 
 /** `jobs` (kruntimes upstream): outputs and results of the listed jobs (normally all ancestors). */
 export function jobsContext(names: readonly string[], statuses: Readonly<Record<string, JobStatus>>): JsonValue {
-  return closedObject(Object.fromEntries([...new Set(names)].sort().map((n) => [n, jobEntry(statuses[n], false)])), 'job');
+  return closedObject(
+    Object.fromEntries([...new Set(names)].sort().map((n) => [n, jobEntry(statuses[n], false)])),
+    'job',
+  );
 }
 
 /** `steps`: the steps before `index` that reached a result (skipped steps have no outputs). */
@@ -61,7 +80,13 @@ export function stepsContext(steps: readonly StepStatus[] | undefined, index: nu
   for (const s of (steps ?? []).slice(0, Math.max(0, index))) {
     if (!s.conclusion && s.phase !== 'Succeeded' && s.phase !== 'Failed' && s.phase !== 'Skipped') continue;
     const conclusion = s.conclusion ?? stepPhaseResult(s.phase);
-    entries.push([s.name, closedObject({ outcome: s.outcome ?? conclusion, conclusion, outputs: outputsObject(s.outputs, s.phase === 'Succeeded') }, 'property')]);
+    entries.push([
+      s.name,
+      closedObject(
+        { outcome: s.outcome ?? conclusion, conclusion, outputs: outputsObject(s.outputs, s.phase === 'Succeeded') },
+        'property',
+      ),
+    ]);
   }
   return closedObject(Object.fromEntries(entries), 'step');
 }

@@ -15,7 +15,11 @@ import type { JobStatus, JobsSpec, Result } from './types.ts';
 export type DagErrorCode = 'unknown-job' | 'self-dependency' | 'cycle';
 
 export class DagError extends Error {
-  constructor(readonly code: DagErrorCode, message: string, readonly path: readonly string[]) {
+  constructor(
+    readonly code: DagErrorCode,
+    message: string,
+    readonly path: readonly string[],
+  ) {
     super(message);
     this.name = 'DagError';
   }
@@ -47,7 +51,8 @@ export function jobGraphProblem(jobs: Needs): DagError | undefined {
     stack.push(job);
     for (const dep of needsOf(jobs, job)) {
       if (dep === job) return new DagError('self-dependency', `job "${job}" needs itself`, [job, job]);
-      if (!Object.hasOwn(jobs, dep)) return new DagError('unknown-job', `job "${job}" needs unknown job "${dep}"`, [job, dep]);
+      if (!Object.hasOwn(jobs, dep))
+        return new DagError('unknown-job', `job "${job}" needs unknown job "${dep}"`, [job, dep]);
       const err = visit(dep);
       if (err) return err;
     }
@@ -153,14 +158,25 @@ export type JobVerdict =
  * under cancellation never start (upstream: cancellation is a hard stop, no new children);
  * otherwise evaluate `if:` (default success() over all ancestors) with the needs and jobs contexts.
  */
-export function decideJob(jobs: JobsSpec, job: string, statuses: Readonly<Record<string, JobStatus>>, cancelRequested: boolean): JobVerdict {
+export function decideJob(
+  jobs: JobsSpec,
+  job: string,
+  statuses: Readonly<Record<string, JobStatus>>,
+  cancelRequested: boolean,
+): JobVerdict {
   const needs = needsOf(jobs, job);
   if (needs.some((n) => jobResult(statuses[n]) === null)) return { kind: 'wait' };
   if (cancelRequested) return { kind: 'cancel' };
   const spec = jobs[job];
   const anc = ancestors(jobs, job);
-  const status = jobStatusFunctions(anc.map((a) => jobResult(statuses[a])), false);
-  const ctx = { contexts: contexts({ needs: needsContext(needs, statuses), jobs: jobsContext(anc, statuses) }), status };
+  const status = jobStatusFunctions(
+    anc.map((a) => jobResult(statuses[a])),
+    false,
+  );
+  const ctx = {
+    contexts: contexts({ needs: needsContext(needs, statuses), jobs: jobsContext(anc, statuses) }),
+    status,
+  };
   const field = `jobs.${job}.if`;
   try {
     if (evaluateCondition(spec?.if, ctx, field)) return { kind: 'ready' };
@@ -172,9 +188,17 @@ export function decideJob(jobs: JobsSpec, job: string, statuses: Readonly<Record
   const reliesOnSuccess = !spec?.if?.trim() || parseCondition(spec.if, field).implicitSuccess;
   if (notOk.length > 0 && reliesOnSuccess) {
     const detail = notOk.map((n) => `"${n}" (${jobResult(statuses[n]) ?? 'unknown'})`).join(', ');
-    return { kind: 'skip', reason: 'NeedsNotSuccessful', message: `skipped: job(s) it depends on did not succeed: ${detail}` };
+    return {
+      kind: 'skip',
+      reason: 'NeedsNotSuccessful',
+      message: `skipped: job(s) it depends on did not succeed: ${detail}`,
+    };
   }
-  return { kind: 'skip', reason: 'ConditionFalse', message: `skipped: if condition ${JSON.stringify(spec?.if ?? 'success()')} evaluated to false` };
+  return {
+    kind: 'skip',
+    reason: 'ConditionFalse',
+    message: `skipped: if condition ${JSON.stringify(spec?.if ?? 'success()')} evaluated to false`,
+  };
 }
 
 /**

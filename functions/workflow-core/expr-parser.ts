@@ -30,14 +30,22 @@ export type ExprNode =
 
 /** A syntax problem at `pos` (offset in the expression text); expressions.ts wraps it. */
 export class SyntaxProblem extends Error {
-  constructor(readonly detail: string, readonly pos: number) {
+  constructor(
+    readonly detail: string,
+    readonly pos: number,
+  ) {
     super(detail);
     this.name = 'SyntaxProblem';
   }
 }
 
 type TokenKind = 'punct' | 'string' | 'number' | 'ident' | 'name' | 'eof';
-interface Token { kind: TokenKind; text: string; value?: string | number; pos: number }
+interface Token {
+  kind: TokenKind;
+  text: string;
+  value?: string | number;
+  pos: number;
+}
 
 const PUNCT = ['==', '!=', '<=', '>=', '&&', '||', '(', ')', '[', ']', '.', ',', '!', '<', '>'];
 const IDENT_START = /[A-Za-z_]/;
@@ -69,7 +77,8 @@ function lexNumber(src: string, start: number): Token {
   const m = NUMBER.exec(src);
   const text = m?.[0] ?? '';
   const next = src[start + text.length] ?? '';
-  if (!m || text === '-' || NUMBER_TAIL.test(next)) throw new SyntaxProblem(`invalid number literal "${src.slice(start).split(/[\s),\]]/)[0] ?? ''}"`, start);
+  if (!m || text === '-' || NUMBER_TAIL.test(next))
+    throw new SyntaxProblem(`invalid number literal "${src.slice(start).split(/[\s),\]]/)[0] ?? ''}"`, start);
   const neg = text.startsWith('-');
   const body = neg ? text.slice(1) : text;
   const magnitude = /^0[xX]/.test(body) ? parseInt(body.slice(2), 16) : Number(body);
@@ -89,7 +98,12 @@ function lexPunct(src: string, i: number): Token {
   const c = src[i] ?? '';
   const p = PUNCT.find((x) => src.startsWith(x, i));
   if (p) return { kind: 'punct', text: p, pos: i };
-  const hints: Record<string, string> = { '=': " (did you mean '=='?)", '&': " (did you mean '&&'?)", '|': " (did you mean '||'?)", '"': ' (strings use single quotes)' };
+  const hints: Record<string, string> = {
+    '=': " (did you mean '=='?)",
+    '&': " (did you mean '&&'?)",
+    '|': " (did you mean '||'?)",
+    '"': ' (strings use single quotes)',
+  };
   throw new SyntaxProblem(`unexpected character '${c}'${hints[c] ?? ''}`, i);
 }
 
@@ -99,7 +113,10 @@ export function tokenize(src: string): Token[] {
   let i = 0;
   while (i < src.length) {
     const c = src[i] ?? '';
-    if (/\s/.test(c)) { i++; continue; }
+    if (/\s/.test(c)) {
+      i++;
+      continue;
+    }
     const prev = out[out.length - 1];
     let tok: Token;
     if (prev?.kind === 'punct' && prev.text === '.') tok = lexName(src, i);
@@ -124,12 +141,22 @@ class Parser {
   private depth = 0;
   constructor(private readonly toks: Token[]) {}
 
-  private peek(): Token { return this.toks[this.i] ?? { kind: 'eof', text: '', pos: 0 }; }
-  private next(): Token { const t = this.peek(); this.i++; return t; }
-  private isPunct(text: string): boolean { const t = this.peek(); return t.kind === 'punct' && t.text === text; }
+  private peek(): Token {
+    return this.toks[this.i] ?? { kind: 'eof', text: '', pos: 0 };
+  }
+  private next(): Token {
+    const t = this.peek();
+    this.i++;
+    return t;
+  }
+  private isPunct(text: string): boolean {
+    const t = this.peek();
+    return t.kind === 'punct' && t.text === text;
+  }
   private expect(text: string, what: string): Token {
     const t = this.peek();
-    if (t.kind !== 'punct' || t.text !== text) throw new SyntaxProblem(`expected '${text}' ${what}, found ${describe(t)}`, t.pos);
+    if (t.kind !== 'punct' || t.text !== text)
+      throw new SyntaxProblem(`expected '${text}' ${what}, found ${describe(t)}`, t.pos);
     return this.next();
   }
 
@@ -164,8 +191,13 @@ class Parser {
   }
 
   private nested(fn: () => ExprNode): ExprNode {
-    if (++this.depth > MAX_DEPTH) throw new SyntaxProblem(`expression nesting exceeds ${MAX_DEPTH} levels`, this.peek().pos);
-    try { return fn(); } finally { this.depth--; }
+    if (++this.depth > MAX_DEPTH)
+      throw new SyntaxProblem(`expression nesting exceeds ${MAX_DEPTH} levels`, this.peek().pos);
+    try {
+      return fn();
+    } finally {
+      this.depth--;
+    }
   }
 
   private postfix(): ExprNode {
@@ -256,13 +288,20 @@ export function printLiteral(value: null | boolean | number | string): string {
 /** Canonical text of an AST; parseExpression(printExpression(n)) equals n up to positions. */
 export function printExpression(n: ExprNode): string {
   switch (n.kind) {
-    case 'literal': return printLiteral(n.value);
-    case 'context': return n.name;
-    case 'property': return `${postfixObject(n.object)}.${n.name}`;
-    case 'index': return `${postfixObject(n.object)}[${printExpression(n.index)}]`;
-    case 'not': return `!${wrap(n.operand, UNARY_PREC)}`;
-    case 'call': return `${n.name}(${n.args.map(printExpression).join(', ')})`;
-    case 'binary': return `${wrap(n.left, PREC[n.op])} ${n.op} ${wrap(n.right, PREC[n.op] + 1)}`;
+    case 'literal':
+      return printLiteral(n.value);
+    case 'context':
+      return n.name;
+    case 'property':
+      return `${postfixObject(n.object)}.${n.name}`;
+    case 'index':
+      return `${postfixObject(n.object)}[${printExpression(n.index)}]`;
+    case 'not':
+      return `!${wrap(n.operand, UNARY_PREC)}`;
+    case 'call':
+      return `${n.name}(${n.args.map(printExpression).join(', ')})`;
+    case 'binary':
+      return `${wrap(n.left, PREC[n.op])} ${n.op} ${wrap(n.right, PREC[n.op] + 1)}`;
   }
 }
 

@@ -120,15 +120,27 @@ export function formatString(fmt: string, args: string[]): string {
   let i = 0;
   while (i < fmt.length) {
     const c = fmt[i] ?? '';
-    if ((c === '{' || c === '}') && fmt[i + 1] === c) { out += c; i += 2; continue; }
+    if ((c === '{' || c === '}') && fmt[i + 1] === c) {
+      out += c;
+      i += 2;
+      continue;
+    }
     if (c === '}') throw new FormatProblem(`unmatched '}' at index ${i} of the format string`);
-    if (c !== '{') { out += c; i++; continue; }
+    if (c !== '{') {
+      out += c;
+      i++;
+      continue;
+    }
     const close = fmt.indexOf('}', i);
     const body = close < 0 ? '' : fmt.slice(i + 1, close);
-    if (close < 0 || !/^\d+$/.test(body)) throw new FormatProblem(`invalid placeholder at index ${i} of the format string (expected {N})`);
+    if (close < 0 || !/^\d+$/.test(body))
+      throw new FormatProblem(`invalid placeholder at index ${i} of the format string (expected {N})`);
     const n = Number(body);
     const arg = args[n];
-    if (arg === undefined) throw new FormatProblem(`the format string references argument {${n}} but only ${args.length} argument(s) were supplied`);
+    if (arg === undefined)
+      throw new FormatProblem(
+        `the format string references argument {${n}} but only ${args.length} argument(s) were supplied`,
+      );
     out += arg;
     i = close + 1;
   }

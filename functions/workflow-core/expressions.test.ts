@@ -1,20 +1,51 @@
 import assert from 'node:assert/strict';
 import {
-  checkCondition, checkTemplate, closedObject, collectReferences, evaluateCondition, evaluateExpression, evaluateTemplate,
-  ExpressionError, interpolate, parseCondition, parseExpression, parseTemplate, printExpression, type ExpressionContext,
+  checkCondition,
+  checkTemplate,
+  closedObject,
+  collectReferences,
+  evaluateCondition,
+  evaluateExpression,
+  evaluateTemplate,
+  ExpressionError,
+  interpolate,
+  parseCondition,
+  parseExpression,
+  parseTemplate,
+  printExpression,
+  type ExpressionContext,
 } from './expressions.ts';
 import type { JsonValue } from './types.ts';
 
 const ctx: ExpressionContext = {
   contexts: {
     inputs: closedObject({ name: 'World', count: '3', empty: '' }, 'input'),
-    steps: closedObject({
-      build: closedObject({ outcome: 'success', conclusion: 'success', outputs: closedObject({ version: '1.2.3', flag: 'true' }, 'output') }, 'property'),
-      'build.linux': closedObject({ outcome: 'failure', conclusion: 'success', outputs: closedObject({}, 'output') }, 'property'),
-    }, 'step'),
-    needs: closedObject({
-      setup: closedObject({ result: 'success', outputs: closedObject({ list: '["a","b"]', obj: '{"k":{"n":1}}' }, 'output') }, 'property'),
-    }, 'job'),
+    steps: closedObject(
+      {
+        build: closedObject(
+          {
+            outcome: 'success',
+            conclusion: 'success',
+            outputs: closedObject({ version: '1.2.3', flag: 'true' }, 'output'),
+          },
+          'property',
+        ),
+        'build.linux': closedObject(
+          { outcome: 'failure', conclusion: 'success', outputs: closedObject({}, 'output') },
+          'property',
+        ),
+      },
+      'step',
+    ),
+    needs: closedObject(
+      {
+        setup: closedObject(
+          { result: 'success', outputs: closedObject({ list: '["a","b"]', obj: '{"k":{"n":1}}' }, 'output') },
+          'property',
+        ),
+      },
+      'job',
+    ),
     matrix: closedObject({ os: 'linux', node: 18, experimental: false }, 'matrix key'),
     env: closedObject({ HOME: '/root' }, 'environment variable'),
   },
@@ -24,7 +55,11 @@ const ev = (src: string, c: ExpressionContext = ctx): JsonValue => evaluateExpre
 
 function throwsExpr(fn: () => unknown, code: string, detail?: RegExp): ExpressionError {
   let caught: unknown;
-  try { fn(); } catch (e) { caught = e; }
+  try {
+    fn();
+  } catch (e) {
+    caught = e;
+  }
   assert.ok(caught instanceof ExpressionError, `expected ExpressionError, got ${String(caught)}`);
   assert.equal(caught.code, code, caught.message);
   if (detail) assert.match(caught.message, detail);
@@ -55,13 +90,14 @@ describe('workflow-core expressions: literals and operators', () => {
   });
 
   it('short-circuits: the unevaluated side may be erroneous', () => {
-    assert.equal(ev('false && fromJSON(\'nope\')'), false);
-    assert.equal(ev('true || fromJSON(\'nope\')'), true);
+    assert.equal(ev("false && fromJSON('nope')"), false);
+    assert.equal(ev("true || fromJSON('nope')"), true);
   });
 
   it('implements falsy values: false, 0, -0, NaN, empty string, null', () => {
     for (const f of ['false', '0', '-0', "''", 'null', "fromJSON('0')"]) assert.equal(ev(`!${f}`), true, f);
-    for (const t of ["'0'", "'false'", '1', "fromJSON('[]')", "fromJSON('{}')", "' '"]) assert.equal(ev(`!${t}`), false, t);
+    for (const t of ["'0'", "'false'", '1', "fromJSON('[]')", "fromJSON('{}')", "' '"])
+      assert.equal(ev(`!${t}`), false, t);
   });
 
   it('uses loose equality with number coercion and case-insensitive strings', () => {
@@ -71,7 +107,7 @@ describe('workflow-core expressions: literals and operators', () => {
     assert.equal(ev("'0x10' == 16"), true);
     assert.equal(ev("' 12 ' == 12"), true);
     assert.equal(ev("null == ''"), true);
-    assert.equal(ev("null == 0"), true);
+    assert.equal(ev('null == 0'), true);
     assert.equal(ev('null == false'), true);
     assert.equal(ev("'' == false"), true);
     assert.equal(ev("'true' == true"), false);
@@ -123,31 +159,47 @@ describe('workflow-core expressions: contexts and properties', () => {
   });
 
   it('rejects unknown keys of closed context objects, naming what exists', () => {
-    throwsExpr(() => ev('steps.bild.outputs.version'), 'unknown-property', /steps has no step "bild" \(available: build, build\.linux\)/);
-    throwsExpr(() => ev('steps.build.outputs.missing'), 'unknown-property', /steps\.build\.outputs has no output "missing" \(available: flag, version\)/);
+    throwsExpr(
+      () => ev('steps.bild.outputs.version'),
+      'unknown-property',
+      /steps has no step "bild" \(available: build, build\.linux\)/,
+    );
+    throwsExpr(
+      () => ev('steps.build.outputs.missing'),
+      'unknown-property',
+      /steps\.build\.outputs has no output "missing" \(available: flag, version\)/,
+    );
     throwsExpr(() => ev('needs.deploy.result'), 'unknown-property', /needs has no job "deploy"/);
     throwsExpr(() => ev('matrix.arch'), 'unknown-property', /matrix has no matrix key "arch"/);
     throwsExpr(() => ev("steps['build.linux'].outputs.x"), 'unknown-property', /none available/);
   });
 
   it('returns null for missing keys of open objects (fromJSON) and for access on null', () => {
-    assert.equal(ev("fromJSON(needs.setup.outputs.obj).k.n"), 1);
-    assert.equal(ev("fromJSON(needs.setup.outputs.obj).missing"), null);
-    assert.equal(ev("fromJSON(needs.setup.outputs.obj).missing.deeper"), null);
-    assert.equal(ev("fromJSON(needs.setup.outputs.list)[1]"), 'b');
-    assert.equal(ev("fromJSON(needs.setup.outputs.list)[5]"), null);
-    assert.equal(ev("fromJSON(needs.setup.outputs.list)[0.5]"), null);
+    assert.equal(ev('fromJSON(needs.setup.outputs.obj).k.n'), 1);
+    assert.equal(ev('fromJSON(needs.setup.outputs.obj).missing'), null);
+    assert.equal(ev('fromJSON(needs.setup.outputs.obj).missing.deeper'), null);
+    assert.equal(ev('fromJSON(needs.setup.outputs.list)[1]'), 'b');
+    assert.equal(ev('fromJSON(needs.setup.outputs.list)[5]'), null);
+    assert.equal(ev('fromJSON(needs.setup.outputs.list)[0.5]'), null);
     assert.equal(ev("fromJSON(needs.setup.outputs.obj)['k']['n']"), 1);
   });
 
   it('rejects property reads of strings/numbers and string indexes of arrays', () => {
-    throwsExpr(() => ev('steps.build.outputs.version.major'), 'type', /cannot read property "major" of string value steps\.build\.outputs\.version/);
+    throwsExpr(
+      () => ev('steps.build.outputs.version.major'),
+      'type',
+      /cannot read property "major" of string value steps\.build\.outputs\.version/,
+    );
     throwsExpr(() => ev("fromJSON(needs.setup.outputs.list)['0']"), 'type', /can only be indexed by a number/);
     throwsExpr(() => ev("matrix[fromJSON('{}')]"), 'type', /property name/);
   });
 
   it('rejects unknown and unavailable contexts', () => {
-    throwsExpr(() => ev('github.sha'), 'unknown-context', /unknown context "github" \(available here: env, inputs, matrix, needs, steps\)/);
+    throwsExpr(
+      () => ev('github.sha'),
+      'unknown-context',
+      /unknown context "github" \(available here: env, inputs, matrix, needs, steps\)/,
+    );
     throwsExpr(() => ev('jobs.build.outputs.x'), 'unavailable-context', /context "jobs" is not available here/);
     throwsExpr(() => evaluateExpression('steps.x', { contexts: {} }, 'f'), 'unavailable-context', /available: none/);
   });
@@ -176,12 +228,12 @@ describe('workflow-core expressions: functions', () => {
   });
 
   it('join, toJSON and fromJSON', () => {
-    assert.equal(ev("join(fromJSON('[\"a\",1,true,null]'))"), 'a,1,true,');
-    assert.equal(ev("join(fromJSON('[\"a\",\"b\"]'), ' | ')"), 'a | b');
+    assert.equal(ev('join(fromJSON(\'["a",1,true,null]\'))'), 'a,1,true,');
+    assert.equal(ev('join(fromJSON(\'["a","b"]\'), \' | \')'), 'a | b');
     assert.equal(ev("join('solo', '-')"), 'solo');
     assert.equal(ev('toJSON(matrix)'), '{\n  "os": "linux",\n  "node": 18,\n  "experimental": false\n}');
     assert.equal(ev("toJSON('x')"), '"x"');
-    assert.deepEqual(ev("fromJSON('{\"a\":[1,2]}')"), { a: [1, 2] });
+    assert.deepEqual(ev('fromJSON(\'{"a":[1,2]}\')'), { a: [1, 2] });
     assert.equal(ev("fromJSON('true')"), true);
     throwsExpr(() => ev("fromJSON('{bad')"), 'json', /fromJSON\(\): invalid JSON "\{bad"/);
     throwsExpr(() => ev("join(fromJSON('[[1]]'))"), 'type', /element 0 of the array passed to join\(\) is an array/);
@@ -202,13 +254,20 @@ describe('workflow-core expressions: functions', () => {
 
   it('allows status functions only in conditions', () => {
     throwsExpr(() => ev('success()'), 'status-function', /success\(\) is only available in if: conditions/);
-    throwsExpr(() => interpolate('${{ always() }}', ctx, 'jobs.a.steps[0].run'), 'status-function', /jobs\.a\.steps\[0\]\.run/);
+    throwsExpr(
+      () => interpolate('${{ always() }}', ctx, 'jobs.a.steps[0].run'),
+      'status-function',
+      /jobs\.a\.steps\[0\]\.run/,
+    );
   });
 });
 
 describe('workflow-core expressions: templates', () => {
   it('interpolates several expressions and keeps literal text', () => {
-    assert.equal(interpolate('v=${{ steps.build.outputs.version }} on ${{matrix.os}}/${{ matrix.node }}!', ctx, 'f'), 'v=1.2.3 on linux/18!');
+    assert.equal(
+      interpolate('v=${{ steps.build.outputs.version }} on ${{matrix.os}}/${{ matrix.node }}!', ctx, 'f'),
+      'v=1.2.3 on linux/18!',
+    );
     assert.equal(interpolate('no expressions', ctx, 'f'), 'no expressions');
     assert.equal(interpolate('${{ null }}|${{ true }}|${{ 1.50 }}', ctx, 'f'), '|true|1.5');
     assert.equal(interpolate("${{ format('}}{0}', 'x') }}", ctx, 'f'), '}x');
@@ -216,7 +275,7 @@ describe('workflow-core expressions: templates', () => {
 
   it('rejects objects and arrays in string interpolation', () => {
     throwsExpr(() => interpolate('${{ fromJSON(needs.setup.outputs.list) }}', ctx, 'f'), 'type', /use toJSON\(\)/);
-    assert.equal(interpolate('${{ toJSON(fromJSON(\'[1]\')) }}', ctx, 'f'), '[\n  1\n]');
+    assert.equal(interpolate("${{ toJSON(fromJSON('[1]')) }}", ctx, 'f'), '[\n  1\n]');
   });
 
   it('returns typed values for a field that is exactly one expression', () => {
@@ -226,12 +285,18 @@ describe('workflow-core expressions: templates', () => {
   });
 
   it('reports syntax errors with the field, expression and position', () => {
-    const e = throwsExpr(() => interpolate('echo ${{ steps.build.outputs.version = 1 }}', ctx, 'jobs.build.steps[1].run'), 'syntax');
+    const e = throwsExpr(
+      () => interpolate('echo ${{ steps.build.outputs.version = 1 }}', ctx, 'jobs.build.steps[1].run'),
+      'syntax',
+    );
     assert.equal(e.field, 'jobs.build.steps[1].run');
     assert.equal(e.expression, 'steps.build.outputs.version = 1');
     assert.equal(e.position, 28);
     assert.equal(e.offset, 9 + 28);
-    assert.equal(e.message, "jobs.build.steps[1].run: unexpected character '=' (did you mean '=='?) (in \"steps.build.outputs.version = 1\" at column 29)");
+    assert.equal(
+      e.message,
+      "jobs.build.steps[1].run: unexpected character '=' (did you mean '=='?) (in \"steps.build.outputs.version = 1\" at column 29)",
+    );
   });
 
   it('reports many kinds of syntax errors', () => {
@@ -266,7 +331,8 @@ describe('workflow-core expressions: conditions', () => {
   const ok = { success: true, failure: false, cancelled: false };
   const failed = { success: false, failure: true, cancelled: false };
   const cancelled = { success: false, failure: false, cancelled: true };
-  const cond = (text: string | undefined, status = ok): boolean => evaluateCondition(text, { ...ctx, status }, 'jobs.a.if');
+  const cond = (text: string | undefined, status = ok): boolean =>
+    evaluateCondition(text, { ...ctx, status }, 'jobs.a.if');
 
   it('defaults to success()', () => {
     assert.equal(cond(undefined), true);
@@ -300,25 +366,37 @@ describe('workflow-core expressions: conditions', () => {
   });
 
   it('uses truthiness of non-boolean results', () => {
-    assert.equal(cond("inputs.empty"), false);
-    assert.equal(cond("inputs.name"), true);
+    assert.equal(cond('inputs.empty'), false);
+    assert.equal(cond('inputs.name'), true);
   });
 });
 
 describe('workflow-core expressions: static checks and references', () => {
   it('checkTemplate validates contexts and functions without evaluating', () => {
-    assert.equal(checkTemplate('${{ needs.a.outputs.x }} ${{ inputs.y }}', 'f', { contexts: ['needs', 'inputs'] }).length, 2);
+    assert.equal(
+      checkTemplate('${{ needs.a.outputs.x }} ${{ inputs.y }}', 'f', { contexts: ['needs', 'inputs'] }).length,
+      2,
+    );
     throwsExpr(() => checkTemplate('${{ steps.a.outputs.x }}', 'f', { contexts: ['needs'] }), 'unavailable-context');
     throwsExpr(() => checkTemplate('${{ foo }}', 'f', { contexts: ['needs'] }), 'unknown-context');
     throwsExpr(() => checkTemplate('${{ nope() }}', 'f', { contexts: [] }), 'unknown-function');
     throwsExpr(() => checkTemplate('${{ success() }}', 'f', { contexts: [] }), 'status-function');
-    assert.equal(checkCondition('failure() || needs.a.result == \'skipped\'', 'f', ['needs']).implicitSuccess, false);
+    assert.equal(checkCondition("failure() || needs.a.result == 'skipped'", 'f', ['needs']).implicitSuccess, false);
   });
 
   it('collects literal reference paths', () => {
-    const refs = collectReferences(parseExpression("needs.build.outputs['v'] == steps[matrix.os].outputs.x && contains(jobs.a.outputs.y, inputs.z)"));
-    assert.deepEqual(refs.map((r) => [r.context, r.path]), [
-      ['needs', ['build', 'outputs', 'v']], ['matrix', ['os']], ['steps', []], ['jobs', ['a', 'outputs', 'y']], ['inputs', ['z']],
-    ]);
+    const refs = collectReferences(
+      parseExpression("needs.build.outputs['v'] == steps[matrix.os].outputs.x && contains(jobs.a.outputs.y, inputs.z)"),
+    );
+    assert.deepEqual(
+      refs.map((r) => [r.context, r.path]),
+      [
+        ['needs', ['build', 'outputs', 'v']],
+        ['matrix', ['os']],
+        ['steps', []],
+        ['jobs', ['a', 'outputs', 'y']],
+        ['inputs', ['z']],
+      ],
+    );
   });
 });

@@ -14,7 +14,14 @@
  */
 import { parseExpression, printExpression, SyntaxProblem, type ExprNode } from './expr-parser.ts';
 import {
-  applyComparison, FormatProblem, formatString, kindOf, looseEquals, toJsonText, toStringValue, truthy,
+  applyComparison,
+  FormatProblem,
+  formatString,
+  kindOf,
+  looseEquals,
+  toJsonText,
+  toStringValue,
+  truthy,
 } from './expr-values.ts';
 import type { JsonValue } from './types.ts';
 
@@ -25,7 +32,11 @@ export const CONTEXT_NAMES = ['env', 'inputs', 'jobs', 'matrix', 'needs', 'steps
 export type ContextName = (typeof CONTEXT_NAMES)[number];
 
 /** Values of the status functions in an `if:` condition (see dag.ts / status.ts). */
-export interface StatusFunctions { success: boolean; failure: boolean; cancelled: boolean }
+export interface StatusFunctions {
+  success: boolean;
+  failure: boolean;
+  cancelled: boolean;
+}
 
 export interface ExpressionContext {
   /** The contexts available in this field; any other known context is "not available here". */
@@ -35,8 +46,16 @@ export interface ExpressionContext {
 }
 
 export type ExpressionErrorCode =
-  | 'syntax' | 'unknown-context' | 'unavailable-context' | 'unknown-function' | 'arity'
-  | 'unknown-property' | 'type' | 'status-function' | 'format' | 'json';
+  | 'syntax'
+  | 'unknown-context'
+  | 'unavailable-context'
+  | 'unknown-function'
+  | 'arity'
+  | 'unknown-property'
+  | 'type'
+  | 'status-function'
+  | 'format'
+  | 'json';
 
 export interface ExpressionErrorInit {
   code: ExpressionErrorCode;
@@ -63,7 +82,14 @@ export class ExpressionError extends Error {
   constructor(init: ExpressionErrorInit) {
     super(`${init.field}: ${init.detail} (in "${init.expression}" at column ${init.position + 1})`);
     this.name = 'ExpressionError';
-    ({ code: this.code, detail: this.detail, expression: this.expression, field: this.field, position: this.position, offset: this.offset } = init);
+    ({
+      code: this.code,
+      detail: this.detail,
+      expression: this.expression,
+      field: this.field,
+      position: this.position,
+      offset: this.offset,
+    } = init);
   }
 }
 
@@ -89,14 +115,25 @@ export function isClosedObject(v: JsonValue): boolean {
 // ---------------------------------------------------------------------------------------
 // Functions
 
-interface Fn { name: string; min: number; max: number; status?: boolean }
+interface Fn {
+  name: string;
+  min: number;
+  max: number;
+  status?: boolean;
+}
 
 const FUNCTIONS: Fn[] = [
-  { name: 'contains', min: 2, max: 2 }, { name: 'startsWith', min: 2, max: 2 }, { name: 'endsWith', min: 2, max: 2 },
-  { name: 'format', min: 1, max: Infinity }, { name: 'join', min: 1, max: 2 }, { name: 'toJSON', min: 1, max: 1 },
+  { name: 'contains', min: 2, max: 2 },
+  { name: 'startsWith', min: 2, max: 2 },
+  { name: 'endsWith', min: 2, max: 2 },
+  { name: 'format', min: 1, max: Infinity },
+  { name: 'join', min: 1, max: 2 },
+  { name: 'toJSON', min: 1, max: 1 },
   { name: 'fromJSON', min: 1, max: 1 },
-  { name: 'success', min: 0, max: 0, status: true }, { name: 'failure', min: 0, max: 0, status: true },
-  { name: 'always', min: 0, max: 0, status: true }, { name: 'cancelled', min: 0, max: 0, status: true },
+  { name: 'success', min: 0, max: 0, status: true },
+  { name: 'failure', min: 0, max: 0, status: true },
+  { name: 'always', min: 0, max: 0, status: true },
+  { name: 'cancelled', min: 0, max: 0, status: true },
 ];
 const FN_BY_LOWER = new Map(FUNCTIONS.map((f) => [f.name.toLowerCase(), f]));
 export const FUNCTION_NAMES: readonly string[] = FUNCTIONS.map((f) => f.name);
@@ -118,40 +155,73 @@ export interface CheckOptions {
 }
 
 /** A read of a context through literal keys, e.g. needs.build.outputs.version. */
-export interface Reference { context: string; path: string[]; pos: number }
-
-interface Where { source: string; field: string; offset: number }
-
-function errorAt(code: ExpressionErrorCode, detail: string, w: Where, pos: number): ExpressionError {
-  return new ExpressionError({ code, detail, expression: w.source, field: w.field, position: pos, offset: w.offset + pos });
+export interface Reference {
+  context: string;
+  path: string[];
+  pos: number;
 }
 
-function contextProblem(name: string, available: readonly string[]): { code: ExpressionErrorCode; detail: string } | undefined {
+interface Where {
+  source: string;
+  field: string;
+  offset: number;
+}
+
+function errorAt(code: ExpressionErrorCode, detail: string, w: Where, pos: number): ExpressionError {
+  return new ExpressionError({
+    code,
+    detail,
+    expression: w.source,
+    field: w.field,
+    position: pos,
+    offset: w.offset + pos,
+  });
+}
+
+function contextProblem(
+  name: string,
+  available: readonly string[],
+): { code: ExpressionErrorCode; detail: string } | undefined {
   const lower = name.toLowerCase();
   if (available.some((c) => c === lower)) return undefined;
   const list = available.length ? available.join(', ') : 'none';
-  if ((CONTEXT_NAMES as readonly string[]).includes(lower)) return { code: 'unavailable-context', detail: `context "${lower}" is not available here (available: ${list})` };
+  if ((CONTEXT_NAMES as readonly string[]).includes(lower))
+    return { code: 'unavailable-context', detail: `context "${lower}" is not available here (available: ${list})` };
   return { code: 'unknown-context', detail: `unknown context "${name}" (available here: ${list})` };
 }
 
-function functionProblem(node: Extract<ExprNode, { kind: 'call' }>, statusAllowed: boolean): { code: ExpressionErrorCode; detail: string } | undefined {
+function functionProblem(
+  node: Extract<ExprNode, { kind: 'call' }>,
+  statusAllowed: boolean,
+): { code: ExpressionErrorCode; detail: string } | undefined {
   const f = FN_BY_LOWER.get(node.name.toLowerCase());
-  if (!f) return { code: 'unknown-function', detail: `unknown function "${node.name}" (supported: ${FUNCTION_NAMES.join(', ')})` };
+  if (!f)
+    return {
+      code: 'unknown-function',
+      detail: `unknown function "${node.name}" (supported: ${FUNCTION_NAMES.join(', ')})`,
+    };
   if (node.args.length < f.min || node.args.length > f.max) {
     return { code: 'arity', detail: `${f.name}() takes ${arityText(f)} argument(s), got ${node.args.length}` };
   }
-  if (f.status && !statusAllowed) return { code: 'status-function', detail: `${f.name}() is only available in if: conditions` };
+  if (f.status && !statusAllowed)
+    return { code: 'status-function', detail: `${f.name}() is only available in if: conditions` };
   return undefined;
 }
 
 function children(n: ExprNode): ExprNode[] {
   switch (n.kind) {
-    case 'property': return [n.object];
-    case 'index': return [n.object, n.index];
-    case 'not': return [n.operand];
-    case 'binary': return [n.left, n.right];
-    case 'call': return n.args;
-    default: return [];
+    case 'property':
+      return [n.object];
+    case 'index':
+      return [n.object, n.index];
+    case 'not':
+      return [n.operand];
+    case 'binary':
+      return [n.left, n.right];
+    case 'call':
+      return n.args;
+    default:
+      return [];
   }
 }
 
@@ -167,7 +237,7 @@ function checkNode(n: ExprNode, opts: CheckOptions, w: Where): void {
   for (const c of children(n)) checkNode(c, opts, w);
 }
 
-function chainOf(n: ExprNode, out: Reference[]): Reference & { open: boolean } | undefined {
+function chainOf(n: ExprNode, out: Reference[]): (Reference & { open: boolean }) | undefined {
   if (n.kind === 'context') return { context: n.name.toLowerCase(), path: [], pos: n.pos, open: true };
   if (n.kind === 'property') {
     const c = chainOf(n.object, out);
@@ -178,7 +248,8 @@ function chainOf(n: ExprNode, out: Reference[]): Reference & { open: boolean } |
     const c = chainOf(n.object, out);
     collectInto(n.index, out);
     if (c?.open) {
-      if (n.index.kind === 'literal' && (typeof n.index.value === 'string' || typeof n.index.value === 'number')) c.path.push(String(n.index.value));
+      if (n.index.kind === 'literal' && (typeof n.index.value === 'string' || typeof n.index.value === 'number'))
+        c.path.push(String(n.index.value));
       else c.open = false;
     }
     return c;
@@ -213,7 +284,10 @@ export function usesStatusFunction(ast: ExprNode): boolean {
 // Evaluation
 
 class Evaluator {
-  constructor(private readonly ctx: ExpressionContext, private readonly w: Where) {}
+  constructor(
+    private readonly ctx: ExpressionContext,
+    private readonly w: Where,
+  ) {}
 
   fail(code: ExpressionErrorCode, detail: string, pos: number): ExpressionError {
     return errorAt(code, detail, this.w, pos);
@@ -221,13 +295,20 @@ class Evaluator {
 
   eval(n: ExprNode): JsonValue {
     switch (n.kind) {
-      case 'literal': return n.value;
-      case 'context': return this.context(n.name, n.pos);
-      case 'property': return this.access(n.object, this.eval(n.object), n.name, n.pos);
-      case 'index': return this.access(n.object, this.eval(n.object), this.eval(n.index), n.pos);
-      case 'not': return !truthy(this.eval(n.operand));
-      case 'call': return this.call(n);
-      case 'binary': return this.binary(n);
+      case 'literal':
+        return n.value;
+      case 'context':
+        return this.context(n.name, n.pos);
+      case 'property':
+        return this.access(n.object, this.eval(n.object), n.name, n.pos);
+      case 'index':
+        return this.access(n.object, this.eval(n.object), this.eval(n.index), n.pos);
+      case 'not':
+        return !truthy(this.eval(n.operand));
+      case 'call':
+        return this.call(n);
+      case 'binary':
+        return this.binary(n);
     }
   }
 
@@ -252,7 +333,11 @@ class Evaluator {
     if (obj === null) return null;
     if (Array.isArray(obj)) return this.arrayAccess(objNode, obj, key, pos);
     if (typeof obj !== 'object') {
-      throw this.fail('type', `cannot read property ${JSON.stringify(key)} of ${kindOf(obj)} value ${printExpression(objNode)}`, pos);
+      throw this.fail(
+        'type',
+        `cannot read property ${JSON.stringify(key)} of ${kindOf(obj)} value ${printExpression(objNode)}`,
+        pos,
+      );
     }
     const k = toStringValue(key);
     if (k === undefined) throw this.fail('type', `cannot use an ${kindOf(key)} as a property name`, pos);
@@ -261,7 +346,11 @@ class Evaluator {
 
   private arrayAccess(objNode: ExprNode, arr: JsonValue[], key: JsonValue, pos: number): JsonValue {
     if (typeof key !== 'number') {
-      throw this.fail('type', `array ${printExpression(objNode)} can only be indexed by a number, not by ${kindOf(key)} ${JSON.stringify(key)}`, pos);
+      throw this.fail(
+        'type',
+        `array ${printExpression(objNode)} can only be indexed by a number, not by ${kindOf(key)} ${JSON.stringify(key)}`,
+        pos,
+      );
     }
     return Number.isInteger(key) && key >= 0 && key < arr.length ? (arr[key] ?? null) : null;
   }
@@ -272,17 +361,25 @@ class Evaluator {
     const matches = Object.keys(obj).filter((k) => k.toLowerCase() === lower);
     if (matches.length === 1) return obj[matches[0] ?? ''] ?? null;
     const path = printExpression(objNode);
-    if (matches.length > 1) throw this.fail('unknown-property', `${path} has several keys matching "${key}" case-insensitively (${matches.sort().join(', ')})`, pos);
+    if (matches.length > 1)
+      throw this.fail(
+        'unknown-property',
+        `${path} has several keys matching "${key}" case-insensitively (${matches.sort().join(', ')})`,
+        pos,
+      );
     const noun = CLOSED.get(obj);
     if (noun === undefined) return null;
     const keys = Object.keys(obj).sort();
-    const available = keys.length ? `available: ${keys.slice(0, 20).join(', ')}${keys.length > 20 ? ', ...' : ''}` : 'none available';
+    const available = keys.length
+      ? `available: ${keys.slice(0, 20).join(', ')}${keys.length > 20 ? ', ...' : ''}`
+      : 'none available';
     throw this.fail('unknown-property', `${path} has no ${noun} "${key}" (${available})`, pos);
   }
 
   private str(v: JsonValue, what: string, pos: number): string {
     const s = toStringValue(v);
-    if (s === undefined) throw this.fail('type', `${what} is an ${kindOf(v)}, which has no string form; use toJSON()`, pos);
+    if (s === undefined)
+      throw this.fail('type', `${what} is an ${kindOf(v)}, which has no string form; use toJSON()`, pos);
     return s;
   }
 
@@ -304,13 +401,24 @@ class Evaluator {
   private library(name: string, args: JsonValue[], pos: number): JsonValue {
     const [a = null, b = null] = args;
     switch (name) {
-      case 'contains': return this.contains(a, b, pos);
-      case 'startsWith': return this.str(a, 'the first argument of startsWith()', pos).toUpperCase().startsWith(this.str(b, 'the second argument of startsWith()', pos).toUpperCase());
-      case 'endsWith': return this.str(a, 'the first argument of endsWith()', pos).toUpperCase().endsWith(this.str(b, 'the second argument of endsWith()', pos).toUpperCase());
-      case 'format': return this.format(args, pos);
-      case 'join': return this.join(a, args.length > 1 ? this.str(b, 'the separator of join()', pos) : ',', pos);
-      case 'toJSON': return toJsonText(a);
-      default: return this.fromJson(a, pos);
+      case 'contains':
+        return this.contains(a, b, pos);
+      case 'startsWith':
+        return this.str(a, 'the first argument of startsWith()', pos)
+          .toUpperCase()
+          .startsWith(this.str(b, 'the second argument of startsWith()', pos).toUpperCase());
+      case 'endsWith':
+        return this.str(a, 'the first argument of endsWith()', pos)
+          .toUpperCase()
+          .endsWith(this.str(b, 'the second argument of endsWith()', pos).toUpperCase());
+      case 'format':
+        return this.format(args, pos);
+      case 'join':
+        return this.join(a, args.length > 1 ? this.str(b, 'the separator of join()', pos) : ',', pos);
+      case 'toJSON':
+        return toJsonText(a);
+      default:
+        return this.fromJson(a, pos);
     }
   }
 
@@ -341,7 +449,11 @@ class Evaluator {
     try {
       return JSON.parse(text) as JsonValue;
     } catch (e) {
-      throw this.fail('json', `fromJSON(): invalid JSON ${JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}...` : text)}: ${(e as Error).message}`, pos);
+      throw this.fail(
+        'json',
+        `fromJSON(): invalid JSON ${JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}...` : text)}: ${(e as Error).message}`,
+        pos,
+      );
     }
   }
 }
@@ -350,8 +462,7 @@ class Evaluator {
 // Parsing entry points
 
 export type TemplateSegment =
-  | { kind: 'text'; text: string }
-  | { kind: 'expr'; source: string; offset: number; ast: ExprNode };
+  { kind: 'text'; text: string } | { kind: 'expr'; source: string; offset: number; ast: ExprNode };
 
 function parseAt(source: string, field: string, offset: number): ExprNode {
   try {
@@ -408,7 +519,11 @@ export function evaluateExpression(source: string, ctx: ExpressionContext, field
   return new Evaluator(ctx, { source, field, offset: 0 }).eval(parseAt(source, field, 0));
 }
 
-function evalSegment(seg: Extract<TemplateSegment, { kind: 'expr' }>, ctx: ExpressionContext, field: string): JsonValue {
+function evalSegment(
+  seg: Extract<TemplateSegment, { kind: 'expr' }>,
+  ctx: ExpressionContext,
+  field: string,
+): JsonValue {
   return new Evaluator(ctx, { source: seg.source, field, offset: seg.offset }).eval(seg.ast);
 }
 
@@ -416,11 +531,19 @@ function evalSegment(seg: Extract<TemplateSegment, { kind: 'expr' }>, ctx: Expre
 export function interpolate(text: string, ctx: ExpressionContext, field: string): string {
   let out = '';
   for (const seg of parseTemplate(text, field)) {
-    if (seg.kind === 'text') { out += seg.text; continue; }
+    if (seg.kind === 'text') {
+      out += seg.text;
+      continue;
+    }
     const v = evalSegment(seg, ctx, field);
     const s = toStringValue(v);
     if (s === undefined) {
-      throw errorAt('type', `the expression evaluates to an ${kindOf(v)}, which cannot be inserted into a string; use toJSON()`, { source: seg.source, field, offset: seg.offset }, 0);
+      throw errorAt(
+        'type',
+        `the expression evaluates to an ${kindOf(v)}, which cannot be inserted into a string; use toJSON()`,
+        { source: seg.source, field, offset: seg.offset },
+        0,
+      );
     }
     out += s;
   }
@@ -438,7 +561,12 @@ export function evaluateTemplate(text: string, ctx: ExpressionContext, field: st
   return interpolate(text, ctx, field);
 }
 
-export interface ParsedCondition { source: string; offset: number; ast: ExprNode; implicitSuccess: boolean }
+export interface ParsedCondition {
+  source: string;
+  offset: number;
+  ast: ExprNode;
+  implicitSuccess: boolean;
+}
 
 const SUCCESS_CALL: ExprNode = { kind: 'call', name: 'success', args: [], pos: 0 };
 
@@ -448,7 +576,8 @@ const SUCCESS_CALL: ExprNode = { kind: 'call', name: 'success', args: [], pos: 0
  * empty or absent condition means `success()`.
  */
 export function parseCondition(text: string | undefined, field: string): ParsedCondition {
-  if (text === undefined || text.trim() === '') return { source: 'success()', offset: 0, ast: SUCCESS_CALL, implicitSuccess: false };
+  if (text === undefined || text.trim() === '')
+    return { source: 'success()', offset: 0, ast: SUCCESS_CALL, implicitSuccess: false };
   let source = text.trim();
   let offset = text.length - text.trimStart().length;
   let ast: ExprNode;
@@ -458,12 +587,22 @@ export function parseCondition(text: string | undefined, field: string): ParsedC
     const stray = segs.some((s) => s.kind === 'text' && s.text.trim() !== '');
     const first = exprs[0];
     if (exprs.length !== 1 || stray || !first) {
-      throw errorAt('syntax', 'an if: condition must be a single expression; text around or between ${{ }} makes a non-empty string that is always true', { source, field, offset }, 0);
+      throw errorAt(
+        'syntax',
+        'an if: condition must be a single expression; text around or between ${{ }} makes a non-empty string that is always true',
+        { source, field, offset },
+        0,
+      );
     }
     ({ source, offset, ast } = first);
   } else ast = parseAt(source, field, offset);
   const implicitSuccess = !usesStatusFunction(ast);
-  return { source, offset, ast: implicitSuccess ? { kind: 'binary', op: '&&', left: SUCCESS_CALL, right: ast, pos: 0 } : ast, implicitSuccess };
+  return {
+    source,
+    offset,
+    ast: implicitSuccess ? { kind: 'binary', op: '&&', left: SUCCESS_CALL, right: ast, pos: 0 } : ast,
+    implicitSuccess,
+  };
 }
 
 /** Evaluates an `if:` condition to a boolean (truthiness of the result). */
@@ -488,7 +627,11 @@ export function checkTemplate(text: string, field: string, opts: CheckOptions): 
 }
 
 /** Static validation of an `if:` condition (status functions allowed). */
-export function checkCondition(text: string | undefined, field: string, contexts: readonly ContextName[]): ParsedCondition {
+export function checkCondition(
+  text: string | undefined,
+  field: string,
+  contexts: readonly ContextName[],
+): ParsedCondition {
   const c = parseCondition(text, field);
   checkNode(c.ast, { contexts, status: true }, { source: c.source, field, offset: c.offset });
   return c;

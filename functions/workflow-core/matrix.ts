@@ -21,7 +21,10 @@ export const MAX_MATRIX_PRODUCT = 4096;
 const MAX_ID_SLUG = 40;
 
 export class MatrixError extends Error {
-  constructor(readonly job: string, message: string) {
+  constructor(
+    readonly job: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'MatrixError';
   }
@@ -38,22 +41,29 @@ export interface MatrixCombination {
 
 type Obj = Record<string, JsonValue>;
 
-const isObj = (v: JsonValue | undefined): v is Obj => v !== null && v !== undefined && typeof v === 'object' && !Array.isArray(v);
+const isObj = (v: JsonValue | undefined): v is Obj =>
+  v !== null && v !== undefined && typeof v === 'object' && !Array.isArray(v);
 
 /** Canonical JSON: object keys sorted at every level. */
 export function canonicalJson(v: JsonValue): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (isObj(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k] ?? null)}`).join(',')}}`;
+  if (isObj(v))
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k] ?? null)}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 
-const deepEqual = (a: JsonValue | undefined, b: JsonValue | undefined): boolean => canonicalJson(a ?? null) === canonicalJson(b ?? null);
+const deepEqual = (a: JsonValue | undefined, b: JsonValue | undefined): boolean =>
+  canonicalJson(a ?? null) === canonicalJson(b ?? null);
 
 /** Evaluates every string containing `${{ }}` (at any depth) as a typed template value. */
 export function evaluateDeep(v: JsonValue, ctx: ExpressionContext, field: string): JsonValue {
   if (typeof v === 'string') return hasExpression(v) ? evaluateTemplate(v, ctx, field) : v;
   if (Array.isArray(v)) return v.map((e, i) => evaluateDeep(e, ctx, `${field}[${i}]`));
-  if (isObj(v)) return Object.fromEntries(Object.entries(v).map(([k, e]) => [k, evaluateDeep(e, ctx, `${field}.${k}`)]));
+  if (isObj(v))
+    return Object.fromEntries(Object.entries(v).map(([k, e]) => [k, evaluateDeep(e, ctx, `${field}.${k}`)]));
   return v;
 }
 
@@ -62,16 +72,24 @@ function entryList(job: string, matrix: Obj, key: 'include' | 'exclude'): Obj[] 
   if (v === undefined) return [];
   if (!Array.isArray(v)) throw new MatrixError(job, `matrix ${key} of job "${job}" must be a list of objects`);
   return v.map((e, i) => {
-    if (!isObj(e) || Object.keys(e).length === 0) throw new MatrixError(job, `matrix ${key}[${i}] of job "${job}" must be a non-empty object`);
+    if (!isObj(e) || Object.keys(e).length === 0)
+      throw new MatrixError(job, `matrix ${key}[${i}] of job "${job}" must be a non-empty object`);
     return e;
   });
 }
 
-interface Vectors { keys: string[]; vectors: JsonValue[][]; include: Obj[]; exclude: Obj[] }
+interface Vectors {
+  keys: string[];
+  vectors: JsonValue[][];
+  include: Obj[];
+  exclude: Obj[];
+}
 
 function vectorsOf(job: string, matrix: JsonValue): Vectors {
   if (!isObj(matrix)) throw new MatrixError(job, `matrix of job "${job}" must be an object`);
-  const keys = Object.keys(matrix).filter((k) => k !== 'include' && k !== 'exclude').sort();
+  const keys = Object.keys(matrix)
+    .filter((k) => k !== 'include' && k !== 'exclude')
+    .sort();
   const vectors = keys.map((k) => {
     const v = matrix[k];
     if (!Array.isArray(v)) throw new MatrixError(job, `matrix key "${k}" of job "${job}" must be a list of values`);
@@ -81,7 +99,11 @@ function vectorsOf(job: string, matrix: JsonValue): Vectors {
   const exclude = entryList(job, matrix, 'exclude');
   for (const [i, e] of exclude.entries()) {
     const unknown = Object.keys(e).filter((k) => !keys.includes(k));
-    if (unknown.length) throw new MatrixError(job, `matrix exclude[${i}] of job "${job}" uses key(s) ${unknown.map((k) => `"${k}"`).join(', ')} that are not matrix keys`);
+    if (unknown.length)
+      throw new MatrixError(
+        job,
+        `matrix exclude[${i}] of job "${job}" uses key(s) ${unknown.map((k) => `"${k}"`).join(', ')} that are not matrix keys`,
+      );
   }
   return { keys, vectors, include: entryList(job, matrix, 'include'), exclude };
 }
@@ -95,7 +117,11 @@ function product(keys: string[], vectors: JsonValue[][]): Obj[] {
 }
 
 function sortKeys(o: Obj): Obj {
-  return Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k] ?? null]));
+  return Object.fromEntries(
+    Object.keys(o)
+      .sort()
+      .map((k) => [k, o[k] ?? null]),
+  );
 }
 
 /** The combinations' values, in order (see the module comment for the algorithm). */
@@ -103,9 +129,14 @@ export function matrixValues(job: string, matrix: JsonValue): Obj[] {
   const { keys, vectors, include, exclude } = vectorsOf(job, matrix);
   const size = vectors.reduce((n, v) => n * v.length, keys.length ? 1 : 0);
   if (size > MAX_MATRIX_PRODUCT) {
-    throw new MatrixError(job, `matrix of job "${job}" has ${size} combinations before exclude, more than the maximum of ${MAX_MATRIX_PRODUCT}`);
+    throw new MatrixError(
+      job,
+      `matrix of job "${job}" has ${size} combinations before exclude, more than the maximum of ${MAX_MATRIX_PRODUCT}`,
+    );
   }
-  const base = product(keys, vectors).filter((c) => !exclude.some((e) => Object.keys(e).every((k) => deepEqual(c[k], e[k]))));
+  const base = product(keys, vectors).filter(
+    (c) => !exclude.some((e) => Object.keys(e).every((k) => deepEqual(c[k], e[k]))),
+  );
   const added: Obj[] = base.map(() => ({}));
   const extra: Obj[] = [];
   for (const entry of include) {
@@ -127,8 +158,13 @@ function valueText(v: JsonValue): string {
 }
 
 function slug(values: Obj): string {
-  const s = Object.keys(values).sort().map((k) => valueText(values[k] ?? null)).join('-')
-    .toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+  const s = Object.keys(values)
+    .sort()
+    .map((k) => valueText(values[k] ?? null))
+    .join('-')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
   const cut = s.slice(0, MAX_ID_SLUG).replace(/-+$/, '');
   return cut || 'combination';
 }
@@ -146,7 +182,10 @@ export function expandMatrix(job: string, matrix: JsonValue): MatrixCombination[
   const values = matrixValues(job, matrix);
   if (values.length === 0) throw new MatrixError(job, `matrix of job "${job}" produces no combinations`);
   if (values.length > MAX_MATRIX_COMBINATIONS) {
-    throw new MatrixError(job, `matrix of job "${job}" expands to ${values.length} combinations, more than the maximum of ${MAX_MATRIX_COMBINATIONS}`);
+    throw new MatrixError(
+      job,
+      `matrix of job "${job}" expands to ${values.length} combinations, more than the maximum of ${MAX_MATRIX_COMBINATIONS}`,
+    );
   }
   const slugs = values.map(slug);
   const count = new Map<string, number>();
@@ -154,7 +193,10 @@ export function expandMatrix(job: string, matrix: JsonValue): MatrixCombination[
   return values.map((v, index) => {
     const base = slugs[index] ?? 'combination';
     const id = (count.get(base) ?? 0) > 1 ? `${base}-${shortHash(`${index}\u0000${canonicalJson(v)}`)}` : base;
-    const name = `${job} (${Object.keys(v).sort().map((k) => valueText(v[k] ?? null)).join(', ')})`;
+    const name = `${job} (${Object.keys(v)
+      .sort()
+      .map((k) => valueText(v[k] ?? null))
+      .join(', ')})`;
     return { index, id, name, values: v };
   });
 }
@@ -165,7 +207,13 @@ export interface ResolvedStrategy {
   maxParallel?: number;
 }
 
-function boolField(v: boolean | string | undefined, ctx: ExpressionContext, field: string, job: string, dflt: boolean): boolean {
+function boolField(
+  v: boolean | string | undefined,
+  ctx: ExpressionContext,
+  field: string,
+  job: string,
+  dflt: boolean,
+): boolean {
   if (v === undefined) return dflt;
   const r = typeof v === 'string' ? evaluateTemplate(v, ctx, field) : v;
   if (r === true || r === 'true') return true;
@@ -177,13 +225,22 @@ function boolField(v: boolean | string | undefined, ctx: ExpressionContext, fiel
  * Evaluates and expands a job's strategy (expressions may use the contexts in `ctx`, typically
  * needs and jobs). A job without strategy.matrix yields undefined.
  */
-export function resolveStrategy(job: string, strategy: StrategySpec | undefined, ctx: ExpressionContext): ResolvedStrategy | undefined {
+export function resolveStrategy(
+  job: string,
+  strategy: StrategySpec | undefined,
+  ctx: ExpressionContext,
+): ResolvedStrategy | undefined {
   if (strategy?.matrix === undefined) return undefined;
   const field = `jobs.${job}.strategy`;
   const matrix = evaluateDeep(strategy.matrix, ctx, `${field}.matrix`);
   const failFast = boolField(strategy['fail-fast'], ctx, `${field}.fail-fast`, job, true);
   const mp = strategy['max-parallel'];
-  const maxParallel = mp === undefined ? undefined : typeof mp === 'string' ? Number(evaluateTemplate(mp, ctx, `${field}.max-parallel`)) : mp;
+  const maxParallel =
+    mp === undefined
+      ? undefined
+      : typeof mp === 'string'
+        ? Number(evaluateTemplate(mp, ctx, `${field}.max-parallel`))
+        : mp;
   if (maxParallel !== undefined && (!Number.isInteger(maxParallel) || maxParallel < 1)) {
     throw new MatrixError(job, `${field}.max-parallel must be a positive integer, got ${String(maxParallel)}`);
   }
@@ -194,7 +251,9 @@ export function resolveStrategy(job: string, strategy: StrategySpec | undefined,
  * Job-level outputs of a matrix job: for every output name, a JSON object mapping each
  * combination id (sorted) that produced it to its value. Nothing is dropped or overwritten.
  */
-export function combinedOutputs(combinations: readonly Pick<CombinationStatus, 'id' | 'outputs'>[]): Record<string, string> {
+export function combinedOutputs(
+  combinations: readonly Pick<CombinationStatus, 'id' | 'outputs'>[],
+): Record<string, string> {
   const byKey = new Map<string, Record<string, string>>();
   for (const c of [...combinations].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
     for (const [k, v] of Object.entries(c.outputs ?? {})) byKey.set(k, { ...(byKey.get(k) ?? {}), [c.id]: v });
@@ -230,9 +289,13 @@ export function scheduleCombinations(
   strategy: Pick<ResolvedStrategy, 'failFast' | 'maxParallel'>,
 ): CombinationSchedule {
   const ordered = [...combinations].sort((a, b) => a.index - b.index);
-  const pending = ordered.filter((c) => (c.phase === 'Pending' || c.phase === 'Waiting') && c.conclusion === undefined).map((c) => c.id);
+  const pending = ordered
+    .filter((c) => (c.phase === 'Pending' || c.phase === 'Waiting') && c.conclusion === undefined)
+    .map((c) => c.id);
   const running = ordered.filter((c) => c.phase === 'Running' && c.conclusion === undefined).map((c) => c.id);
-  const failed = ordered.some((c) => c.conclusion === 'failure' || (c.conclusion === undefined && c.phase === 'Failed'));
+  const failed = ordered.some(
+    (c) => c.conclusion === 'failure' || (c.conclusion === undefined && c.phase === 'Failed'),
+  );
   if (strategy.failFast && failed) return { start: [], cancel: running, abandon: pending };
   const slots = Math.max(0, (strategy.maxParallel ?? Infinity) - running.length);
   return { start: pending.slice(0, slots), cancel: [], abandon: [] };

@@ -43,8 +43,13 @@ function sha10(text: string): string {
  * no empty or edge-dashed dot segments, at most `max` characters.
  */
 export function namePrefix(s: string, max: number): string {
-  const clean = s.toLowerCase().replace(/[^a-z0-9.-]/g, '-').split('.')
-    .map((seg) => seg.replace(/^-+|-+$/g, '')).filter((seg) => seg !== '').join('.');
+  const clean = s
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '-')
+    .split('.')
+    .map((seg) => seg.replace(/^-+|-+$/g, ''))
+    .filter((seg) => seg !== '')
+    .join('.');
   return clean.slice(0, max).replace(/[-.]+$/, '');
 }
 

@@ -49,41 +49,83 @@ export type StepRunPlan =
 const isResolveError = (e: unknown): e is Error => e instanceof ExpressionError || e instanceof CallError;
 
 /** The inputs of an Action call: the step's `with` evaluated in the step context, then bound. */
-export function actionInputs(step: StepSpec, action: ActionSnapshot, ctx: ExpressionContext, field: string): Record<string, string> {
+export function actionInputs(
+  step: StepSpec,
+  action: ActionSnapshot,
+  ctx: ExpressionContext,
+  field: string,
+): Record<string, string> {
   const values: Record<string, string> = {};
-  for (const k of Object.keys(step.with ?? {}).sort()) values[k] = interpolate(step.with?.[k] ?? '', ctx, `${field}.with.${k}`);
+  for (const k of Object.keys(step.with ?? {}).sort())
+    values[k] = interpolate(step.with?.[k] ?? '', ctx, `${field}.with.${k}`);
   return bindInputs(action.spec.inputs, values);
 }
 
 /** Contexts inside an Action: its inputs and earlier Action steps, plus the caller's needs/jobs/matrix. */
-export function actionContexts(base: ExpressionContext['contexts'], inputs: Record<string, string>, step: StepStatus, index: number): ExpressionContext['contexts'] {
-  const inner: StepStatus[] = (step.actionSteps ?? []).map((a) => ({ name: a.name, phase: a.phase, ...(a.outputs ? { outputs: a.outputs } : {}) }));
+export function actionContexts(
+  base: ExpressionContext['contexts'],
+  inputs: Record<string, string>,
+  step: StepStatus,
+  index: number,
+): ExpressionContext['contexts'] {
+  const inner: StepStatus[] = (step.actionSteps ?? []).map((a) => ({
+    name: a.name,
+    phase: a.phase,
+    ...(a.outputs ? { outputs: a.outputs } : {}),
+  }));
   return { ...base, inputs: inputsContext(inputs), steps: stepsContext(inner, index) };
 }
 
-function resolveEnv(env: Record<string, string> | undefined, ctx: ExpressionContext, field: string): Record<string, string> {
+function resolveEnv(
+  env: Record<string, string> | undefined,
+  ctx: ExpressionContext,
+  field: string,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const k of Object.keys(env ?? {}).sort()) out[k] = interpolate(env?.[k] ?? '', ctx, `${field}.env.${k}`);
   return out;
 }
 
-interface Target { spec: StepSpec; ctx: ExpressionContext; field: string; ref: StepRef }
+interface Target {
+  spec: StepSpec;
+  ctx: ExpressionContext;
+  field: string;
+  ref: StepRef;
+}
 
 function target(req: StepRunRequest, step: StepSpec, base: ExpressionContext['contexts']): Target {
   const job = req.scope.job;
   const field = `jobs.${job}.steps[${req.stepIndex}]`;
-  const ref: StepRef = { job, step: step.name, ...(req.combination !== undefined ? { combination: req.combination } : {}) };
+  const ref: StepRef = {
+    job,
+    step: step.name,
+    ...(req.combination !== undefined ? { combination: req.combination } : {}),
+  };
   if (step.uses === undefined) return { spec: step, ctx: { contexts: base }, field, ref };
   const action = req.action;
   const k = req.actionStepIndex ?? 0;
   const inner = action?.spec.steps[k];
-  if (!action || !inner) throw new CallError('invalid-job', `Action "${step.uses}" for step "${step.name}" in job "${job}" is missing from the execution snapshot or has no step ${k}`);
+  if (!action || !inner)
+    throw new CallError(
+      'invalid-job',
+      `Action "${step.uses}" for step "${step.name}" in job "${job}" is missing from the execution snapshot or has no step ${k}`,
+    );
   const inputs = actionInputs(step, action, { contexts: base }, field);
   const status = req.unit.steps?.[req.stepIndex] ?? { name: step.name, phase: 'Pending' };
-  return { spec: inner, ctx: { contexts: actionContexts(base, inputs, status, k) }, field: `${field}.uses(${action.name}).steps[${k}]`, ref: { ...ref, actionStep: inner.name } };
+  return {
+    spec: inner,
+    ctx: { contexts: actionContexts(base, inputs, status, k) },
+    field: `${field}.uses(${action.name}).steps[${k}]`,
+    ref: { ...ref, actionStep: inner.name },
+  };
 }
 
-function manifest(req: StepRunRequest, t: Target, timeout: string | undefined, artifactInputs: NonNullable<Run['spec']['artifactInputs']>): ChildRunManifest {
+function manifest(
+  req: StepRunRequest,
+  t: Target,
+  timeout: string | undefined,
+  artifactInputs: NonNullable<Run['spec']['artifactInputs']>,
+): ChildRunManifest {
   const env = resolveEnv(t.spec.env, t.ctx, t.field);
   const ctx: ExpressionContext = { contexts: { ...t.ctx.contexts, ...contexts({ env: envContext(env) }) } };
   const inline = interpolate(t.spec.run ?? '', ctx, `${t.field}.run`);
@@ -98,7 +140,15 @@ function manifest(req: StepRunRequest, t: Target, timeout: string | undefined, a
       ...(Object.keys(env).length ? { env: Object.entries(env).map(([name, value]) => ({ name, value })) } : {}),
       ...(artifactInputs.length ? { artifactInputs } : {}),
       ...(timeout ? { timeout } : {}),
-      ...(req.workspace ? { workspace: { name: req.workspace, kind: 'PersistentWorkspace' as const, apiGroup: 'kruntimes.io/v1alpha1' as const } } : {}),
+      ...(req.workspace
+        ? {
+            workspace: {
+              name: req.workspace,
+              kind: 'PersistentWorkspace' as const,
+              apiGroup: 'kruntimes.io/v1alpha1' as const,
+            },
+          }
+        : {}),
     },
   };
 }
@@ -112,15 +162,27 @@ export function buildStepRun(req: StepRunRequest): StepRunPlan {
   try {
     const t = target(req, step, base);
     const outerCtx: ExpressionContext = { contexts: base };
-    const continueOnError = evaluateFlag(step['continue-on-error'], outerCtx, `jobs.${job}.steps[${req.stepIndex}].continue-on-error`);
-    const minutes = evaluateMinutes(step['timeout-minutes'], outerCtx, `jobs.${job}.steps[${req.stepIndex}].timeout-minutes`);
-    const artifacts = step.uses === undefined ? resolveStepArtifacts(req.scope.jobs, job, step, req.scope.statuses) : { kind: 'resolved' as const, inputs: [] };
+    const continueOnError = evaluateFlag(
+      step['continue-on-error'],
+      outerCtx,
+      `jobs.${job}.steps[${req.stepIndex}].continue-on-error`,
+    );
+    const minutes = evaluateMinutes(
+      step['timeout-minutes'],
+      outerCtx,
+      `jobs.${job}.steps[${req.stepIndex}].timeout-minutes`,
+    );
+    const artifacts =
+      step.uses === undefined
+        ? resolveStepArtifacts(req.scope.jobs, job, step, req.scope.statuses)
+        : { kind: 'resolved' as const, inputs: [] };
     if (artifacts.kind === 'wait') return { kind: 'wait', message: artifacts.message };
     if (artifacts.kind === 'fail') return { kind: 'fail', message: artifacts.error.message };
     const run = manifest(req, t, stepRunTimeout(minutes, req.unit.deadline, req.now), artifacts.inputs);
     return { kind: 'create', run, ref: t.ref, continueOnError };
   } catch (e) {
-    if (isResolveError(e)) return { kind: 'fail', message: `resolve step "${step.name}" in job "${job}": ${e.message}` };
+    if (isResolveError(e))
+      return { kind: 'fail', message: `resolve step "${step.name}" in job "${job}": ${e.message}` };
     throw e;
   }
 }
@@ -129,11 +191,14 @@ export function buildStepRun(req: StepRunRequest): StepRunPlan {
  * Outputs of an Action-call step once all its internal steps succeeded: the Action's output
  * expressions over its inputs (re-resolved) and internal steps' outputs.
  */
-export function resolveActionOutputs(req: Omit<StepRunRequest, 'actionStepIndex'>): { outputs: Record<string, string> } | { error: string } {
+export function resolveActionOutputs(
+  req: Omit<StepRunRequest, 'actionStepIndex'>,
+): { outputs: Record<string, string> } | { error: string } {
   const step = req.jobSpec.steps?.[req.stepIndex];
   const action = req.action;
   const job = req.scope.job;
-  if (!step || !action) return { error: `Action for step ${req.stepIndex} in job "${job}" is missing from the execution snapshot` };
+  if (!step || !action)
+    return { error: `Action for step ${req.stepIndex} in job "${job}" is missing from the execution snapshot` };
   const base = stepContexts(req.scope, req.unit.steps, req.stepIndex);
   const field = `jobs.${job}.steps[${req.stepIndex}]`;
   try {
@@ -141,10 +206,14 @@ export function resolveActionOutputs(req: Omit<StepRunRequest, 'actionStepIndex'
     const status = req.unit.steps?.[req.stepIndex] ?? { name: step.name, phase: 'Pending' as const };
     const ctx: ExpressionContext = { contexts: actionContexts(base, inputs, status, status.actionSteps?.length ?? 0) };
     const outputs: Record<string, string> = {};
-    for (const k of Object.keys(action.spec.outputs ?? {}).sort()) outputs[k] = interpolate(action.spec.outputs?.[k]?.value ?? '', ctx, `actions.${action.name}.outputs.${k}`);
+    for (const k of Object.keys(action.spec.outputs ?? {}).sort())
+      outputs[k] = interpolate(action.spec.outputs?.[k]?.value ?? '', ctx, `actions.${action.name}.outputs.${k}`);
     return { outputs };
   } catch (e) {
-    if (isResolveError(e)) return { error: `resolve outputs of Action "${action.name}" for step "${step.name}" in job "${job}": ${e.message}` };
+    if (isResolveError(e))
+      return {
+        error: `resolve outputs of Action "${action.name}" for step "${step.name}" in job "${job}": ${e.message}`,
+      };
     throw e;
   }
 }

@@ -50,7 +50,10 @@ export interface StrategySpec {
   'max-parallel'?: NumberOrExpr;
 }
 
-export interface JobSpec extends Omit<CrdJobSpec, 'steps' | 'if' | 'strategy' | 'continue-on-error' | 'timeout-minutes'> {
+export interface JobSpec extends Omit<
+  CrdJobSpec,
+  'steps' | 'if' | 'strategy' | 'continue-on-error' | 'timeout-minutes'
+> {
   steps?: StepSpec[];
   /** GitHub `if:` evaluated when all needs are terminal. Default `success()`. */
   if?: string;

@@ -5,17 +5,44 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition, type Condition } from '../../lib/run/conditions.ts';
 import { actionProblem, workflowRunProblem, type JobsSpec } from '../workflow-core/core.ts';
 
-type Def = KubeObject & { kind?: string; spec: { jobs?: JobsSpec; steps?: unknown[] }; status?: { conditions?: Condition[] } };
+type Def = KubeObject & {
+  kind?: string;
+  spec: { jobs?: JobsSpec; steps?: unknown[] };
+  status?: { conditions?: Condition[] };
+};
 
 export function accept({ key, object, now }: ReconcileInput): Operation[] {
   const d = object as Def | undefined;
   if (!d || d.metadata.deletionTimestamp) return [];
   const isAction = !d.spec.jobs;
-  const problem = isAction ? actionProblem({ name: d.metadata.name ?? key, spec: d.spec } as never) : workflowRunProblem(d.spec.jobs ?? {});
-  const message = problem ?? (isAction ? 'Action definition accepted; execution is handled by WorkflowRun' : 'Workflow definition accepted; execution is handled by WorkflowRun');
-  const conditions = setCondition(d.status?.conditions, { type: 'Ready', status: problem ? 'False' : 'True', reason: problem ? 'Invalid' : 'Accepted', message, ...(d.metadata.generation ? { observedGeneration: d.metadata.generation } : {}) }, now.toISOString());
+  const problem = isAction
+    ? actionProblem({ name: d.metadata.name ?? key, spec: d.spec } as never)
+    : workflowRunProblem(d.spec.jobs ?? {});
+  const message =
+    problem ??
+    (isAction
+      ? 'Action definition accepted; execution is handled by WorkflowRun'
+      : 'Workflow definition accepted; execution is handled by WorkflowRun');
+  const conditions = setCondition(
+    d.status?.conditions,
+    {
+      type: 'Ready',
+      status: problem ? 'False' : 'True',
+      reason: problem ? 'Invalid' : 'Accepted',
+      message,
+      ...(d.metadata.generation ? { observedGeneration: d.metadata.generation } : {}),
+    },
+    now.toISOString(),
+  );
   if (JSON.stringify(conditions) === JSON.stringify(d.status?.conditions)) return [];
-  return [{ op: 'apply', resource: isAction ? R.actions : R.workflows, subresource: 'status', object: { metadata: { name: d.metadata.name, namespace: d.metadata.namespace }, status: { conditions } } }];
+  return [
+    {
+      op: 'apply',
+      resource: isAction ? R.actions : R.workflows,
+      subresource: 'status',
+      object: { metadata: { name: d.metadata.name, namespace: d.metadata.namespace }, status: { conditions } },
+    },
+  ];
 }
 
 const rbac = [

@@ -12,16 +12,50 @@ import type { KubeObject, OwnerReference } from '../../lib/kube/types.ts';
 import { setCondition } from '../../lib/run/conditions.ts';
 import { CONTROLLER_LABEL, WORKFLOWRUN_LABEL } from '../../lib/workflow/labels.ts';
 import {
-  initialStatus, jobWorkspaceName, reachableWorkflows, reconcileStatus, rejectedStatus, snapshotName, stepRefFromLabels, workflowRunProblem,
-  LABEL_WORKFLOWRUN_UID, LABEL_WORKFLOW_JOB, LABEL_WORKFLOW_MATRIX,
-  type ActionSnapshot, type ChildRunView, type ChildWorkflowRunView, type JobsSpec, type WorkflowRunStatus, type WorkflowSpec,
+  initialStatus,
+  jobWorkspaceName,
+  reachableWorkflows,
+  reconcileStatus,
+  rejectedStatus,
+  snapshotName,
+  stepRefFromLabels,
+  workflowRunProblem,
+  LABEL_WORKFLOWRUN_UID,
+  LABEL_WORKFLOW_JOB,
+  LABEL_WORKFLOW_MATRIX,
+  type ActionSnapshot,
+  type ChildRunView,
+  type ChildWorkflowRunView,
+  type JobsSpec,
+  type WorkflowRunStatus,
+  type WorkflowSpec,
 } from '../workflow-core/core.ts';
 
-interface Wfr extends KubeObject { spec: { jobs: JobsSpec; cancelRequested?: boolean }; status?: WorkflowRunStatus }
-interface RunObj extends KubeObject { spec: { cancelRequested?: boolean; workspace?: { name: string } }; status?: { phase?: string; outputs?: Record<string, string>; artifactRefs?: unknown[]; startTime?: string; completionTime?: string; message?: string } }
+interface Wfr extends KubeObject {
+  spec: { jobs: JobsSpec; cancelRequested?: boolean };
+  status?: WorkflowRunStatus;
+}
+interface RunObj extends KubeObject {
+  spec: { cancelRequested?: boolean; workspace?: { name: string } };
+  status?: {
+    phase?: string;
+    outputs?: Record<string, string>;
+    artifactRefs?: unknown[];
+    startTime?: string;
+    completionTime?: string;
+    message?: string;
+  };
+}
 type WsObj = KubeObject & { status?: { phase?: string } };
 
-const owner = (w: Wfr): OwnerReference => ({ apiVersion: 'kruntimes.io/v1alpha1', kind: 'WorkflowRun', name: w.metadata.name ?? '', uid: w.metadata.uid ?? '', controller: true, blockOwnerDeletion: true });
+const owner = (w: Wfr): OwnerReference => ({
+  apiVersion: 'kruntimes.io/v1alpha1',
+  kind: 'WorkflowRun',
+  name: w.metadata.name ?? '',
+  uid: w.metadata.uid ?? '',
+  controller: true,
+  blockOwnerDeletion: true,
+});
 const isInline = (spec: JobsSpec[string] | undefined): boolean => !!spec?.steps && !spec.uses;
 
 function runViews(state: State, ns: string, uid: string): ChildRunView[] {
@@ -29,31 +63,57 @@ function runViews(state: State, ns: string, uid: string): ChildRunView[] {
     const ref = stepRefFromLabels(r.metadata.labels);
     if (!ref) return [];
     const s = r.status ?? {};
-    return [{ name: r.metadata.name ?? '', ref, ...(s.phase ? { phase: s.phase } : {}), ...(r.spec.cancelRequested ? { cancelRequested: true } : {}),
-      ...(s.outputs ? { outputs: s.outputs } : {}), ...(s.artifactRefs ? { artifactRefs: s.artifactRefs as ChildRunView['artifactRefs'] } : {}),
-      ...(s.startTime ? { startTime: s.startTime } : {}), ...(s.completionTime ? { completionTime: s.completionTime } : {}), ...(s.message ? { message: s.message } : {}) }];
+    return [
+      {
+        name: r.metadata.name ?? '',
+        ref,
+        ...(s.phase ? { phase: s.phase } : {}),
+        ...(r.spec.cancelRequested ? { cancelRequested: true } : {}),
+        ...(s.outputs ? { outputs: s.outputs } : {}),
+        ...(s.artifactRefs ? { artifactRefs: s.artifactRefs as ChildRunView['artifactRefs'] } : {}),
+        ...(s.startTime ? { startTime: s.startTime } : {}),
+        ...(s.completionTime ? { completionTime: s.completionTime } : {}),
+        ...(s.message ? { message: s.message } : {}),
+      },
+    ];
   });
 }
 
 function workflowRunViews(state: State, ns: string, uid: string): ChildWorkflowRunView[] {
   return (state.list(R.workflowRuns, ns, { [LABEL_WORKFLOWRUN_UID]: uid }) as Wfr[])
     .filter((c) => c.metadata.ownerReferences?.some((o) => o.controller && o.uid === uid))
-    .map((c) => ({ name: c.metadata.name ?? '', job: c.metadata.labels?.[LABEL_WORKFLOW_JOB] ?? '', ...(c.metadata.labels?.[LABEL_WORKFLOW_MATRIX] ? { combination: c.metadata.labels[LABEL_WORKFLOW_MATRIX] } : {}),
-      ...(c.status?.phase ? { phase: c.status.phase } : {}), ...(c.spec.cancelRequested ? { cancelRequested: true } : {}),
-      ...(c.status?.jobs ? { jobs: c.status.jobs } : {}), ...(c.metadata.annotations ? { annotations: c.metadata.annotations } : {}), ...(c.status?.message ? { message: c.status.message } : {}) }));
+    .map((c) => ({
+      name: c.metadata.name ?? '',
+      job: c.metadata.labels?.[LABEL_WORKFLOW_JOB] ?? '',
+      ...(c.metadata.labels?.[LABEL_WORKFLOW_MATRIX] ? { combination: c.metadata.labels[LABEL_WORKFLOW_MATRIX] } : {}),
+      ...(c.status?.phase ? { phase: c.status.phase } : {}),
+      ...(c.spec.cancelRequested ? { cancelRequested: true } : {}),
+      ...(c.status?.jobs ? { jobs: c.status.jobs } : {}),
+      ...(c.metadata.annotations ? { annotations: c.metadata.annotations } : {}),
+      ...(c.status?.message ? { message: c.status.message } : {}),
+    }));
 }
 
-type Lookups = { action: (name: string) => ActionSnapshot | undefined; workflow: (name: string) => WorkflowSpec | undefined };
+type Lookups = {
+  action: (name: string) => ActionSnapshot | undefined;
+  workflow: (name: string) => WorkflowSpec | undefined;
+};
 
 function lookups(state: State, ns: string): Lookups {
   return {
-    action: (name) => { const a = state.get(R.actions, ns, name) as (KubeObject & { spec: ActionSnapshot['spec'] }) | undefined; return a ? { name, spec: a.spec } : undefined; },
+    action: (name) => {
+      const a = state.get(R.actions, ns, name) as (KubeObject & { spec: ActionSnapshot['spec'] }) | undefined;
+      return a ? { name, spec: a.spec } : undefined;
+    },
     workflow: (name) => (state.get(R.workflows, ns, name) as (KubeObject & { spec: WorkflowSpec }) | undefined)?.spec,
   };
 }
 
 /** What a WorkflowRun executes besides its own jobs, frozen at start. */
-export interface Snapshot { actions: Record<string, ActionSnapshot>; workflows: Record<string, WorkflowSpec> }
+export interface Snapshot {
+  actions: Record<string, ActionSnapshot>;
+  workflows: Record<string, WorkflowSpec>;
+}
 type Revision = KubeObject & { data?: Snapshot; revision?: number };
 
 /** Largest snapshot accepted (a ControllerRevision is one etcd object). */
@@ -63,9 +123,15 @@ export function takeSnapshot(jobs: JobsSpec, live: Lookups): Snapshot {
   const actions: Record<string, ActionSnapshot> = {};
   const workflows: Record<string, WorkflowSpec> = {};
   for (const j of Object.values(jobs)) {
-    for (const st of j.steps ?? []) { const a = st.uses ? live.action(st.uses) : undefined; if (st.uses && a) actions[st.uses] = a; }
+    for (const st of j.steps ?? []) {
+      const a = st.uses ? live.action(st.uses) : undefined;
+      if (st.uses && a) actions[st.uses] = a;
+    }
     // Every Workflow reachable from a call (the call-graph check walks them all).
-    for (const name of j.uses ? reachableWorkflows(j.uses, live.workflow) : []) { const spec = live.workflow(name); if (spec) workflows[name] = spec; }
+    for (const name of j.uses ? reachableWorkflows(j.uses, live.workflow) : []) {
+      const spec = live.workflow(name);
+      if (spec) workflows[name] = spec;
+    }
   }
   return { actions, workflows };
 }
@@ -80,21 +146,47 @@ function frozen(state: State, w: Wfr): Lookups | undefined {
 }
 
 function snapshotOp(w: Wfr, snap: Snapshot): Operation {
-  return { op: 'create', resource: R.controllerRevisions, object: {
-    metadata: { name: snapshotName(w.metadata.name ?? '', w.metadata.uid ?? ''), namespace: w.metadata.namespace, labels: { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [WORKFLOWRUN_LABEL]: w.metadata.name ?? '' }, ownerReferences: [owner(w)] },
-    revision: 1, data: snap,
-  } };
+  return {
+    op: 'create',
+    resource: R.controllerRevisions,
+    object: {
+      metadata: {
+        name: snapshotName(w.metadata.name ?? '', w.metadata.uid ?? ''),
+        namespace: w.metadata.namespace,
+        labels: { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [WORKFLOWRUN_LABEL]: w.metadata.name ?? '' },
+        ownerReferences: [owner(w)],
+      },
+      revision: 1,
+      data: snap,
+    },
+  };
 }
 
 /** The job-local workspace a step Run needs, created before the Run (the admission check requires it to exist). */
-function workspaceOp(w: Wfr, state: State, run: { labels: Record<string, string>; spec: { runtime: string; workspace?: { name: string } } }): Operation[] {
+function workspaceOp(
+  w: Wfr,
+  state: State,
+  run: { labels: Record<string, string>; spec: { runtime: string; workspace?: { name: string } } },
+): Operation[] {
   const name = run.spec.workspace?.name;
   if (!name || state.get(R.persistentWorkspaces, w.metadata.namespace, name)) return [];
   const combo = run.labels[LABEL_WORKFLOW_MATRIX];
-  const labels: Record<string, string> = { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [LABEL_WORKFLOW_JOB]: run.labels[LABEL_WORKFLOW_JOB] ?? '',
-    ...(combo ? { [LABEL_WORKFLOW_MATRIX]: combo } : {}), [WORKFLOWRUN_LABEL]: w.metadata.name ?? '', [CONTROLLER_LABEL]: 'workflowrun-controller' };
-  const object: KubeObject = { metadata: { name, namespace: w.metadata.namespace, ownerReferences: [owner(w)], labels },
-    spec: { runtime: run.spec.runtime, mode: 'RuntimePodLocal', cleanupPolicy: 'DeleteAfterTTL', ttlSecondsAfterUnused: 3600 } };
+  const labels: Record<string, string> = {
+    [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '',
+    [LABEL_WORKFLOW_JOB]: run.labels[LABEL_WORKFLOW_JOB] ?? '',
+    ...(combo ? { [LABEL_WORKFLOW_MATRIX]: combo } : {}),
+    [WORKFLOWRUN_LABEL]: w.metadata.name ?? '',
+    [CONTROLLER_LABEL]: 'workflowrun-controller',
+  };
+  const object: KubeObject = {
+    metadata: { name, namespace: w.metadata.namespace, ownerReferences: [owner(w)], labels },
+    spec: {
+      runtime: run.spec.runtime,
+      mode: 'RuntimePodLocal',
+      cleanupPolicy: 'DeleteAfterTTL',
+      ttlSecondsAfterUnused: 3600,
+    },
+  };
   return [{ op: 'create', resource: R.persistentWorkspaces, object }];
 }
 
@@ -104,25 +196,55 @@ function initialize(w: Wfr, state: State, now: string): Operation[] {
   const { action } = live;
   const snap = takeSnapshot(w.spec.jobs, live);
   const size = Buffer.byteLength(JSON.stringify(snap));
-  const problem = workflowRunProblem(w.spec.jobs, (_job, _step, uses) => !!action(uses))
-    ?? (size > SNAPSHOT_MAX_BYTES ? `the Actions and called Workflows this run uses are ${size} bytes, more than the ${SNAPSHOT_MAX_BYTES}-byte execution snapshot allows` : undefined);
+  const problem =
+    workflowRunProblem(w.spec.jobs, (_job, _step, uses) => !!action(uses)) ??
+    (size > SNAPSHOT_MAX_BYTES
+      ? `the Actions and called Workflows this run uses are ${size} bytes, more than the ${SNAPSHOT_MAX_BYTES}-byte execution snapshot allows`
+      : undefined);
   const gen = w.metadata.generation;
-  const status = problem ? rejectedStatus(w.status, problem, { now, ...(gen ? { generation: gen } : {}) })
-    : initialStatus(w.spec.jobs, { now, ...(gen ? { generation: gen } : {}), snapshotName: snapshotName(w.metadata.name ?? '', w.metadata.uid ?? ''),
-      actionSteps: (job, step) => { const u = w.spec.jobs[job]?.steps?.find((s) => s.name === step)?.uses; return u ? action(u)?.spec.steps.map((s) => s.name) : undefined; } });
+  const status = problem
+    ? rejectedStatus(w.status, problem, { now, ...(gen ? { generation: gen } : {}) })
+    : initialStatus(w.spec.jobs, {
+        now,
+        ...(gen ? { generation: gen } : {}),
+        snapshotName: snapshotName(w.metadata.name ?? '', w.metadata.uid ?? ''),
+        actionSteps: (job, step) => {
+          const u = w.spec.jobs[job]?.steps?.find((s) => s.name === step)?.uses;
+          return u ? action(u)?.spec.steps.map((s) => s.name) : undefined;
+        },
+      });
   // The snapshot is created first: status names it only once it exists (a retry finds it AlreadyExists).
-  return [...(problem ? [] : [snapshotOp(w, snap)]), { op: 'status', resource: R.workflowRuns, object: { ...w, status } }];
+  return [
+    ...(problem ? [] : [snapshotOp(w, snap)]),
+    { op: 'status', resource: R.workflowRuns, object: { ...w, status } },
+  ];
 }
 
 function cancelJobRuns(state: State, w: Wfr, job: string): Operation[] {
   const ns = w.metadata.namespace ?? '';
-  return (state.list(R.runs, ns, { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [LABEL_WORKFLOW_JOB]: job }) as RunObj[])
-    .filter((r) => !r.spec.cancelRequested && !['Succeeded', 'Failed', 'Timeout', 'Cancelled'].includes(r.status?.phase ?? ''))
-    .map((r) => ({ op: 'patch', resource: R.runs, namespace: ns, name: r.metadata.name ?? '', patch: { spec: { cancelRequested: true } } }));
+  return (
+    state.list(R.runs, ns, { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '', [LABEL_WORKFLOW_JOB]: job }) as RunObj[]
+  )
+    .filter(
+      (r) =>
+        !r.spec.cancelRequested && !['Succeeded', 'Failed', 'Timeout', 'Cancelled'].includes(r.status?.phase ?? ''),
+    )
+    .map((r) => ({
+      op: 'patch',
+      resource: R.runs,
+      namespace: ns,
+      name: r.metadata.name ?? '',
+      patch: { spec: { cancelRequested: true } },
+    }));
 }
 
 /** Runs of a job whose workspace was lost are cancelled; the WorkflowRun says why. */
-function lostWorkspaces(w: Wfr, state: State, status: WorkflowRunStatus, now: string): { ops: Operation[]; status: WorkflowRunStatus } {
+function lostWorkspaces(
+  w: Wfr,
+  state: State,
+  status: WorkflowRunStatus,
+  now: string,
+): { ops: Operation[]; status: WorkflowRunStatus } {
   const ns = w.metadata.namespace ?? '';
   const ops: Operation[] = [];
   const lost: string[] = [];
@@ -135,7 +257,61 @@ function lostWorkspaces(w: Wfr, state: State, status: WorkflowRunStatus, now: st
   }
   if (!lost.length) return { ops, status };
   const message = `job${lost.length > 1 ? 's' : ''} ${lost.join(', ')} failed: the controller-owned job workspace was lost with its Runtime Pod`;
-  return { ops, status: { ...status, conditions: setCondition(status.conditions, { type: 'WorkspaceLost', status: 'True', reason: 'RuntimePodLost', message }, now) } };
+  return {
+    ops,
+    status: {
+      ...status,
+      conditions: setCondition(
+        status.conditions,
+        { type: 'WorkspaceLost', status: 'True', reason: 'RuntimePodLost', message },
+        now,
+      ),
+    },
+  };
+}
+
+/** Creates the child Runs and WorkflowRuns the reconcile asked for, and cancels the ones it named. */
+function childOps(w: Wfr, state: ReconcileInput['state'], res: ReturnType<typeof reconcileStatus>): Operation[] {
+  const ns = w.metadata.namespace ?? '';
+  const ops: Operation[] = [];
+  for (const c of res.createRuns)
+    ops.push(...workspaceOp(w, state, c.run), {
+      op: 'create',
+      resource: R.runs,
+      object: {
+        metadata: {
+          name: c.run.name,
+          namespace: ns,
+          labels: { ...c.run.labels, [WORKFLOWRUN_LABEL]: w.metadata.name ?? '' },
+          ownerReferences: [owner(w)],
+        },
+        spec: c.run.spec,
+      },
+    });
+  for (const c of res.createWorkflowRuns)
+    ops.push({
+      op: 'create',
+      resource: R.workflowRuns,
+      object: {
+        metadata: {
+          name: c.workflowRun.name,
+          namespace: ns,
+          labels: c.workflowRun.labels,
+          annotations: c.workflowRun.annotations,
+          ownerReferences: [owner(w)],
+        },
+        spec: c.workflowRun.spec,
+      },
+    });
+  for (const c of res.cancel)
+    ops.push({
+      op: 'patch',
+      resource: c.kind === 'Run' ? R.runs : R.workflowRuns,
+      namespace: ns,
+      name: c.name,
+      patch: { spec: { cancelRequested: true } },
+    });
+  return ops;
 }
 
 export function reconcileWorkflowRun({ object, state, now }: ReconcileInput): Operation[] {
@@ -147,18 +323,31 @@ export function reconcileWorkflowRun({ object, state, now }: ReconcileInput): Op
   const uid = w.metadata.uid ?? '';
   const { action, workflow } = frozen(state, w) ?? lookups(state, ns);
   const res = reconcileStatus({
-    workflowRun: { name: w.metadata.name ?? '', uid, ...(w.metadata.generation ? { generation: w.metadata.generation } : {}), ...(w.metadata.annotations ? { annotations: w.metadata.annotations } : {}) },
-    jobs: w.spec.jobs, status: w.status, runs: runViews(state, ns, uid), workflowRuns: workflowRunViews(state, ns, uid), cancelRequested: !!w.spec.cancelRequested, now: nowIso,
-    action: (job, step) => { const u = w.spec.jobs[job]?.steps?.find((s) => s.name === step)?.uses; return u ? action(u) : undefined; },
-    workflows: workflow, workspace: (job, combination) => (isInline(w.spec.jobs[job]) ? jobWorkspaceName(w.metadata.name ?? '', job, combination) : undefined),
+    workflowRun: {
+      name: w.metadata.name ?? '',
+      uid,
+      ...(w.metadata.generation ? { generation: w.metadata.generation } : {}),
+      ...(w.metadata.annotations ? { annotations: w.metadata.annotations } : {}),
+    },
+    jobs: w.spec.jobs,
+    status: w.status,
+    runs: runViews(state, ns, uid),
+    workflowRuns: workflowRunViews(state, ns, uid),
+    cancelRequested: !!w.spec.cancelRequested,
+    now: nowIso,
+    action: (job, step) => {
+      const u = w.spec.jobs[job]?.steps?.find((s) => s.name === step)?.uses;
+      return u ? action(u) : undefined;
+    },
+    workflows: workflow,
+    workspace: (job, combination) =>
+      isInline(w.spec.jobs[job]) ? jobWorkspaceName(w.metadata.name ?? '', job, combination) : undefined,
   });
-  const ops: Operation[] = [];
-  for (const c of res.createRuns) ops.push(...workspaceOp(w, state, c.run), { op: 'create', resource: R.runs, object: { metadata: { name: c.run.name, namespace: ns, labels: { ...c.run.labels, [WORKFLOWRUN_LABEL]: w.metadata.name ?? '' }, ownerReferences: [owner(w)] }, spec: c.run.spec } });
-  for (const c of res.createWorkflowRuns) ops.push({ op: 'create', resource: R.workflowRuns, object: { metadata: { name: c.workflowRun.name, namespace: ns, labels: c.workflowRun.labels, annotations: c.workflowRun.annotations, ownerReferences: [owner(w)] }, spec: c.workflowRun.spec } });
-  for (const c of res.cancel) ops.push({ op: 'patch', resource: c.kind === 'Run' ? R.runs : R.workflowRuns, namespace: ns, name: c.name, patch: { spec: { cancelRequested: true } } });
+  const ops = childOps(w, state, res);
   const lost = lostWorkspaces(w, state, res.status, nowIso);
   ops.push(...lost.ops);
-  if (JSON.stringify(lost.status) !== JSON.stringify(w.status)) ops.push({ op: 'status', resource: R.workflowRuns, object: { ...w, status: lost.status } });
+  if (JSON.stringify(lost.status) !== JSON.stringify(w.status))
+    ops.push({ op: 'status', resource: R.workflowRuns, object: { ...w, status: lost.status } });
   if (res.requeueAfterMs !== undefined) ops.push({ op: 'requeue', afterMs: res.requeueAfterMs });
   return ops;
 }
@@ -172,7 +361,8 @@ const fn: FunctionDef = {
   name: 'workflowrun-controller',
   description: 'Executes WorkflowRuns: jobs, steps as child Runs, outputs, artifacts, job-local workspaces, calls.',
   trigger: {
-    type: 'watch', resource: R.workflowRuns,
+    type: 'watch',
+    resource: R.workflowRuns,
     also: [
       { resource: R.runs, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
       { resource: R.workflowRuns, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },

@@ -6,13 +6,19 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { reconcileWorkflowRun, SNAPSHOT_MAX_BYTES } from './index.ts';
 
 const NOW = new Date('2026-11-29T12:00:00Z');
-const action = (script: string): KubeObject => ({ metadata: { name: 'greet', namespace: 'ns', uid: 'a1' }, spec: { steps: [{ name: 'say', run: script }] } });
+const action = (script: string): KubeObject => ({
+  metadata: { name: 'greet', namespace: 'ns', uid: 'a1' },
+  spec: { steps: [{ name: 'say', run: script }] },
+});
 const wfr = (status?: object): KubeObject => ({
   metadata: { name: 'ci', namespace: 'ns', uid: 'w1', generation: 1 },
-  spec: { jobs: { build: { 'runs-on': 'bash', steps: [{ name: 'hello', uses: 'greet' }] } } }, ...(status ? { status } : {}),
+  spec: { jobs: { build: { 'runs-on': 'bash', steps: [{ name: 'hello', uses: 'greet' }] } } },
+  ...(status ? { status } : {}),
 });
-const creates = (ops: Operation[], r = R.runs): KubeObject[] => ops.flatMap((o) => (o.op === 'create' && o.resource === r ? [o.object] : []));
-const statusOf = (ops: Operation[]): Record<string, unknown> | undefined => ops.flatMap((o) => (o.op === 'status' ? [(o.object as { status?: Record<string, unknown> }).status] : []))[0];
+const creates = (ops: Operation[], r = R.runs): KubeObject[] =>
+  ops.flatMap((o) => (o.op === 'create' && o.resource === r ? [o.object] : []));
+const statusOf = (ops: Operation[]): Record<string, unknown> | undefined =>
+  ops.flatMap((o) => (o.op === 'status' ? [(o.object as { status?: Record<string, unknown> }).status] : []))[0];
 
 describe('workflowrun-controller: execution snapshot (ControllerRevision)', () => {
   it('freezes the Actions at start; a later edit of the Action does not change the running WorkflowRun', () => {
@@ -20,7 +26,10 @@ describe('workflowrun-controller: execution snapshot (ControllerRevision)', () =
     const start = reconcileWorkflowRun({ key: 'ns/ci', object: wfr(), state, now: NOW });
     const [rev] = creates(start, R.controllerRevisions);
     assert.ok(rev, 'a ControllerRevision is created');
-    assert.ok(start.findIndex((o) => o.op === 'create') < start.findIndex((o) => o.op === 'status'), 'the snapshot exists before status names it');
+    assert.ok(
+      start.findIndex((o) => o.op === 'create') < start.findIndex((o) => o.op === 'status'),
+      'the snapshot exists before status names it',
+    );
     const st = statusOf(start);
     assert.equal(st?.snapshotName, rev.metadata.name);
     assert.equal(rev.metadata.labels?.['kruntimes.io/workflowrun-uid'], 'w1');
@@ -29,19 +38,28 @@ describe('workflowrun-controller: execution snapshot (ControllerRevision)', () =
     state.put(R.controllerRevisions, { ...rev, metadata: { ...rev.metadata, namespace: 'ns' } });
     state.put(R.actions, action('echo v2-EDITED'));
     const next = reconcileWorkflowRun({ key: 'ns/ci', object: wfr(st), state, now: NOW });
-    const run = creates(next)[0] as KubeObject & { spec: { source?: { inline?: string } } } | undefined;
+    const run = creates(next)[0] as (KubeObject & { spec: { source?: { inline?: string } } }) | undefined;
     assert.ok(run, 'the step Run is created');
     assert.match(JSON.stringify(run.spec), /echo v1/);
     assert.doesNotMatch(JSON.stringify(run.spec), /EDITED/);
 
     state.remove(R.actions, 'ns', 'greet');
     const afterDelete = reconcileWorkflowRun({ key: 'ns/ci', object: wfr(st), state, now: NOW });
-    assert.match(JSON.stringify(creates(afterDelete)[0]?.spec), /echo v1/, 'a deleted Action is still run from the snapshot');
+    assert.match(
+      JSON.stringify(creates(afterDelete)[0]?.spec),
+      /echo v1/,
+      'a deleted Action is still run from the snapshot',
+    );
   });
 
   it('rejects a run whose Actions exceed the snapshot size, creating nothing', () => {
     const big = action(`echo ${'x'.repeat(SNAPSHOT_MAX_BYTES)}`);
-    const ops = reconcileWorkflowRun({ key: 'ns/ci', object: wfr(), state: new FakeState([[R.actions, big]]), now: NOW });
+    const ops = reconcileWorkflowRun({
+      key: 'ns/ci',
+      object: wfr(),
+      state: new FakeState([[R.actions, big]]),
+      now: NOW,
+    });
     assert.equal(creates(ops, R.controllerRevisions).length, 0);
     assert.equal(statusOf(ops)?.phase, 'Failed');
     assert.match(String(statusOf(ops)?.message), /execution snapshot allows/);

@@ -13,8 +13,13 @@ type PodObj = KubeObject & { status?: { phase?: string; conditions?: { type: str
 type RunObj = KubeObject & { spec: { runtime?: string; workspace?: { name: string } }; status?: { phase?: string } };
 
 export function podViews(pods: PodObj[]): PodView[] {
-  return pods.map((p) => ({ name: p.metadata.name ?? '', uid: p.metadata.uid ?? '', deleting: !!p.metadata.deletionTimestamp, phase: p.status?.phase ?? '',
-    ready: !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') }));
+  return pods.map((p) => ({
+    name: p.metadata.name ?? '',
+    uid: p.metadata.uid ?? '',
+    deleting: !!p.metadata.deletionTimestamp,
+    phase: p.status?.phase ?? '',
+    ready: !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+  }));
 }
 
 function opFor(ws: Workspace, d: ReturnType<typeof decide>): Operation | undefined {
@@ -23,9 +28,28 @@ function opFor(ws: Workspace, d: ReturnType<typeof decide>): Operation | undefin
     case 'status':
       return { op: 'status', resource: R.persistentWorkspaces, object: { ...ws, status: d.status } };
     case 'addFinalizer':
-      return { op: 'patch', resource: R.persistentWorkspaces, namespace: m.namespace, name: m.name ?? '', patch: { metadata: { resourceVersion: m.resourceVersion, finalizers: [...(m.finalizers ?? []), WORKSPACE_FINALIZER] } } };
+      return {
+        op: 'patch',
+        resource: R.persistentWorkspaces,
+        namespace: m.namespace,
+        name: m.name ?? '',
+        patch: {
+          metadata: { resourceVersion: m.resourceVersion, finalizers: [...(m.finalizers ?? []), WORKSPACE_FINALIZER] },
+        },
+      };
     case 'removeFinalizer':
-      return { op: 'patch', resource: R.persistentWorkspaces, namespace: m.namespace, name: m.name ?? '', patch: { metadata: { resourceVersion: m.resourceVersion, finalizers: (m.finalizers ?? []).filter((f) => f !== WORKSPACE_FINALIZER) } } };
+      return {
+        op: 'patch',
+        resource: R.persistentWorkspaces,
+        namespace: m.namespace,
+        name: m.name ?? '',
+        patch: {
+          metadata: {
+            resourceVersion: m.resourceVersion,
+            finalizers: (m.finalizers ?? []).filter((f) => f !== WORKSPACE_FINALIZER),
+          },
+        },
+      };
     default:
       return undefined;
   }
@@ -34,7 +58,9 @@ function opFor(ws: Workspace, d: ReturnType<typeof decide>): Operation | undefin
 export function reconcileWorkspaces({ key, state, now }: ReconcileInput): Operation[] {
   const [ns = '', runtime = ''] = key.split('/');
   const pods = podViews(state.list(R.pods, ns, { runtime }));
-  const runs = (state.list(R.runs, ns) as RunObj[]).filter((r) => r.spec.workspace && !isTerminal(r.status?.phase) && !r.metadata.deletionTimestamp);
+  const runs = (state.list(R.runs, ns) as RunObj[]).filter(
+    (r) => r.spec.workspace && !isTerminal(r.status?.phase) && !r.metadata.deletionTimestamp,
+  );
   const ops: Operation[] = [];
   for (const ws of (state.list(R.persistentWorkspaces, ns) as Workspace[]).filter((w) => w.spec.runtime === runtime)) {
     const active = runs.filter((r) => r.spec.workspace?.name === ws.metadata.name).length;
@@ -53,15 +79,25 @@ const fn: FunctionDef = {
   name: 'workspace-controller',
   description: 'Binds PersistentWorkspaces to Runtime Pods, detects loss, tracks use and drives cleanup.',
   trigger: {
-    type: 'watch', resource: R.persistentWorkspaces, keys: byRuntime,
+    type: 'watch',
+    resource: R.persistentWorkspaces,
+    keys: byRuntime,
     also: [
-      { resource: R.pods, labelSelector: 'runtime', map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`] },
+      {
+        resource: R.pods,
+        labelSelector: 'runtime',
+        map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`],
+      },
       { resource: R.runs, map: (r) => ((r as RunObj).spec?.workspace ? byRuntime(r) : []) },
     ],
   },
   concurrency: 2,
   rbac: [
-    { apiGroups: ['kruntimes.io'], resources: ['persistentworkspaces'], verbs: ['get', 'list', 'watch', 'patch', 'update'] },
+    {
+      apiGroups: ['kruntimes.io'],
+      resources: ['persistentworkspaces'],
+      verbs: ['get', 'list', 'watch', 'patch', 'update'],
+    },
     { apiGroups: ['kruntimes.io'], resources: ['persistentworkspaces/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },

@@ -12,9 +12,26 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 export const WORKSPACE_FINALIZER = 'kruntimes.io/workspace-cleanup';
 export type Phase = 'Pending' | 'Bound' | 'Lost' | 'Released';
 
-export interface WorkspaceStatus { phase?: Phase; runtime?: string; boundPod?: string; boundPodUID?: string; path?: string; lastUsedTime?: string; conditions?: Condition[] }
-export interface Workspace extends KubeObject { spec: { runtime: string; mode?: string; ttlSecondsAfterUnused?: number; cleanupPolicy?: 'DeleteAfterTTL' | 'Retain' }; status?: WorkspaceStatus }
-export interface PodView { name: string; uid: string; ready: boolean; deleting: boolean; phase: string }
+export interface WorkspaceStatus {
+  phase?: Phase;
+  runtime?: string;
+  boundPod?: string;
+  boundPodUID?: string;
+  path?: string;
+  lastUsedTime?: string;
+  conditions?: Condition[];
+}
+export interface Workspace extends KubeObject {
+  spec: { runtime: string; mode?: string; ttlSecondsAfterUnused?: number; cleanupPolicy?: 'DeleteAfterTTL' | 'Retain' };
+  status?: WorkspaceStatus;
+}
+export interface PodView {
+  name: string;
+  uid: string;
+  ready: boolean;
+  deleting: boolean;
+  phase: string;
+}
 
 export type Decision =
   | { kind: 'status'; status: WorkspaceStatus }
@@ -22,7 +39,9 @@ export type Decision =
   | { kind: 'removeFinalizer'; reason: string }
   | { kind: 'none' };
 
-export function pathFor(name: string): string { return `/workspace/persistent/${name}`; }
+export function pathFor(name: string): string {
+  return `/workspace/persistent/${name}`;
+}
 
 /** Index into the name-sorted ready Pods chosen by a stable hash of the workspace UID. */
 export function choosePod(uid: string, ready: PodView[]): PodView | undefined {
@@ -32,47 +51,135 @@ export function choosePod(uid: string, ready: PodView[]): PodView | undefined {
   return sorted[h.readUInt32BE(0) % sorted.length];
 }
 
-interface CondSpec { type: string; ok: boolean; reason: string; message: string }
+interface CondSpec {
+  type: string;
+  ok: boolean;
+  reason: string;
+  message: string;
+}
 const condOf = (s: WorkspaceStatus, c: CondSpec, now: string, gen?: number): Condition[] =>
-  setCondition(s.conditions, { type: c.type, status: c.ok ? 'True' : 'False', reason: c.reason, message: c.message, ...(gen ? { observedGeneration: gen } : {}) }, now);
+  setCondition(
+    s.conditions,
+    {
+      type: c.type,
+      status: c.ok ? 'True' : 'False',
+      reason: c.reason,
+      message: c.message,
+      ...(gen ? { observedGeneration: gen } : {}),
+    },
+    now,
+  );
 
 function bind(ws: Workspace, pods: PodView[], now: string): WorkspaceStatus {
   const s = ws.status ?? {};
   const ready = pods.filter((p) => p.ready && !p.deleting && p.phase === 'Running');
   const pod = choosePod(ws.metadata.uid ?? '', ready);
   const gen = ws.metadata.generation;
-  if (!pod) return { ...s, phase: 'Pending', runtime: ws.spec.runtime, conditions: condOf(s, { type: 'Bound', ok: false, reason: 'NoReadyRuntimePods', message: `waiting for a ready Runtime Pod of runtime "${ws.spec.runtime}"` }, now, gen) };
-  return { ...s, phase: 'Bound', runtime: ws.spec.runtime, boundPod: pod.name, boundPodUID: pod.uid, path: pathFor(ws.metadata.name ?? ''),
-    conditions: condOf(s, { type: 'Bound', ok: true, reason: 'Bound', message: `bound to Runtime Pod ${pod.name}` }, now, gen) };
+  if (!pod)
+    return {
+      ...s,
+      phase: 'Pending',
+      runtime: ws.spec.runtime,
+      conditions: condOf(
+        s,
+        {
+          type: 'Bound',
+          ok: false,
+          reason: 'NoReadyRuntimePods',
+          message: `waiting for a ready Runtime Pod of runtime "${ws.spec.runtime}"`,
+        },
+        now,
+        gen,
+      ),
+    };
+  return {
+    ...s,
+    phase: 'Bound',
+    runtime: ws.spec.runtime,
+    boundPod: pod.name,
+    boundPodUID: pod.uid,
+    path: pathFor(ws.metadata.name ?? ''),
+    conditions: condOf(
+      s,
+      { type: 'Bound', ok: true, reason: 'Bound', message: `bound to Runtime Pod ${pod.name}` },
+      now,
+      gen,
+    ),
+  };
 }
 
 function lost(ws: Workspace, why: string, now: string): WorkspaceStatus {
   const s = ws.status ?? {};
-  return { ...s, phase: 'Lost', conditions: condOf(s, { type: 'Bound', ok: false, reason: 'PodLost', message: `${why}; the workspace data is gone and it is never rebound (create a new workspace)` }, now, ws.metadata.generation) };
+  return {
+    ...s,
+    phase: 'Lost',
+    conditions: condOf(
+      s,
+      {
+        type: 'Bound',
+        ok: false,
+        reason: 'PodLost',
+        message: `${why}; the workspace data is gone and it is never rebound (create a new workspace)`,
+      },
+      now,
+      ws.metadata.generation,
+    ),
+  };
 }
 
 /** lastUsedTime: cleared while Runs use the workspace, set once when it becomes unused. */
 function usage(s: WorkspaceStatus, activeRuns: number, now: string): WorkspaceStatus {
-  if (activeRuns > 0) { const { lastUsedTime: _l, ...rest } = s; return rest; }
+  if (activeRuns > 0) {
+    const { lastUsedTime: _l, ...rest } = s;
+    return rest;
+  }
   return s.lastUsedTime ? s : { ...s, lastUsedTime: now };
 }
 
-const changed = (next: WorkspaceStatus, s: WorkspaceStatus): Decision => (JSON.stringify(next) === JSON.stringify(s) ? { kind: 'none' } : { kind: 'status', status: next });
+const changed = (next: WorkspaceStatus, s: WorkspaceStatus): Decision =>
+  JSON.stringify(next) === JSON.stringify(s) ? { kind: 'none' } : { kind: 'status', status: next };
 
 /** Bound (or Released) workspaces whose Pod is gone or replaced become Lost. */
 function fence(ws: Workspace, pods: PodView[], nowIso: string): { decision?: Decision; pod?: PodView } {
   const s = ws.status ?? {};
   if (s.phase !== 'Bound' && s.phase !== 'Released') return {};
   const pod = pods.find((p) => p.name === s.boundPod);
-  if (!pod) return { decision: { kind: 'status', status: lost(ws, `bound Runtime Pod ${s.boundPod} no longer exists`, nowIso) } };
-  if (s.boundPodUID && pod.uid !== s.boundPodUID) return { decision: { kind: 'status', status: lost(ws, `Runtime Pod ${s.boundPod} was replaced (UID ${pod.uid}, bound to ${s.boundPodUID})`, nowIso) } };
+  if (!pod)
+    return {
+      decision: { kind: 'status', status: lost(ws, `bound Runtime Pod ${s.boundPod} no longer exists`, nowIso) },
+    };
+  if (s.boundPodUID && pod.uid !== s.boundPodUID)
+    return {
+      decision: {
+        kind: 'status',
+        status: lost(ws, `Runtime Pod ${s.boundPod} was replaced (UID ${pod.uid}, bound to ${s.boundPodUID})`, nowIso),
+      },
+    };
   return { pod };
 }
 
 function deleting(ws: Workspace, nowIso: string): Decision {
   const s = ws.status ?? {};
-  if (s.phase === 'Lost' && (ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER)) return { kind: 'removeFinalizer', reason: 'the workspace is Lost: no Pod-local data remains' };
-  if (s.phase === 'Bound') return { kind: 'status', status: { ...s, phase: 'Released', conditions: condOf(s, { type: 'Released', ok: true, reason: 'Deleting', message: 'cleanup requested: waiting for runtimed on the bound Pod to delete the directory' }, nowIso) } };
+  if (s.phase === 'Lost' && (ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER))
+    return { kind: 'removeFinalizer', reason: 'the workspace is Lost: no Pod-local data remains' };
+  if (s.phase === 'Bound')
+    return {
+      kind: 'status',
+      status: {
+        ...s,
+        phase: 'Released',
+        conditions: condOf(
+          s,
+          {
+            type: 'Released',
+            ok: true,
+            reason: 'Deleting',
+            message: 'cleanup requested: waiting for runtimed on the bound Pod to delete the directory',
+          },
+          nowIso,
+        ),
+      },
+    };
   return { kind: 'none' };
 }
 
@@ -81,7 +188,18 @@ function boundUpkeep(ws: Workspace, pod: PodView | undefined, activeRuns: number
   if (!(ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER)) return { kind: 'addFinalizer' };
   const next = usage(s, activeRuns, nowIso);
   const ready = !!pod?.ready;
-  const conditions = condOf(next, { type: 'PodAvailable', ok: ready, reason: ready ? 'PodReady' : 'PodNotReady', message: ready ? `Runtime Pod ${pod?.name} is ready` : `Runtime Pod ${pod?.name} is not ready; Runs using the workspace wait` }, nowIso);
+  const conditions = condOf(
+    next,
+    {
+      type: 'PodAvailable',
+      ok: ready,
+      reason: ready ? 'PodReady' : 'PodNotReady',
+      message: ready
+        ? `Runtime Pod ${pod?.name} is ready`
+        : `Runtime Pod ${pod?.name} is not ready; Runs using the workspace wait`,
+    },
+    nowIso,
+  );
   return changed({ ...next, conditions }, s);
 }
 
@@ -100,7 +218,12 @@ export function decide(ws: Workspace, pods: PodView[], activeRuns: number, now: 
 /** When an unused DeleteAfterTTL workspace is due for cleanup, if ever. */
 export function dueAt(ws: Workspace): number | undefined {
   const s = ws.status;
-  if (ws.metadata.deletionTimestamp || s?.phase !== 'Bound' || (ws.spec.cleanupPolicy ?? 'DeleteAfterTTL') !== 'DeleteAfterTTL') return undefined;
+  if (
+    ws.metadata.deletionTimestamp ||
+    s?.phase !== 'Bound' ||
+    (ws.spec.cleanupPolicy ?? 'DeleteAfterTTL') !== 'DeleteAfterTTL'
+  )
+    return undefined;
   const ttl = ws.spec.ttlSecondsAfterUnused;
   const last = Date.parse(s.lastUsedTime ?? '');
   if (ttl === undefined || ttl === null || !Number.isFinite(last)) return undefined;

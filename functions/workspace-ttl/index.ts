@@ -13,10 +13,23 @@ import { dueAt, type Workspace } from '../workspace-controller/lifecycle.ts';
 type RunObj = KubeObject & { spec: { workspace?: { name: string } }; status?: { phase?: string } };
 
 export function sweep({ state, now }: CronInput): Operation[] {
-  const inUse = new Set((state.list(R.runs) as RunObj[]).filter((r) => r.spec.workspace && !isTerminal(r.status?.phase)).map((r) => `${r.metadata.namespace}/${r.spec.workspace?.name}`));
+  const inUse = new Set(
+    (state.list(R.runs) as RunObj[])
+      .filter((r) => r.spec.workspace && !isTerminal(r.status?.phase))
+      .map((r) => `${r.metadata.namespace}/${r.spec.workspace?.name}`),
+  );
   return (state.list(R.persistentWorkspaces) as Workspace[])
-    .filter((w) => { const at = dueAt(w); return at !== undefined && at <= now.getTime() && !inUse.has(`${w.metadata.namespace}/${w.metadata.name}`); })
-    .map((w) => ({ op: 'delete', resource: R.persistentWorkspaces, namespace: w.metadata.namespace, name: w.metadata.name ?? '', uid: w.metadata.uid }));
+    .filter((w) => {
+      const at = dueAt(w);
+      return at !== undefined && at <= now.getTime() && !inUse.has(`${w.metadata.namespace}/${w.metadata.name}`);
+    })
+    .map((w) => ({
+      op: 'delete',
+      resource: R.persistentWorkspaces,
+      namespace: w.metadata.namespace,
+      name: w.metadata.name ?? '',
+      uid: w.metadata.uid,
+    }));
 }
 
 const fn: FunctionDef = {

@@ -25,12 +25,20 @@ export async function snapshotState(client: KubeClient, reads: Read[]): Promise<
   }
   return {
     get: (r, ns, name) => data.get(resourcePath(r))?.get(ns ? `${ns}/${name}` : name),
-    list: (r, ns, sel) => [...(data.get(resourcePath(r))?.values() ?? [])].filter((o) =>
-      (!ns || o.metadata.namespace === ns) && Object.entries(sel ?? {}).every(([k, v]) => o.metadata.labels?.[k] === v)),
+    list: (r, ns, sel) =>
+      [...(data.get(resourcePath(r))?.values() ?? [])].filter(
+        (o) =>
+          (!ns || o.metadata.namespace === ns) &&
+          Object.entries(sel ?? {}).every(([k, v]) => o.metadata.labels?.[k] === v),
+      ),
   };
 }
 
-export async function runCron(fn: CronFunction, client: KubeClient, now: () => Date = () => new Date()): Promise<{ code: number; message: string }> {
+export async function runCron(
+  fn: CronFunction,
+  client: KubeClient,
+  now: () => Date = () => new Date(),
+): Promise<{ code: number; message: string }> {
   try {
     const state = await snapshotState(client, fn.trigger.reads);
     const ops = await fn.handler({ state, now: now() });
@@ -38,7 +46,8 @@ export async function runCron(fn: CronFunction, client: KubeClient, now: () => D
     return { code: EXIT_OK, message: `${fn.name}: ${ops.length} operation(s) applied` };
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
-    if (err instanceof TerminalError || isApiError(err, 422) || isApiError(err, 403)) return { code: EXIT_TERMINAL, message: `${fn.name}: ${msg}` };
+    if (err instanceof TerminalError || isApiError(err, 422) || isApiError(err, 403))
+      return { code: EXIT_TERMINAL, message: `${fn.name}: ${msg}` };
     if (err instanceof WaitingError) return { code: EXIT_TEMPFAIL, message: `${fn.name}: waiting: ${msg}` };
     return { code: EXIT_TEMPFAIL, message: `${fn.name}: temporary failure: ${msg}` };
   }

@@ -5,18 +5,32 @@ import type { KubeObject } from '../kube/types.ts';
 import { apiVersionOf, resourcePath, type Operation, type Resource } from './types.ts';
 
 /** An object a handler wrote, with the resourceVersion the API server answered. */
-export interface Written { resource: Resource; object: KubeObject }
-export interface ExecuteResult { requeueAfterMs?: number; written: Written[] }
+export interface Written {
+  resource: Resource;
+  object: KubeObject;
+}
+export interface ExecuteResult {
+  requeueAfterMs?: number;
+  written: Written[];
+}
 
 /** Consecutive status writes touch distinct objects, so they go out concurrently (bounded). */
 const PARALLEL_STATUS = 16;
 
-export async function executeOperations(client: KubeClient, fieldManager: string, ops: Operation[]): Promise<ExecuteResult> {
+export async function executeOperations(
+  client: KubeClient,
+  fieldManager: string,
+  ops: Operation[],
+): Promise<ExecuteResult> {
   let requeueAfterMs: number | undefined;
   const written: Written[] = [];
   for (let i = 0; i < ops.length;) {
     const op = ops[i]!;
-    if (op.op === 'requeue') { requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, op.afterMs); i++; continue; }
+    if (op.op === 'requeue') {
+      requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, op.afterMs);
+      i++;
+      continue;
+    }
     let j = i + 1;
     if (op.op === 'status') while (j < ops.length && j - i < PARALLEL_STATUS && ops[j]!.op === 'status') j++;
     const batch = ops.slice(i, j) as Exclude<Operation, { op: 'requeue' }>[];
@@ -31,7 +45,11 @@ export async function executeOperations(client: KubeClient, fieldManager: string
   return requeueAfterMs === undefined ? { written } : { requeueAfterMs, written };
 }
 
-async function executeOne(client: KubeClient, fieldManager: string, op: Exclude<Operation, { op: 'requeue' }>): Promise<KubeObject | undefined> {
+async function executeOne(
+  client: KubeClient,
+  fieldManager: string,
+  op: Exclude<Operation, { op: 'requeue' }>,
+): Promise<KubeObject | undefined> {
   switch (op.op) {
     case 'apply': {
       const m = op.object.metadata;
@@ -48,8 +66,12 @@ async function executeOne(client: KubeClient, fieldManager: string, op: Exclude<
       }
     }
     case 'patch':
-      return client.patch(resourcePath(op.resource, op.namespace, op.name, op.subresource), op.patch,
-        op.patchType === 'json' ? PatchType.json : PatchType.merge, { fieldManager });
+      return client.patch(
+        resourcePath(op.resource, op.namespace, op.name, op.subresource),
+        op.patch,
+        op.patchType === 'json' ? PatchType.json : PatchType.merge,
+        { fieldManager },
+      );
     case 'status': {
       // The observed object's managedFields are the API server's to keep; sending them back would
       // ask it to replace them.
@@ -59,7 +81,10 @@ async function executeOne(client: KubeClient, fieldManager: string, op: Exclude<
     }
     case 'delete':
       try {
-        await client.delete(resourcePath(op.resource, op.namespace, op.name), op.uid ? { preconditions: { uid: op.uid } } : undefined);
+        await client.delete(
+          resourcePath(op.resource, op.namespace, op.name),
+          op.uid ? { preconditions: { uid: op.uid } } : undefined,
+        );
       } catch (err) {
         if (!isApiError(err, 404)) throw err;
       }

@@ -10,10 +10,14 @@ import { resourcePath, type ObjectRef, type Resource, type State } from './types
 /** Fetched objects by API path; `undefined` records an object that does not exist (404). */
 export type Fetched = Map<string, KubeObject | undefined>;
 
-export const refPath = (r: ObjectRef): string => resourcePath(r.resource, r.resource.namespaced ? r.namespace : undefined, r.name);
+export const refPath = (r: ObjectRef): string =>
+  resourcePath(r.resource, r.resource.namespaced ? r.namespace : undefined, r.name);
 
 /** GETs each distinct ref once (in parallel); `get` resolves undefined for a missing object and rejects on other errors. */
-export async function fetchRefs(get: (path: string) => Promise<KubeObject | undefined>, refs: ObjectRef[]): Promise<Fetched> {
+export async function fetchRefs(
+  get: (path: string) => Promise<KubeObject | undefined>,
+  refs: ObjectRef[],
+): Promise<Fetched> {
   const paths = [...new Set(refs.map(refPath))];
   const objects = await Promise.all(paths.map((p) => get(p)));
   return new Map(paths.map((p, i) => [p, objects[i]]));
@@ -23,11 +27,24 @@ export async function fetchRefs(get: (path: string) => Promise<KubeObject | unde
 export function withFetched(state: State, kinds: Resource[], fetched: Fetched): State {
   const live = new Set(kinds.map((k) => resourcePath(k)));
   return {
-    get: (r, ns, name) => (live.has(resourcePath(r)) ? fetched.get(resourcePath(r, r.namespaced ? ns : undefined, name)) : state.get(r, ns, name)),
+    get: (r, ns, name) =>
+      live.has(resourcePath(r))
+        ? fetched.get(resourcePath(r, r.namespaced ? ns : undefined, name))
+        : state.get(r, ns, name),
     list: (r, ns, sel) => {
       if (!live.has(resourcePath(r))) return state.list(r, ns, sel);
-      const ofKind = [...fetched.entries()].filter(([p, o]) => o !== undefined && p === refPath({ resource: r, namespace: o.metadata.namespace, name: o.metadata.name ?? '' }));
-      return ofKind.map(([, o]) => o!).filter((o) => (!ns || o.metadata.namespace === ns) && Object.entries(sel ?? {}).every(([k, v]) => o.metadata.labels?.[k] === v));
+      const ofKind = [...fetched.entries()].filter(
+        ([p, o]) =>
+          o !== undefined &&
+          p === refPath({ resource: r, namespace: o.metadata.namespace, name: o.metadata.name ?? '' }),
+      );
+      return ofKind
+        .map(([, o]) => o!)
+        .filter(
+          (o) =>
+            (!ns || o.metadata.namespace === ns) &&
+            Object.entries(sel ?? {}).every(([k, v]) => o.metadata.labels?.[k] === v),
+        );
     },
   };
 }

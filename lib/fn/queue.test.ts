@@ -9,8 +9,14 @@ function fakeClock(): Clock & { advance(ms: number): void } {
   let seq = 0;
   return {
     now: () => now,
-    setTimeout: (fn, ms) => { const id = ++seq; timers.push({ at: now + ms, fn, id }); return id; },
-    clearTimeout: (id) => { timers = timers.filter((t) => t.id !== id); },
+    setTimeout: (fn, ms) => {
+      const id = ++seq;
+      timers.push({ at: now + ms, fn, id });
+      return id;
+    },
+    clearTimeout: (id) => {
+      timers = timers.filter((t) => t.id !== id);
+    },
     advance(ms) {
       now += ms;
       const due = timers.filter((t) => t.at <= now).sort((a, b) => a.at - b.at);
@@ -23,7 +29,9 @@ function fakeClock(): Clock & { advance(ms: number): void } {
 describe('lib/fn WorkQueue', () => {
   it('de-duplicates queued keys and never hands out a key that is being processed', async () => {
     const q = new WorkQueue(fakeClock());
-    q.add('a'); q.add('a'); q.add('b');
+    q.add('a');
+    q.add('a');
+    q.add('b');
     assert.equal(q.length, 2);
     const k = await q.get();
     assert.equal(k, 'a');
@@ -35,24 +43,45 @@ describe('lib/fn WorkQueue', () => {
   });
 
   it('processes every added key at least once after its last add, for any interleaving', async () => {
-    const ops = fc.array(fc.oneof(fc.record({ t: fc.constant('add' as const), k: fc.constantFrom('a', 'b', 'c') }), fc.record({ t: fc.constant('work' as const) })), { maxLength: 60 });
-    await fc.assert(fc.asyncProperty(ops, async (seq) => {
-      const q = new WorkQueue(fakeClock());
-      const pendingSince = new Map<string, number>();
-      const inFlight: string[] = [];
-      let step = 0;
-      for (const op of seq) {
-        step++;
-        if (op.t === 'add') { q.add(op.k); pendingSince.set(op.k, step); continue; }
-        const done = inFlight.shift();
-        if (done) q.done(done);
-        if (q.length) { const k = (await q.get())!; assert.ok(!inFlight.includes(k), 'same key twice in flight'); inFlight.push(k); pendingSince.delete(k); }
-      }
-      for (const k of inFlight) q.done(k);
-      const seen = new Set<string>();
-      while (q.length) { const k = (await q.get())!; seen.add(k); q.done(k); }
-      for (const k of pendingSince.keys()) assert.ok(seen.has(k) || inFlight.includes(k), `${k} lost`);
-    }));
+    const ops = fc.array(
+      fc.oneof(
+        fc.record({ t: fc.constant('add' as const), k: fc.constantFrom('a', 'b', 'c') }),
+        fc.record({ t: fc.constant('work' as const) }),
+      ),
+      { maxLength: 60 },
+    );
+    await fc.assert(
+      fc.asyncProperty(ops, async (seq) => {
+        const q = new WorkQueue(fakeClock());
+        const pendingSince = new Map<string, number>();
+        const inFlight: string[] = [];
+        let step = 0;
+        for (const op of seq) {
+          step++;
+          if (op.t === 'add') {
+            q.add(op.k);
+            pendingSince.set(op.k, step);
+            continue;
+          }
+          const done = inFlight.shift();
+          if (done) q.done(done);
+          if (q.length) {
+            const k = (await q.get())!;
+            assert.ok(!inFlight.includes(k), 'same key twice in flight');
+            inFlight.push(k);
+            pendingSince.delete(k);
+          }
+        }
+        for (const k of inFlight) q.done(k);
+        const seen = new Set<string>();
+        while (q.length) {
+          const k = (await q.get())!;
+          seen.add(k);
+          q.done(k);
+        }
+        for (const k of pendingSince.keys()) assert.ok(seen.has(k) || inFlight.includes(k), `${k} lost`);
+      }),
+    );
   });
 
   it('backs off failures exponentially with jitter and forgets on success', async () => {

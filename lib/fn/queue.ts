@@ -3,8 +3,16 @@
  * workers at once (a key added while processing is re-queued when done), per-key jittered
  * exponential backoff for failures, and delayed adds. Time and timers are injectable.
  */
-export interface Clock { now(): number; setTimeout(fn: () => void, ms: number): unknown; clearTimeout(t: unknown): void }
-export const realClock: Clock = { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (t) => clearTimeout(t as NodeJS.Timeout) };
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(t: unknown): void;
+}
+export const realClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (t) => clearTimeout(t as NodeJS.Timeout),
+};
 
 export class WorkQueue {
   private readonly queue: string[] = [];
@@ -15,28 +23,48 @@ export class WorkQueue {
   private waiters: ((key: string | undefined) => void)[] = [];
   private shuttingDown = false;
 
-  constructor(private readonly clock: Clock = realClock, private readonly baseMs = 50, private readonly maxMs = 60_000, private readonly rand: () => number = Math.random) {}
+  constructor(
+    private readonly clock: Clock = realClock,
+    private readonly baseMs = 50,
+    private readonly maxMs = 60_000,
+    private readonly rand: () => number = Math.random,
+  ) {}
 
-  get length(): number { return this.queue.length; }
-  get inFlight(): number { return this.processing.size; }
+  get length(): number {
+    return this.queue.length;
+  }
+  get inFlight(): number {
+    return this.processing.size;
+  }
 
   add(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
     if (this.processing.has(key)) return;
     const w = this.waiters.shift();
-    if (w) { this.dirty.delete(key); this.processing.add(key); w(key); return; }
+    if (w) {
+      this.dirty.delete(key);
+      this.processing.add(key);
+      w(key);
+      return;
+    }
     this.queue.push(key);
   }
 
   /** Adds the key after ms; an earlier pending delayed add wins. */
   addAfter(key: string, ms: number): void {
-    if (ms <= 0) { this.add(key); return; }
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
     const at = this.clock.now() + ms;
     const prev = this.delayed.get(key);
     if (prev && prev.at <= at) return;
     if (prev) this.clock.clearTimeout(prev.timer);
-    const timer = this.clock.setTimeout(() => { this.delayed.delete(key); this.add(key); }, ms);
+    const timer = this.clock.setTimeout(() => {
+      this.delayed.delete(key);
+      this.add(key);
+    }, ms);
     this.delayed.set(key, { at, timer });
   }
 
@@ -50,7 +78,9 @@ export class WorkQueue {
     return delay;
   }
 
-  forget(key: string): void { this.failures.delete(key); }
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
 
   /** Resolves with the next key (marked processing), or undefined after shutdown. */
   get(): Promise<string | undefined> {

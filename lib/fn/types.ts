@@ -33,7 +33,11 @@ export interface WatchTrigger {
 }
 
 /** An object read by name. */
-export interface ObjectRef { resource: Resource; namespace?: string; name: string }
+export interface ObjectRef {
+  resource: Resource;
+  namespace?: string;
+  name: string;
+}
 
 export interface FetchDecl {
   /** The fetched kinds: `state` answers them only from this invocation's GETs (never a cache). */
@@ -50,17 +54,33 @@ export interface CronTrigger {
   reads: Read[];
 }
 
-export interface Read { resource: Resource; namespace?: string; labelSelector?: string }
+export interface Read {
+  resource: Resource;
+  namespace?: string;
+  labelSelector?: string;
+}
 
 /** An RBAC rule the function needs; the host's role is generated from its functions' rules. */
 /** scope 'namespace' grants the rule only in the kruntimes namespace (a Role), otherwise cluster-wide. */
-export interface Rule { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[]; scope?: 'cluster' | 'namespace' }
+export interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  scope?: 'cluster' | 'namespace';
+}
 
 export interface AdmissionTrigger {
   type: 'admission';
   /** validating or mutating webhook. */
   webhook: 'validating' | 'mutating';
-  rules: { apiGroups: string[]; apiVersions: string[]; resources: string[]; operations: ('CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT')[]; scope?: 'Namespaced' | 'Cluster' | '*' }[];
+  rules: {
+    apiGroups: string[];
+    apiVersions: string[];
+    resources: string[];
+    operations: ('CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT')[];
+    scope?: 'Namespaced' | 'Cluster' | '*';
+  }[];
   timeoutSeconds: number;
   failurePolicy: 'Fail' | 'Ignore';
   /** Only objects with these labels are sent to the webhook. */
@@ -82,7 +102,15 @@ export type Operation =
   | { op: 'apply'; resource: Resource; object: KubeObject; subresource?: 'status' }
   /** Create; AlreadyExists counts as done (deterministic names make creates idempotent). */
   | { op: 'create'; resource: Resource; object: KubeObject }
-  | { op: 'patch'; resource: Resource; namespace?: string; name: string; patch: unknown; patchType?: 'merge' | 'json'; subresource?: 'status' }
+  | {
+      op: 'patch';
+      resource: Resource;
+      namespace?: string;
+      name: string;
+      patch: unknown;
+      patchType?: 'merge' | 'json';
+      subresource?: 'status';
+    }
   /** Full status write guarded by the object's resourceVersion (optimistic concurrency). */
   | { op: 'status'; resource: Resource; object: KubeObject & { status: unknown } }
   | { op: 'delete'; resource: Resource; namespace?: string; name: string; uid?: string }
@@ -97,7 +125,10 @@ export interface ReconcileInput {
   now: Date;
 }
 
-export interface CronInput { state: State; now: Date }
+export interface CronInput {
+  state: State;
+  now: Date;
+}
 
 export interface AdmissionRequest {
   uid: string;
@@ -113,7 +144,14 @@ export interface AdmissionRequest {
   dryRun?: boolean;
 }
 
-export interface AdmissionResult { allowed: boolean; message?: string; reason?: string; code?: number; warnings?: string[]; patch?: unknown[] }
+export interface AdmissionResult {
+  allowed: boolean;
+  message?: string;
+  reason?: string;
+  code?: number;
+  warnings?: string[];
+  patch?: unknown[];
+}
 
 /** What the admission handler may use: the request, the time, and bounded API reads (e.g. SubjectAccessReview). */
 export interface AdmissionContext {
@@ -124,11 +162,22 @@ export interface AdmissionContext {
   get<T extends KubeObject>(path: string): Promise<T | undefined>;
 }
 
-interface Common { name: string; description: string; rbac: Rule[] }
+interface Common {
+  name: string;
+  description: string;
+  rbac: Rule[];
+}
 export type FunctionDef =
-  | Common & { trigger: WatchTrigger; concurrency?: number; handler: (input: ReconcileInput) => Operation[] | Promise<Operation[]> }
-  | Common & { trigger: CronTrigger; handler: (input: CronInput) => Operation[] | Promise<Operation[]> }
-  | Common & { trigger: AdmissionTrigger; handler: (req: AdmissionRequest, ctx: AdmissionContext) => AdmissionResult | Promise<AdmissionResult> };
+  | (Common & {
+      trigger: WatchTrigger;
+      concurrency?: number;
+      handler: (input: ReconcileInput) => Operation[] | Promise<Operation[]>;
+    })
+  | (Common & { trigger: CronTrigger; handler: (input: CronInput) => Operation[] | Promise<Operation[]> })
+  | (Common & {
+      trigger: AdmissionTrigger;
+      handler: (req: AdmissionRequest, ctx: AdmissionContext) => AdmissionResult | Promise<AdmissionResult>;
+    });
 
 export type WatchFunction = Extract<FunctionDef, { trigger: WatchTrigger }>;
 export type CronFunction = Extract<FunctionDef, { trigger: CronTrigger }>;
@@ -149,4 +198,6 @@ export function splitKey(key: string): { namespace?: string; name: string } {
   return i < 0 ? { name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
 }
 
-export function apiVersionOf(r: Resource): string { return r.group ? `${r.group}/${r.version}` : r.version; }
+export function apiVersionOf(r: Resource): string {
+  return r.group ? `${r.group}/${r.version}` : r.version;
+}

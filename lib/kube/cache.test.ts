@@ -12,7 +12,9 @@ function simulate(ops: Op[]): { server: Map<string, KubeObject>; store: Store<Ku
   let rv = 0;
   let connected = true;
   let deltas = 0;
-  const deliver = (ev: WatchEvent): void => { if (connected && store.apply(ev)) deltas++; };
+  const deliver = (ev: WatchEvent): void => {
+    if (connected && store.apply(ev)) deltas++;
+  };
   for (const op of ops) {
     if (op.kind === 'put') {
       const obj: KubeObject = { metadata: { name: op.name, namespace: 'ns', resourceVersion: String(++rv) } };
@@ -44,18 +46,25 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 
 describe('lib/kube Store (list/watch merge)', () => {
   it('converges to the server state for any interleaving of events, missed events and relists', () => {
-    fc.assert(fc.property(fc.array(opArb, { maxLength: 60 }), (ops) => {
-      const { server, store } = simulate(ops);
-      assert.deepEqual(store.keys().sort(), [...server.keys()].map((n) => `ns/${n}`).sort());
-      for (const [n, obj] of server) assert.equal(store.get(`ns/${n}`)?.metadata.resourceVersion, obj.metadata.resourceVersion);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 60 }), (ops) => {
+        const { server, store } = simulate(ops);
+        assert.deepEqual(store.keys().sort(), [...server.keys()].map((n) => `ns/${n}`).sort());
+        for (const [n, obj] of server)
+          assert.equal(store.get(`ns/${n}`)?.metadata.resourceVersion, obj.metadata.resourceVersion);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('reports a relist that removes vanished objects as deletions', () => {
     const s = new Store<KubeObject>();
     s.apply({ type: 'ADDED', object: { metadata: { name: 'x', resourceVersion: '1' } } });
     const d = s.replace([]);
-    assert.deepEqual(d.map((x) => x.type), ['deleted']);
+    assert.deepEqual(
+      d.map((x) => x.type),
+      ['deleted'],
+    );
     assert.equal(s.size, 0);
   });
 

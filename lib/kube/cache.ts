@@ -5,22 +5,36 @@
 import type { KubeObject, WatchEvent } from './types.ts';
 
 export type DeltaType = 'added' | 'updated' | 'deleted';
-export interface Delta<T extends KubeObject> { type: DeltaType; object: T; old?: T }
+export interface Delta<T extends KubeObject> {
+  type: DeltaType;
+  object: T;
+  old?: T;
+}
 
 export function objectKey(o: KubeObject): string {
   const { namespace, name } = o.metadata;
   return namespace ? `${namespace}/${name ?? ''}` : (name ?? '');
 }
 
-function rvOf(o: KubeObject): string { return o.metadata.resourceVersion ?? ''; }
+function rvOf(o: KubeObject): string {
+  return o.metadata.resourceVersion ?? '';
+}
 
 export class Store<T extends KubeObject> {
   private readonly items = new Map<string, T>();
 
-  get(key: string): T | undefined { return this.items.get(key); }
-  list(): T[] { return [...this.items.values()]; }
-  keys(): string[] { return [...this.items.keys()]; }
-  get size(): number { return this.items.size; }
+  get(key: string): T | undefined {
+    return this.items.get(key);
+  }
+  list(): T[] {
+    return [...this.items.values()];
+  }
+  keys(): string[] {
+    return [...this.items.keys()];
+  }
+  get size(): number {
+    return this.items.size;
+  }
 
   /** Applies one watch event; returns the delta it caused, if any. */
   apply(ev: WatchEvent<T>): Delta<T> | undefined {

@@ -57,10 +57,14 @@ export class KubeClient {
   }
 
   /** The same credentials acting as `user` (requires `impersonate` on that user in RBAC). */
-  as(user: string): KubeClient { return new KubeClient({ ...this.opts, impersonate: user }); }
+  as(user: string): KubeClient {
+    return new KubeClient({ ...this.opts, impersonate: user });
+  }
 
   /** Closes idle keep-alive sockets. */
-  close(): void { this.agent.destroy(); }
+  close(): void {
+    this.agent.destroy();
+  }
 
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const res = await this.open(method, path, opts);
@@ -100,7 +104,12 @@ export class KubeClient {
     return this.request<T>('PUT', path, { body, contentType: 'application/json' });
   }
 
-  patch<T extends KubeObject>(path: string, body: unknown, type: PatchContentType = PatchType.merge, query?: Query): Promise<T> {
+  patch<T extends KubeObject>(
+    path: string,
+    body: unknown,
+    type: PatchContentType = PatchType.merge,
+    query?: Query,
+  ): Promise<T> {
     return this.request<T>('PATCH', path, { body, contentType: type, query });
   }
 
@@ -122,7 +131,9 @@ export class KubeClient {
     const ws = new WebSocket(url, protocols, { ca, cert, key, headers: this.headers() });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(ws));
-      ws.once('unexpected-response', (_req, res) => { void readBody(res).then((text) => reject(errorFromBody(res.statusCode ?? 0, text, 'GET', url.pathname))); });
+      ws.once('unexpected-response', (_req, res) => {
+        void readBody(res).then((text) => reject(errorFromBody(res.statusCode ?? 0, text, 'GET', url.pathname)));
+      });
       ws.once('error', reject);
     });
   }
@@ -130,7 +141,11 @@ export class KubeClient {
   /** Identity headers of every request: user agent, bearer token (re-read when rotated), impersonation. */
   private headers(): Record<string, string> {
     const token = typeof this.token === 'function' ? this.token() : this.token;
-    return { 'User-Agent': this.userAgent, ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(this.opts.impersonate ? { 'Impersonate-User': this.opts.impersonate } : {}) };
+    return {
+      'User-Agent': this.userAgent,
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+      ...(this.opts.impersonate ? { 'Impersonate-User': this.opts.impersonate } : {}),
+    };
   }
 
   private open(method: string, path: string, opts: RequestOptions): Promise<IncomingMessage> {
@@ -146,7 +161,10 @@ export class KubeClient {
     return new Promise((resolve, reject) => {
       const req = https.request(url, { method, headers, agent: this.agent, signal: opts.signal }, resolve);
       req.on('error', reject);
-      if (opts.timeoutMs) req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`${method} ${url.pathname}: timed out after ${opts.timeoutMs} ms`)));
+      if (opts.timeoutMs)
+        req.setTimeout(opts.timeoutMs, () =>
+          req.destroy(new Error(`${method} ${url.pathname}: timed out after ${opts.timeoutMs} ms`)),
+        );
       req.end(payload);
     });
   }
@@ -166,6 +184,8 @@ export function errorFromBody(code: number, text: string, method: string, path: 
   try {
     const parsed = JSON.parse(text) as StatusBody;
     if (parsed && typeof parsed === 'object' && parsed.kind === 'Status') status = parsed;
-  } catch { /* not JSON */ }
+  } catch {
+    /* not JSON */
+  }
   return new ApiError(code, status, `${method} ${path}: HTTP ${code}${text ? `: ${text.slice(0, 500)}` : ''}`);
 }

@@ -39,10 +39,17 @@ export function inClusterClient(env: NodeJS.ProcessEnv, userAgent?: string, saDi
     if (now - cached.at > 60_000) cached = { at: now, token: readFileSync(`${saDir}/token`, 'utf8').trim() };
     return cached.token;
   };
-  return new KubeClient({ server: `https://${h}:${port}`, ca: readFileSync(`${saDir}/ca.crt`), token, ...(userAgent ? { userAgent } : {}) });
+  return new KubeClient({
+    server: `https://${h}:${port}`,
+    ca: readFileSync(`${saDir}/ca.crt`),
+    token,
+    ...(userAgent ? { userAgent } : {}),
+  });
 }
 
 /** Kubeconfig when KUBECONFIG is set, otherwise in-cluster. */
 export function defaultClient(env: NodeJS.ProcessEnv, userAgent?: string): KubeClient {
-  return env.KUBECONFIG ? clientFromKubeconfig(env.KUBECONFIG.split(':')[0] ?? '', userAgent) : inClusterClient(env, userAgent);
+  return env.KUBECONFIG
+    ? clientFromKubeconfig(env.KUBECONFIG.split(':')[0] ?? '', userAgent)
+    : inClusterClient(env, userAgent);
 }

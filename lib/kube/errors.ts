@@ -23,20 +23,42 @@ export class ApiError extends Error {
     this.status = status;
   }
 
-  get notFound(): boolean { return this.code === 404; }
-  get conflict(): boolean { return this.code === 409; }
-  get gone(): boolean { return this.code === 410; }
-  get invalid(): boolean { return this.code === 422; }
-  get forbidden(): boolean { return this.code === 403; }
+  get notFound(): boolean {
+    return this.code === 404;
+  }
+  get conflict(): boolean {
+    return this.code === 409;
+  }
+  get gone(): boolean {
+    return this.code === 410;
+  }
+  get invalid(): boolean {
+    return this.code === 422;
+  }
+  get forbidden(): boolean {
+    return this.code === 403;
+  }
   /** 429, 5xx: the same request may succeed later. */
-  get transient(): boolean { return this.code === 429 || this.code >= 500; }
+  get transient(): boolean {
+    return this.code === 429 || this.code >= 500;
+  }
 }
 
 export function reasonForCode(code: number): string {
   const reasons: Record<number, string> = {
-    400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 405: 'MethodNotAllowed',
-    409: 'Conflict', 410: 'Expired', 415: 'UnsupportedMediaType', 422: 'Invalid', 429: 'TooManyRequests',
-    500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout',
+    400: 'BadRequest',
+    401: 'Unauthorized',
+    403: 'Forbidden',
+    404: 'NotFound',
+    405: 'MethodNotAllowed',
+    409: 'Conflict',
+    410: 'Expired',
+    415: 'UnsupportedMediaType',
+    422: 'Invalid',
+    429: 'TooManyRequests',
+    500: 'InternalError',
+    503: 'ServiceUnavailable',
+    504: 'Timeout',
   };
   return reasons[code] ?? (code >= 500 ? 'InternalError' : 'Unknown');
 }

@@ -33,7 +33,24 @@ describe('run-scheduler quantity', () => {
   });
 
   it('rejects text that is not a quantity', () => {
-    for (const bad of ['', ' ', 'abc', '1.2.3', '1KB', '1ki', '--1', '.', '1e', '1 k', 'e3', '1e999', 'Infinity', '0x10', NaN, Infinity]) {
+    for (const bad of [
+      '',
+      ' ',
+      'abc',
+      '1.2.3',
+      '1KB',
+      '1ki',
+      '--1',
+      '.',
+      '1e',
+      '1 k',
+      'e3',
+      '1e999',
+      'Infinity',
+      '0x10',
+      NaN,
+      Infinity,
+    ]) {
       assert.equal(parseQuantity(bad), undefined, String(bad));
     }
   });
@@ -50,20 +67,26 @@ describe('run-scheduler quantity', () => {
   });
 
   it('parses every decimal integer to itself, and a/10^k with its exact value', () => {
-    fc.assert(fc.property(fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }), fc.integer({ min: 0, max: 6 }), (n, k) => {
-      assert.deepEqual(parseQuantity(n.toString()), rat(n));
-      const digits = (n < 0n ? -n : n).toString().padStart(k + 1, '0');
-      const text = `${n < 0n ? '-' : ''}${digits.slice(0, digits.length - k)}${k ? `.${digits.slice(digits.length - k)}` : ''}`;
-      assert.equal(cmp(parseQuantity(text) ?? rat(99n), rat(n, 10n ** BigInt(k))), 0);
-    }));
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }), fc.integer({ min: 0, max: 6 }), (n, k) => {
+        assert.deepEqual(parseQuantity(n.toString()), rat(n));
+        const digits = (n < 0n ? -n : n).toString().padStart(k + 1, '0');
+        const text = `${n < 0n ? '-' : ''}${digits.slice(0, digits.length - k)}${k ? `.${digits.slice(digits.length - k)}` : ''}`;
+        assert.equal(cmp(parseQuantity(text) ?? rat(99n), rat(n, 10n ** BigInt(k))), 0);
+      }),
+    );
   });
 
   it('orders rationals consistently with their cross products', () => {
-    const r = fc.tuple(fc.bigInt({ min: -1000n, max: 1000n }), fc.bigInt({ min: 1n, max: 1000n })).map(([n, d]) => rat(n, d));
-    fc.assert(fc.property(r, r, r, (a, b, c) => {
-      assert.equal(cmp(a, b) + cmp(b, a), 0);
-      if (cmp(a, b) <= 0 && cmp(b, c) <= 0) assert.ok(cmp(a, c) <= 0);
-      assert.equal(cmp(add(a, c), add(b, c)), cmp(a, b));
-    }));
+    const r = fc
+      .tuple(fc.bigInt({ min: -1000n, max: 1000n }), fc.bigInt({ min: 1n, max: 1000n }))
+      .map(([n, d]) => rat(n, d));
+    fc.assert(
+      fc.property(r, r, r, (a, b, c) => {
+        assert.equal(cmp(a, b) + cmp(b, a), 0);
+        if (cmp(a, b) <= 0 && cmp(b, c) <= 0) assert.ok(cmp(a, c) <= 0);
+        assert.equal(cmp(add(a, c), add(b, c)), cmp(a, b));
+      }),
+    );
   });
 });

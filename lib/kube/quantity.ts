@@ -8,7 +8,10 @@
  */
 
 /** An exact rational number; `d` is always positive and the fraction is reduced. */
-export interface Rat { readonly n: bigint; readonly d: bigint }
+export interface Rat {
+  readonly n: bigint;
+  readonly d: bigint;
+}
 
 export const ZERO: Rat = { n: 0n, d: 1n };
 

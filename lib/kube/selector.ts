@@ -19,11 +19,16 @@ function matchesExpression(expr: Expression, labels: Record<string, string>): bo
   const present = has(labels, expr.key);
   const values = expr.values ?? [];
   switch (expr.operator) {
-    case 'In': return present && values.includes(labels[expr.key] ?? '');
-    case 'NotIn': return !present || !values.includes(labels[expr.key] ?? '');
-    case 'Exists': return present;
-    case 'DoesNotExist': return !present;
-    default: return false;
+    case 'In':
+      return present && values.includes(labels[expr.key] ?? '');
+    case 'NotIn':
+      return !present || !values.includes(labels[expr.key] ?? '');
+    case 'Exists':
+      return present;
+    case 'DoesNotExist':
+      return !present;
+    default:
+      return false;
   }
 }
 
@@ -69,11 +74,13 @@ function expressionProblem(expr: Expression): string | undefined {
   switch (expr.operator) {
     case 'In':
     case 'NotIn':
-      if (values.length === 0) return `for 'In', 'NotIn' operators, values set can't be empty (key ${JSON.stringify(expr.key)})`;
+      if (values.length === 0)
+        return `for 'In', 'NotIn' operators, values set can't be empty (key ${JSON.stringify(expr.key)})`;
       break;
     case 'Exists':
     case 'DoesNotExist':
-      if (values.length !== 0) return `for 'Exists', 'DoesNotExist' operators, values set must be empty (key ${JSON.stringify(expr.key)})`;
+      if (values.length !== 0)
+        return `for 'Exists', 'DoesNotExist' operators, values set must be empty (key ${JSON.stringify(expr.key)})`;
       break;
     default:
       return `${JSON.stringify(expr.operator)} is not a valid label selector operator`;

@@ -6,15 +6,22 @@ import { errorFromBody } from './client.ts';
 
 describe('lib/kube backoff and errors', () => {
   it('backoff is jittered within [exp/2, exp] and capped', () => {
-    fc.assert(fc.property(fc.nat(40), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, r) => {
-      const exp = Math.min(30_000, 200 * 2 ** Math.min(attempt, 20));
-      const v = backoffMs(attempt, 200, 30_000, () => r);
-      assert.ok(v >= Math.floor(exp / 2) && v <= exp, `${v} not in [${exp / 2}, ${exp}]`);
-    }));
+    fc.assert(
+      fc.property(fc.nat(40), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, r) => {
+        const exp = Math.min(30_000, 200 * 2 ** Math.min(attempt, 20));
+        const v = backoffMs(attempt, 200, 30_000, () => r);
+        assert.ok(v >= Math.floor(exp / 2) && v <= exp, `${v} not in [${exp / 2}, ${exp}]`);
+      }),
+    );
   });
 
   it('turns a metav1.Status body into a typed ApiError', () => {
-    const e = errorFromBody(422, JSON.stringify({ kind: 'Status', code: 422, reason: 'Invalid', message: 'spec.x: Invalid value' }), 'POST', '/x');
+    const e = errorFromBody(
+      422,
+      JSON.stringify({ kind: 'Status', code: 422, reason: 'Invalid', message: 'spec.x: Invalid value' }),
+      'POST',
+      '/x',
+    );
     assert.ok(isApiError(e, 422));
     assert.equal(e.reason, 'Invalid');
     assert.equal(e.message, 'spec.x: Invalid value');

@@ -36,13 +36,23 @@ export class ListWatch<T extends KubeObject> {
   private syncedResolve: (() => void) | undefined;
   readonly synced: Promise<void>;
 
-  constructor(private readonly client: KubeClient, private readonly opts: ListWatchOptions, private readonly onDelta: DeltaHandler<T>) {
-    this.synced = new Promise((r) => { this.syncedResolve = r; });
+  constructor(
+    private readonly client: KubeClient,
+    private readonly opts: ListWatchOptions,
+    private readonly onDelta: DeltaHandler<T>,
+  ) {
+    this.synced = new Promise((r) => {
+      this.syncedResolve = r;
+    });
   }
 
-  get labelSelector(): string | undefined { return this.opts.labelSelector; }
+  get labelSelector(): string | undefined {
+    return this.opts.labelSelector;
+  }
 
-  start(): void { void this.loop(); }
+  start(): void {
+    void this.loop();
+  }
 
   stop(): void {
     this.stopped = true;
@@ -58,7 +68,11 @@ export class ListWatch<T extends KubeObject> {
     let cont: string | undefined;
     let rv = '';
     do {
-      const page = await this.client.list<T>(this.opts.path, { ...this.selectors(), limit: this.opts.pageSize ?? 500, continue: cont });
+      const page = await this.client.list<T>(this.opts.path, {
+        ...this.selectors(),
+        limit: this.opts.pageSize ?? 500,
+        continue: cont,
+      });
       items.push(...page.items);
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion ?? '';
@@ -79,7 +93,10 @@ export class ListWatch<T extends KubeObject> {
         attempt = 0;
       } catch (err) {
         if (this.stopped) return;
-        if (isApiError(err, 410)) { needList = true; continue; }
+        if (isApiError(err, 410)) {
+          needList = true;
+          continue;
+        }
         this.opts.onError?.(err);
         await sleep(backoffMs(attempt++));
       }
@@ -90,7 +107,10 @@ export class ListWatch<T extends KubeObject> {
   private async watchOnce(): Promise<void> {
     this.abort = new AbortController();
     const query: Query = {
-      ...this.selectors(), watch: 1, allowWatchBookmarks: true, resourceVersion: this.resourceVersion,
+      ...this.selectors(),
+      watch: 1,
+      allowWatchBookmarks: true,
+      resourceVersion: this.resourceVersion,
       timeoutSeconds: this.opts.timeoutSeconds ?? 300,
     };
     const res = await this.client.stream(this.opts.path, { query, signal: this.abort.signal });
@@ -130,4 +150,6 @@ export class ListWatch<T extends KubeObject> {
   }
 }
 
-export function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

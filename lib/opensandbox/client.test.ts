@@ -7,22 +7,52 @@ import type { HttpRequest, HttpResponse, Transport } from './transport.ts';
 
 const KEY = 'k-123456789';
 
-function fake(respond: (r: HttpRequest) => HttpResponse | Promise<HttpResponse>): { transport: Transport; seen: HttpRequest[] } {
+function fake(respond: (r: HttpRequest) => HttpResponse | Promise<HttpResponse>): {
+  transport: Transport;
+  seen: HttpRequest[];
+} {
   const seen: HttpRequest[] = [];
-  return { seen, transport: async (r) => { seen.push(r); return respond(r); } };
+  return {
+    seen,
+    transport: async (r) => {
+      seen.push(r);
+      return respond(r);
+    },
+  };
 }
 async function fails(p: Promise<unknown>): Promise<OpenSandboxError> {
-  try { await p; } catch (e) { if (e instanceof OpenSandboxError) return e; throw e; }
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof OpenSandboxError) return e;
+    throw e;
+  }
   throw new Error('expected an OpenSandboxError');
 }
-const json = (status: number, body: unknown, headers: Record<string, string> = {}): HttpResponse => ({ status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-const sandbox = (id: string): Record<string, unknown> => ({ id, status: { state: 'Running' }, createdAt: '2026-01-01T00:00:00Z', entrypoint: ['x'], metadata: {} });
+const json = (status: number, body: unknown, headers: Record<string, string> = {}): HttpResponse => ({
+  status,
+  headers: { 'content-type': 'application/json', ...headers },
+  body: JSON.stringify(body),
+});
+const sandbox = (id: string): Record<string, unknown> => ({
+  id,
+  status: { state: 'Running' },
+  createdAt: '2026-01-01T00:00:00Z',
+  entrypoint: ['x'],
+  metadata: {},
+});
 
 describe('opensandbox endpoint policy', () => {
   it('requires https without credentials, query or fragment', () => {
     assert.equal(checkEndpoint('https://os.example.internal').ok, true);
     assert.equal(checkEndpoint('https://os.example.internal/prefix/').ok, true);
-    for (const bad of ['https://user:pw@os.example', 'https://os.example?x=1', 'https://os.example#f', 'ftp://os.example', 'not a url']) {
+    for (const bad of [
+      'https://user:pw@os.example',
+      'https://os.example?x=1',
+      'https://os.example#f',
+      'ftp://os.example',
+      'not a url',
+    ]) {
       assert.deepEqual([bad, checkEndpoint(bad).ok], [bad, false]);
     }
     const plain = checkEndpoint('http://127.0.0.1:8080');
@@ -38,7 +68,10 @@ describe('opensandbox endpoint policy', () => {
   });
 
   it('joins API paths under an endpoint with a path prefix', () => {
-    assert.equal(apiUrl(new URL('https://h/prefix/'), '/v1/sandboxes', new URLSearchParams({ a: 'b' })), 'https://h/prefix/v1/sandboxes?a=b');
+    assert.equal(
+      apiUrl(new URL('https://h/prefix/'), '/v1/sandboxes', new URLSearchParams({ a: 'b' })),
+      'https://h/prefix/v1/sandboxes?a=b',
+    );
     assert.equal(apiUrl(new URL('https://h'), '/v1/sandboxes'), 'https://h/v1/sandboxes');
   });
 });
@@ -63,10 +96,18 @@ describe('opensandbox metadata', () => {
 describe('opensandbox client', () => {
   it('sends the API key header and the encoded metadata filter, and follows pagination', async () => {
     let page = 0;
-    const f = fake(() => json(200, { items: [sandbox(`s${++page}`)], pagination: { page, pageSize: 1, totalItems: 2, totalPages: 2, hasNextPage: page < 2 } }));
+    const f = fake(() =>
+      json(200, {
+        items: [sandbox(`s${++page}`)],
+        pagination: { page, pageSize: 1, totalItems: 2, totalPages: 2, hasNextPage: page < 2 },
+      }),
+    );
     const c = new OpenSandboxClient({ endpoint: 'https://os.example', apiKey: KEY, transport: f.transport });
     const all = await c.listAll({ metadata: { 'a.b/uid': 'u 1' }, states: ['Running', 'Paused'] });
-    assert.deepEqual(all.map((s) => s.id), ['s1', 's2']);
+    assert.deepEqual(
+      all.map((s) => s.id),
+      ['s1', 's2'],
+    );
     const u = new URL(f.seen[0]!.url);
     assert.equal(u.pathname, '/v1/sandboxes');
     assert.deepEqual(u.searchParams.getAll('state'), ['Running', 'Paused']);
@@ -76,9 +117,22 @@ describe('opensandbox client', () => {
   });
 
   it('classifies errors, reads Retry-After and never puts the key in messages', async () => {
-    const c = (r: HttpResponse): OpenSandboxClient => new OpenSandboxClient({ endpoint: 'https://os.example', apiKey: KEY, transport: fake(() => r).transport, now: () => 0 });
-    const e429 = await fails(c(json(429, { code: 'KUBERNETES::POOL_CAPACITY_EXHAUSTED', message: 'full' }, { 'retry-after': '7' })).create({ entrypoint: ['x'] }));
-    assert.deepEqual([e429.kind, e429.code, e429.retryAfterMs, e429.outcomeUnknown], ['rate-limited', 'KUBERNETES::POOL_CAPACITY_EXHAUSTED', 7000, false]);
+    const c = (r: HttpResponse): OpenSandboxClient =>
+      new OpenSandboxClient({
+        endpoint: 'https://os.example',
+        apiKey: KEY,
+        transport: fake(() => r).transport,
+        now: () => 0,
+      });
+    const e429 = await fails(
+      c(json(429, { code: 'KUBERNETES::POOL_CAPACITY_EXHAUSTED', message: 'full' }, { 'retry-after': '7' })).create({
+        entrypoint: ['x'],
+      }),
+    );
+    assert.deepEqual(
+      [e429.kind, e429.code, e429.retryAfterMs, e429.outcomeUnknown],
+      ['rate-limited', 'KUBERNETES::POOL_CAPACITY_EXHAUSTED', 7000, false],
+    );
     const e500 = await fails(c(json(500, { code: 'X', message: 'boom' })).create({ entrypoint: ['x'] }));
     assert.deepEqual([e500.kind, e500.outcomeUnknown], ['server', true], 'a failed create may have happened');
     const e401 = await fails(c(json(401, { code: 'AUTH', message: 'bad key' })).listAll({}));
@@ -92,10 +146,21 @@ describe('opensandbox client', () => {
   });
 
   it('marks network failures and timeouts of creates as outcome unknown', async () => {
-    const down = new OpenSandboxClient({ endpoint: 'https://os.example', apiKey: KEY, transport: () => Promise.reject(new Error('ECONNRESET')) });
+    const down = new OpenSandboxClient({
+      endpoint: 'https://os.example',
+      apiKey: KEY,
+      transport: () => Promise.reject(new Error('ECONNRESET')),
+    });
     const e = await fails(down.create({ entrypoint: ['x'] }));
     assert.deepEqual([e.kind, e.outcomeUnknown], ['network', true]);
-    const slow = new OpenSandboxClient({ endpoint: 'https://os.example', apiKey: KEY, createTimeoutMs: 20, timeoutMs: 20, transport: (r) => new Promise((_, reject) => r.signal.addEventListener('abort', () => reject(r.signal.reason as Error))) });
+    const slow = new OpenSandboxClient({
+      endpoint: 'https://os.example',
+      apiKey: KEY,
+      createTimeoutMs: 20,
+      timeoutMs: 20,
+      transport: (r) =>
+        new Promise((_, reject) => r.signal.addEventListener('abort', () => reject(r.signal.reason as Error))),
+    });
     const t = await fails(slow.create({ entrypoint: ['x'] }));
     assert.deepEqual([t.kind, t.outcomeUnknown], ['timeout', true]);
     const g = await fails(slow.get('x'));
@@ -103,14 +168,27 @@ describe('opensandbox client', () => {
   });
 
   it('reads the server health report from /health without sending the API key', async () => {
-    const c = (res: HttpResponse): { client: OpenSandboxClient; seen: HttpRequest[] } => { const f = fake(() => res); return { client: new OpenSandboxClient({ endpoint: 'https://os.example/prefix', apiKey: KEY, transport: f.transport }), seen: f.seen }; };
+    const c = (res: HttpResponse): { client: OpenSandboxClient; seen: HttpRequest[] } => {
+      const f = fake(() => res);
+      return {
+        client: new OpenSandboxClient({ endpoint: 'https://os.example/prefix', apiKey: KEY, transport: f.transport }),
+        seen: f.seen,
+      };
+    };
     const ok = c(json(200, { status: 'healthy' }));
     assert.deepEqual(await ok.client.health(), { healthy: true });
     assert.equal(ok.seen[0]?.url, 'https://os.example/prefix/health');
     assert.ok(!JSON.stringify(ok.seen[0]?.headers).includes(KEY));
-    assert.deepEqual(await c(json(503, { status: 'unhealthy' })).client.health(), { healthy: false, message: 'GET /health: HTTP 503 unhealthy' });
+    assert.deepEqual(await c(json(503, { status: 'unhealthy' })).client.health(), {
+      healthy: false,
+      message: 'GET /health: HTTP 503 unhealthy',
+    });
     assert.deepEqual(await c(json(404, { detail: 'Not Found' })).client.health(), { healthy: 'unknown' });
-    const down = new OpenSandboxClient({ endpoint: 'https://os.example', apiKey: KEY, transport: () => Promise.reject(new Error('ECONNREFUSED')) });
+    const down = new OpenSandboxClient({
+      endpoint: 'https://os.example',
+      apiKey: KEY,
+      transport: () => Promise.reject(new Error('ECONNREFUSED')),
+    });
     assert.equal((await fails(down.health())).kind, 'network');
   });
 

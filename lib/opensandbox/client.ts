@@ -9,7 +9,15 @@ import { apiUrl, checkEndpoint, type EndpointPolicy } from './endpoint.ts';
 import { OpenSandboxError, kindOfStatus, parseRetryAfter } from './errors.ts';
 import { encodeMetadataFilter } from './metadata.ts';
 import { fetchTransport, type HttpResponse, type Transport } from './transport.ts';
-import { API_KEY_HEADER, BASE_PATH, type CreateSandboxRequest, type CreateSandboxResponse, type ErrorResponse, type ListSandboxesResponse, type Sandbox } from './types.ts';
+import {
+  API_KEY_HEADER,
+  BASE_PATH,
+  type CreateSandboxRequest,
+  type CreateSandboxResponse,
+  type ErrorResponse,
+  type ListSandboxesResponse,
+  type Sandbox,
+} from './types.ts';
 
 export interface ClientOptions {
   endpoint: string;
@@ -23,7 +31,10 @@ export interface ClientOptions {
   now?: () => number;
 }
 
-export interface ListFilter { metadata?: Record<string, string>; states?: string[] }
+export interface ListFilter {
+  metadata?: Record<string, string>;
+  states?: string[];
+}
 
 /** What the adapter needs from the API; the client implements it and tests fake it. */
 export interface SandboxApi {
@@ -54,7 +65,13 @@ function sandboxShape(v: unknown): v is Sandbox {
 }
 
 function listShape(v: unknown): v is ListSandboxesResponse {
-  return isObj(v) && Array.isArray(v.items) && v.items.every(sandboxShape) && isObj(v.pagination) && typeof v.pagination.hasNextPage === 'boolean';
+  return (
+    isObj(v) &&
+    Array.isArray(v.items) &&
+    v.items.every(sandboxShape) &&
+    isObj(v.pagination) &&
+    typeof v.pagination.hasNextPage === 'boolean'
+  );
 }
 
 export class OpenSandboxClient implements SandboxApi {
@@ -73,11 +90,13 @@ export class OpenSandboxClient implements SandboxApi {
   async list(filter: ListFilter, page = 1, pageSize = PAGE_SIZE): Promise<ListSandboxesResponse> {
     const q = new URLSearchParams();
     for (const s of filter.states ?? []) q.append('state', s);
-    if (filter.metadata && Object.keys(filter.metadata).length) q.set('metadata', encodeMetadataFilter(filter.metadata));
+    if (filter.metadata && Object.keys(filter.metadata).length)
+      q.set('metadata', encodeMetadataFilter(filter.metadata));
     q.set('page', String(page));
     q.set('pageSize', String(pageSize));
     const body = await this.call('GET', '/sandboxes', { query: q });
-    if (!listShape(body)) throw new OpenSandboxError('protocol', 'GET /sandboxes: response is not a ListSandboxesResponse');
+    if (!listShape(body))
+      throw new OpenSandboxError('protocol', 'GET /sandboxes: response is not a ListSandboxesResponse');
     return body;
   }
 
@@ -93,8 +112,15 @@ export class OpenSandboxClient implements SandboxApi {
   }
 
   async create(req: CreateSandboxRequest): Promise<CreateSandboxResponse> {
-    const body = await this.call('POST', '/sandboxes', { body: req, timeoutMs: this.o.createTimeoutMs ?? 150_000, unsafe: true });
-    if (!sandboxShape(body)) throw new OpenSandboxError('protocol', 'POST /sandboxes: response is not a CreateSandboxResponse', { outcomeUnknown: true });
+    const body = await this.call('POST', '/sandboxes', {
+      body: req,
+      timeoutMs: this.o.createTimeoutMs ?? 150_000,
+      unsafe: true,
+    });
+    if (!sandboxShape(body))
+      throw new OpenSandboxError('protocol', 'POST /sandboxes: response is not a CreateSandboxResponse', {
+        outcomeUnknown: true,
+      });
     return body;
   }
 
@@ -123,50 +149,92 @@ export class OpenSandboxClient implements SandboxApi {
     let res: HttpResponse;
     const timeoutMs = this.o.timeoutMs ?? 10_000;
     try {
-      res = await this.transport({ method: 'GET', url: apiUrl(this.endpoint, '/health'), headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
+      res = await this.transport({
+        method: 'GET',
+        url: apiUrl(this.endpoint, '/health'),
+        headers: { accept: 'application/json' },
+        signal: AbortSignal.timeout(timeoutMs),
+      });
     } catch (err) {
       const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-      throw new OpenSandboxError(timeout ? 'timeout' : 'network', `GET /health: ${timeout ? `no answer within ${timeoutMs} ms` : `request failed (${errorText(err)})`}`);
+      throw new OpenSandboxError(
+        timeout ? 'timeout' : 'network',
+        `GET /health: ${timeout ? `no answer within ${timeoutMs} ms` : `request failed (${errorText(err)})`}`,
+      );
     }
     if (res.status >= 200 && res.status < 300) return { healthy: true };
     if (res.status === 404 || res.status === 405) return { healthy: 'unknown' };
     let status = '';
-    try { const b = JSON.parse(res.body) as unknown; if (isObj(b) && typeof b.status === 'string') status = ` ${truncate(b.status)}`; } catch { /* not JSON */ }
+    try {
+      const b = JSON.parse(res.body) as unknown;
+      if (isObj(b) && typeof b.status === 'string') status = ` ${truncate(b.status)}`;
+    } catch {
+      /* not JSON */
+    }
     return { healthy: false, message: `GET /health: HTTP ${res.status}${status}` };
   }
 
-  private async call(method: string, path: string, opts: { query?: URLSearchParams; body?: unknown; timeoutMs?: number; unsafe?: boolean } = {}): Promise<unknown> {
+  private async call(
+    method: string,
+    path: string,
+    opts: { query?: URLSearchParams; body?: unknown; timeoutMs?: number; unsafe?: boolean } = {},
+  ): Promise<unknown> {
     const what = `${method} ${path.replace(/\/sandboxes\/[^/]+/, '/sandboxes/{id}')}`;
-    const headers: Record<string, string> = { [API_KEY_HEADER]: this.o.apiKey, accept: 'application/json', 'x-request-id': randomUUID() };
+    const headers: Record<string, string> = {
+      [API_KEY_HEADER]: this.o.apiKey,
+      accept: 'application/json',
+      'x-request-id': randomUUID(),
+    };
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? 10_000;
     let res: HttpResponse;
     try {
       res = await this.transport({
-        method, url: apiUrl(this.endpoint, `${BASE_PATH}${path}`, opts.query), headers,
-        ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}), signal: AbortSignal.timeout(timeoutMs),
+        method,
+        url: apiUrl(this.endpoint, `${BASE_PATH}${path}`, opts.query),
+        headers,
+        ...(opts.body !== undefined ? { body: JSON.stringify(opts.body) } : {}),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (err) {
       const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-      throw new OpenSandboxError(timeout ? 'timeout' : 'network', `${what}: ${timeout ? `no answer within ${timeoutMs} ms` : `request failed (${errorText(err)})`}`, { outcomeUnknown: !!opts.unsafe });
+      throw new OpenSandboxError(
+        timeout ? 'timeout' : 'network',
+        `${what}: ${timeout ? `no answer within ${timeoutMs} ms` : `request failed (${errorText(err)})`}`,
+        { outcomeUnknown: !!opts.unsafe },
+      );
     }
     return this.answer(what, res, !!opts.unsafe);
   }
 
   private answer(what: string, res: HttpResponse, unsafe: boolean): unknown {
     let body: unknown;
-    try { body = res.body ? JSON.parse(res.body) : undefined; } catch { body = undefined; }
+    try {
+      body = res.body ? JSON.parse(res.body) : undefined;
+    } catch {
+      body = undefined;
+    }
     if (res.status >= 200 && res.status < 300) {
-      if (res.body && body === undefined) throw new OpenSandboxError('protocol', `${what}: HTTP ${res.status} with a body that is not JSON`, { status: res.status, outcomeUnknown: unsafe });
+      if (res.body && body === undefined)
+        throw new OpenSandboxError('protocol', `${what}: HTTP ${res.status} with a body that is not JSON`, {
+          status: res.status,
+          outcomeUnknown: unsafe,
+        });
       return body;
     }
     const err = isObj(body) && typeof body.code === 'string' ? (body as ErrorResponse) : undefined;
     const kind = kindOfStatus(res.status);
     const retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.now());
-    throw new OpenSandboxError(kind, `${what}: HTTP ${res.status}${err ? ` ${err.code}: ${truncate(err.message)}` : ''}`, {
-      status: res.status, ...(err ? { code: err.code } : {}), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-      outcomeUnknown: unsafe && (kind === 'server' || kind === 'protocol'),
-    });
+    throw new OpenSandboxError(
+      kind,
+      `${what}: HTTP ${res.status}${err ? ` ${err.code}: ${truncate(err.message)}` : ''}`,
+      {
+        status: res.status,
+        ...(err ? { code: err.code } : {}),
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+        outcomeUnknown: unsafe && (kind === 'server' || kind === 'protocol'),
+      },
+    );
   }
 }
 

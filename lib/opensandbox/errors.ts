@@ -1,8 +1,16 @@
 /** Typed OpenSandbox API failures. Messages never contain the API key or request bodies. */
 
 export type OpenSandboxErrorKind =
-  | 'unauthorized' | 'forbidden' | 'not-found' | 'conflict' | 'rate-limited' | 'invalid'
-  | 'server' | 'network' | 'timeout' | 'protocol';
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not-found'
+  | 'conflict'
+  | 'rate-limited'
+  | 'invalid'
+  | 'server'
+  | 'network'
+  | 'timeout'
+  | 'protocol';
 
 export class OpenSandboxError extends Error {
   constructor(
@@ -22,10 +30,18 @@ export class OpenSandboxError extends Error {
     this.name = 'OpenSandboxError';
   }
 
-  get status(): number | undefined { return this.details.status; }
-  get code(): string | undefined { return this.details.code; }
-  get retryAfterMs(): number | undefined { return this.details.retryAfterMs; }
-  get outcomeUnknown(): boolean { return this.details.outcomeUnknown ?? false; }
+  get status(): number | undefined {
+    return this.details.status;
+  }
+  get code(): string | undefined {
+    return this.details.code;
+  }
+  get retryAfterMs(): number | undefined {
+    return this.details.retryAfterMs;
+  }
+  get outcomeUnknown(): boolean {
+    return this.details.outcomeUnknown ?? false;
+  }
 }
 
 export function isOpenSandboxError(err: unknown, kind?: OpenSandboxErrorKind): err is OpenSandboxError {
@@ -34,13 +50,21 @@ export function isOpenSandboxError(err: unknown, kind?: OpenSandboxErrorKind): e
 
 export function kindOfStatus(status: number): OpenSandboxErrorKind {
   switch (status) {
-    case 400: case 422: return 'invalid';
-    case 401: return 'unauthorized';
-    case 403: return 'forbidden';
-    case 404: return 'not-found';
-    case 409: return 'conflict';
-    case 429: return 'rate-limited';
-    default: return status >= 500 ? 'server' : 'protocol';
+    case 400:
+    case 422:
+      return 'invalid';
+    case 401:
+      return 'unauthorized';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not-found';
+    case 409:
+      return 'conflict';
+    case 429:
+      return 'rate-limited';
+    default:
+      return status >= 500 ? 'server' : 'protocol';
   }
 }
 

@@ -21,7 +21,9 @@ export const OUT = join(HERE, 'generated', 'lifecycle.ts');
 
 /** Where the vendored lifecycle spec lives (overridable for CI layouts). */
 export function specPath(): string {
-  return process.env.OPENSANDBOX_LIFECYCLE_SPEC ?? resolve(REPO_ROOT, '..', 'shared', 'opensandbox', 'sandbox-lifecycle.yml');
+  return (
+    process.env.OPENSANDBOX_LIFECYCLE_SPEC ?? resolve(REPO_ROOT, '..', 'shared', 'opensandbox', 'sandbox-lifecycle.yml')
+  );
 }
 
 /** Renders the generated module for the spec text; deterministic for a given spec. */
@@ -53,5 +55,8 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().catch((err: unknown) => { process.stderr.write(`${String(err)}\n`); process.exit(1); });
+  main().catch((err: unknown) => {
+    process.stderr.write(`${String(err)}\n`);
+    process.exit(1);
+  });
 }

@@ -11,18 +11,23 @@ const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 
 /** Why a metadata key is not acceptable, or undefined. */
 export function metadataKeyProblem(key: string): string | undefined {
-  if (key.startsWith(RESERVED_METADATA_PREFIX)) return `metadata key ${JSON.stringify(key)}: the ${RESERVED_METADATA_PREFIX} prefix is reserved`;
+  if (key.startsWith(RESERVED_METADATA_PREFIX))
+    return `metadata key ${JSON.stringify(key)}: the ${RESERVED_METADATA_PREFIX} prefix is reserved`;
   const slash = key.indexOf('/');
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== undefined && (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return `metadata key ${JSON.stringify(key)}: prefix must be a DNS subdomain`;
-  if (name.length === 0 || name.length > 63 || !NAME.test(name)) return `metadata key ${JSON.stringify(key)}: name must be 1-63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric`;
+  if (prefix !== undefined && (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
+    return `metadata key ${JSON.stringify(key)}: prefix must be a DNS subdomain`;
+  if (name.length === 0 || name.length > 63 || !NAME.test(name))
+    return `metadata key ${JSON.stringify(key)}: name must be 1-63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric`;
   return undefined;
 }
 
 /** Why a metadata value is not acceptable, or undefined. */
 export function metadataValueProblem(value: string): string | undefined {
-  return value.length <= 63 && VALUE.test(value) ? undefined : `metadata value ${JSON.stringify(value)}: must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric`;
+  return value.length <= 63 && VALUE.test(value)
+    ? undefined
+    : `metadata value ${JSON.stringify(value)}: must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric`;
 }
 
 export function metadataProblem(metadata: Record<string, string>): string | undefined {

@@ -12,7 +12,16 @@ export type ErrorResponse = Schemas['ErrorResponse'];
 export type ImageSpec = Schemas['ImageSpec'];
 
 /** The lifecycle states the spec documents; the spec types state as an open string ("new values may be added"). */
-export const KNOWN_STATES = ['Pending', 'Running', 'Pausing', 'Paused', 'Resuming', 'Stopping', 'Terminated', 'Failed'] as const;
+export const KNOWN_STATES = [
+  'Pending',
+  'Running',
+  'Pausing',
+  'Paused',
+  'Resuming',
+  'Stopping',
+  'Terminated',
+  'Failed',
+] as const;
 export type KnownState = (typeof KNOWN_STATES)[number];
 /** An open union: known states keep their literal types, unknown ones are plain strings. */
 export type SandboxState = KnownState | (string & Record<never, never>);

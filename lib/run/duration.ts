@@ -1,5 +1,5 @@
 /** Go-style durations ("1m30s", "500ms") as used by metav1.Duration fields. */
-const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 export function parseDuration(s: string | undefined): number | undefined {
   if (s === undefined || s === '') return undefined;
@@ -8,7 +8,10 @@ export function parseDuration(s: string | undefined): number | undefined {
   let total = 0;
   let pos = 0;
   let m: RegExpExecArray | null;
-  while ((m = re.exec(s))) { total += Number(m[1]) * (UNITS[m[2] ?? ''] ?? NaN); pos = re.lastIndex; }
+  while ((m = re.exec(s))) {
+    total += Number(m[1]) * (UNITS[m[2] ?? ''] ?? NaN);
+    pos = re.lastIndex;
+  }
   if (pos !== s.length || pos === 0 || !Number.isFinite(total)) return undefined;
   return total;
 }

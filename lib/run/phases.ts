@@ -35,15 +35,51 @@ export function boundMessage(msg: string, max = 1024): string {
 }
 
 export function claimed(s: RunStatus, now: string, gen?: number): RunStatus {
-  return { ...s, phase: 'Running', startTime: s.startTime ?? now, attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
-    conditions: setCondition(s.conditions, { type: 'Running', status: 'True', reason: 'Claimed', message: 'claimed by runtimed', ...(gen ? { observedGeneration: gen } : {}) }, now) };
+  return {
+    ...s,
+    phase: 'Running',
+    startTime: s.startTime ?? now,
+    attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
+    conditions: setCondition(
+      s.conditions,
+      {
+        type: 'Running',
+        status: 'True',
+        reason: 'Claimed',
+        message: 'claimed by runtimed',
+        ...(gen ? { observedGeneration: gen } : {}),
+      },
+      now,
+    ),
+  };
 }
 
-export function succeeded(s: RunStatus, now: string, outputs: Record<string, string> | undefined, artifactRefs: unknown[] | undefined): RunStatus {
-  let conditions = setCondition(s.conditions, { type: 'Running', status: 'False', reason: 'Completed', message: '' }, now);
-  conditions = setCondition(conditions, { type: 'Completed', status: 'True', reason: 'RunCompleted', message: 'Completed successfully' }, now);
-  return { ...s, phase: 'Succeeded', message: 'execution completed', completionTime: now, attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
-    ...(outputs ? { outputs } : {}), ...(artifactRefs?.length ? { artifactRefs } : {}), conditions };
+export function succeeded(
+  s: RunStatus,
+  now: string,
+  outputs: Record<string, string> | undefined,
+  artifactRefs: unknown[] | undefined,
+): RunStatus {
+  let conditions = setCondition(
+    s.conditions,
+    { type: 'Running', status: 'False', reason: 'Completed', message: '' },
+    now,
+  );
+  conditions = setCondition(
+    conditions,
+    { type: 'Completed', status: 'True', reason: 'RunCompleted', message: 'Completed successfully' },
+    now,
+  );
+  return {
+    ...s,
+    phase: 'Succeeded',
+    message: 'execution completed',
+    completionTime: now,
+    attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
+    ...(outputs ? { outputs } : {}),
+    ...(artifactRefs?.length ? { artifactRefs } : {}),
+    conditions,
+  };
 }
 
 export function terminalFailure(s: RunStatus, now: string, reason: string, message: string): RunStatus {
@@ -55,25 +91,64 @@ export function terminalFailure(s: RunStatus, now: string, reason: string, messa
 
 /** In-place retry scheduled on the same Pod: still Running, next attempt, Running=False/<reason>. */
 export function retryScheduled(s: RunStatus, now: string, reason: string, message: string): RunStatus {
-  return { ...s, phase: 'Running', attempt: (s.attempt && s.attempt > 0 ? s.attempt : 1) + 1, message: boundMessage(message),
-    conditions: setCondition(s.conditions, { type: 'Running', status: 'False', reason, message: boundMessage(message) }, now) };
+  return {
+    ...s,
+    phase: 'Running',
+    attempt: (s.attempt && s.attempt > 0 ? s.attempt : 1) + 1,
+    message: boundMessage(message),
+    conditions: setCondition(
+      s.conditions,
+      { type: 'Running', status: 'False', reason, message: boundMessage(message) },
+      now,
+    ),
+  };
 }
 
 export function retryStarted(s: RunStatus, now: string): RunStatus {
-  return { ...s, conditions: setCondition(s.conditions, { type: 'Running', status: 'True', reason: 'Retrying', message: 'Retry after failure' }, now) };
+  return {
+    ...s,
+    conditions: setCondition(
+      s.conditions,
+      { type: 'Running', status: 'True', reason: 'Retrying', message: 'Retry after failure' },
+      now,
+    ),
+  };
 }
 
 /** A session Run is staged and accepts operations: phase Ready, Ready=True (seed 004 "Ready Session Run"). */
 export function sessionReady(s: RunStatus, now: string, gen?: number): RunStatus {
-  return { ...s, phase: 'Ready', message: 'session is ready for operations', startTime: s.startTime ?? now, attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
-    conditions: setCondition(s.conditions, { type: 'Ready', status: 'True', reason: 'SessionReady', message: 'session is ready for operations', ...(gen ? { observedGeneration: gen } : {}) }, now) };
+  return {
+    ...s,
+    phase: 'Ready',
+    message: 'session is ready for operations',
+    startTime: s.startTime ?? now,
+    attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
+    conditions: setCondition(
+      s.conditions,
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'SessionReady',
+        message: 'session is ready for operations',
+        ...(gen ? { observedGeneration: gen } : {}),
+      },
+      now,
+    ),
+  };
 }
 
 /** A session's end, Ready=False: idle (SessionIdle) is Succeeded, anything else the terminal phase of its reason. */
 export function sessionEnded(s: RunStatus, now: string, reason: string, message: string): RunStatus {
   if (reason !== 'SessionIdle') {
     const failed = terminalFailure(s, now, reason, message);
-    return { ...failed, conditions: setCondition(failed.conditions, { type: 'Ready', status: 'False', reason, message: failed.message ?? message }, now) };
+    return {
+      ...failed,
+      conditions: setCondition(
+        failed.conditions,
+        { type: 'Ready', status: 'False', reason, message: failed.message ?? message },
+        now,
+      ),
+    };
   }
   let conditions = setCondition(s.conditions, { type: 'Ready', status: 'False', reason, message }, now);
   conditions = setCondition(conditions, { type: 'Completed', status: 'True', reason, message }, now);

@@ -1,9 +1,15 @@
 /** Retry policy semantics of Runs (upstream internal/retry). */
 import { parseDuration } from './duration.ts';
 
-export interface RetryPolicy { maxAttempts?: number; backoff?: string; retryableReasons?: string[] }
+export interface RetryPolicy {
+  maxAttempts?: number;
+  backoff?: string;
+  retryableReasons?: string[];
+}
 
-export function currentAttempt(attempt: number | undefined): number { return attempt && attempt > 0 ? attempt : 1; }
+export function currentAttempt(attempt: number | undefined): number {
+  return attempt && attempt > 0 ? attempt : 1;
+}
 
 /** Delay before attempt `attempt` (2 = first retry = base backoff), doubling, capped at 60 s. */
 export function backoffMs(policy: RetryPolicy | undefined, attempt: number): number {

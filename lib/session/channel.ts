@@ -20,14 +20,29 @@ export function parseFrame(msg: Buffer): { channel: number; data: Buffer } | und
   return { channel: msg[0] ?? 0, data: msg.subarray(1) };
 }
 
-export interface ExitStatus { kind: 'Status'; apiVersion: 'v1'; metadata: object; status: 'Success' | 'Failure'; message?: string; reason?: string; code?: number; details?: { causes: { reason: string; message: string }[] } }
+export interface ExitStatus {
+  kind: 'Status';
+  apiVersion: 'v1';
+  metadata: object;
+  status: 'Success' | 'Failure';
+  message?: string;
+  reason?: string;
+  code?: number;
+  details?: { causes: { reason: string; message: string }[] };
+}
 
 /** The status frame payload for a process exit (exit code, or a signal as 128+n like a shell). */
 export function exitStatus(exitCode: number, message?: string): ExitStatus {
   if (exitCode === 0) return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' };
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'NonZeroExitCode',
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    reason: 'NonZeroExitCode',
     message: message ?? `command terminated with non-zero exit code: ${exitCode}`,
-    details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] } };
+    details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
+  };
 }
 
 /** A failure that is not a process exit (the process could not start, the session ended). */
@@ -43,13 +58,18 @@ export function exitCodeOf(status: Partial<ExitStatus>): number {
   return Number.isInteger(n) && n > 0 && n < 256 ? n : 1;
 }
 
-export interface Resize { Width: number; Height: number }
+export interface Resize {
+  Width: number;
+  Height: number;
+}
 export function parseResize(data: Buffer): Resize | undefined {
   try {
     const r = JSON.parse(data.toString('utf8')) as Partial<Resize>;
     const ok = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n) && n > 0 && n < 10_000;
     return ok(r.Width) && ok(r.Height) ? { Width: r.Width, Height: r.Height } : undefined;
-  } catch { return undefined; }
+  } catch {
+    return undefined;
+  }
 }
 
 /** The argv of an operation: its command (the caller's, else the session's, as runtimed chose), else the language shell. */

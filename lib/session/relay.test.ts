@@ -9,12 +9,26 @@ class FakeSocket extends EventEmitter {
   paused = false;
   readonly sent: Buffer[] = [];
   readonly pending: (() => void)[] = [];
-  send(m: Buffer, _o: unknown, cb: () => void): void { this.sent.push(m); this.pending.push(cb); }
-  pause(): void { this.paused = true; }
-  resume(): void { this.paused = false; }
-  close(code: number): void { this.readyState = WebSocket.CLOSED; this.emit('closed', code); }
-  terminate(): void { this.readyState = WebSocket.CLOSED; }
-  flush(): void { for (const cb of this.pending.splice(0)) cb(); }
+  send(m: Buffer, _o: unknown, cb: () => void): void {
+    this.sent.push(m);
+    this.pending.push(cb);
+  }
+  pause(): void {
+    this.paused = true;
+  }
+  resume(): void {
+    this.paused = false;
+  }
+  close(code: number): void {
+    this.readyState = WebSocket.CLOSED;
+    this.emit('closed', code);
+  }
+  terminate(): void {
+    this.readyState = WebSocket.CLOSED;
+  }
+  flush(): void {
+    for (const cb of this.pending.splice(0)) cb();
+  }
 }
 
 describe('session relay', () => {

@@ -10,8 +10,18 @@ export const SESSION_CONDITION = 'kruntimes.io/SessionServer';
 
 /** Answers an upgrade request that will not become a WebSocket with a metav1.Status and closes the socket. */
 export function refuseUpgrade(socket: Duplex, code: number, reason: string, message: string): void {
-  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
-  socket.end(`HTTP/1.1 ${code} ${STATUS_CODES[code] ?? reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  const body = JSON.stringify({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    code,
+  });
+  socket.end(
+    `HTTP/1.1 ${code} ${STATUS_CODES[code] ?? reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** Bytes a relay lets queue towards a slow side before it stops reading from the other one. */
@@ -26,9 +36,15 @@ function pipe(from: WebSocket, to: WebSocket, highWater: number): void {
     queued += m.length;
     to.send(m, { binary: bin }, () => {
       queued -= m.length;
-      if (paused && queued <= highWater / 2) { paused = false; from.resume(); }
+      if (paused && queued <= highWater / 2) {
+        paused = false;
+        from.resume();
+      }
     });
-    if (!paused && queued > highWater) { paused = true; from.pause(); }
+    if (!paused && queued > highWater) {
+      paused = true;
+      from.pause();
+    }
   });
 }
 
@@ -40,10 +56,13 @@ function pipe(from: WebSocket, to: WebSocket, highWater: number): void {
 export function relay(a: WebSocket, b: WebSocket, highWater = RELAY_HIGH_WATER): void {
   pipe(a, b, highWater);
   pipe(b, a, highWater);
-  const closeOther = (o: WebSocket) => (code: number): void => {
-    if (o.readyState === WebSocket.OPEN) o.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000);
-    else if (o.readyState === WebSocket.CONNECTING) o.terminate();
-  };
+  const closeOther =
+    (o: WebSocket) =>
+    (code: number): void => {
+      if (o.readyState === WebSocket.OPEN)
+        o.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000);
+      else if (o.readyState === WebSocket.CONNECTING) o.terminate();
+    };
   a.on('close', closeOther(b));
   b.on('close', closeOther(a));
   a.on('error', () => b.terminate());

@@ -36,16 +36,31 @@ function listTar(tar: Buffer): [string, string, number, number][] {
   return out;
 }
 
-const hasTar = ((): boolean => { try { execFileSync('tar', ['--version']); return true; } catch { return false; } })();
+const hasTar = ((): boolean => {
+  try {
+    execFileSync('tar', ['--version']);
+    return true;
+  } catch {
+    return false;
+  }
+})();
 
 describe('runtimed/artifacts archiveDirectory', () => {
   let base: string;
-  beforeEach(async () => { base = await makeTmp('archive'); });
-  afterEach(async () => { await rm(base, { recursive: true, force: true }); });
+  beforeEach(async () => {
+    base = await makeTmp('archive');
+  });
+  afterEach(async () => {
+    await rm(base, { recursive: true, force: true });
+  });
 
   it('writes sorted entries with normalised headers and a fixed gzip header', async () => {
     const src = join(base, 'src');
-    await writeTree(src, { 'b.txt': 'bee', 'a/z': 'zed', 'a/y/': null, A: 'upper', 'run.sh': '#!/bin/sh' }, { modes: { 'run.sh': 0o700 } });
+    await writeTree(
+      src,
+      { 'b.txt': 'bee', 'a/z': 'zed', 'a/y/': null, A: 'upper', 'run.sh': '#!/bin/sh' },
+      { modes: { 'run.sh': 0o700 } },
+    );
     const out = join(base, 'out.tgz');
     const r = await archiveDirectory(src, out);
     const gz = await readFile(out);
@@ -56,8 +71,12 @@ describe('runtimed/artifacts archiveDirectory', () => {
     assert.equal(gz[9], 255, 'gzip OS 255');
     const tar = gunzipSync(gz);
     assert.deepEqual(listTar(tar), [
-      ['A', '0', 0o644, 5], ['a/', '5', 0o755, 0], ['a/y/', '5', 0o755, 0], ['a/z', '0', 0o644, 3],
-      ['b.txt', '0', 0o644, 3], ['run.sh', '0', 0o755, 9],
+      ['A', '0', 0o644, 5],
+      ['a/', '5', 0o755, 0],
+      ['a/y/', '5', 0o755, 0],
+      ['a/z', '0', 0o644, 3],
+      ['b.txt', '0', 0o644, 3],
+      ['run.sh', '0', 0o755, 9],
     ]);
     const first = tar.subarray(0, BLOCK);
     assert.equal(first.subarray(108, 116).toString('latin1'), '0000000\0', 'uid 0');
@@ -69,18 +88,25 @@ describe('runtimed/artifacts archiveDirectory', () => {
 
   it('produces identical bytes for identical trees regardless of timestamps, creation order and group/other bits', async () => {
     let n = 0;
-    await fc.assert(fc.asyncProperty(treeArb, fc.integer({ min: 1, max: 2_000_000_000 }), async (tree: Tree, seed) => {
-      const one = join(base, `one-${n}`);
-      const two = join(base, `two-${n++}`);
-      const paths = Object.keys(tree);
-      await writeTree(one, tree, { mtime: new Date(seed * 1000) });
-      const files = paths.filter((p) => tree[p] !== null);
-      await writeTree(two, tree, { order: [...paths].reverse(), mtime: new Date(1000), modes: Object.fromEntries(files.map((p) => [p, 0o604])) });
-      const a = await archiveDirectory(one, `${one}.tgz`);
-      const b = await archiveDirectory(two, `${two}.tgz`);
-      assert.equal(a.digest, b.digest);
-      assert.ok((await readFile(`${one}.tgz`)).equals(await readFile(`${two}.tgz`)));
-    }), { numRuns: 40 });
+    await fc.assert(
+      fc.asyncProperty(treeArb, fc.integer({ min: 1, max: 2_000_000_000 }), async (tree: Tree, seed) => {
+        const one = join(base, `one-${n}`);
+        const two = join(base, `two-${n++}`);
+        const paths = Object.keys(tree);
+        await writeTree(one, tree, { mtime: new Date(seed * 1000) });
+        const files = paths.filter((p) => tree[p] !== null);
+        await writeTree(two, tree, {
+          order: [...paths].reverse(),
+          mtime: new Date(1000),
+          modes: Object.fromEntries(files.map((p) => [p, 0o604])),
+        });
+        const a = await archiveDirectory(one, `${one}.tgz`);
+        const b = await archiveDirectory(two, `${two}.tgz`);
+        assert.equal(a.digest, b.digest);
+        assert.ok((await readFile(`${one}.tgz`)).equals(await readFile(`${two}.tgz`)));
+      }),
+      { numRuns: 40 },
+    );
   });
 
   it('stores names longer than ustar fields and interoperates with system tar', async function () {
@@ -89,7 +115,10 @@ describe('runtimed/artifacts archiveDirectory', () => {
     const src = join(base, 'src');
     await writeTree(src, { [deep]: 'deep', 'x/y.txt': 'why', 'ü.txt': 'umlaut' });
     await archiveDirectory(src, join(base, 'out.tgz'));
-    const listed = execFileSync('tar', ['-tzf', join(base, 'out.tgz')]).toString('utf8').trim().split('\n');
+    const listed = execFileSync('tar', ['-tzf', join(base, 'out.tgz')])
+      .toString('utf8')
+      .trim()
+      .split('\n');
     assert.ok(listed.includes(deep) && listed.includes('x/y.txt') && listed.includes('ü.txt'), listed.join(','));
     await mkdir(join(base, 'x'));
     execFileSync('tar', ['-xzf', join(base, 'out.tgz'), '-C', join(base, 'x')]);
@@ -100,7 +129,11 @@ describe('runtimed/artifacts archiveDirectory', () => {
     const src = join(base, 'src');
     await writeTree(src, { 'a/b.txt': 'b' });
     await symlink('/etc/passwd', join(src, 'a', 'link'));
-    await rejects(archiveDirectory(src, join(base, 'o.tgz'), { label: 'artifact "dist"' }), 'ArtifactInvalid', /^artifact "dist": "a\/link": symbolic links are not allowed$/);
+    await rejects(
+      archiveDirectory(src, join(base, 'o.tgz'), { label: 'artifact "dist"' }),
+      'ArtifactInvalid',
+      /^artifact "dist": "a\/link": symbolic links are not allowed$/,
+    );
     assert.equal(existsSync(join(base, 'o.tgz')), false, 'partial archive removed');
   });
 
@@ -108,15 +141,31 @@ describe('runtimed/artifacts archiveDirectory', () => {
     const src = join(base, 'src');
     await mkdir(src);
     execFileSync('mkfifo', [join(src, 'pipe')]);
-    await rejects(archiveDirectory(src, join(base, 'o.tgz')), 'ArtifactInvalid', /"pipe": special files are not allowed/);
+    await rejects(
+      archiveDirectory(src, join(base, 'o.tgz')),
+      'ArtifactInvalid',
+      /"pipe": special files are not allowed/,
+    );
   });
 
   it('enforces entry, source and stored size bounds', async () => {
     const src = join(base, 'src');
     await writeTree(src, { a: 'x'.repeat(100), b: 'y'.repeat(100), c: null });
-    await rejects(archiveDirectory(src, join(base, '1.tgz'), { maxEntries: 2 }), 'ArtifactInvalid', /more than 2 entries/);
-    await rejects(archiveDirectory(src, join(base, '2.tgz'), { maxSourceBytes: 150 }), 'ArtifactInvalid', /size exceeds 150 bytes/);
-    await rejects(archiveDirectory(src, join(base, '3.tgz'), { maxStoredBytes: 20 }), 'ArtifactInvalid', /stored size exceeds 20 bytes/);
+    await rejects(
+      archiveDirectory(src, join(base, '1.tgz'), { maxEntries: 2 }),
+      'ArtifactInvalid',
+      /more than 2 entries/,
+    );
+    await rejects(
+      archiveDirectory(src, join(base, '2.tgz'), { maxSourceBytes: 150 }),
+      'ArtifactInvalid',
+      /size exceeds 150 bytes/,
+    );
+    await rejects(
+      archiveDirectory(src, join(base, '3.tgz'), { maxStoredBytes: 20 }),
+      'ArtifactInvalid',
+      /stored size exceeds 20 bytes/,
+    );
   });
 
   it('never overwrites an existing output path or a source that is not a directory', async () => {
@@ -125,7 +174,11 @@ describe('runtimed/artifacts archiveDirectory', () => {
     await writeFile(join(base, 'exists.tgz'), 'keep');
     await rejects(archiveDirectory(src, join(base, 'exists.tgz')), 'ArtifactStoreError', /EEXIST/);
     assert.equal(await readFile(join(base, 'exists.tgz'), 'utf8'), 'keep');
-    await rejects(archiveDirectory(join(src, 'a'), join(base, 'f.tgz')), 'ArtifactInvalid', /source is not a directory/);
+    await rejects(
+      archiveDirectory(join(src, 'a'), join(base, 'f.tgz')),
+      'ArtifactInvalid',
+      /source is not a directory/,
+    );
   });
 
   it('archives an empty directory as just the end marker', async () => {

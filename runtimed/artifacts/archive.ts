@@ -118,17 +118,30 @@ export interface ArchiveResult {
  * returns its size and sha256. `maxStoredBytes` bounds the compressed size. On failure the
  * partial file is removed.
  */
-export async function archiveDirectory(root: string, outPath: string, opts: ArchiveOptions & { maxStoredBytes?: number } = {}): Promise<ArchiveResult> {
+export async function archiveDirectory(
+  root: string,
+  outPath: string,
+  opts: ArchiveOptions & { maxStoredBytes?: number } = {},
+): Promise<ArchiveResult> {
   const label = opts.label ?? 'directory';
   const max = opts.maxStoredBytes ?? Infinity;
-  const digest = new DigestStream(max, () => new ArtifactError(opts.reason ?? 'ArtifactInvalid', `${label}: stored size exceeds ${max} bytes`));
+  const digest = new DigestStream(
+    max,
+    () => new ArtifactError(opts.reason ?? 'ArtifactInvalid', `${label}: stored size exceeds ${max} bytes`),
+  );
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   let created = false;
   try {
     const fh = await open(outPath, flags, 0o600);
     created = true;
     const out = fh.createWriteStream();
-    await pipeline(Readable.from(tarBlocks(root, opts), { objectMode: false }), createGzip(), new GzipOsByte(), digest, out);
+    await pipeline(
+      Readable.from(tarBlocks(root, opts), { objectMode: false }),
+      createGzip(),
+      new GzipOsByte(),
+      digest,
+      out,
+    );
   } catch (err) {
     // Only remove what this call created: O_EXCL refuses to touch an existing path.
     if (created) await rm(outPath, { force: true }).catch(() => undefined);

@@ -8,13 +8,31 @@ export const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 export const SNIFF_BYTES = 512;
 
 const BY_EXTENSION: Record<string, string> = {
-  '.avif': 'image/avif', '.css': 'text/css; charset=utf-8', '.csv': 'text/csv; charset=utf-8',
-  '.gif': 'image/gif', '.gz': 'application/gzip', '.htm': 'text/html; charset=utf-8', '.html': 'text/html; charset=utf-8',
-  '.jpeg': 'image/jpeg', '.jpg': 'image/jpeg', '.js': 'text/javascript; charset=utf-8', '.json': 'application/json',
-  '.md': 'text/markdown; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.pdf': 'application/pdf',
-  '.png': 'image/png', '.svg': 'image/svg+xml', '.tar': 'application/x-tar', '.tgz': 'application/gzip',
-  '.txt': 'text/plain; charset=utf-8', '.wasm': 'application/wasm', '.webp': 'image/webp',
-  '.xml': 'text/xml; charset=utf-8', '.yaml': 'application/yaml', '.yml': 'application/yaml', '.zip': 'application/zip',
+  '.avif': 'image/avif',
+  '.css': 'text/css; charset=utf-8',
+  '.csv': 'text/csv; charset=utf-8',
+  '.gif': 'image/gif',
+  '.gz': 'application/gzip',
+  '.htm': 'text/html; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.jpeg': 'image/jpeg',
+  '.jpg': 'image/jpeg',
+  '.js': 'text/javascript; charset=utf-8',
+  '.json': 'application/json',
+  '.md': 'text/markdown; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.pdf': 'application/pdf',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+  '.tar': 'application/x-tar',
+  '.tgz': 'application/gzip',
+  '.txt': 'text/plain; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.webp': 'image/webp',
+  '.xml': 'text/xml; charset=utf-8',
+  '.yaml': 'application/yaml',
+  '.yml': 'application/yaml',
+  '.zip': 'application/zip',
 };
 
 const SIGNATURES: [Buffer, string][] = [
@@ -45,7 +63,8 @@ export function sniffContentType(head: Buffer): string {
   const text = data.toString('latin1').replace(/^[\t\n\f\r ]+/, '');
   if (text.startsWith('<?xml')) return 'text/xml; charset=utf-8';
   const upper = text.slice(0, 16).toUpperCase();
-  if (HTML_PREFIXES.some((p) => upper.startsWith(p) && /[ >]/.test(upper.charAt(p.length)))) return 'text/html; charset=utf-8';
+  if (HTML_PREFIXES.some((p) => upper.startsWith(p) && /[ >]/.test(upper.charAt(p.length))))
+    return 'text/html; charset=utf-8';
   for (const b of data) if (isBinaryByte(b)) return DEFAULT_CONTENT_TYPE;
   return 'text/plain; charset=utf-8';
 }

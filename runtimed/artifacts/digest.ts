@@ -7,7 +7,10 @@ export class DigestStream extends Transform {
   private count = 0;
 
   /** `onLimit` builds the error raised when more than `maxBytes` bytes pass through. */
-  constructor(private readonly maxBytes = Infinity, private readonly onLimit: () => Error = () => new Error(`stream exceeds ${maxBytes} bytes`)) {
+  constructor(
+    private readonly maxBytes = Infinity,
+    private readonly onLimit: () => Error = () => new Error(`stream exceeds ${maxBytes} bytes`),
+  ) {
     super();
   }
 
@@ -21,8 +24,12 @@ export class DigestStream extends Transform {
     cb(null, chunk);
   }
 
-  get bytes(): number { return this.count; }
+  get bytes(): number {
+    return this.count;
+  }
 
   /** `sha256:<hex>`; call once, after the stream finished. */
-  digest(): string { return `sha256:${this.hash.digest('hex')}`; }
+  digest(): string {
+    return `sha256:${this.hash.digest('hex')}`;
+  }
 }

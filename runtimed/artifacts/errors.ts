@@ -25,7 +25,9 @@ export class ArtifactError extends Error {
   }
 
   /** Transient store failures are retried (requeue) instead of failing the Run. */
-  get transient(): boolean { return this.reason === 'ArtifactStoreError'; }
+  get transient(): boolean {
+    return this.reason === 'ArtifactStoreError';
+  }
 }
 
 export function isArtifactError(err: unknown, reason?: ArtifactReason): err is ArtifactError {

@@ -89,7 +89,9 @@ class ByteReader {
   }
 
   async skip(n: number): Promise<void> {
-    for await (const _ of this.take(n)) { /* discard */ }
+    for await (const _ of this.take(n)) {
+      /* discard */
+    }
   }
 
   /** After the end marker only zero padding (bounded) may follow. */
@@ -137,11 +139,15 @@ export function entrySegments(name: string, root: string): string[] {
   }
   if (segments.length === 0) return segments;
   const rel = relative(root, resolve(root, ...segments));
-  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) throw invalid(`${label}: path resolves outside the destination`);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel))
+    throw invalid(`${label}: path resolves outside the destination`);
   return segments;
 }
 
-interface Pending { longName?: Buffer; pax?: Map<string, Buffer> }
+interface Pending {
+  longName?: Buffer;
+  pax?: Map<string, Buffer>;
+}
 
 /** Extracts entries into `root` (a fresh private directory). */
 class Extractor {
@@ -152,7 +158,11 @@ class Extractor {
   entries = 0;
   bytes = 0;
 
-  constructor(private readonly root: string, private readonly limits: ExtractLimits, private readonly reader: ByteReader) {}
+  constructor(
+    private readonly root: string,
+    private readonly limits: ExtractLimits,
+    private readonly reader: ByteReader,
+  ) {}
 
   async run(): Promise<void> {
     for (;;) {
@@ -174,7 +184,8 @@ class Extractor {
   }
 
   private async readMeta(h: DecodedHeader, what: string): Promise<Buffer> {
-    if (h.size > MAX_META_BYTES) throw invalid(`archive entry #${this.headers}: ${what} exceeds ${MAX_META_BYTES} bytes`);
+    if (h.size > MAX_META_BYTES)
+      throw invalid(`archive entry #${this.headers}: ${what} exceeds ${MAX_META_BYTES} bytes`);
     const data = (await this.reader.readExact(h.size)) ?? Buffer.alloc(0);
     await this.reader.skip(paddingFor(h.size));
     return data;
@@ -192,7 +203,8 @@ class Extractor {
     const { name, size } = this.resolveEntry(h);
     const label = `entry ${quoteName(name)}`;
     const kind = entryKind(h.typeflag, label);
-    if (++this.entries > this.limits.maxEntries) throw invalid(`archive has more than ${this.limits.maxEntries} entries`);
+    if (++this.entries > this.limits.maxEntries)
+      throw invalid(`archive has more than ${this.limits.maxEntries} entries`);
     const segments = entrySegments(name, this.root);
     const key = segments.join('/');
     if (segments.length === 0 && kind === 'file') throw invalid(`${label}: not a valid file path`);
@@ -222,7 +234,8 @@ class Extractor {
     const paxSize = pax?.get('size');
     if (paxSize === undefined) return { name, size: h.size };
     const size = Number(paxSize.toString('latin1'));
-    if (!/^\d+$/.test(paxSize.toString('latin1')) || !Number.isSafeInteger(size)) throw invalid(`entry ${quoteName(name)}: malformed size`);
+    if (!/^\d+$/.test(paxSize.toString('latin1')) || !Number.isSafeInteger(size))
+      throw invalid(`entry ${quoteName(name)}: malformed size`);
     return { name, size };
   }
 
@@ -234,7 +247,8 @@ class Extractor {
       try {
         await mkdir(path, { mode: 0o755 });
       } catch (err) {
-        if (errnoCode(err) !== 'EEXIST') throw asArtifactError(err, 'ArtifactInputInvalid', `${label}: cannot create directory`);
+        if (errnoCode(err) !== 'EEXIST')
+          throw asArtifactError(err, 'ArtifactInputInvalid', `${label}: cannot create directory`);
         const st = await lstat(path);
         if (!st.isDirectory()) throw invalid(`${label}: conflicts with file ${quoteName(key)}`);
       }
@@ -276,7 +290,10 @@ function parsePaxOrThrow(data: Buffer, index: number): Map<string, Buffer> {
 function mapExtractError(err: unknown): ArtifactError {
   if (err instanceof ArtifactError) return err;
   const code = errnoCode(err);
-  if (code?.startsWith('Z_')) return new ArtifactError('ArtifactInputInvalid', `archive is not a valid gzip stream: ${describeError(err)}`, { cause: err });
+  if (code?.startsWith('Z_'))
+    return new ArtifactError('ArtifactInputInvalid', `archive is not a valid gzip stream: ${describeError(err)}`, {
+      cause: err,
+    });
   return asArtifactError(err, 'ArtifactInputInvalid', 'cannot extract archive');
 }
 
@@ -307,7 +324,11 @@ export interface ExtractResult {
  * Extracts the tar.gz at `tgzPath` so that `destDir` (which must not exist) becomes the archive's
  * root directory. All-or-nothing: on any rejection nothing is left at `destDir` or beside it.
  */
-export async function extractArchive(tgzPath: string, destDir: string, limits: Partial<ExtractLimits> = {}): Promise<ExtractResult> {
+export async function extractArchive(
+  tgzPath: string,
+  destDir: string,
+  limits: Partial<ExtractLimits> = {},
+): Promise<ExtractResult> {
   const lim: ExtractLimits = { ...DEFAULT_EXTRACT_LIMITS, ...limits };
   const dest = resolve(destDir);
   await assertFreeDestination(dest, destDir);
@@ -316,7 +337,11 @@ export async function extractArchive(tgzPath: string, destDir: string, limits: P
   });
   const tmp = await mkdtemp(join(dirname(dest), '.kruntimes-extract-')).catch(async (err: unknown) => {
     await source.close();
-    throw asArtifactError(err, 'ArtifactInputInvalid', `destination ${quoteName(destDir)}: cannot create staging directory`);
+    throw asArtifactError(
+      err,
+      'ArtifactInputInvalid',
+      `destination ${quoteName(destDir)}: cannot create staging directory`,
+    );
   });
   const src = source.createReadStream();
   const gunzip = createGunzip();
@@ -352,21 +377,29 @@ function verify(bytes: number, digest: string, opts: WriteOptions, label: string
   if (opts.expectedSize !== undefined && bytes !== opts.expectedSize) {
     throw invalid(`${label}: size ${bytes} does not match the reference size ${opts.expectedSize}`);
   }
-  if (opts.expectedDigest && digest !== opts.expectedDigest) throw invalid(`${label}: digest ${digest} does not match the reference digest`);
+  if (opts.expectedDigest && digest !== opts.expectedDigest)
+    throw invalid(`${label}: digest ${digest} does not match the reference digest`);
 }
 
 /**
  * Writes a stream to a new file at `dest` (which must not exist): a hidden temporary file in the
  * same directory is filled, verified and renamed into place, or removed on any failure.
  */
-export async function writeStreamAtomically(input: Readable, dest: string, opts: WriteOptions = {}): Promise<{ sizeBytes: number; digest: string }> {
+export async function writeStreamAtomically(
+  input: Readable,
+  dest: string,
+  opts: WriteOptions = {},
+): Promise<{ sizeBytes: number; digest: string }> {
   const label = opts.label ?? `destination ${quoteName(dest)}`;
   const target = resolve(dest);
   await assertFreeDestination(target, dest).catch((err: unknown) => {
     input.destroy();
     throw err;
   });
-  const tmp = join(dirname(target), `.kruntimes-stage-${randomBytes(8).toString('hex')}-${basename(target).slice(0, 32)}`);
+  const tmp = join(
+    dirname(target),
+    `.kruntimes-stage-${randomBytes(8).toString('hex')}-${basename(target).slice(0, 32)}`,
+  );
   const max = opts.maxBytes ?? Infinity;
   const digest = new DigestStream(max, () => invalid(`${label}: content exceeds ${max} bytes`));
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -392,7 +425,11 @@ export async function writeStreamAtomically(input: Readable, dest: string, opts:
  * Copies a file artifact to `dest` (which must not exist). The source is opened with O_NOFOLLOW
  * (a symlink is rejected, never followed) and must be a regular file.
  */
-export async function stageFile(src: string, dest: string, opts: WriteOptions = {}): Promise<{ sizeBytes: number; digest: string }> {
+export async function stageFile(
+  src: string,
+  dest: string,
+  opts: WriteOptions = {},
+): Promise<{ sizeBytes: number; digest: string }> {
   const label = opts.label ?? `source ${quoteName(src)}`;
   let fh;
   try {
@@ -404,7 +441,8 @@ export async function stageFile(src: string, dest: string, opts: WriteOptions = 
   try {
     const st = await fh.stat();
     if (!st.isFile()) throw invalid(`${label}: not a regular file`);
-    if (opts.maxBytes !== undefined && st.size > opts.maxBytes) throw invalid(`${label}: size ${st.size} exceeds ${opts.maxBytes} bytes`);
+    if (opts.maxBytes !== undefined && st.size > opts.maxBytes)
+      throw invalid(`${label}: size ${st.size} exceeds ${opts.maxBytes} bytes`);
     return await writeStreamAtomically(fh.createReadStream({ autoClose: false }), dest, { ...opts, label });
   } finally {
     await fh.close().catch(() => undefined);

@@ -42,7 +42,9 @@ describe('runtimed/artifacts FilesystemArtifactStore', () => {
     await mkdir(src);
     store = await FilesystemArtifactStore.create({ root, volumeClaimName: 'artifacts', now: () => NOW });
   });
-  afterEach(async () => { await rm(base, { recursive: true, force: true }); });
+  afterEach(async () => {
+    await rm(base, { recursive: true, force: true });
+  });
 
   /** The run directory holds only published artifacts: no temporaries left. */
   async function runDirEntries(): Promise<string[]> {
@@ -53,8 +55,13 @@ describe('runtimed/artifacts FilesystemArtifactStore', () => {
     await writeFile(join(src, 'report.json'), '{"ok":true}');
     const ref = await store.put('ns', 'uid-1', 'report.json', join(src, 'report.json'), 'file');
     assert.deepEqual(ref, {
-      name: 'report.json', driver: 'filesystem', type: 'file', sizeBytes: 11, digest: sha('{"ok":true}'),
-      contentType: 'application/json', createdAt: '2026-07-06T12:00:00Z',
+      name: 'report.json',
+      driver: 'filesystem',
+      type: 'file',
+      sizeBytes: 11,
+      digest: sha('{"ok":true}'),
+      contentType: 'application/json',
+      createdAt: '2026-07-06T12:00:00Z',
       location: { filesystem: { path: 'namespaces/ns/runs/uid-1/report.json', volumeClaimName: 'artifacts' } },
     });
     assert.equal(await readFile(join(root, 'namespaces/ns/runs/uid-1/report.json'), 'utf8'), '{"ok":true}');
@@ -80,7 +87,11 @@ describe('runtimed/artifacts FilesystemArtifactStore', () => {
 
   it('stores a directory as its deterministic tar.gz and opens it back', async () => {
     await writeTree(join(src, 'dist'), { 'bin/app': 'app', 'README.md': 'readme', 'empty/': null });
-    const ref = await store.put('ns', 'uid-1', 'dist', join(src, 'dist'), { type: 'directory', runName: 'r', runtime: 'bash' });
+    const ref = await store.put('ns', 'uid-1', 'dist', join(src, 'dist'), {
+      type: 'directory',
+      runName: 'r',
+      runtime: 'bash',
+    });
     assert.equal(ref.type, 'directory');
     assert.equal(ref.contentType, 'application/gzip');
     const stored = await readFile(join(root, 'namespaces/ns/runs/uid-1/dist'));
@@ -108,26 +119,74 @@ describe('runtimed/artifacts FilesystemArtifactStore', () => {
 
   it('rejects bad names, unsafe namespace/UID, type mismatches, symlinks and special sources', async () => {
     await writeFile(join(src, 'f'), 'x');
-    await rejects(store.put('ns', 'uid-1', '..', join(src, 'f'), 'file'), 'ArtifactInvalid', /must not contain path separators/);
-    await rejects(store.put('ns', 'uid-1', 'a/b', join(src, 'f'), 'file'), 'ArtifactInvalid', /must not contain path separators/);
-    await rejects(store.put('ns', 'uid-1', '', join(src, 'f'), 'file'), 'ArtifactInvalid', /^artifact name is required$/);
-    await rejects(store.put('ns', 'uid-1', 'x'.repeat(256), join(src, 'f'), 'file'), 'ArtifactInvalid', /exceeds 255 bytes/);
-    await rejects(store.put('..', 'uid-1', 'f', join(src, 'f'), 'file'), 'ArtifactInvalid', /^run namespace ".." is not a safe path component$/);
-    await rejects(store.put('ns', 'a/b', 'f', join(src, 'f'), 'file'), 'ArtifactInvalid', /^run UID "a\/b" is not a safe path component$/);
-    await rejects(store.put('ns', 'uid-1', 'f', join(src, 'f'), 'directory'), 'ArtifactInvalid', /type "directory" does not match source type "file"/);
+    await rejects(
+      store.put('ns', 'uid-1', '..', join(src, 'f'), 'file'),
+      'ArtifactInvalid',
+      /must not contain path separators/,
+    );
+    await rejects(
+      store.put('ns', 'uid-1', 'a/b', join(src, 'f'), 'file'),
+      'ArtifactInvalid',
+      /must not contain path separators/,
+    );
+    await rejects(
+      store.put('ns', 'uid-1', '', join(src, 'f'), 'file'),
+      'ArtifactInvalid',
+      /^artifact name is required$/,
+    );
+    await rejects(
+      store.put('ns', 'uid-1', 'x'.repeat(256), join(src, 'f'), 'file'),
+      'ArtifactInvalid',
+      /exceeds 255 bytes/,
+    );
+    await rejects(
+      store.put('..', 'uid-1', 'f', join(src, 'f'), 'file'),
+      'ArtifactInvalid',
+      /^run namespace ".." is not a safe path component$/,
+    );
+    await rejects(
+      store.put('ns', 'a/b', 'f', join(src, 'f'), 'file'),
+      'ArtifactInvalid',
+      /^run UID "a\/b" is not a safe path component$/,
+    );
+    await rejects(
+      store.put('ns', 'uid-1', 'f', join(src, 'f'), 'directory'),
+      'ArtifactInvalid',
+      /type "directory" does not match source type "file"/,
+    );
     await symlink(join(src, 'f'), join(src, 'l'));
-    await rejects(store.put('ns', 'uid-1', 'l', join(src, 'l'), 'file'), 'ArtifactInvalid', /^artifact "l": symbolic links are not allowed$/);
-    await rejects(store.put('ns', 'uid-1', 'm', join(src, 'missing'), 'file'), 'ArtifactInvalid', /cannot inspect: ENOENT/);
+    await rejects(
+      store.put('ns', 'uid-1', 'l', join(src, 'l'), 'file'),
+      'ArtifactInvalid',
+      /^artifact "l": symbolic links are not allowed$/,
+    );
+    await rejects(
+      store.put('ns', 'uid-1', 'm', join(src, 'missing'), 'file'),
+      'ArtifactInvalid',
+      /cannot inspect: ENOENT/,
+    );
   });
 
   it('enforces the per-artifact and per-call size limits on stored bytes', async () => {
     const small = await FilesystemArtifactStore.create({ root, volumeClaimName: 'artifacts', maxArtifactBytes: 10 });
     await writeFile(join(src, 'big'), 'x'.repeat(11));
-    await rejects(small.put('ns', 'uid-1', 'big', join(src, 'big'), 'file'), 'ArtifactInvalid', /^artifact "big": size 11 exceeds 10 bytes$/);
+    await rejects(
+      small.put('ns', 'uid-1', 'big', join(src, 'big'), 'file'),
+      'ArtifactInvalid',
+      /^artifact "big": size 11 exceeds 10 bytes$/,
+    );
     await writeFile(join(src, 'mid'), 'x'.repeat(6));
-    await rejects(store.put('ns', 'uid-1', 'mid', join(src, 'mid'), { type: 'file', maxSizeBytes: 5 }), 'ArtifactInvalid', /exceeds 5 bytes/);
+    await rejects(
+      store.put('ns', 'uid-1', 'mid', join(src, 'mid'), { type: 'file', maxSizeBytes: 5 }),
+      'ArtifactInvalid',
+      /exceeds 5 bytes/,
+    );
     await writeTree(join(src, 'd'), { a: 'y'.repeat(100) });
-    await rejects(store.put('ns', 'uid-1', 'd', join(src, 'd'), { type: 'directory', maxSizeBytes: 30 }), 'ArtifactInvalid', /stored size exceeds 30 bytes/);
+    await rejects(
+      store.put('ns', 'uid-1', 'd', join(src, 'd'), { type: 'directory', maxSizeBytes: 30 }),
+      'ArtifactInvalid',
+      /stored size exceeds 30 bytes/,
+    );
     assert.deepEqual(await runDirEntries(), [], 'no temporaries or partial artifacts');
   });
 
@@ -144,20 +203,51 @@ describe('runtimed/artifacts FilesystemArtifactStore', () => {
   it('opens only references it owns', async () => {
     await writeFile(join(src, 'f'), 'content');
     const ref = await store.put('ns', 'uid-1', 'f', join(src, 'f'), 'file');
-    const fsLoc = (path: string, claim = 'artifacts'): ArtifactRef => ({ ...ref, location: { filesystem: { path, volumeClaimName: claim } } });
+    const fsLoc = (path: string, claim = 'artifacts'): ArtifactRef => ({
+      ...ref,
+      location: { filesystem: { path, volumeClaimName: claim } },
+    });
     assert.equal((await readAll(await store.open(ref))).toString(), 'content');
-    assert.equal((await readAll(await store.open(fsLoc(ref.location.filesystem?.path ?? '', '')))).toString(), 'content', 'claim may be omitted');
-    await rejects(store.open(fsLoc('namespaces/ns/runs/uid-1/f', 'other')), 'ArtifactInputInvalid', /belongs to volume claim "other", not "artifacts"/);
-    await rejects(store.open(fsLoc('../store/namespaces/ns/runs/uid-1/f')), 'ArtifactInputInvalid', /must not contain empty, "." or ".." segments/);
+    assert.equal(
+      (await readAll(await store.open(fsLoc(ref.location.filesystem?.path ?? '', '')))).toString(),
+      'content',
+      'claim may be omitted',
+    );
+    await rejects(
+      store.open(fsLoc('namespaces/ns/runs/uid-1/f', 'other')),
+      'ArtifactInputInvalid',
+      /belongs to volume claim "other", not "artifacts"/,
+    );
+    await rejects(
+      store.open(fsLoc('../store/namespaces/ns/runs/uid-1/f')),
+      'ArtifactInputInvalid',
+      /must not contain empty, "." or ".." segments/,
+    );
     await rejects(store.open(fsLoc('/etc/passwd')), 'ArtifactInputInvalid', /must be a relative path/);
     await rejects(store.open(fsLoc('elsewhere/f')), 'ArtifactInputInvalid', /outside the artifact store layout/);
     await rejects(store.open(ref, { namespace: 'other' }), 'ArtifactInputInvalid', /another namespace than "other"/);
-    await rejects(store.open({ ...ref, driver: 's3', location: { s3: { bucket: 'b', key: 'k' } } }), 'ArtifactInputInvalid', /not a filesystem artifact/);
-    await rejects(store.open(fsLoc('namespaces/ns/runs/uid-1/missing')), 'ArtifactNotFound', /^artifact "f" was not found in the artifact store$/);
+    await rejects(
+      store.open({ ...ref, driver: 's3', location: { s3: { bucket: 'b', key: 'k' } } }),
+      'ArtifactInputInvalid',
+      /not a filesystem artifact/,
+    );
+    await rejects(
+      store.open(fsLoc('namespaces/ns/runs/uid-1/missing')),
+      'ArtifactNotFound',
+      /^artifact "f" was not found in the artifact store$/,
+    );
     await rejects(store.open(fsLoc('namespaces/ns/runs/uid-9/f')), 'ArtifactNotFound', /was not found/);
     await symlink('/etc/hostname', join(root, 'namespaces/ns/runs/uid-1/evil'));
-    await rejects(store.open(fsLoc('namespaces/ns/runs/uid-1/evil')), 'ArtifactInputInvalid', /stored object is a symbolic link/);
-    await rejects(store.open({ name: 'x' } as unknown as ArtifactRef), 'ArtifactInputInvalid', /unsupported artifact driver/);
+    await rejects(
+      store.open(fsLoc('namespaces/ns/runs/uid-1/evil')),
+      'ArtifactInputInvalid',
+      /stored object is a symbolic link/,
+    );
+    await rejects(
+      store.open({ name: 'x' } as unknown as ArtifactRef),
+      'ArtifactInputInvalid',
+      /unsupported artifact driver/,
+    );
   });
 
   it('deletes everything of one Run and nothing else', async () => {
@@ -178,8 +268,20 @@ describe('runtimed/artifacts FilesystemArtifactStore', () => {
   });
 
   it('validates its configuration', async () => {
-    await rejects(FilesystemArtifactStore.create({ root: 'relative', volumeClaimName: 'c' }), 'ArtifactStoreConfigInvalid', /absolute path/);
-    await rejects(FilesystemArtifactStore.create({ root, volumeClaimName: '' }), 'ArtifactStoreConfigInvalid', /volume claim name is required/);
-    await rejects(FilesystemArtifactStore.create({ root, volumeClaimName: 'c', maxArtifactBytes: 0 }), 'ArtifactStoreConfigInvalid', /must be positive/);
+    await rejects(
+      FilesystemArtifactStore.create({ root: 'relative', volumeClaimName: 'c' }),
+      'ArtifactStoreConfigInvalid',
+      /absolute path/,
+    );
+    await rejects(
+      FilesystemArtifactStore.create({ root, volumeClaimName: '' }),
+      'ArtifactStoreConfigInvalid',
+      /volume claim name is required/,
+    );
+    await rejects(
+      FilesystemArtifactStore.create({ root, volumeClaimName: 'c', maxArtifactBytes: 0 }),
+      'ArtifactStoreConfigInvalid',
+      /must be positive/,
+    );
   });
 });

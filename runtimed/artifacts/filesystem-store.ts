@@ -15,10 +15,22 @@ import { DigestStream } from './digest.ts';
 import { ArtifactError, asArtifactError, errnoCode, quoteName } from './errors.ts';
 import { directoriesExist, mkdirBeneath } from './safe-path.ts';
 import {
-  DIRECTORY_CONTENT_TYPE, createdAtNow, putOptions,
-  type ArtifactRef, type ArtifactStore, type ArtifactType, type OpenScope, type PutOptions,
+  DIRECTORY_CONTENT_TYPE,
+  createdAtNow,
+  putOptions,
+  type ArtifactRef,
+  type ArtifactStore,
+  type ArtifactType,
+  type OpenScope,
+  type PutOptions,
 } from './store.ts';
-import { DEFAULT_MAX_ARTIFACT_BYTES, assertPathComponent, inspectSource, runArtifactPath, validateArtifactRef } from './validate.ts';
+import {
+  DEFAULT_MAX_ARTIFACT_BYTES,
+  assertPathComponent,
+  inspectSource,
+  runArtifactPath,
+  validateArtifactRef,
+} from './validate.ts';
 
 export const DEFAULT_FILESYSTEM_ROOT = '/var/lib/kruntimes/artifacts';
 
@@ -31,7 +43,11 @@ export interface FilesystemStoreOptions {
   now?: () => Date;
 }
 
-interface Stored { sizeBytes: number; digest: string; contentType: string }
+interface Stored {
+  sizeBytes: number;
+  digest: string;
+  contentType: string;
+}
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -62,27 +78,44 @@ export class FilesystemArtifactStore implements ArtifactStore {
     }
   }
 
-  async put(namespace: string, runUID: string, name: string, localPath: string, type: ArtifactType | PutOptions): Promise<ArtifactRef> {
+  async put(
+    namespace: string,
+    runUID: string,
+    name: string,
+    localPath: string,
+    type: ArtifactType | PutOptions,
+  ): Promise<ArtifactRef> {
     const o = putOptions(type);
     const path = runArtifactPath(namespace, runUID, name);
     const label = `artifact ${quoteName(name)}`;
     const actual = await inspectSource(localPath, label);
-    if (actual !== o.type) throw new ArtifactError('ArtifactInvalid', `${label}: type "${o.type}" does not match source type "${actual}"`);
+    if (actual !== o.type)
+      throw new ArtifactError('ArtifactInvalid', `${label}: type "${o.type}" does not match source type "${actual}"`);
     const max = Math.min(o.maxSizeBytes || this.maxArtifactBytes, this.maxArtifactBytes);
-    const { path: parent } = await mkdirBeneath(this.root, ['namespaces', namespace, 'runs', runUID], 'ArtifactStoreError');
+    const { path: parent } = await mkdirBeneath(
+      this.root,
+      ['namespaces', namespace, 'runs', runUID],
+      'ArtifactStoreError',
+    );
     let tmpDir: string | undefined;
     try {
       tmpDir = await mkdtemp(join(parent, '.artifact-'));
       const tmp = join(tmpDir, 'content');
-      const stored = actual === 'file'
-        ? await copyFile(localPath, tmp, label, max)
-        : await storeDirectory(localPath, tmp, label, { max, maxSource: this.maxArtifactBytes });
+      const stored =
+        actual === 'file'
+          ? await copyFile(localPath, tmp, label, max)
+          : await storeDirectory(localPath, tmp, label, { max, maxSource: this.maxArtifactBytes });
       const dest = join(parent, name);
       await rm(dest, { recursive: true, force: true });
       await rename(tmp, dest);
       return {
-        name, driver: 'filesystem', type: actual, sizeBytes: stored.sizeBytes, digest: stored.digest,
-        contentType: stored.contentType, createdAt: createdAtNow(this.now()),
+        name,
+        driver: 'filesystem',
+        type: actual,
+        sizeBytes: stored.sizeBytes,
+        digest: stored.digest,
+        contentType: stored.contentType,
+        createdAt: createdAtNow(this.now()),
         location: { filesystem: { path, volumeClaimName: this.volumeClaimName } },
       };
     } catch (err) {
@@ -96,26 +129,33 @@ export class FilesystemArtifactStore implements ArtifactStore {
   private locate(ref: ArtifactRef, scope?: OpenScope): { segments: string[]; label: string } {
     const r = validateArtifactRef(ref);
     const label = `artifact ${quoteName(r.name)}`;
-    const fail = (m: string): never => { throw new ArtifactError('ArtifactInputInvalid', `${label}: ${m}`); };
+    const fail = (m: string): never => {
+      throw new ArtifactError('ArtifactInputInvalid', `${label}: ${m}`);
+    };
     if (r.driver !== 'filesystem' || !r.location.filesystem) return fail('not a filesystem artifact');
     const claim = r.location.filesystem.volumeClaimName;
-    if (claim && claim !== this.volumeClaimName) fail(`belongs to volume claim ${quoteName(claim)}, not ${quoteName(this.volumeClaimName)}`);
+    if (claim && claim !== this.volumeClaimName)
+      fail(`belongs to volume claim ${quoteName(claim)}, not ${quoteName(this.volumeClaimName)}`);
     const segments = r.location.filesystem.path.split('/');
-    if (segments.length !== 5 || segments[0] !== 'namespaces' || segments[2] !== 'runs') fail('location is outside the artifact store layout');
-    if (scope && segments[1] !== scope.namespace) fail(`location belongs to another namespace than ${quoteName(scope.namespace)}`);
+    if (segments.length !== 5 || segments[0] !== 'namespaces' || segments[2] !== 'runs')
+      fail('location is outside the artifact store layout');
+    if (scope && segments[1] !== scope.namespace)
+      fail(`location belongs to another namespace than ${quoteName(scope.namespace)}`);
     return { segments, label };
   }
 
   async open(ref: ArtifactRef, scope?: OpenScope): Promise<Readable> {
     const { segments, label } = this.locate(ref, scope);
-    const notFound = (): ArtifactError => new ArtifactError('ArtifactNotFound', `${label} was not found in the artifact store`);
+    const notFound = (): ArtifactError =>
+      new ArtifactError('ArtifactNotFound', `${label} was not found in the artifact store`);
     if (!(await directoriesExist(this.root, segments.slice(0, -1), 'ArtifactInputInvalid'))) throw notFound();
     let fh;
     try {
       fh = await open(join(this.root, ...segments), READ_FLAGS);
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') throw notFound();
-      if (errnoCode(err) === 'ELOOP') throw new ArtifactError('ArtifactInputInvalid', `${label}: stored object is a symbolic link`);
+      if (errnoCode(err) === 'ELOOP')
+        throw new ArtifactError('ArtifactInputInvalid', `${label}: stored object is a symbolic link`);
       throw asArtifactError(err, 'ArtifactStoreError', `${label}: cannot open`);
     }
     const st = await fh.stat().catch(async (err: unknown) => {
@@ -147,7 +187,8 @@ async function copyFile(src: string, dest: string, label: string, max: number): 
   try {
     fh = await open(src, READ_FLAGS);
   } catch (err) {
-    if (errnoCode(err) === 'ELOOP') throw new ArtifactError('ArtifactInvalid', `${label}: symbolic links are not allowed`);
+    if (errnoCode(err) === 'ELOOP')
+      throw new ArtifactError('ArtifactInvalid', `${label}: symbolic links are not allowed`);
     throw asArtifactError(err, 'ArtifactInvalid', `${label}: cannot open`);
   }
   try {
@@ -156,16 +197,28 @@ async function copyFile(src: string, dest: string, label: string, max: number): 
     if (st.size > max) throw new ArtifactError('ArtifactInvalid', `${label}: size ${st.size} exceeds ${max} bytes`);
     const head = Buffer.alloc(SNIFF_BYTES);
     const { bytesRead } = await fh.read(head, 0, SNIFF_BYTES, 0);
-    const digest = new DigestStream(max, () => new ArtifactError('ArtifactInvalid', `${label}: size exceeds ${max} bytes`));
+    const digest = new DigestStream(
+      max,
+      () => new ArtifactError('ArtifactInvalid', `${label}: size exceeds ${max} bytes`),
+    );
     const out = await open(dest, CREATE_FLAGS, 0o640);
     await pipeline(fh.createReadStream({ start: 0, autoClose: false }), digest, out.createWriteStream());
-    return { sizeBytes: digest.bytes, digest: digest.digest(), contentType: detectContentType(src, head.subarray(0, bytesRead)) };
+    return {
+      sizeBytes: digest.bytes,
+      digest: digest.digest(),
+      contentType: detectContentType(src, head.subarray(0, bytesRead)),
+    };
   } finally {
     await fh.close().catch(() => undefined);
   }
 }
 
-async function storeDirectory(src: string, dest: string, label: string, lim: { max: number; maxSource: number }): Promise<Stored> {
+async function storeDirectory(
+  src: string,
+  dest: string,
+  label: string,
+  lim: { max: number; maxSource: number },
+): Promise<Stored> {
   const r = await archiveDirectory(src, dest, { label, maxStoredBytes: lim.max, maxSourceBytes: lim.maxSource });
   return { ...r, contentType: DIRECTORY_CONTENT_TYPE };
 }

@@ -8,8 +8,22 @@ export * from './errors.ts';
 export * from './store.ts';
 export * from './validate.ts';
 export { archiveDirectory, writeArchive, type ArchiveOptions, type ArchiveResult } from './archive.ts';
-export { extractArchive, stageFile, writeStreamAtomically, DEFAULT_EXTRACT_LIMITS, type ExtractLimits, type ExtractResult } from './extract.ts';
-export { stageArtifactInput, stageArtifactInputs, inputPathSegments, type ArtifactInput, type StagedInput, type StageOptions } from './stage.ts';
+export {
+  extractArchive,
+  stageFile,
+  writeStreamAtomically,
+  DEFAULT_EXTRACT_LIMITS,
+  type ExtractLimits,
+  type ExtractResult,
+} from './extract.ts';
+export {
+  stageArtifactInput,
+  stageArtifactInputs,
+  inputPathSegments,
+  type ArtifactInput,
+  type StagedInput,
+  type StageOptions,
+} from './stage.ts';
 export { FilesystemArtifactStore, DEFAULT_FILESYSTEM_ROOT } from './filesystem-store.ts';
 export { S3ArtifactStore, resolveS3Config, s3ClientConfig, objectKey, runKeyPrefix, keyRoot } from './s3-store.ts';
 
@@ -21,8 +35,12 @@ export interface CreateStoreOptions {
 }
 
 /** Builds the store a Runtime's spec.artifactStore describes; a spec that matches no driver is ArtifactStoreConfigInvalid. */
-export async function createArtifactStore(spec: RuntimeArtifactStoreSpec, opts: CreateStoreOptions = {}): Promise<ArtifactStore> {
-  if (typeof spec !== 'object' || spec === null) throw new ArtifactError('ArtifactStoreConfigInvalid', 'artifact store configuration must be an object');
+export async function createArtifactStore(
+  spec: RuntimeArtifactStoreSpec,
+  opts: CreateStoreOptions = {},
+): Promise<ArtifactStore> {
+  if (typeof spec !== 'object' || spec === null)
+    throw new ArtifactError('ArtifactStoreConfigInvalid', 'artifact store configuration must be an object');
   if (spec.driver === 'filesystem' && spec.filesystem && !spec.s3) {
     return FilesystemArtifactStore.create({
       root: opts.filesystemRoot ?? DEFAULT_FILESYSTEM_ROOT,
@@ -30,6 +48,13 @@ export async function createArtifactStore(spec: RuntimeArtifactStoreSpec, opts: 
       ...(opts.maxArtifactBytes ? { maxArtifactBytes: opts.maxArtifactBytes } : {}),
     });
   }
-  if (spec.driver === 's3') return S3ArtifactStore.fromSpec(spec, { ...opts.s3, ...(opts.maxArtifactBytes ? { maxArtifactBytes: opts.maxArtifactBytes } : {}) });
-  throw new ArtifactError('ArtifactStoreConfigInvalid', 'exactly one artifact store configuration matching driver must be set');
+  if (spec.driver === 's3')
+    return S3ArtifactStore.fromSpec(spec, {
+      ...opts.s3,
+      ...(opts.maxArtifactBytes ? { maxArtifactBytes: opts.maxArtifactBytes } : {}),
+    });
+  throw new ArtifactError(
+    'ArtifactStoreConfigInvalid',
+    'exactly one artifact store configuration matching driver must be set',
+  );
 }

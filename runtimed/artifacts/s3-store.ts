@@ -4,7 +4,13 @@
  * objects carry provenance metadata (§1.7). Credentials come from the SDK default provider
  * chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY from the store's credentials Secret).
  */
-import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { constants } from 'node:fs';
 import { mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
@@ -17,11 +23,24 @@ import { SNIFF_BYTES, detectContentType } from './content-type.ts';
 import { DigestStream } from './digest.ts';
 import { ArtifactError, asArtifactError, errnoCode, quoteName } from './errors.ts';
 import {
-  DIRECTORY_CONTENT_TYPE, createdAtNow, putOptions,
-  type ArtifactRef, type ArtifactStore, type ArtifactType, type OpenScope, type PutOptions,
-  type RuntimeArtifactStoreSpec, type S3ArtifactStoreSpec,
+  DIRECTORY_CONTENT_TYPE,
+  createdAtNow,
+  putOptions,
+  type ArtifactRef,
+  type ArtifactStore,
+  type ArtifactType,
+  type OpenScope,
+  type PutOptions,
+  type RuntimeArtifactStoreSpec,
+  type S3ArtifactStoreSpec,
 } from './store.ts';
-import { DEFAULT_MAX_ARTIFACT_BYTES, assertArtifactName, assertPathComponent, inspectSource, validateArtifactRef } from './validate.ts';
+import {
+  DEFAULT_MAX_ARTIFACT_BYTES,
+  assertArtifactName,
+  assertPathComponent,
+  inspectSource,
+  validateArtifactRef,
+} from './validate.ts';
 
 export const MIN_UPLOAD_PART_SIZE = 5 * 1024 * 1024;
 export const DEFAULT_UPLOAD_PART_SIZE = MIN_UPLOAD_PART_SIZE;
@@ -55,17 +74,22 @@ function checkEndpoint(endpoint: string): void {
   } catch {
     throw configInvalid(`invalid s3 endpoint ${quoteName(endpoint)}`);
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.host === '') throw configInvalid(`invalid s3 endpoint ${quoteName(endpoint)}`);
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.host === '')
+    throw configInvalid(`invalid s3 endpoint ${quoteName(endpoint)}`);
 }
 
 function positiveInteger(value: number | undefined, min: number, what: string): number | undefined {
   if (value === undefined || value === 0) return undefined;
-  if (!Number.isSafeInteger(value) || value < min) throw configInvalid(`s3 ${what} must be an integer of at least ${min}`);
+  if (!Number.isSafeInteger(value) || value < min)
+    throw configInvalid(`s3 ${what} must be an integer of at least ${min}`);
   return value;
 }
 
 /** Validates an S3 store spec; the region falls back to AWS_REGION / AWS_DEFAULT_REGION, then us-east-1. */
-export function resolveS3Config(spec: S3ArtifactStoreSpec | undefined, env: NodeJS.ProcessEnv = process.env): S3StoreConfig {
+export function resolveS3Config(
+  spec: S3ArtifactStoreSpec | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): S3StoreConfig {
   if (!spec) throw configInvalid('s3 artifact store configuration is required');
   const bucket = typeof spec.bucket === 'string' ? spec.bucket.trim() : '';
   if (bucket === '') throw configInvalid('s3 bucket is required');
@@ -79,7 +103,8 @@ export function resolveS3Config(spec: S3ArtifactStoreSpec | undefined, env: Node
     region: spec.region || env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
     ...(spec.endpoint ? { endpoint: spec.endpoint } : {}),
     forcePathStyle: spec.forcePathStyle === true,
-    partSize: positiveInteger(spec.uploadPartSize, MIN_UPLOAD_PART_SIZE, 'upload part size') ?? DEFAULT_UPLOAD_PART_SIZE,
+    partSize:
+      positiveInteger(spec.uploadPartSize, MIN_UPLOAD_PART_SIZE, 'upload part size') ?? DEFAULT_UPLOAD_PART_SIZE,
     concurrency: positiveInteger(spec.uploadConcurrency, 1, 'upload concurrency') ?? DEFAULT_UPLOAD_CONCURRENCY,
   };
 }
@@ -93,7 +118,13 @@ export function s3ClientConfig(cfg: S3StoreConfig): S3ClientConfig {
   return {
     region: cfg.region,
     forcePathStyle: cfg.forcePathStyle,
-    ...(cfg.endpoint ? { endpoint: cfg.endpoint, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } : {}),
+    ...(cfg.endpoint
+      ? {
+          endpoint: cfg.endpoint,
+          requestChecksumCalculation: 'WHEN_REQUIRED',
+          responseChecksumValidation: 'WHEN_REQUIRED',
+        }
+      : {}),
   };
 }
 
@@ -113,7 +144,10 @@ export function objectKey(prefix: string, namespace: string, runUID: string, nam
   assertArtifactName(name);
   const key = `${runKeyPrefix(prefix, namespace, runUID)}${name}`;
   if (Buffer.byteLength(key, 'utf8') > MAX_S3_KEY_BYTES) {
-    throw new ArtifactError('ArtifactInvalid', `artifact ${quoteName(name)}: object key exceeds ${MAX_S3_KEY_BYTES} bytes`);
+    throw new ArtifactError(
+      'ArtifactInvalid',
+      `artifact ${quoteName(name)}: object key exceeds ${MAX_S3_KEY_BYTES} bytes`,
+    );
   }
   return key;
 }
@@ -159,22 +193,36 @@ export interface S3RefFields {
 
 export function buildS3Ref(f: S3RefFields): ArtifactRef {
   return {
-    name: f.name, driver: 's3', type: f.type, location: { s3: { bucket: f.bucket, key: f.key } },
-    sizeBytes: f.sizeBytes, digest: f.digest, contentType: f.contentType, createdAt: f.createdAt,
+    name: f.name,
+    driver: 's3',
+    type: f.type,
+    location: { s3: { bucket: f.bucket, key: f.key } },
+    sizeBytes: f.sizeBytes,
+    digest: f.digest,
+    contentType: f.contentType,
+    createdAt: f.createdAt,
   };
 }
 
 /** Checks that a reference belongs to this store (bucket and key root, optionally one namespace). */
-export function ownedS3Location(ref: ArtifactRef, cfg: S3StoreConfig, scope?: OpenScope): { bucket: string; key: string; label: string } {
+export function ownedS3Location(
+  ref: ArtifactRef,
+  cfg: S3StoreConfig,
+  scope?: OpenScope,
+): { bucket: string; key: string; label: string } {
   const r = validateArtifactRef(ref);
   const label = `artifact ${quoteName(r.name)}`;
-  const fail = (m: string): never => { throw new ArtifactError('ArtifactInputInvalid', `${label}: ${m}`); };
+  const fail = (m: string): never => {
+    throw new ArtifactError('ArtifactInputInvalid', `${label}: ${m}`);
+  };
   const loc = r.location.s3;
   if (r.driver !== 's3' || !loc) return fail('not an s3 artifact');
-  if (loc.bucket !== cfg.bucket) fail(`bucket ${quoteName(loc.bucket)} does not match the configured bucket ${quoteName(cfg.bucket)}`);
+  if (loc.bucket !== cfg.bucket)
+    fail(`bucket ${quoteName(loc.bucket)} does not match the configured bucket ${quoteName(cfg.bucket)}`);
   const root = keyRoot(cfg.prefix);
   if (!loc.key.startsWith(root)) fail(`key ${quoteName(loc.key)} is outside the configured prefix`);
-  if (scope && !loc.key.startsWith(`${root}${scope.namespace}/`)) fail(`key belongs to another namespace than ${quoteName(scope.namespace)}`);
+  if (scope && !loc.key.startsWith(`${root}${scope.namespace}/`))
+    fail(`key belongs to another namespace than ${quoteName(scope.namespace)}`);
   return { bucket: loc.bucket, key: loc.key, label };
 }
 
@@ -193,7 +241,13 @@ export interface S3StoreOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-interface Prepared { handle: FileHandle; sizeBytes: number; digest: string; contentType: string; cleanup: () => Promise<void> }
+interface Prepared {
+  handle: FileHandle;
+  sizeBytes: number;
+  digest: string;
+  contentType: string;
+  cleanup: () => Promise<void>;
+}
 
 export class S3ArtifactStore implements ArtifactStore {
   readonly driver = 's3' as const;
@@ -202,7 +256,10 @@ export class S3ArtifactStore implements ArtifactStore {
   private readonly maxArtifactBytes: number;
   private readonly tmpDir: string;
 
-  constructor(readonly config: S3StoreConfig, opts: S3StoreOptions = {}) {
+  constructor(
+    readonly config: S3StoreConfig,
+    opts: S3StoreOptions = {},
+  ) {
     this.client = opts.client ?? new S3Client(s3ClientConfig(config));
     this.now = opts.now ?? ((): Date => new Date());
     this.maxArtifactBytes = opts.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES;
@@ -210,24 +267,47 @@ export class S3ArtifactStore implements ArtifactStore {
   }
 
   static fromSpec(spec: RuntimeArtifactStoreSpec, opts: S3StoreOptions = {}): S3ArtifactStore {
-    if (spec.driver !== 's3' || !spec.s3 || spec.filesystem) throw configInvalid('artifact store driver s3 requires exactly an s3 configuration');
+    if (spec.driver !== 's3' || !spec.s3 || spec.filesystem)
+      throw configInvalid('artifact store driver s3 requires exactly an s3 configuration');
     return new S3ArtifactStore(resolveS3Config(spec.s3, opts.env), opts);
   }
 
-  async put(namespace: string, runUID: string, name: string, localPath: string, type: ArtifactType | PutOptions): Promise<ArtifactRef> {
+  async put(
+    namespace: string,
+    runUID: string,
+    name: string,
+    localPath: string,
+    type: ArtifactType | PutOptions,
+  ): Promise<ArtifactRef> {
     const o = putOptions(type);
     const key = objectKey(this.config.prefix, namespace, runUID, name);
     const label = `artifact ${quoteName(name)}`;
     const actual = await inspectSource(localPath, label);
-    if (actual !== o.type) throw new ArtifactError('ArtifactInvalid', `${label}: type "${o.type}" does not match source type "${actual}"`);
+    if (actual !== o.type)
+      throw new ArtifactError('ArtifactInvalid', `${label}: type "${o.type}" does not match source type "${actual}"`);
     const max = Math.min(o.maxSizeBytes || this.maxArtifactBytes, this.maxArtifactBytes);
-    const prepared = actual === 'file' ? await prepareFile(localPath, label, max) : await this.prepareDirectory(localPath, label, max);
+    const prepared =
+      actual === 'file' ? await prepareFile(localPath, label, max) : await this.prepareDirectory(localPath, label, max);
     try {
-      const metadata = objectMetadata({ namespace, runUID, runName: o.runName, runtime: o.runtime, name, type: actual, digest: prepared.digest });
+      const metadata = objectMetadata({
+        namespace,
+        runUID,
+        runName: o.runName,
+        runtime: o.runtime,
+        name,
+        type: actual,
+        digest: prepared.digest,
+      });
       await this.upload(key, prepared, metadata, label);
       return buildS3Ref({
-        name, type: actual, bucket: this.config.bucket, key, sizeBytes: prepared.sizeBytes, digest: prepared.digest,
-        contentType: prepared.contentType, createdAt: createdAtNow(this.now()),
+        name,
+        type: actual,
+        bucket: this.config.bucket,
+        key,
+        sizeBytes: prepared.sizeBytes,
+        digest: prepared.digest,
+        contentType: prepared.contentType,
+        createdAt: createdAtNow(this.now()),
       });
     } finally {
       await prepared.cleanup();
@@ -241,9 +321,21 @@ export class S3ArtifactStore implements ArtifactStore {
     const cleanup = (): Promise<void> => rm(dir, { recursive: true, force: true }).catch(() => undefined);
     try {
       const path = join(dir, 'archive.tar.gz');
-      const r = await archiveDirectory(localPath, path, { label, maxStoredBytes: max, maxSourceBytes: this.maxArtifactBytes });
+      const r = await archiveDirectory(localPath, path, {
+        label,
+        maxStoredBytes: max,
+        maxSourceBytes: this.maxArtifactBytes,
+      });
       const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-      return { handle, ...r, contentType: DIRECTORY_CONTENT_TYPE, cleanup: async () => { await handle.close().catch(() => undefined); await cleanup(); } };
+      return {
+        handle,
+        ...r,
+        contentType: DIRECTORY_CONTENT_TYPE,
+        cleanup: async () => {
+          await handle.close().catch(() => undefined);
+          await cleanup();
+        },
+      };
     } catch (err) {
       await cleanup();
       throw err;
@@ -252,7 +344,10 @@ export class S3ArtifactStore implements ArtifactStore {
 
   /** Uploads from the prepared handle, re-hashing on the way: content that changed since hashing is rejected and removed. */
   private async upload(key: string, p: Prepared, metadata: Record<string, string>, label: string): Promise<void> {
-    const check = new DigestStream(p.sizeBytes, () => new ArtifactError('ArtifactInvalid', `${label}: file changed during upload`));
+    const check = new DigestStream(
+      p.sizeBytes,
+      () => new ArtifactError('ArtifactInvalid', `${label}: file changed during upload`),
+    );
     const body = pipelineCb(p.handle.createReadStream({ start: 0, autoClose: false }), check, () => undefined);
     const { bucket } = this.config;
     try {
@@ -279,10 +374,12 @@ export class S3ArtifactStore implements ArtifactStore {
     try {
       body = (await this.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body;
     } catch (err) {
-      if (isNotFound(err)) throw new ArtifactError('ArtifactNotFound', `${label} was not found in the artifact store`, { cause: err });
+      if (isNotFound(err))
+        throw new ArtifactError('ArtifactNotFound', `${label} was not found in the artifact store`, { cause: err });
       throw asArtifactError(err, 'ArtifactStoreError', `${label}: cannot open s3://${bucket}/${key}`);
     }
-    if (!(body instanceof Readable)) throw new ArtifactError('ArtifactStoreError', `${label}: s3 returned no readable body`);
+    if (!(body instanceof Readable))
+      throw new ArtifactError('ArtifactStoreError', `${label}: s3 returned no readable body`);
     return body;
   }
 
@@ -294,7 +391,9 @@ export class S3ArtifactStore implements ArtifactStore {
       const keys: string[] = [];
       let token: string | undefined;
       do {
-        const page = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+        const page = await this.client.send(
+          new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+        );
         for (const object of page.Contents ?? []) if (object.Key?.startsWith(prefix)) keys.push(object.Key);
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
@@ -311,7 +410,8 @@ async function prepareFile(localPath: string, label: string, max: number): Promi
   try {
     handle = await open(localPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
-    if (errnoCode(err) === 'ELOOP') throw new ArtifactError('ArtifactInvalid', `${label}: symbolic links are not allowed`);
+    if (errnoCode(err) === 'ELOOP')
+      throw new ArtifactError('ArtifactInvalid', `${label}: symbolic links are not allowed`);
     throw asArtifactError(err, 'ArtifactInvalid', `${label}: cannot open`);
   }
   const cleanup = (): Promise<void> => handle.close().catch(() => undefined);
@@ -321,11 +421,26 @@ async function prepareFile(localPath: string, label: string, max: number): Promi
     if (st.size > max) throw new ArtifactError('ArtifactInvalid', `${label}: size ${st.size} exceeds ${max} bytes`);
     const head = Buffer.alloc(SNIFF_BYTES);
     const { bytesRead } = await handle.read(head, 0, SNIFF_BYTES, 0);
-    const digest = new DigestStream(max, () => new ArtifactError('ArtifactInvalid', `${label}: size exceeds ${max} bytes`));
-    await pipeline(handle.createReadStream({ start: 0, autoClose: false }), digest, async (source: AsyncIterable<Buffer>) => {
-      for await (const _ of source) { /* hash only */ }
-    });
-    return { handle, sizeBytes: digest.bytes, digest: digest.digest(), contentType: detectContentType(localPath, head.subarray(0, bytesRead)), cleanup };
+    const digest = new DigestStream(
+      max,
+      () => new ArtifactError('ArtifactInvalid', `${label}: size exceeds ${max} bytes`),
+    );
+    await pipeline(
+      handle.createReadStream({ start: 0, autoClose: false }),
+      digest,
+      async (source: AsyncIterable<Buffer>) => {
+        for await (const _ of source) {
+          /* hash only */
+        }
+      },
+    );
+    return {
+      handle,
+      sizeBytes: digest.bytes,
+      digest: digest.digest(),
+      contentType: detectContentType(localPath, head.subarray(0, bytesRead)),
+      cleanup,
+    };
   } catch (err) {
     await cleanup();
     throw asArtifactError(err, 'ArtifactInvalid', `${label}: cannot read`);

@@ -21,7 +21,12 @@ function assertRealDirectory(st: import('node:fs').Stats, path: string, reason: 
  * Creates `root/segments…` component by component; an existing symlink or file on the way is an
  * error. Returns the final path and the directories this call created (outermost first).
  */
-export async function mkdirBeneath(root: string, segments: string[], reason: ArtifactReason, mode = 0o750): Promise<{ path: string; created: string[] }> {
+export async function mkdirBeneath(
+  root: string,
+  segments: string[],
+  reason: ArtifactReason,
+  mode = 0o750,
+): Promise<{ path: string; created: string[] }> {
   let current = root;
   const created: string[] = [];
   for (const segment of segments) {

@@ -43,7 +43,8 @@ export function inputPathSegments(path: unknown): string[] {
   const segments = path.split('/').filter((s) => s !== '' && s !== '.');
   if (segments.includes('..')) throw invalid(`${label} must not contain a '..' segment`);
   if (segments.length === 0) throw invalid(`${label} must name an entry below the working directory`);
-  if (Buffer.byteLength(path) > 4096 || segments.some((s) => Buffer.byteLength(s) > 255)) throw invalid(`${label} is too long`);
+  if (Buffer.byteLength(path) > 4096 || segments.some((s) => Buffer.byteLength(s) > 255))
+    throw invalid(`${label} is too long`);
   return segments;
 }
 
@@ -60,37 +61,59 @@ async function exists(path: string): Promise<boolean> {
 /** Errors of the store stream itself (network, I/O) are transient; everything else is about the input. */
 function trackSource(stream: Readable): () => unknown {
   let failure: unknown;
-  stream.once('error', (err) => { failure = err; });
+  stream.once('error', (err) => {
+    failure = err;
+  });
   return () => failure;
 }
 
-async function download(store: ArtifactStore, ref: ArtifactRef, dest: string, opts: { namespace?: string; maxBytes: number; label: string }): Promise<void> {
+async function download(
+  store: ArtifactStore,
+  ref: ArtifactRef,
+  dest: string,
+  opts: { namespace?: string; maxBytes: number; label: string },
+): Promise<void> {
   const stream = await store.open(ref, opts.namespace ? { namespace: opts.namespace } : undefined);
   const sourceFailure = trackSource(stream);
   try {
     await writeStreamAtomically(stream, dest, {
-      maxBytes: Math.min(ref.sizeBytes, opts.maxBytes), expectedSize: ref.sizeBytes, label: opts.label, mode: 0o644,
+      maxBytes: Math.min(ref.sizeBytes, opts.maxBytes),
+      expectedSize: ref.sizeBytes,
+      label: opts.label,
+      mode: 0o644,
       ...(ref.digest ? { expectedDigest: ref.digest } : {}),
     });
   } catch (err) {
     const failure = sourceFailure();
-    if (failure && !(failure instanceof ArtifactError)) throw asArtifactError(failure, 'ArtifactStoreError', `${opts.label}: download failed`);
+    if (failure && !(failure instanceof ArtifactError))
+      throw asArtifactError(failure, 'ArtifactStoreError', `${opts.label}: download failed`);
     throw err;
   }
 }
 
 /** Stages one input below `workDir`; on failure nothing is left at its destination. */
-export async function stageArtifactInput(store: ArtifactStore, input: ArtifactInput, workDir: string, opts: StageOptions = {}): Promise<StagedInput> {
+export async function stageArtifactInput(
+  store: ArtifactStore,
+  input: ArtifactInput,
+  workDir: string,
+  opts: StageOptions = {},
+): Promise<StagedInput> {
   return (await stageOne(store, input, workDir, opts)).staged;
 }
 
-async function stageOne(store: ArtifactStore, input: ArtifactInput, workDir: string, opts: StageOptions): Promise<{ staged: StagedInput; created: string[] }> {
+async function stageOne(
+  store: ArtifactStore,
+  input: ArtifactInput,
+  workDir: string,
+  opts: StageOptions,
+): Promise<{ staged: StagedInput; created: string[] }> {
   const ref = validateArtifactRef(input.artifactRef);
   const segments = inputPathSegments(input.path);
   const shown = segments.join('/');
   const label = `artifact ${quoteName(ref.name)} for path ${quoteName(shown)}`;
   const limits: ExtractLimits = { ...DEFAULT_EXTRACT_LIMITS, ...opts.limits };
-  if (ref.sizeBytes > limits.maxBytes) throw invalid(`${label}: size ${ref.sizeBytes} exceeds ${limits.maxBytes} bytes`);
+  if (ref.sizeBytes > limits.maxBytes)
+    throw invalid(`${label}: size ${ref.sizeBytes} exceeds ${limits.maxBytes} bytes`);
   const { path: parent, created } = await mkdirBeneath(workDir, segments.slice(0, -1), 'ArtifactInputInvalid', 0o755);
   const dest = join(parent, segments[segments.length - 1] as string);
   try {
@@ -102,7 +125,9 @@ async function stageOne(store: ArtifactStore, input: ArtifactInput, workDir: str
       try {
         await download(store, ref, archive, { namespace: opts.namespace, maxBytes: limits.maxBytes, label });
         await extractArchive(archive, dest, limits).catch((err: unknown) => {
-          throw err instanceof ArtifactError ? new ArtifactError(err.reason, `${label}: ${err.message}`, { cause: err }) : err;
+          throw err instanceof ArtifactError
+            ? new ArtifactError(err.reason, `${label}: ${err.message}`, { cause: err })
+            : err;
         });
       } finally {
         await rm(archive, { force: true }).catch(() => undefined);
@@ -131,7 +156,12 @@ function assertDisjoint(all: string[][]): void {
  * Stages all inputs in order after validating every reference and path up front (destinations
  * must be distinct and not nested). If one fails, the ones already staged are removed.
  */
-export async function stageArtifactInputs(store: ArtifactStore, inputs: unknown, workDir: string, opts: StageOptions = {}): Promise<StagedInput[]> {
+export async function stageArtifactInputs(
+  store: ArtifactStore,
+  inputs: unknown,
+  workDir: string,
+  opts: StageOptions = {},
+): Promise<StagedInput[]> {
   if (inputs === undefined || inputs === null) return [];
   if (!Array.isArray(inputs)) throw invalid('artifactInputs must be a list');
   const list = inputs.map((raw: unknown, i): ArtifactInput => {

@@ -39,7 +39,13 @@ export interface ArtifactStore {
    * Stores a regular file or a directory (as its deterministic tar.gz) produced by a Run.
    * Rejections: ArtifactInvalid (bad name/type/size); store failures: ArtifactStoreError.
    */
-  put(namespace: string, runUID: string, name: string, localPath: string, type: ArtifactType | PutOptions): Promise<ArtifactRef>;
+  put(
+    namespace: string,
+    runUID: string,
+    name: string,
+    localPath: string,
+    type: ArtifactType | PutOptions,
+  ): Promise<ArtifactRef>;
   /**
    * Streams the stored bytes of a reference owned by this store (directories: the tar.gz).
    * Rejections: ArtifactInputInvalid (foreign or malformed reference), ArtifactNotFound.

@@ -10,7 +10,8 @@ import { makeTmp, paxRecord } from './test-support.ts';
 function decodeAll(buf: Buffer): { name: string; typeflag: string; size: number; mode: number } {
   const first = decodeHeader(buf.subarray(0, BLOCK));
   assert.ok(typeof first !== 'string', typeof first === 'string' ? first : '');
-  if (first.typeflag !== 'L') return { name: first.path.toString('utf8'), typeflag: first.typeflag, size: first.size, mode: first.mode };
+  if (first.typeflag !== 'L')
+    return { name: first.path.toString('utf8'), typeflag: first.typeflag, size: first.size, mode: first.mode };
   const long = buf.subarray(BLOCK, BLOCK + first.size - 1).toString('utf8');
   const next = decodeHeader(buf.subarray(buf.length - BLOCK));
   assert.ok(typeof next !== 'string');
@@ -20,11 +21,19 @@ function decodeAll(buf: Buffer): { name: string; typeflag: string; size: number;
 describe('runtimed/artifacts tar codec', () => {
   it('round-trips names of any length through ustar prefix/name or a GNU long name', () => {
     const seg = fc.stringMatching(/^[a-zé日._-]{1,60}$/);
-    fc.assert(fc.property(fc.array(seg, { minLength: 1, maxLength: 12 }), fc.boolean(), fc.nat({ max: 1e9 }), (segs, dir, size) => {
-      const name = segs.join('/') + (dir ? '/' : '');
-      const h = decodeAll(encodeHeader({ name, kind: dir ? 'dir' : 'file', mode: dir ? 0o755 : 0o644, size }));
-      assert.deepEqual(h, { name, typeflag: dir ? '5' : '0', size: dir ? 0 : size, mode: dir ? 0o755 : 0o644 });
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(
+        fc.array(seg, { minLength: 1, maxLength: 12 }),
+        fc.boolean(),
+        fc.nat({ max: 1e9 }),
+        (segs, dir, size) => {
+          const name = segs.join('/') + (dir ? '/' : '');
+          const h = decodeAll(encodeHeader({ name, kind: dir ? 'dir' : 'file', mode: dir ? 0o755 : 0o644, size }));
+          assert.deepEqual(h, { name, typeflag: dir ? '5' : '0', size: dir ? 0 : size, mode: dir ? 0o755 : 0o644 });
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it('splits at a slash only when both parts fit', () => {
@@ -54,8 +63,15 @@ describe('runtimed/artifacts tar codec', () => {
     const sizeBad = Buffer.from(block);
     sizeBad.write('zzzzzzzzzzz\0', 124, 'latin1');
     assert.equal(decodeHeader(sizeBad), 'invalid header checksum');
-    assert.deepEqual([...parsePax(Buffer.from(paxRecord('path', 'a=b') + paxRecord('size', '12')))].map(([k, v]) => [k, v.toString()]), [['path', 'a=b'], ['size', '12']]);
-    for (const bad of ['5 a=b\n', '6 ab\n\n', 'x path=a\n', '11 path=a\n']) assert.throws(() => parsePax(Buffer.from(bad)), /malformed extended header/);
+    assert.deepEqual(
+      [...parsePax(Buffer.from(paxRecord('path', 'a=b') + paxRecord('size', '12')))].map(([k, v]) => [k, v.toString()]),
+      [
+        ['path', 'a=b'],
+        ['size', '12'],
+      ],
+    );
+    for (const bad of ['5 a=b\n', '6 ab\n\n', 'x path=a\n', '11 path=a\n'])
+      assert.throws(() => parsePax(Buffer.from(bad)), /malformed extended header/);
   });
 });
 
@@ -63,12 +79,22 @@ describe('runtimed/artifacts createArtifactStore', () => {
   it('builds the store the spec names and rejects inconsistent specs', async () => {
     const root = await makeTmp('factory');
     try {
-      const fs = await createArtifactStore({ driver: 'filesystem', filesystem: { volumeClaimName: 'c' } }, { filesystemRoot: root, maxArtifactBytes: 10 });
+      const fs = await createArtifactStore(
+        { driver: 'filesystem', filesystem: { volumeClaimName: 'c' } },
+        { filesystemRoot: root, maxArtifactBytes: 10 },
+      );
       assert.ok(fs instanceof FilesystemArtifactStore);
       const s3 = await createArtifactStore({ driver: 's3', s3: { bucket: 'b', region: 'eu-1' } });
       assert.ok(s3 instanceof S3ArtifactStore);
-      for (const bad of [null, { driver: 'filesystem' }, { driver: 'filesystem', filesystem: { volumeClaimName: 'c' }, s3: { bucket: 'b' } }, { driver: 'gcs' }]) {
-        await assert.rejects(createArtifactStore(bad as never, { filesystemRoot: root }), (e: unknown) => isArtifactError(e, 'ArtifactStoreConfigInvalid'));
+      for (const bad of [
+        null,
+        { driver: 'filesystem' },
+        { driver: 'filesystem', filesystem: { volumeClaimName: 'c' }, s3: { bucket: 'b' } },
+        { driver: 'gcs' },
+      ]) {
+        await assert.rejects(createArtifactStore(bad as never, { filesystemRoot: root }), (e: unknown) =>
+          isArtifactError(e, 'ArtifactStoreConfigInvalid'),
+        );
       }
       assert.equal(new ArtifactError('ArtifactStoreError', 'x').transient, true);
       assert.equal(new ArtifactError('ArtifactInvalid', 'x').transient, false);

@@ -48,7 +48,14 @@ function checksum(block: Buffer): number {
   return sum;
 }
 
-interface RawFields { name: Buffer; prefix?: Buffer; typeflag: string; mode: number; size: number; gnu: boolean }
+interface RawFields {
+  name: Buffer;
+  prefix?: Buffer;
+  typeflag: string;
+  mode: number;
+  size: number;
+  gnu: boolean;
+}
 
 function headerBlock(f: RawFields): Buffer {
   const b = Buffer.alloc(BLOCK);
@@ -89,7 +96,13 @@ export function encodeHeader(h: EntryHeader): Buffer {
   if (split) return headerBlock({ name: split.name, prefix: split.prefix, typeflag, mode: h.mode, size, gnu: false });
   const data = Buffer.concat([bytes, Buffer.alloc(1)]);
   return Buffer.concat([
-    headerBlock({ name: Buffer.from('././@LongLink', 'latin1'), typeflag: 'L', mode: 0o644, size: data.length, gnu: true }),
+    headerBlock({
+      name: Buffer.from('././@LongLink', 'latin1'),
+      typeflag: 'L',
+      mode: 0o644,
+      size: data.length,
+      gnu: true,
+    }),
     data,
     Buffer.alloc(paddingFor(data.length)),
     headerBlock({ name: bytes, typeflag, mode: h.mode, size, gnu: true }),
@@ -124,7 +137,10 @@ export function parseNumeric(block: Buffer, offset: number, width: number): numb
     for (let i = 1; i < f.length; i++) v = (v << 8n) | BigInt(f[i] ?? 0);
     return v > BigInt(Number.MAX_SAFE_INTEGER) ? undefined : Number(v);
   }
-  const text = f.toString('latin1').replace(/[\0 ]+$/, '').replace(/^ +/, '');
+  const text = f
+    .toString('latin1')
+    .replace(/[\0 ]+$/, '')
+    .replace(/^ +/, '');
   if (!/^[0-7]*$/.test(text)) return undefined;
   return text === '' ? 0 : parseInt(text, 8);
 }

@@ -52,10 +52,13 @@ export async function readTree(root: string, rel = ''): Promise<Record<string, s
 
 /** Random consistent trees: every proper prefix of a path is a directory. */
 export const treeArb: fc.Arbitrary<Tree> = fc
-  .array(fc.record({
-    segs: fc.array(fc.constantFrom('a', 'b', 'B', 'é', 'x.txt', '_z', 'a.b', '日本'), { minLength: 1, maxLength: 3 }),
-    content: fc.option(fc.string({ maxLength: 30 }), { nil: null }),
-  }), { minLength: 1, maxLength: 12 })
+  .array(
+    fc.record({
+      segs: fc.array(fc.constantFrom('a', 'b', 'B', 'é', 'x.txt', '_z', 'a.b', '日本'), { minLength: 1, maxLength: 3 }),
+      content: fc.option(fc.string({ maxLength: 30 }), { nil: null }),
+    }),
+    { minLength: 1, maxLength: 12 },
+  )
   .map((items) => {
     const tree: Tree = {};
     for (const { segs, content } of items) tree[segs.join('/')] = content;

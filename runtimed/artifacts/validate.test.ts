@@ -8,7 +8,12 @@ import { isArtifactError } from './errors.ts';
 import { canonicalStoreSpec, storeHash, type ArtifactRef, type RuntimeArtifactStoreSpec } from './store.ts';
 import { makeTmp, writeTree } from './test-support.ts';
 import {
-  MAX_ARTIFACT_REFS, artifactNameProblem, collectStaged, relativePathProblem, runArtifactPath, validateArtifactRef,
+  MAX_ARTIFACT_REFS,
+  artifactNameProblem,
+  collectStaged,
+  relativePathProblem,
+  runArtifactPath,
+  validateArtifactRef,
 } from './validate.ts';
 
 async function rejects(p: Promise<unknown>, reason: string, message: RegExp): Promise<void> {
@@ -21,8 +26,13 @@ async function rejects(p: Promise<unknown>, reason: string, message: RegExp): Pr
 }
 
 const GOOD_REF: ArtifactRef = {
-  name: 'dist.tgz', driver: 'filesystem', type: 'file', sizeBytes: 3, digest: `sha256:${'a'.repeat(64)}`,
-  contentType: 'application/gzip', createdAt: '2026-07-06T12:00:00Z',
+  name: 'dist.tgz',
+  driver: 'filesystem',
+  type: 'file',
+  sizeBytes: 3,
+  digest: `sha256:${'a'.repeat(64)}`,
+  contentType: 'application/gzip',
+  createdAt: '2026-07-06T12:00:00Z',
   location: { filesystem: { path: 'namespaces/ns/runs/u/dist.tgz', volumeClaimName: 'c' } },
 };
 
@@ -34,13 +44,22 @@ describe('runtimed/artifacts names and references', () => {
     assert.equal(artifactNameProblem('\ud800'), 'artifact name must be valid UTF-8');
     assert.equal(artifactNameProblem('é'.repeat(128)), 'artifact name exceeds 255 bytes');
     assert.equal(artifactNameProblem('x'.repeat(255)), undefined);
-    for (const bad of ['.', '..', 'a/b', 'a\\b', '/']) assert.match(artifactNameProblem(bad) ?? '', /must not contain path separators/);
+    for (const bad of ['.', '..', 'a/b', 'a\\b', '/'])
+      assert.match(artifactNameProblem(bad) ?? '', /must not contain path separators/);
   });
 
   it('builds the shared layout path and rejects unsafe components', () => {
     assert.equal(runArtifactPath('ns', 'uid', 'a'), 'namespaces/ns/runs/uid/a');
-    for (const [ns, uid, name] of [['', 'u', 'a'], ['n', '..', 'a'], ['n', 'u', '..'], ['a/b', 'u', 'x']] as const) {
-      assert.throws(() => runArtifactPath(ns, uid, name), (e: unknown) => isArtifactError(e, 'ArtifactInvalid'));
+    for (const [ns, uid, name] of [
+      ['', 'u', 'a'],
+      ['n', '..', 'a'],
+      ['n', 'u', '..'],
+      ['a/b', 'u', 'x'],
+    ] as const) {
+      assert.throws(
+        () => runArtifactPath(ns, uid, name),
+        (e: unknown) => isArtifactError(e, 'ArtifactInvalid'),
+      );
     }
   });
 
@@ -51,76 +70,134 @@ describe('runtimed/artifacts names and references', () => {
 
   it('accepts a well-formed reference and returns a clean copy', () => {
     assert.deepEqual(validateArtifactRef({ ...GOOD_REF, extra: 'dropped' }), GOOD_REF);
-    const s3: ArtifactRef = { ...GOOD_REF, driver: 's3', location: { s3: { bucket: 'b', key: 'namespaces/ns/runs/u/x' } } };
+    const s3: ArtifactRef = {
+      ...GOOD_REF,
+      driver: 's3',
+      location: { s3: { bucket: 'b', key: 'namespaces/ns/runs/u/x' } },
+    };
     assert.deepEqual(validateArtifactRef(s3), s3);
   });
 
   it('rejects malformed references with ArtifactInputInvalid', () => {
     const bad: [unknown, RegExp][] = [
-      [null, /must be an object/], [[], /must be an object/], [{}, /name is required/],
-      [{ ...GOOD_REF, name: '../x' }, /invalid artifact reference: artifact name "..\/x" must not contain path separators/],
+      [null, /must be an object/],
+      [[], /must be an object/],
+      [{}, /name is required/],
+      [
+        { ...GOOD_REF, name: '../x' },
+        /invalid artifact reference: artifact name "..\/x" must not contain path separators/,
+      ],
       [{ ...GOOD_REF, driver: 'gcs' }, /unsupported artifact driver "gcs"/],
       [{ ...GOOD_REF, type: 'tar' }, /unsupported artifact type "tar"/],
       [{ ...GOOD_REF, sizeBytes: -1 }, /sizeBytes must be a non-negative integer/],
       [{ ...GOOD_REF, sizeBytes: '3' }, /sizeBytes must be a non-negative integer/],
       [{ ...GOOD_REF, digest: 'md5:abc' }, /digest must be sha256/],
       [{ ...GOOD_REF, location: undefined }, /location is required/],
-      [{ ...GOOD_REF, location: { filesystem: { path: '../etc/passwd' } } }, /must not contain empty, "." or ".." segments/],
+      [
+        { ...GOOD_REF, location: { filesystem: { path: '../etc/passwd' } } },
+        /must not contain empty, "." or ".." segments/,
+      ],
       [{ ...GOOD_REF, location: { filesystem: { path: '/etc/passwd' } } }, /must be a relative path/],
-      [{ ...GOOD_REF, location: { filesystem: { path: 'a' }, s3: { bucket: 'b', key: 'k' } } }, /only a filesystem location/],
+      [
+        { ...GOOD_REF, location: { filesystem: { path: 'a' }, s3: { bucket: 'b', key: 'k' } } },
+        /only a filesystem location/,
+      ],
       [{ ...GOOD_REF, driver: 's3' }, /only an s3 location/],
       [{ ...GOOD_REF, driver: 's3', location: { s3: { bucket: '', key: 'k' } } }, /bucket and key are required/],
     ];
     for (const [ref, message] of bad) {
-      assert.throws(() => validateArtifactRef(ref), (e: unknown) => {
-        assert.ok(isArtifactError(e, 'ArtifactInputInvalid'), String(e));
-        assert.match(e.message, message);
-        return true;
-      });
+      assert.throws(
+        () => validateArtifactRef(ref),
+        (e: unknown) => {
+          assert.ok(isArtifactError(e, 'ArtifactInputInvalid'), String(e));
+          assert.match(e.message, message);
+          return true;
+        },
+      );
     }
   });
 
   it('never throws anything but an ArtifactError on arbitrary JSON', () => {
-    fc.assert(fc.property(fc.oneof(fc.jsonValue(), fc.record({ name: fc.string(), driver: fc.constantFrom('filesystem', 's3'), location: fc.jsonValue() })), (v) => {
-      try {
-        validateArtifactRef(v);
-      } catch (err) {
-        assert.ok(isArtifactError(err), String(err));
-      }
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.jsonValue(),
+          fc.record({ name: fc.string(), driver: fc.constantFrom('filesystem', 's3'), location: fc.jsonValue() }),
+        ),
+        (v) => {
+          try {
+            validateArtifactRef(v);
+          } catch (err) {
+            assert.ok(isArtifactError(err), String(err));
+          }
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });
 
 describe('runtimed/artifacts storeHash', () => {
   it('hashes the Go JSON form: struct field order, empty optional fields omitted', () => {
     const fsSpec: RuntimeArtifactStoreSpec = { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } };
-    const expected = createHash('sha256').update('{"driver":"filesystem","filesystem":{"volumeClaimName":"artifacts"}}').digest('hex').slice(0, 16);
+    const expected = createHash('sha256')
+      .update('{"driver":"filesystem","filesystem":{"volumeClaimName":"artifacts"}}')
+      .digest('hex')
+      .slice(0, 16);
     assert.equal(storeHash(fsSpec), expected);
     assert.match(storeHash(fsSpec), /^[0-9a-f]{16}$/);
     const s3: RuntimeArtifactStoreSpec = {
-      s3: { uploadConcurrency: 4, forcePathStyle: true, endpoint: 'http://minio:9000', region: '', prefix: 'p', bucket: 'b', uploadPartSize: 0 },
+      s3: {
+        uploadConcurrency: 4,
+        forcePathStyle: true,
+        endpoint: 'http://minio:9000',
+        region: '',
+        prefix: 'p',
+        bucket: 'b',
+        uploadPartSize: 0,
+      },
       driver: 's3',
     };
-    assert.equal(JSON.stringify(canonicalStoreSpec(s3)), '{"driver":"s3","s3":{"bucket":"b","prefix":"p","endpoint":"http://minio:9000","forcePathStyle":true,"uploadConcurrency":4}}');
+    assert.equal(
+      JSON.stringify(canonicalStoreSpec(s3)),
+      '{"driver":"s3","s3":{"bucket":"b","prefix":"p","endpoint":"http://minio:9000","forcePathStyle":true,"uploadConcurrency":4}}',
+    );
   });
 
   it('does not depend on key order and changes with any field', () => {
     const a: RuntimeArtifactStoreSpec = { driver: 's3', s3: { bucket: 'b', prefix: 'p', credentialsSecretName: 's' } };
-    const b = JSON.parse('{"s3":{"credentialsSecretName":"s","prefix":"p","bucket":"b"},"driver":"s3"}') as RuntimeArtifactStoreSpec;
+    const b = JSON.parse(
+      '{"s3":{"credentialsSecretName":"s","prefix":"p","bucket":"b"},"driver":"s3"}',
+    ) as RuntimeArtifactStoreSpec;
     assert.equal(storeHash(a), storeHash(b));
-    assert.notEqual(storeHash(a), storeHash({ driver: 's3', s3: { bucket: 'b', prefix: 'q', credentialsSecretName: 's' } }));
+    assert.notEqual(
+      storeHash(a),
+      storeHash({ driver: 's3', s3: { bucket: 'b', prefix: 'q', credentialsSecretName: 's' } }),
+    );
   });
 });
 
 describe('runtimed/artifacts collectStaged', () => {
   let dir: string;
-  beforeEach(async () => { dir = await makeTmp('staged'); });
-  afterEach(async () => { await rm(dir, { recursive: true, force: true }); });
+  beforeEach(async () => {
+    dir = await makeTmp('staged');
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
 
   it('lists top-level files and directories in byte order with their sizes', async () => {
-    await writeTree(dir, { 'b.txt': 'bb', B: 'B', 'a/x': 'xyz', 'a/y/z': 'z', 'é': 'e' });
+    await writeTree(dir, { 'b.txt': 'bb', B: 'B', 'a/x': 'xyz', 'a/y/z': 'z', é: 'e' });
     const staged = await collectStaged(dir);
-    assert.deepEqual(staged.map((s) => [s.name, s.type, s.sizeBytes]), [['B', 'file', 1], ['a', 'directory', 4], ['b.txt', 'file', 2], ['é', 'file', 1]]);
+    assert.deepEqual(
+      staged.map((s) => [s.name, s.type, s.sizeBytes]),
+      [
+        ['B', 'file', 1],
+        ['a', 'directory', 4],
+        ['b.txt', 'file', 2],
+        ['é', 'file', 1],
+      ],
+    );
     assert.equal(staged[0]?.path, join(dir, 'B'));
   });
 
@@ -132,7 +209,11 @@ describe('runtimed/artifacts collectStaged', () => {
   it('refuses a staging directory replaced by a symlink (no export of files outside it)', async () => {
     await writeTree(join(dir, 'secrets'), { token: 'secret' });
     await symlink(join(dir, 'secrets'), join(dir, 'artifacts'));
-    await rejects(collectStaged(join(dir, 'artifacts')), 'ArtifactInvalid', /staging directory must be a directory, not a symbolic link/);
+    await rejects(
+      collectStaged(join(dir, 'artifacts')),
+      'ArtifactInvalid',
+      /staging directory must be a directory, not a symbolic link/,
+    );
   });
 
   it(`rejects more than ${MAX_ARTIFACT_REFS} entries`, async () => {
@@ -159,11 +240,31 @@ describe('runtimed/artifacts collectStaged', () => {
   });
 
   it('enforces per-artifact, per-Run and entry limits', async () => {
-    await writeTree(dir, { a: 'x'.repeat(61), '0dir/one': 'y'.repeat(30), '0dir/two': 'z'.repeat(30), c: 'w'.repeat(50) });
-    await rejects(collectStaged(dir, { maxArtifactBytes: 59 }), 'ArtifactInvalid', /^artifact "0dir": size exceeds 59 bytes$/);
-    await rejects(collectStaged(dir, { maxArtifactBytes: 60 }), 'ArtifactInvalid', /^artifact "a": size 61 exceeds 60 bytes$/);
-    await rejects(collectStaged(dir, { maxRunBytes: 150 }), 'ArtifactInvalid', /^total artifact size exceeds 150 bytes$/);
+    await writeTree(dir, {
+      a: 'x'.repeat(61),
+      '0dir/one': 'y'.repeat(30),
+      '0dir/two': 'z'.repeat(30),
+      c: 'w'.repeat(50),
+    });
+    await rejects(
+      collectStaged(dir, { maxArtifactBytes: 59 }),
+      'ArtifactInvalid',
+      /^artifact "0dir": size exceeds 59 bytes$/,
+    );
+    await rejects(
+      collectStaged(dir, { maxArtifactBytes: 60 }),
+      'ArtifactInvalid',
+      /^artifact "a": size 61 exceeds 60 bytes$/,
+    );
+    await rejects(
+      collectStaged(dir, { maxRunBytes: 150 }),
+      'ArtifactInvalid',
+      /^total artifact size exceeds 150 bytes$/,
+    );
     await rejects(collectStaged(dir, { maxEntries: 1 }), 'ArtifactInvalid', /^artifact "0dir": more than 1 entries$/);
-    assert.deepEqual((await collectStaged(dir, { maxRunBytes: 171 })).map((s) => s.sizeBytes), [60, 61, 50]);
+    assert.deepEqual(
+      (await collectStaged(dir, { maxRunBytes: 171 })).map((s) => s.sizeBytes),
+      [60, 61, 50],
+    );
   });
 });

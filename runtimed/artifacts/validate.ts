@@ -41,8 +41,10 @@ export function isWellFormed(s: string): boolean {
 export function artifactNameProblem(name: string): string | undefined {
   if (name === '') return 'artifact name is required';
   if (!isWellFormed(name)) return 'artifact name must be valid UTF-8';
-  if (Buffer.byteLength(name, 'utf8') > MAX_ARTIFACT_NAME_BYTES) return `artifact name exceeds ${MAX_ARTIFACT_NAME_BYTES} bytes`;
-  if (name === '.' || name === '..' || /[/\\]/.test(name)) return `artifact name ${quoteName(name)} must not contain path separators`;
+  if (Buffer.byteLength(name, 'utf8') > MAX_ARTIFACT_NAME_BYTES)
+    return `artifact name exceeds ${MAX_ARTIFACT_NAME_BYTES} bytes`;
+  if (name === '.' || name === '..' || /[/\\]/.test(name))
+    return `artifact name ${quoteName(name)} must not contain path separators`;
   if (name.includes('\0')) return `artifact name ${quoteName(name)} must not contain NUL`;
   return undefined;
 }
@@ -63,7 +65,8 @@ export function assertPathComponent(value: string, field: string, reason: Artifa
 export function relativePathProblem(path: string): string | undefined {
   if (path === '' || path.length > 4096) return 'must be 1..4096 characters';
   if (path.startsWith('/') || path.includes('\\') || path.includes('\0')) return 'must be a relative path';
-  if (path.split('/').some((s) => s === '' || s === '.' || s === '..')) return 'must not contain empty, "." or ".." segments';
+  if (path.split('/').some((s) => s === '' || s === '.' || s === '..'))
+    return 'must not contain empty, "." or ".." segments';
   return undefined;
 }
 
@@ -87,7 +90,8 @@ function checkLocation(ref: Json, label: string, fail: (m: string) => never): Ar
   if (!isObject(location)) fail(`${label}: location is required`);
   const { filesystem: fs, s3 } = location;
   if (ref.driver === 'filesystem') {
-    if (!isObject(fs) || s3 !== undefined) fail(`${label}: a filesystem artifact must contain only a filesystem location`);
+    if (!isObject(fs) || s3 !== undefined)
+      fail(`${label}: a filesystem artifact must contain only a filesystem location`);
     return checkFilesystemLocation(fs, label, fail);
   }
   if (!isObject(s3) || fs !== undefined) fail(`${label}: an s3 artifact must contain only an s3 location`);
@@ -98,8 +102,10 @@ function checkLocation(ref: Json, label: string, fail: (m: string) => never): Ar
 }
 
 function checkScalars(ref: Json, label: string, fail: (m: string) => never): void {
-  if (ref.driver !== 'filesystem' && ref.driver !== 's3') fail(`${label}: unsupported artifact driver ${JSON.stringify(ref.driver)}`);
-  if (typeof ref.type !== 'string' || !ARTIFACT_TYPES.includes(ref.type)) fail(`${label}: unsupported artifact type ${JSON.stringify(ref.type)}`);
+  if (ref.driver !== 'filesystem' && ref.driver !== 's3')
+    fail(`${label}: unsupported artifact driver ${JSON.stringify(ref.driver)}`);
+  if (typeof ref.type !== 'string' || !ARTIFACT_TYPES.includes(ref.type))
+    fail(`${label}: unsupported artifact type ${JSON.stringify(ref.type)}`);
   if (typeof ref.sizeBytes !== 'number' || !Number.isSafeInteger(ref.sizeBytes) || ref.sizeBytes < 0) {
     fail(`${label}: sizeBytes must be a non-negative integer`);
   }
@@ -113,7 +119,9 @@ function checkScalars(ref: Json, label: string, fail: (m: string) => never): voi
  * Never throws anything but an ArtifactError.
  */
 export function validateArtifactRef(ref: unknown, reason: ArtifactReason = 'ArtifactInputInvalid'): ArtifactRef {
-  const fail = (m: string): never => { throw new ArtifactError(reason, m); };
+  const fail = (m: string): never => {
+    throw new ArtifactError(reason, m);
+  };
   if (!isObject(ref)) return fail('artifact reference must be an object');
   if (typeof ref.name !== 'string') return fail('artifact reference name is required');
   const label = `artifact ${quoteName(ref.name)}`;
@@ -153,9 +161,11 @@ async function inspectDirectory(path: string, label: string, limits: ArtifactLim
   let total = 0;
   let entries = 0;
   for await (const e of walkTree(path, { label, reason: 'ArtifactInvalid' })) {
-    if (++entries > limits.maxEntries) throw new ArtifactError('ArtifactInvalid', `${label}: more than ${limits.maxEntries} entries`);
+    if (++entries > limits.maxEntries)
+      throw new ArtifactError('ArtifactInvalid', `${label}: more than ${limits.maxEntries} entries`);
     total += e.size;
-    if (total > limits.maxArtifactBytes) throw new ArtifactError('ArtifactInvalid', `${label}: size exceeds ${limits.maxArtifactBytes} bytes`);
+    if (total > limits.maxArtifactBytes)
+      throw new ArtifactError('ArtifactInvalid', `${label}: size exceeds ${limits.maxArtifactBytes} bytes`);
   }
   return total;
 }
@@ -196,8 +206,16 @@ export async function collectStaged(dir: string, limits: Partial<ArtifactLimits>
     throw asArtifactError(err, 'ArtifactInvalid', 'artifact staging directory: cannot inspect');
   });
   if (!st) return [];
-  if (!st.isDirectory()) throw new ArtifactError('ArtifactInvalid', 'artifact staging directory must be a directory, not a symbolic link or file');
-  const names = await readSortedNames(dir, (n) => (n ? `artifact ${quoteName(n)}` : 'artifact staging directory'), 'ArtifactInvalid');
+  if (!st.isDirectory())
+    throw new ArtifactError(
+      'ArtifactInvalid',
+      'artifact staging directory must be a directory, not a symbolic link or file',
+    );
+  const names = await readSortedNames(
+    dir,
+    (n) => (n ? `artifact ${quoteName(n)}` : 'artifact staging directory'),
+    'ArtifactInvalid',
+  );
   if (names.length > MAX_ARTIFACT_REFS) {
     throw new ArtifactError('ArtifactInvalid', `artifact count ${names.length} exceeds limit ${MAX_ARTIFACT_REFS}`);
   }
@@ -206,7 +224,8 @@ export async function collectStaged(dir: string, limits: Partial<ArtifactLimits>
   for (const name of names) {
     const staged = await inspectStaged(dir, name, lim);
     total += staged.sizeBytes;
-    if (total > lim.maxRunBytes) throw new ArtifactError('ArtifactInvalid', `total artifact size exceeds ${lim.maxRunBytes} bytes`);
+    if (total > lim.maxRunBytes)
+      throw new ArtifactError('ArtifactInvalid', `total artifact size exceeds ${lim.maxRunBytes} bytes`);
     out.push(staged);
   }
   return out;

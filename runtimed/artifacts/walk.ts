@@ -19,7 +19,11 @@ export interface TreeEntry {
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Names of a directory in byte order; a name that is not valid UTF-8 is rejected. */
-export async function readSortedNames(dir: string, describe: (name: string) => string, reason: ArtifactReason): Promise<string[]> {
+export async function readSortedNames(
+  dir: string,
+  describe: (name: string) => string,
+  reason: ArtifactReason,
+): Promise<string[]> {
   let raw: Buffer[];
   try {
     raw = await readdir(dir, { encoding: 'buffer' });

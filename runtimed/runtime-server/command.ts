@@ -15,7 +15,11 @@ export interface ExecRequest {
 
 export type CommandChoice = { ok: true; argv: string[] } | { ok: false; message: string };
 
-export function chooseCommand(lang: Language, req: ExecRequest, exists: (p: string) => boolean = existsSync): CommandChoice {
+export function chooseCommand(
+  lang: Language,
+  req: ExecRequest,
+  exists: (p: string) => boolean = existsSync,
+): CommandChoice {
   const args = req.args ?? [];
   const entry = req.entrypoint || 'script';
   const file = isAbsolute(entry) ? entry : join(req.workingDir, entry);

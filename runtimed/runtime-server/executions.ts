@@ -8,8 +8,21 @@ import { EventEmitter } from 'node:events';
 import { chooseCommand, type ExecRequest, type Language } from './command.ts';
 
 export type State = 'RUNNING' | 'SUCCEEDED' | 'FAILED';
-export interface OutputRecord { seq: number; stream: 'stdout' | 'stderr'; line: string; time: string }
-export interface Summary { id: string; state: State; exitCode: number; errorMessage: string; startedAt: string; finishedAt?: string; records: number }
+export interface OutputRecord {
+  seq: number;
+  stream: 'stdout' | 'stderr';
+  line: string;
+  time: string;
+}
+export interface Summary {
+  id: string;
+  state: State;
+  exitCode: number;
+  errorMessage: string;
+  startedAt: string;
+  finishedAt?: string;
+  records: number;
+}
 
 const STREAM_LIMIT = 1 << 20;
 const TRUNCATED = '[output truncated]';
@@ -27,27 +40,49 @@ export class Execution extends EventEmitter {
   private timer?: NodeJS.Timeout;
   private ended = false;
 
-  constructor(readonly id: string) { super(); this.setMaxListeners(0); }
+  constructor(readonly id: string) {
+    super();
+    this.setMaxListeners(0);
+  }
 
   summary(): Summary {
-    return { id: this.id, state: this.state, exitCode: this.exitCode, errorMessage: this.errorMessage, startedAt: this.startedAt, ...(this.finishedAt ? { finishedAt: this.finishedAt } : {}), records: this.records.length };
+    return {
+      id: this.id,
+      state: this.state,
+      exitCode: this.exitCode,
+      errorMessage: this.errorMessage,
+      startedAt: this.startedAt,
+      ...(this.finishedAt ? { finishedAt: this.finishedAt } : {}),
+      records: this.records.length,
+    };
   }
 
   start(lang: Language, req: ExecRequest, baseEnv: NodeJS.ProcessEnv): void {
     const cmd = chooseCommand(lang, req);
-    if (!cmd.ok) { this.finish('FAILED', -1, cmd.message); return; }
+    if (!cmd.ok) {
+      this.finish('FAILED', -1, cmd.message);
+      return;
+    }
     const [bin, ...argv] = cmd.argv;
-    const child = spawn(bin ?? 'false', argv, { cwd: req.workingDir, env: { ...req.env, ...baseEnv }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(bin ?? 'false', argv, {
+      cwd: req.workingDir,
+      env: { ...req.env, ...baseEnv },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child = child;
     child.stdout?.on('data', (c: Buffer) => this.output('stdout', c));
     child.stderr?.on('data', (c: Buffer) => this.output('stderr', c));
-    child.on('error', (err) => { this.output('stderr', Buffer.from(`${err.message}\n`)); });
+    child.on('error', (err) => {
+      this.output('stderr', Buffer.from(`${err.message}\n`));
+    });
     child.on('close', (code, signal) => {
       if (this.state !== 'RUNNING') return;
       const exit = code ?? (signal ? 128 + (signal === 'SIGKILL' ? 9 : 15) : 1);
       this.finish(exit === 0 ? 'SUCCEEDED' : 'FAILED', exit, exit === 0 ? '' : `exit status ${exit}`);
     });
-    if (req.timeoutSeconds && req.timeoutSeconds > 0) this.timer = setTimeout(() => this.kill('timeout'), req.timeoutSeconds * 1000);
+    if (req.timeoutSeconds && req.timeoutSeconds > 0)
+      this.timer = setTimeout(() => this.kill('timeout'), req.timeoutSeconds * 1000);
   }
 
   private output(stream: 'stdout' | 'stderr', chunk: Buffer): void {
@@ -70,7 +105,11 @@ export class Execution extends EventEmitter {
     if (this.ended) return;
     this.ended = true;
     if (this.timer) clearTimeout(this.timer);
-    for (const s of ['stdout', 'stderr'] as const) if (this.partial[s]) { this.push(s, this.partial[s]); this.partial[s] = ''; }
+    for (const s of ['stdout', 'stderr'] as const)
+      if (this.partial[s]) {
+        this.push(s, this.partial[s]);
+        this.partial[s] = '';
+      }
     this.state = state;
     this.exitCode = exitCode;
     this.errorMessage = message;
@@ -82,7 +121,13 @@ export class Execution extends EventEmitter {
   kill(reason: 'timeout' | 'cancelled'): void {
     if (this.state !== 'RUNNING') return;
     const pid = this.child?.pid;
-    const sig = (s: NodeJS.Signals): void => { try { if (pid) process.kill(-pid, s); } catch { /* gone */ } };
+    const sig = (s: NodeJS.Signals): void => {
+      try {
+        if (pid) process.kill(-pid, s);
+      } catch {
+        /* gone */
+      }
+    };
     sig('SIGTERM');
     setTimeout(() => sig('SIGKILL'), 2000).unref();
     this.finish('FAILED', -1, reason);
@@ -91,10 +136,17 @@ export class Execution extends EventEmitter {
 
 export class Executions {
   private readonly all = new Map<string, Execution>();
-  constructor(private readonly lang: Language, private readonly baseEnv: NodeJS.ProcessEnv) {}
+  constructor(
+    private readonly lang: Language,
+    private readonly baseEnv: NodeJS.ProcessEnv,
+  ) {}
 
-  get(id: string): Execution | undefined { return this.all.get(id); }
-  list(): Summary[] { return [...this.all.values()].map((e) => e.summary()); }
+  get(id: string): Execution | undefined {
+    return this.all.get(id);
+  }
+  list(): Summary[] {
+    return [...this.all.values()].map((e) => e.summary());
+  }
 
   /** Starts an execution; an existing running one with the same id is kept (idempotent). */
   execute(req: ExecRequest): { execution: Execution; created: boolean } {

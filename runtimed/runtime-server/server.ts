@@ -27,20 +27,43 @@ function readBody(req: IncomingMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (c: Buffer) => { size += c.length; if (size > 4 << 20) { reject(new Error('request too large')); req.destroy(); } else chunks.push(c); });
-    req.on('end', () => { try { resolve(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}')); } catch (e) { reject(e instanceof Error ? e : new Error(String(e))); } });
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > 4 << 20) {
+        reject(new Error('request too large'));
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'));
+      } catch (e) {
+        reject(e instanceof Error ? e : new Error(String(e)));
+      }
+    });
     req.on('error', reject);
   });
 }
 
 function streamRecords(res: ServerResponse, e: Execution, from: number, follow: boolean): void {
   res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
-  const write = (r: OutputRecord): void => { if (r.seq >= from) res.write(`${JSON.stringify(r)}\n`); };
+  const write = (r: OutputRecord): void => {
+    if (r.seq >= from) res.write(`${JSON.stringify(r)}\n`);
+  };
   for (const r of e.records) write(r);
-  if (!follow || e.state !== 'RUNNING') { res.end(`${JSON.stringify({ end: e.summary() })}\n`); return; }
+  if (!follow || e.state !== 'RUNNING') {
+    res.end(`${JSON.stringify({ end: e.summary() })}\n`);
+    return;
+  }
   const onRecord = (r: OutputRecord): void => write(r);
-  const onEnd = (s: Summary): void => { cleanup(); res.end(`${JSON.stringify({ end: s })}\n`); };
-  const cleanup = (): void => { e.off('record', onRecord); e.off('end', onEnd); };
+  const onEnd = (s: Summary): void => {
+    cleanup();
+    res.end(`${JSON.stringify({ end: s })}\n`);
+  };
+  const cleanup = (): void => {
+    e.off('record', onRecord);
+    e.off('end', onEnd);
+  };
   e.on('record', onRecord);
   e.once('end', onEnd);
   res.on('close', cleanup);
@@ -64,9 +87,13 @@ async function route(req: IncomingMessage, res: ServerResponse, ex: Executions):
   if (!id) return collection(req, res, ex);
   const e = ex.get(id);
   if (!e) return json(res, 404, { message: `execution ${id} not found` });
-  if (req.method === 'GET' && parts[3] === 'records') return streamRecords(res, e, Number(url.searchParams.get('from') ?? 0), url.searchParams.get('follow') === '1');
+  if (req.method === 'GET' && parts[3] === 'records')
+    return streamRecords(res, e, Number(url.searchParams.get('from') ?? 0), url.searchParams.get('follow') === '1');
   if (req.method === 'GET') return json(res, 200, e.summary());
-  if (req.method === 'POST' && parts[3] === 'cancel') { e.kill('cancelled'); return json(res, 200, e.summary()); }
+  if (req.method === 'POST' && parts[3] === 'cancel') {
+    e.kill('cancelled');
+    return json(res, 200, e.summary());
+  }
   if (req.method === 'DELETE') {
     const r = ex.forget(id);
     return json(res, r === 'running' ? 409 : 200, { result: r });
@@ -76,13 +103,21 @@ async function route(req: IncomingMessage, res: ServerResponse, ex: Executions):
 
 export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: NodeJS.ProcessEnv): Promise<Server> {
   const ex = new Executions(lang, baseEnv);
-  const srv = createServer((req, res) => { route(req, res, ex).catch((err: unknown) => json(res, 400, { message: err instanceof Error ? err.message : String(err) })); });
+  const srv = createServer((req, res) => {
+    route(req, res, ex).catch((err: unknown) =>
+      json(res, 400, { message: err instanceof Error ? err.message : String(err) }),
+    );
+  });
   const sessions = new SessionOperations(lang, baseEnv);
   srv.on('upgrade', (req, socket, head) => {
-    if (new URL(req.url ?? '/', 'http://runtime').pathname === '/v1/sessions') sessions.handleUpgrade(req, socket, head);
+    if (new URL(req.url ?? '/', 'http://runtime').pathname === '/v1/sessions')
+      sessions.handleUpgrade(req, socket, head);
     else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
   });
   mkdirSync(dirname(socketPath), { recursive: true });
   rmSync(socketPath, { force: true });
-  return new Promise((resolve, reject) => { srv.once('error', reject); srv.listen(socketPath, () => resolve(srv)); });
+  return new Promise((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(socketPath, () => resolve(srv));
+  });
 }

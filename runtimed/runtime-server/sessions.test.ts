@@ -8,11 +8,18 @@ import { Channel, exitCodeOf, frame, PROTOCOL } from '../../lib/session/channel.
 import { startRuntimeServer } from './server.ts';
 import { OUTPUT_HIGH_WATER, parseSessionSpec, SESSION_HEADER, type SessionSpec } from './sessions.ts';
 
-interface Result { stdout: string; stderr: string; code: number; status: { status?: string; reason?: string; message?: string } }
+interface Result {
+  stdout: string;
+  stderr: string;
+  code: number;
+  status: { status?: string; reason?: string; message?: string };
+}
 
 function operate(socket: string, spec: SessionSpec, input: (ws: WebSocket) => void): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws+unix://${socket}:/v1/sessions`, [PROTOCOL], { headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') } });
+    const ws = new WebSocket(`ws+unix://${socket}:/v1/sessions`, [PROTOCOL], {
+      headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') },
+    });
     const out = { stdout: '', stderr: '', code: -1, status: {} };
     ws.on('open', () => input(ws));
     ws.on('message', (m: Buffer) => {
@@ -20,7 +27,10 @@ function operate(socket: string, spec: SessionSpec, input: (ws: WebSocket) => vo
       const data = m.subarray(1).toString('utf8');
       if (ch === Channel.Stdout) out.stdout += data;
       else if (ch === Channel.Stderr) out.stderr += data;
-      else if (ch === Channel.Status) { out.status = JSON.parse(data) as Result['status']; out.code = exitCodeOf(out.status); }
+      else if (ch === Channel.Status) {
+        out.status = JSON.parse(data) as Result['status'];
+        out.code = exitCodeOf(out.status);
+      }
     });
     ws.on('close', () => resolve(out));
     ws.on('error', reject);
@@ -36,13 +46,25 @@ describe('runtime server: session operations', () => {
     socket = join(dir, 'runtime.sock');
     srv = await startRuntimeServer(socket, 'bash', {});
   });
-  after(() => { srv.close(); rmSync(dir, { recursive: true, force: true }); });
+  after(() => {
+    srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('runs an interactive shell: stdin in, stdout and stderr out, exit code in the status frame', async () => {
-    const r = await operate(socket, { id: 'a', command: ['bash', '-c', 'read name; echo "$GREETING $name from $(pwd)"; echo oops >&2; exit 7'], workingDir: dir, env: { GREETING: 'hi' } }, (ws) => {
-      ws.send(frame(Channel.Stdin, 'wor'));
-      ws.send(frame(Channel.Stdin, 'ld\n'));
-    });
+    const r = await operate(
+      socket,
+      {
+        id: 'a',
+        command: ['bash', '-c', 'read name; echo "$GREETING $name from $(pwd)"; echo oops >&2; exit 7'],
+        workingDir: dir,
+        env: { GREETING: 'hi' },
+      },
+      (ws) => {
+        ws.send(frame(Channel.Stdin, 'wor'));
+        ws.send(frame(Channel.Stdin, 'ld\n'));
+      },
+    );
     assert.equal(r.stdout, `hi world from ${dir}\n`);
     assert.equal(r.stderr, 'oops\n');
     assert.equal(r.code, 7);
@@ -50,7 +72,9 @@ describe('runtime server: session operations', () => {
   });
 
   it('the default command is the language shell reading commands from stdin', async () => {
-    const r = await operate(socket, { id: 'd', command: [], workingDir: dir, env: {} }, (ws) => { ws.send(frame(Channel.Stdin, 'x=$((6*7)); echo $x\nexit 3\n')); });
+    const r = await operate(socket, { id: 'd', command: [], workingDir: dir, env: {} }, (ws) => {
+      ws.send(frame(Channel.Stdin, 'x=$((6*7)); echo $x\nexit 3\n'));
+    });
     assert.equal(r.stdout, '42\n');
     assert.equal(r.code, 3);
   });
@@ -67,30 +91,38 @@ describe('runtime server: session operations', () => {
   });
 
   it('a command that cannot start ends with a StartFailed status, not a crash', async () => {
-    const r = await operate(socket, { id: 'c', command: ['/nonexistent/binary'], workingDir: dir, env: {} }, () => undefined);
+    const r = await operate(
+      socket,
+      { id: 'c', command: ['/nonexistent/binary'], workingDir: dir, env: {} },
+      () => undefined,
+    );
     assert.equal(r.status.reason, 'StartFailed');
     assert.equal(r.code, 1);
   });
 
   it('with tty: a pseudo-terminal of the requested size, resized live, output merged, exit code kept', async () => {
-    const r = await operate(socket, { id: 't', command: ['bash', '--norc', '--noprofile'], workingDir: dir, env: { PS1: '$ ' }, tty: true }, (ws) => {
-      // Like a person at a terminal, type only once the prompt is there (readline may drop typeahead).
-      ws.send(frame(Channel.Resize, JSON.stringify({ Width: 100, Height: 30 })));
-      let seen = '';
-      let step = 0;
-      const onMsg = (m: Buffer): void => {
-        seen += m.subarray(1).toString();
-        if (step === 0 && seen.includes('$ ')) {
-          step = 1;
-          ws.send(frame(Channel.Stdin, 'stty size; [ -t 0 ] && echo on-a-tty; echo to-stderr >&2\n'));
-        } else if (step === 1 && /to-stderr\r?\n/.test(seen.split('echo to-stderr >&2')[1] ?? '')) {
-          step = 2;
-          ws.send(frame(Channel.Resize, JSON.stringify({ Width: 132, Height: 50 })));
-          ws.send(frame(Channel.Stdin, 'stty size; exit 6\n'));
-        }
-      };
-      ws.on('message', onMsg);
-    });
+    const r = await operate(
+      socket,
+      { id: 't', command: ['bash', '--norc', '--noprofile'], workingDir: dir, env: { PS1: '$ ' }, tty: true },
+      (ws) => {
+        // Like a person at a terminal, type only once the prompt is there (readline may drop typeahead).
+        ws.send(frame(Channel.Resize, JSON.stringify({ Width: 100, Height: 30 })));
+        let seen = '';
+        let step = 0;
+        const onMsg = (m: Buffer): void => {
+          seen += m.subarray(1).toString();
+          if (step === 0 && seen.includes('$ ')) {
+            step = 1;
+            ws.send(frame(Channel.Stdin, 'stty size; [ -t 0 ] && echo on-a-tty; echo to-stderr >&2\n'));
+          } else if (step === 1 && /to-stderr\r?\n/.test(seen.split('echo to-stderr >&2')[1] ?? '')) {
+            step = 2;
+            ws.send(frame(Channel.Resize, JSON.stringify({ Width: 132, Height: 50 })));
+            ws.send(frame(Channel.Stdin, 'stty size; exit 6\n'));
+          }
+        };
+        ws.on('message', onMsg);
+      },
+    );
     assert.match(r.stdout, /^30 100\r?$/m);
     assert.match(r.stdout, /^on-a-tty\r?$/m);
     assert.match(r.stdout, /^to-stderr\r?$/m, 'stderr comes through the terminal');
@@ -111,11 +143,17 @@ describe('runtime server: session operations', () => {
   it('a slow client gets every byte of a large output (the process is paused, not buffered without bound)', async () => {
     const total = 8 * OUTPUT_HIGH_WATER;
     let got = 0;
-    const r = await operate(socket, { id: 'big', command: ['sh', '-c', `head -c ${total} /dev/zero`], workingDir: dir, env: {} }, (ws) => {
-      ws.pause();
-      setTimeout(() => ws.resume(), 300);
-      ws.on('message', (m: Buffer) => { if (m[0] === Channel.Stdout) got += m.length - 1; });
-    });
+    const r = await operate(
+      socket,
+      { id: 'big', command: ['sh', '-c', `head -c ${total} /dev/zero`], workingDir: dir, env: {} },
+      (ws) => {
+        ws.pause();
+        setTimeout(() => ws.resume(), 300);
+        ws.on('message', (m: Buffer) => {
+          if (m[0] === Channel.Stdout) got += m.length - 1;
+        });
+      },
+    );
     assert.equal(got, total);
     assert.equal(r.code, 0);
   });
@@ -123,6 +161,9 @@ describe('runtime server: session operations', () => {
   it('rejects a malformed spec before upgrading', () => {
     assert.equal(parseSessionSpec(undefined), 'missing session spec');
     assert.equal(parseSessionSpec('!!'), 'session spec is not base64 JSON');
-    assert.equal(parseSessionSpec(Buffer.from(JSON.stringify({ id: 'x', workingDir: '/', command: [1] })).toString('base64')), 'session command must be a list of strings');
+    assert.equal(
+      parseSessionSpec(Buffer.from(JSON.stringify({ id: 'x', workingDir: '/', command: [1] })).toString('base64')),
+      'session command must be a list of strings',
+    );
   });
 });

@@ -8,16 +8,31 @@
  */
 import { spawn } from 'node:child_process';
 import type { IncomingMessage } from 'node:http';
-import type { Duplex, Writable } from 'node:stream';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { Channel, errorStatus, exitStatus, frame, parseFrame, parseResize, PROTOCOLS, sessionArgv } from '../../lib/session/channel.ts';
+import {
+  Channel,
+  errorStatus,
+  exitStatus,
+  frame,
+  parseFrame,
+  parseResize,
+  PROTOCOLS,
+  sessionArgv,
+} from '../../lib/session/channel.ts';
 import type { Language } from './command.ts';
 
 export const SESSION_HEADER = 'x-kruntimes-session';
 /** Output bytes an operation may have waiting for its client before the process is paused. */
 export const OUTPUT_HIGH_WATER = 1 << 20;
-export interface SessionSpec { id: string; command: string[]; workingDir: string; env: Record<string, string>; /** Run the command on a pseudo-terminal (stdout and stderr become one stream). */ tty?: boolean }
+export interface SessionSpec {
+  id: string;
+  command: string[];
+  workingDir: string;
+  env: Record<string, string>;
+  /** Run the command on a pseudo-terminal (stdout and stderr become one stream). */ tty?: boolean;
+}
 
 /** The bridge that gives an operation a pseudo-terminal (Node has no pty API without a native addon). */
 export const PTY_BRIDGE = fileURLToPath(new URL('./pty-bridge.py', import.meta.url));
@@ -27,58 +42,78 @@ export function parseSessionSpec(raw: string | undefined): SessionSpec | string 
   try {
     const s = JSON.parse(Buffer.from(raw, 'base64').toString('utf8')) as Partial<SessionSpec>;
     if (!s.id || !s.workingDir) return 'session spec needs id and workingDir';
-    if (!Array.isArray(s.command) || !s.command.every((c) => typeof c === 'string')) return 'session command must be a list of strings';
-    return { id: s.id, command: s.command, workingDir: s.workingDir, env: s.env ?? {}, ...(s.tty === true ? { tty: true } : {}) };
-  } catch { return 'session spec is not base64 JSON'; }
+    if (!Array.isArray(s.command) || !s.command.every((c) => typeof c === 'string'))
+      return 'session command must be a list of strings';
+    return {
+      id: s.id,
+      command: s.command,
+      workingDir: s.workingDir,
+      env: s.env ?? {},
+      ...(s.tty === true ? { tty: true } : {}),
+    };
+  } catch {
+    return 'session spec is not base64 JSON';
+  }
 }
 
 export class SessionOperations {
-  private readonly wss = new WebSocketServer({ noServer: true, handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false });
-  constructor(private readonly lang: Language, private readonly baseEnv: NodeJS.ProcessEnv) {}
+  private readonly wss = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false,
+  });
+  constructor(
+    private readonly lang: Language,
+    private readonly baseEnv: NodeJS.ProcessEnv,
+  ) {}
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const spec = parseSessionSpec(req.headers[SESSION_HEADER] as string | undefined);
-    if (typeof spec === 'string') { socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\n${spec}\n`); return; }
-    this.wss.handleUpgrade(req, socket, head, (ws) => { this.run(ws, spec); });
+    if (typeof spec === 'string') {
+      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\n${spec}\n`);
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      this.run(ws, spec);
+    });
   }
 
   private run(ws: WebSocket, spec: SessionSpec): void {
     const argv = sessionArgv(this.lang, spec.command);
     const [bin, ...args] = spec.tty ? ['python3', PTY_BRIDGE, ...argv] : argv;
     // stdin is a socketpair (libuv): `bash -c` at SHLVL 0 would take that for rshd and source ~/.bashrc.
-    const child = spawn(bin ?? 'false', args, { cwd: spec.workingDir, env: { SHLVL: '1', ...spec.env, ...this.baseEnv }, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(bin ?? 'false', args, {
+      cwd: spec.workingDir,
+      env: { SHLVL: '1', ...spec.env, ...this.baseEnv },
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    });
     const resize = child.stdio[3] as Writable | null;
     resize?.on('error', () => undefined);
     let ended = false;
-    const send = (b: Buffer): void => { if (ws.readyState === ws.OPEN) ws.send(b); };
+    const send = (b: Buffer): void => {
+      if (ws.readyState === ws.OPEN) ws.send(b);
+    };
     const end = (status: object): void => {
       if (ended) return;
       ended = true;
       send(frame(Channel.Status, JSON.stringify(status)));
       ws.close(1000);
     };
-    const kill = (): void => {
-      const pid = child.pid;
-      const sig = (s: NodeJS.Signals): void => { try { if (pid) process.kill(-pid, s); } catch { /* gone */ } };
-      sig('SIGTERM');
-      setTimeout(() => sig('SIGKILL'), 2000).unref();
-    };
-    // Flow control: stop reading the process's output while the client is not taking it.
-    let queued = 0;
-    const out = (channel: number) => (c: Buffer): void => {
-      if (ws.readyState !== ws.OPEN) return;
-      const f = frame(channel, c);
-      queued += f.length;
-      ws.send(f, () => {
-        queued -= f.length;
-        if (queued <= OUTPUT_HIGH_WATER / 2 && child.stdout.isPaused()) { child.stdout.resume(); child.stderr.resume(); }
-      });
-      if (queued > OUTPUT_HIGH_WATER) { child.stdout.pause(); child.stderr.pause(); }
-    };
+    const kill = (): void => killGroup(child.pid);
+    const out = flowControlled(ws, child);
     child.stdout.on('data', out(Channel.Stdout));
     child.stderr.on('data', out(Channel.Stderr));
     child.stdin.on('error', () => undefined);
-    child.on('error', (err) => end(errorStatus('StartFailed', spec.tty ? `a terminal (tty) needs python3 in the Runtime image: ${err.message}` : `starting ${JSON.stringify(bin)} failed: ${err.message}`)));
+    child.on('error', (err) =>
+      end(
+        errorStatus(
+          'StartFailed',
+          spec.tty
+            ? `a terminal (tty) needs python3 in the Runtime image: ${err.message}`
+            : `starting ${JSON.stringify(bin)} failed: ${err.message}`,
+        ),
+      ),
+    );
     child.on('close', (code, signal) => {
       const exit = code ?? (signal === 'SIGKILL' ? 137 : signal ? 143 : 1);
       end(exitStatus(exit));
@@ -93,6 +128,49 @@ export class SessionOperations {
         if (size && spec.tty) resize?.write(`${JSON.stringify(size)}\n`); // without a terminal there is nothing to resize
       }
     });
-    ws.on('close', () => { ended = true; kill(); });
+    ws.on('close', () => {
+      ended = true;
+      kill();
+    });
   }
+}
+
+/** SIGTERM to the operation's process group, SIGKILL 2 s later if it is still there. */
+function killGroup(pid: number | undefined): void {
+  const sig = (s: NodeJS.Signals): void => {
+    try {
+      if (pid) process.kill(-pid, s);
+    } catch {
+      /* gone */
+    }
+  };
+  sig('SIGTERM');
+  setTimeout(() => sig('SIGKILL'), 2000).unref();
+}
+
+/**
+ * Frames a process's output for one channel, with flow control: stops reading the process's
+ * stdout and stderr while more than OUTPUT_HIGH_WATER bytes wait for the client.
+ */
+function flowControlled(
+  ws: WebSocket,
+  child: { stdout: Readable; stderr: Readable },
+): (channel: number) => (c: Buffer) => void {
+  let queued = 0;
+  return (channel) => (c) => {
+    if (ws.readyState !== ws.OPEN) return;
+    const f = frame(channel, c);
+    queued += f.length;
+    ws.send(f, () => {
+      queued -= f.length;
+      if (queued <= OUTPUT_HIGH_WATER / 2 && child.stdout.isPaused()) {
+        child.stdout.resume();
+        child.stderr.resume();
+      }
+    });
+    if (queued > OUTPUT_HIGH_WATER) {
+      child.stdout.pause();
+      child.stderr.pause();
+    }
+  };
 }
