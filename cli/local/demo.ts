@@ -9,7 +9,7 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import type { WorkflowSpec } from '../../functions/workflow-core/core.ts';
+import type { WorkflowSpec } from '../../lib/workflow/core.ts';
 import { renderRun } from '../wf/commands.ts';
 import { isTerminal } from '../../lib/run/phases.ts';
 import { REPO_ROOT } from '../../localenv/paths.ts';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { materializeCall, type WorkflowSpec, type WorkflowRunStatus } from '../../functions/workflow-core/core.ts';
+import { materializeCall, type WorkflowSpec, type WorkflowRunStatus } from '../../lib/workflow/core.ts';
 import { connect, UsageError, type Conn } from '../kube.ts';
 import { age, parseFormat, render, table } from '../output.ts';
 

@@ -13,7 +13,7 @@ import {
   type Job,
   type JobClass,
   type OpenSandboxParameters,
-} from '../../functions/jobclass-core/api.ts';
+} from '../../lib/jobclass/api.ts';
 import {
   FakeState,
   JobHost,
@@ -26,7 +26,7 @@ import {
   secret,
   statuses,
   withLiveReads,
-} from '../../functions/jobclass-core/testing.ts';
+} from '../../lib/jobclass/testing.ts';
 import { reconcileClass } from '../../functions/jobclass-controller/core.ts';
 import { reconcileWithEffects, type Deps } from '../../functions/jobclass-opensandbox/effects.ts';
 import adapter from '../../functions/jobclass-opensandbox/index.ts';

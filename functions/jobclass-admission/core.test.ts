@@ -7,8 +7,8 @@ import {
   type JobClass,
   type Namespace,
   type Parameters,
-} from '../jobclass-core/api.ts';
-import { job, jobClass, namespace, osParams } from '../jobclass-core/testing.ts';
+} from '../../lib/jobclass/api.ts';
+import { job, jobClass, namespace, osParams } from '../../lib/jobclass/testing.ts';
 import { review } from './core.ts';
 import { admitJob } from './index.ts';
 

@@ -6,10 +6,10 @@
  * Secrets) is admitted and reported through the Job's Accepted condition instead.
  */
 import type { AdmissionResult } from '../../lib/fn/types.ts';
-import type { Job, JobClass, Namespace, Parameters } from '../jobclass-core/api.ts';
-import { controllerJobProblem, isSupportedController } from '../jobclass-core/controllers.ts';
-import { namespaceAllowed, resolveClass, type Resolution } from '../jobclass-core/resolve.ts';
-import { policyProblem, resolveResources } from '../jobclass-core/resources.ts';
+import type { Job, JobClass, Namespace, Parameters } from '../../lib/jobclass/api.ts';
+import { controllerJobProblem, isSupportedController } from '../../lib/jobclass/controllers.ts';
+import { namespaceAllowed, resolveClass, type Resolution } from '../../lib/jobclass/resolve.ts';
+import { policyProblem, resolveResources } from '../../lib/jobclass/resources.ts';
 
 export interface ReviewInput {
   job: Job;

@@ -13,9 +13,9 @@ import {
   type JobClass,
   type Namespace,
   type Parameters,
-} from '../jobclass-core/api.ts';
-import { CONTROLLERS, parametersRefProblem } from '../jobclass-core/controllers.ts';
-import { resolveClass } from '../jobclass-core/resolve.ts';
+} from '../../lib/jobclass/api.ts';
+import { CONTROLLERS, parametersRefProblem } from '../../lib/jobclass/controllers.ts';
+import { resolveClass } from '../../lib/jobclass/resolve.ts';
 import { review } from './core.ts';
 
 interface ClassList extends KubeObject {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
-import type { JobClass, Job, OpenSandboxParameters } from '../jobclass-core/api.ts';
-import { CLASS_FINALIZER } from '../jobclass-core/api.ts';
+import type { JobClass, Job, OpenSandboxParameters } from '../../lib/jobclass/api.ts';
+import { CLASS_FINALIZER } from '../../lib/jobclass/api.ts';
 import {
   FakeState,
   NOW,
@@ -14,7 +14,7 @@ import {
   osParams,
   secret,
   statuses,
-} from '../jobclass-core/testing.ts';
+} from '../../lib/jobclass/testing.ts';
 import { PROBE_STALE_MS, reconcileClass } from './core.ts';
 import fn, { DEFAULTS_KEY, handle, secretRefs } from './index.ts';
 

@@ -19,13 +19,13 @@ import {
   type KubernetesParameters,
   type OpenSandboxParameters,
   type Parameters,
-} from '../jobclass-core/api.ts';
+} from '../../lib/jobclass/api.ts';
 import {
   CONTROLLERS,
   isSupportedController,
   parametersOf,
   parametersRefProblem,
-} from '../jobclass-core/controllers.ts';
+} from '../../lib/jobclass/controllers.ts';
 import {
   conditionEvents,
   conditionOf,
@@ -35,11 +35,11 @@ import {
   sameJson,
   withConditions,
   type ConditionInput,
-} from '../jobclass-core/events.ts';
-import { addFinalizer, removeFinalizer } from '../jobclass-core/finalizers.ts';
-import { isFinished } from '../jobclass-core/jobs.ts';
-import { isDefaultClass } from '../jobclass-core/resolve.ts';
-import { policyProblem } from '../jobclass-core/resources.ts';
+} from '../../lib/jobclass/events.ts';
+import { addFinalizer, removeFinalizer } from '../../lib/jobclass/finalizers.ts';
+import { isFinished } from '../../lib/jobclass/jobs.ts';
+import { isDefaultClass } from '../../lib/jobclass/resolve.ts';
+import { policyProblem } from '../../lib/jobclass/resources.ts';
 
 export const COMPONENT = 'jobclass-controller';
 /** A probe older than this no longer proves the backend reachable. */

@@ -18,10 +18,10 @@ import {
   type JobClass,
   type KubernetesParameters,
   type OpenSandboxParameters,
-} from '../jobclass-core/api.ts';
-import { parametersOf } from '../jobclass-core/controllers.ts';
-import { endpointPolicy } from '../jobclass-core/config.ts';
-import { isDefaultClass } from '../jobclass-core/resolve.ts';
+} from '../../lib/jobclass/api.ts';
+import { parametersOf } from '../../lib/jobclass/controllers.ts';
+import { endpointPolicy } from '../../lib/jobclass/config.ts';
+import { isDefaultClass } from '../../lib/jobclass/resolve.ts';
 import { competingDefaults, reconcileClass } from './core.ts';
 
 /** Classes affected by a change to a dependency key (@params:Kind:name, @runtimeclass:name). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
-import { NAMESPACE_DEFAULT_ANNOTATION, type Job, type JobStatus } from '../jobclass-core/api.ts';
+import { NAMESPACE_DEFAULT_ANNOTATION, type Job, type JobStatus } from '../../lib/jobclass/api.ts';
 import {
   FakeState,
   NOW,
@@ -14,7 +14,7 @@ import {
   osParams,
   secret,
   statuses,
-} from '../jobclass-core/testing.ts';
+} from '../../lib/jobclass/testing.ts';
 import { reconcileJob, SECRET_RECHECK_MS } from './core.ts';
 import fn, { handle, secretRefs } from './index.ts';
 

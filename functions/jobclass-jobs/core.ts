@@ -15,11 +15,11 @@ import {
   type Parameters,
   type Requirements,
   type ResolvedJobClass,
-} from '../jobclass-core/api.ts';
-import { controllerJobProblem, parametersOf } from '../jobclass-core/controllers.ts';
-import { referenceProblem } from '../jobclass-core/envrefs.ts';
-import { isTrue, conditionOf, type ConditionInput } from '../jobclass-core/events.ts';
-import { finish, isAccepted, isFinished, statusOps, updateStatus } from '../jobclass-core/jobs.ts';
+} from '../../lib/jobclass/api.ts';
+import { controllerJobProblem, parametersOf } from '../../lib/jobclass/controllers.ts';
+import { referenceProblem } from '../../lib/jobclass/envrefs.ts';
+import { isTrue, conditionOf, type ConditionInput } from '../../lib/jobclass/events.ts';
+import { finish, isAccepted, isFinished, statusOps, updateStatus } from '../../lib/jobclass/jobs.ts';
 import {
   freeze,
   frozenClassProblem,
@@ -27,8 +27,8 @@ import {
   namespaceAllowed,
   resolveClass,
   type Problem,
-} from '../jobclass-core/resolve.ts';
-import { resolveResources } from '../jobclass-core/resources.ts';
+} from '../../lib/jobclass/resolve.ts';
+import { resolveResources } from '../../lib/jobclass/resources.ts';
 
 export const COMPONENT = 'jobclass-jobs';
 /** A Job waiting for a Secret re-checks this often (Secrets are read by name, not watched). */

@@ -10,9 +10,9 @@
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, ObjectRef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { X, type Job } from '../jobclass-core/api.ts';
-import { jobSecretRefs } from '../jobclass-core/envrefs.ts';
-import { isAccepted, isFinished } from '../jobclass-core/jobs.ts';
+import { X, type Job } from '../../lib/jobclass/api.ts';
+import { jobSecretRefs } from '../../lib/jobclass/envrefs.ts';
+import { isAccepted, isFinished } from '../../lib/jobclass/jobs.ts';
 import { pendingJobs, reconcileJob } from './core.ts';
 
 /** The Jobs an invocation evaluates: the keyed Job, or the pending Jobs a dependency key wakes. */

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { PARAMETERS_FINALIZER, type Job, type JobStatus, type KubernetesParameters } from '../jobclass-core/api.ts';
-import { FakeState, NOW, R, T0, X, events, job, jobClass, k8sParams, statuses } from '../jobclass-core/testing.ts';
+import { PARAMETERS_FINALIZER, type Job, type JobStatus, type KubernetesParameters } from '../../lib/jobclass/api.ts';
+import { FakeState, NOW, R, T0, X, events, job, jobClass, k8sParams, statuses } from '../../lib/jobclass/testing.ts';
 import { reconcileKubernetesJob } from './core.ts';
 import { handle } from './index.ts';
 import { batchJobName } from './render.ts';

@@ -18,10 +18,10 @@ import {
   type Job,
   type JobClass,
   type KubernetesParameters,
-} from '../jobclass-core/api.ts';
-import { isTrue, type ConditionInput } from '../jobclass-core/events.ts';
-import { finish, isAccepted, isFinished, statusOps, updateStatus } from '../jobclass-core/jobs.ts';
-import { classGate, frozenParametersProblem, type Problem } from '../jobclass-core/resolve.ts';
+} from '../../lib/jobclass/api.ts';
+import { isTrue, type ConditionInput } from '../../lib/jobclass/events.ts';
+import { finish, isAccepted, isFinished, statusOps, updateStatus } from '../../lib/jobclass/jobs.ts';
+import { classGate, frozenParametersProblem, type Problem } from '../../lib/jobclass/resolve.ts';
 import { batchJobName, renderBatchJob } from './render.ts';
 
 export const COMPONENT = 'jobclass-kubernetes';

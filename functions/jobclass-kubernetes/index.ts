@@ -14,8 +14,8 @@ import {
   type Job,
   type JobClass,
   type KubernetesParameters,
-} from '../jobclass-core/api.ts';
-import { protectParameters } from '../jobclass-core/finalizers.ts';
+} from '../../lib/jobclass/api.ts';
+import { protectParameters } from '../../lib/jobclass/finalizers.ts';
 import { COMPONENT, isKubernetesJob, reconcileKubernetesJob, waitingJobs } from './core.ts';
 
 export function handle({ key, object, state, now }: ReconcileInput): Operation[] {

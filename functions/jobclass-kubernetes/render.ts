@@ -14,7 +14,7 @@ import {
   JOB_UID_LABEL,
   type Job,
   type KubernetesParameters,
-} from '../jobclass-core/api.ts';
+} from '../../lib/jobclass/api.ts';
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 

@@ -7,8 +7,8 @@
 import { R } from '../../lib/fn/resources.ts';
 import type { State } from '../../lib/fn/types.ts';
 import { checkEndpoint, type EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
-import { X, dataOf, type Job, type OpenSandboxParameters } from '../jobclass-core/api.ts';
-import { frozenParametersProblem, type Problem } from '../jobclass-core/resolve.ts';
+import { X, dataOf, type Job, type OpenSandboxParameters } from '../../lib/jobclass/api.ts';
+import { frozenParametersProblem, type Problem } from '../../lib/jobclass/resolve.ts';
 
 export interface Connection {
   endpoint: string;

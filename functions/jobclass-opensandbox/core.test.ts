@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Operation } from '../../lib/fn/types.ts';
-import { SANDBOX_FINALIZER, type Job, type JobStatus } from '../jobclass-core/api.ts';
+import { SANDBOX_FINALIZER, type Job, type JobStatus } from '../../lib/jobclass/api.ts';
 import {
   FakeState,
   NOW,
@@ -13,7 +13,7 @@ import {
   osParams,
   secret,
   statuses,
-} from '../jobclass-core/testing.ts';
+} from '../../lib/jobclass/testing.ts';
 import { executionAgeMs, pollDelayMs } from './poll.ts';
 import {
   CREATE_WINDOW_MS,

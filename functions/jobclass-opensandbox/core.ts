@@ -25,11 +25,11 @@ import {
   type ExecutionRef,
   type Job,
   type JobClass,
-} from '../jobclass-core/api.ts';
-import { isTrue, type ConditionInput } from '../jobclass-core/events.ts';
-import { addFinalizer, removeFinalizer } from '../jobclass-core/finalizers.ts';
-import { isAccepted, isFinished } from '../jobclass-core/jobs.ts';
-import { classGate, type Problem } from '../jobclass-core/resolve.ts';
+} from '../../lib/jobclass/api.ts';
+import { isTrue, type ConditionInput } from '../../lib/jobclass/events.ts';
+import { addFinalizer, removeFinalizer } from '../../lib/jobclass/finalizers.ts';
+import { isAccepted, isFinished } from '../../lib/jobclass/jobs.ts';
+import { classGate, type Problem } from '../../lib/jobclass/resolve.ts';
 import { connectionFor, type Connection } from './connection.ts';
 import { POLL_MAX_MS, executionAgeMs, pollDelayMs } from './poll.ts';
 import { buildCreateRequest, materials } from './request.ts';

@@ -8,7 +8,7 @@ import type {
   ListSandboxesResponse,
   Sandbox,
 } from '../../lib/opensandbox/types.ts';
-import { SANDBOX_FINALIZER, type Job, type OpenSandboxParameters } from '../jobclass-core/api.ts';
+import { SANDBOX_FINALIZER, type Job, type OpenSandboxParameters } from '../../lib/jobclass/api.ts';
 import {
   FakeState,
   JobHost,
@@ -21,7 +21,7 @@ import {
   secret,
   statuses,
   withLiveReads,
-} from '../jobclass-core/testing.ts';
+} from '../../lib/jobclass/testing.ts';
 import { CREATE_WINDOW_MS } from './core.ts';
 import { reconcileWithEffects, type Deps } from './effects.ts';
 import fn from './index.ts';

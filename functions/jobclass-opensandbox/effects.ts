@@ -14,9 +14,9 @@ import type { EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
 import { OpenSandboxError } from '../../lib/opensandbox/errors.ts';
 import { fetchTransport, nodeTransport, type Transport } from '../../lib/opensandbox/transport.ts';
 import type { Sandbox } from '../../lib/opensandbox/types.ts';
-import { JOB_UID_LABEL, X, type Job, type JobClass, type OpenSandboxParameters } from '../jobclass-core/api.ts';
-import { endpointPolicy } from '../jobclass-core/config.ts';
-import { protectParameters } from '../jobclass-core/finalizers.ts';
+import { JOB_UID_LABEL, X, type Job, type JobClass, type OpenSandboxParameters } from '../../lib/jobclass/api.ts';
+import { endpointPolicy } from '../../lib/jobclass/config.ts';
+import { protectParameters } from '../../lib/jobclass/finalizers.ts';
 import { connectionOf, type Connection } from './connection.ts';
 import {
   decide,

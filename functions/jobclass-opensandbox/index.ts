@@ -12,7 +12,7 @@
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, ReconcileInput } from '../../lib/fn/types.ts';
-import { OPENSANDBOX_CONTROLLER, X, type Job, type JobClass } from '../jobclass-core/api.ts';
+import { OPENSANDBOX_CONTROLLER, X, type Job, type JobClass } from '../../lib/jobclass/api.ts';
 import { isOpenSandboxJob } from './core.ts';
 import { defaultDeps, reconcileWithEffects } from './effects.ts';
 import { secretRefs } from './reads.ts';

@@ -6,8 +6,8 @@
  * Retry-After, never a class Ready flip.
  */
 import type { Operation } from '../../lib/fn/types.ts';
-import { OPENSANDBOX_CONTROLLER, type ExecutionRef, type Job } from '../jobclass-core/api.ts';
-import { eventOp, involvedOf } from '../jobclass-core/events.ts';
+import { OPENSANDBOX_CONTROLLER, type ExecutionRef, type Job } from '../../lib/jobclass/api.ts';
+import { eventOp, involvedOf } from '../../lib/jobclass/events.ts';
 import { RETRY_MS, terminalOutcome, type Action, type ActionResult, type BackendFailure } from './core.ts';
 import { pollDelayMs } from './poll.ts';
 import { afterStatus, cleanupBlocked, COMPONENT, finishOps, requeue, scheduledFalse, withIntent } from './status.ts';

@@ -6,7 +6,7 @@
  * Ready from it. Pool exhaustion is never probed: capacity is not readiness.
  */
 import type { Operation } from '../../lib/fn/types.ts';
-import { API_VERSION, X, type OpenSandboxParameters } from '../jobclass-core/api.ts';
+import { API_VERSION, X, type OpenSandboxParameters } from '../../lib/jobclass/api.ts';
 import {
   conditionEvents,
   eventOp,
@@ -14,8 +14,8 @@ import {
   sameJson,
   withConditions,
   type ConditionInput,
-} from '../jobclass-core/events.ts';
-import type { Problem } from '../jobclass-core/resolve.ts';
+} from '../../lib/jobclass/events.ts';
+import type { Problem } from '../../lib/jobclass/resolve.ts';
 import type { BackendFailure } from './core.ts';
 import { COMPONENT, requeue } from './status.ts';
 

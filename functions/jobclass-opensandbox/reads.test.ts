@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import type { Job } from '../jobclass-core/api.ts';
-import { FakeState, R, X, acceptedOpenSandboxJob, jobClass, osParams } from '../jobclass-core/testing.ts';
+import type { Job } from '../../lib/jobclass/api.ts';
+import { FakeState, R, X, acceptedOpenSandboxJob, jobClass, osParams } from '../../lib/jobclass/testing.ts';
 import fn from './index.ts';
 import { secretRefs } from './reads.ts';
 

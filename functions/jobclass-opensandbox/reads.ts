@@ -7,9 +7,9 @@
 import { R } from '../../lib/fn/resources.ts';
 import type { ObjectRef, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { X, type Job, type OpenSandboxParameters } from '../jobclass-core/api.ts';
-import { jobSecretRefs } from '../jobclass-core/envrefs.ts';
-import { isAccepted, isFinished } from '../jobclass-core/jobs.ts';
+import { X, type Job, type OpenSandboxParameters } from '../../lib/jobclass/api.ts';
+import { jobSecretRefs } from '../../lib/jobclass/envrefs.ts';
+import { isAccepted, isFinished } from '../../lib/jobclass/jobs.ts';
 import { isOpenSandboxJob } from './core.ts';
 
 export function apiKeyRef(p: OpenSandboxParameters): ObjectRef {

@@ -14,9 +14,9 @@ import {
   JOB_UID_LABEL,
   type Job,
   type OpenSandboxParameters,
-} from '../jobclass-core/api.ts';
-import { imageAuthFrom, resolveEnv, usesSecretEnv } from '../jobclass-core/envrefs.ts';
-import type { Problem } from '../jobclass-core/resolve.ts';
+} from '../../lib/jobclass/api.ts';
+import { imageAuthFrom, resolveEnv, usesSecretEnv } from '../../lib/jobclass/envrefs.ts';
+import type { Problem } from '../../lib/jobclass/resolve.ts';
 
 /** The OpenSandbox timeout floor (CreateSandboxRequest.timeout minimum). */
 export const MIN_TIMEOUT_SECONDS = 60;

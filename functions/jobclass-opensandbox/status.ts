@@ -1,9 +1,9 @@
 /** Status, Event and requeue building blocks of the OpenSandbox adapter. */
 import type { Operation } from '../../lib/fn/types.ts';
-import { OPENSANDBOX_CONTROLLER, type ExecutionRef, type Job, type JobStatus } from '../jobclass-core/api.ts';
-import { eventOp, involvedOf, type ConditionInput } from '../jobclass-core/events.ts';
-import { finish, statusOps, updateStatus, type Result } from '../jobclass-core/jobs.ts';
-import type { Problem } from '../jobclass-core/resolve.ts';
+import { OPENSANDBOX_CONTROLLER, type ExecutionRef, type Job, type JobStatus } from '../../lib/jobclass/api.ts';
+import { eventOp, involvedOf, type ConditionInput } from '../../lib/jobclass/events.ts';
+import { finish, statusOps, updateStatus, type Result } from '../../lib/jobclass/jobs.ts';
+import type { Problem } from '../../lib/jobclass/resolve.ts';
 
 export const COMPONENT = 'jobclass-opensandbox';
 

@@ -3,7 +3,7 @@ import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition, type Condition } from '../../lib/run/conditions.ts';
-import { actionProblem, workflowRunProblem, type JobsSpec } from '../workflow-core/core.ts';
+import { actionProblem, workflowRunProblem, type JobsSpec } from '../../lib/workflow/core.ts';
 
 type Def = KubeObject & {
   kind?: string;

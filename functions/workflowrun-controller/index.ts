@@ -29,7 +29,7 @@ import {
   type JobsSpec,
   type WorkflowRunStatus,
   type WorkflowSpec,
-} from '../workflow-core/core.ts';
+} from '../../lib/workflow/core.ts';
 
 interface Wfr extends KubeObject {
   spec: { jobs: JobsSpec; cancelRequested?: boolean };

@@ -97,7 +97,7 @@ export function encodeHeader(h: EntryHeader): Buffer {
   const data = Buffer.concat([bytes, Buffer.alloc(1)]);
   return Buffer.concat([
     headerBlock({
-      name: Buffer.from('././@LongLink', 'latin1'),
+      name: Buffer.from('./@LongLink', 'latin1'),
       typeflag: 'L',
       mode: 0o644,
       size: data.length,

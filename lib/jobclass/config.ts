@@ -7,7 +7,7 @@
  * - KRT_OPENSANDBOX_CA_FILE: PEM bundle trusted for https:// OpenSandbox endpoints in addition
  *   to nothing else (replaces the default trust store for those calls).
  */
-import { policyFromEnv, type EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
+import { policyFromEnv, type EndpointPolicy } from '../opensandbox/endpoint.ts';
 
 export function endpointPolicy(env: NodeJS.ProcessEnv = process.env): EndpointPolicy {
   return policyFromEnv(env.KRT_OPENSANDBOX_INSECURE_HOSTS);

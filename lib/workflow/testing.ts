@@ -3,7 +3,7 @@
  * applies reconcileStatus results (creates children, records cancel requests) and lets a
  * script decide how each child Run ends.
  */
-import type { Run } from '../../lib/api/generated/kruntimes.ts';
+import type { Run } from '../api/generated/kruntimes.ts';
 import {
   initialStatus,
   reconcileStatus,

@@ -4,7 +4,7 @@
  * and the resolved values are what the Job status records as effectiveResources. Comparisons
  * are exact (rational quantities), so 1Gi == 1024Mi and 0.5 == 500m.
  */
-import { cmp, parseQuantity, type Rat } from '../../lib/kube/quantity.ts';
+import { cmp, parseQuantity, type Rat } from '../kube/quantity.ts';
 import type { CpuMemory, Requirements, ResourcePolicy } from './api.ts';
 
 export const RESOURCES = ['cpu', 'memory'] as const;

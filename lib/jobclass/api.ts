@@ -4,10 +4,10 @@
  * crds/execution/*.yaml. Shared by the jobclass-* functions (this folder has no index.ts, so it
  * is a library, not a function).
  */
-import type { Resource } from '../../lib/fn/types.ts';
-import type { KubeObject } from '../../lib/kube/types.ts';
-import type { Condition } from '../../lib/run/conditions.ts';
-import type { LabelSelector } from '../run-scheduler/types.ts';
+import type { Resource } from '../fn/types.ts';
+import type { KubeObject } from '../kube/types.ts';
+import type { Condition } from '../run/conditions.ts';
+import type { LabelSelector } from '../kube/selector.ts';
 
 export const GROUP = 'execution.ayatori.ddupan.top';
 export const VERSION = 'v1alpha1';

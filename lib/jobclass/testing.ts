@@ -1,9 +1,9 @@
 /** Test builders for the JobClass functions: an in-memory State and object factories. */
-import { R } from '../../lib/fn/resources.ts';
-import { refPath, withFetched, type Fetched } from '../../lib/fn/fetch.ts';
-import type { FetchDecl, Operation, ReconcileInput } from '../../lib/fn/types.ts';
-import type { KubeObject } from '../../lib/kube/types.ts';
-import type { Condition } from '../../lib/run/conditions.ts';
+import { R } from '../fn/resources.ts';
+import { refPath, withFetched, type Fetched } from '../fn/fetch.ts';
+import type { FetchDecl, Operation, ReconcileInput } from '../fn/types.ts';
+import type { KubeObject } from '../kube/types.ts';
+import type { Condition } from '../run/conditions.ts';
 import {
   DEFAULT_CLASS_ANNOTATION,
   GROUP,
@@ -23,7 +23,7 @@ import {
 export const NOW = new Date('2026-09-17T10:00:00Z');
 export const T0 = '2026-09-17T09:00:00Z';
 
-import { FakeState } from '../../lib/fn/fake-state.ts';
+import { FakeState } from '../fn/fake-state.ts';
 
 export { FakeState };
 

@@ -5,7 +5,7 @@
  * continue-on-error. Expression or input problems fail the step with upstream's message form
  * `resolve step "s" in job "j": <error>`; a producer that has not finished means wait.
  */
-import type { Run } from '../../lib/api/generated/kruntimes.ts';
+import type { Run } from '../api/generated/kruntimes.ts';
 import { resolveStepArtifacts } from './artifacts.ts';
 import { bindInputs, CallError } from './calls.ts';
 import { contexts, envContext, inputsContext, stepsContext } from './context.ts';

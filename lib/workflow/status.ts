@@ -18,8 +18,8 @@
  * deterministic) and patch every returned cancellation; patch the status only if all of that
  * succeeded. The returned status already records the new runNames / workflowRunNames.
  */
-import { setCondition } from '../../lib/run/conditions.ts';
-import { isTerminal } from '../../lib/run/phases.ts';
+import { setCondition } from '../run/conditions.ts';
+import { isTerminal } from '../run/phases.ts';
 import { buildCallWorkflowRun, callChain, type ChildWorkflowRunManifest, type WorkflowLookup } from './calls.ts';
 import { contexts, executionResult, jobsContext, matrixContext, needsContext, stepsContext } from './context.ts';
 import { ancestors, decideJob, isUndecided, topologicalOrder } from './dag.ts';

@@ -4,10 +4,10 @@
  * invocation recreates the same name and the host's create treats AlreadyExists as done: an
  * Event per transition, at least once, without duplicates.
  */
-import { setCondition, type Condition } from '../../lib/run/conditions.ts';
-import type { EventSpec } from '../../lib/fn/events.ts';
+import { setCondition, type Condition } from '../run/conditions.ts';
+import type { EventSpec } from '../fn/events.ts';
 
-export { eventOp, involvedOf, type EventSpec, type Involved } from '../../lib/fn/events.ts';
+export { eventOp, involvedOf, type EventSpec, type Involved } from '../fn/events.ts';
 
 const WARN_WHEN_FALSE = new Set(['Accepted', 'Ready', 'Scheduled', 'BackendReachable']);
 const WARN_WHEN_TRUE = new Set(['Failed', 'ResultUnknown']);

@@ -3,8 +3,8 @@
  * and the host requeues at once, so a finalizer list is never overwritten from a stale read.
  * Also the parameters protection every adapter applies to its own parameters kind.
  */
-import type { Operation, Resource } from '../../lib/fn/types.ts';
-import type { KubeObject } from '../../lib/kube/types.ts';
+import type { Operation, Resource } from '../fn/types.ts';
+import type { KubeObject } from '../kube/types.ts';
 import { API_VERSION, GROUP, PARAMETERS_FINALIZER, type JobClass, type Parameters } from './api.ts';
 import { eventOp, involvedOf } from './events.ts';
 

@@ -5,8 +5,8 @@
  * timestamps, per-job conditions and matrix combinations). A CRD object therefore always
  * satisfies these input types; the status types are a superset of the CRD status.
  */
-import type { Run, WorkflowRun } from '../../lib/api/generated/kruntimes.ts';
-import type { Condition } from '../../lib/run/conditions.ts';
+import type { Run, WorkflowRun } from '../api/generated/kruntimes.ts';
+import type { Condition } from '../run/conditions.ts';
 
 export type { Condition };
 

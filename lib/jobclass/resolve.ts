@@ -6,7 +6,7 @@
  * not depend on creation time. The result is frozen into status.resolvedJobClass.
  */
 import { conditionOf, isTrue } from './events.ts';
-import { matchesSelector, validateSelector } from '../../lib/kube/selector.ts';
+import { matchesSelector, validateSelector } from '../kube/selector.ts';
 import {
   DEFAULT_CLASS_ANNOTATION,
   NAMESPACE_DEFAULT_ANNOTATION,

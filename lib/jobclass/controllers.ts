@@ -4,7 +4,7 @@
  * not ours to accept; a reference to any other kind (ConfigMap, Secret, unknown CRDs) is
  * InvalidParametersReference.
  */
-import type { Resource, State } from '../../lib/fn/types.ts';
+import type { Resource, State } from '../fn/types.ts';
 import {
   GROUP,
   KUBERNETES_CONTROLLER,

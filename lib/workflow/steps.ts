@@ -7,7 +7,7 @@
  * Cancellation is a hard stop (upstream): once requested, no pending step starts, whatever its
  * `if:` says; such steps conclude `cancelled`.
  */
-import { formatDuration } from '../../lib/run/duration.ts';
+import { formatDuration } from '../run/duration.ts';
 import {
   contexts,
   envContext,

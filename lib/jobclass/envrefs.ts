@@ -4,8 +4,8 @@
  * variable unset. The OpenSandbox adapter also resolves values (it sends them over the API);
  * the Kubernetes adapter leaves resolution to the kubelet.
  */
-import { R } from '../../lib/fn/resources.ts';
-import type { ObjectRef, State } from '../../lib/fn/types.ts';
+import { R } from '../fn/resources.ts';
+import type { ObjectRef, State } from '../fn/types.ts';
 import { dataOf, type EnvVar, type Job, type KeyRef, type Secret } from './api.ts';
 import type { Problem } from './resolve.ts';
 

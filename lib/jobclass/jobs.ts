@@ -1,6 +1,6 @@
 /** Job status helpers shared by the acceptance function and the adapters. */
-import type { Operation } from '../../lib/fn/types.ts';
-import type { Condition } from '../../lib/run/conditions.ts';
+import type { Operation } from '../fn/types.ts';
+import type { Condition } from '../run/conditions.ts';
 import { X, type Job, type JobStatus, type Phase } from './api.ts';
 import {
   conditionEvents,

@@ -5,7 +5,7 @@
  * workflowRunName is ignored; among duplicates for one step the lowest name wins (upstream).
  * Terminal steps are never re-projected, so projecting twice is a no-op.
  */
-import { isTerminal } from '../../lib/run/phases.ts';
+import { isTerminal } from '../run/phases.ts';
 import { outputContractFromAnnotations, resolveCallOutputs } from './calls.ts';
 import type { StepRef } from './names.ts';
 import { isStepTerminal } from './steps.ts';
