@@ -140,6 +140,39 @@ describe('Run logs through the aggregated API and krt', function () {
     assert.equal(lastMsg, `fast ${N}`);
   });
 
+  it('delivers every record to a follower that reads slowly after the Run has ended', async () => {
+    // The follow must end at runtimed's end-of-log marker, not at a fixed delay after the terminal
+    // status: a reader that is not reading holds the Pod log stream paused far longer than that.
+    const N = 40_000;
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: `sleep 1; for i in $(seq 1 ${N}); do echo "slow reader $i"; done` } },
+      { name: 'slow-reader' },
+    );
+    await eventually('slow-reader to be assigned', async () => !!(await getRun(ns, 'slow-reader')).status?.assignedPod);
+    const res = await admin().stream(LOGS(ns, 'slow-reader'), { query: { follow: 'true' } });
+    res.pause();
+    await eventually(
+      'slow-reader to succeed',
+      async () => (await getRun(ns, 'slow-reader')).status?.phase === 'Succeeded',
+    );
+    await new Promise((r) => setTimeout(r, 3000));
+    let buf = '';
+    let count = 0;
+    let lastMsg = '';
+    for await (const chunk of res) {
+      buf += (chunk as Buffer).toString();
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      for (const l of lines.filter(Boolean)) {
+        count++;
+        lastMsg = (JSON.parse(l) as { message: string }).message;
+      }
+    }
+    assert.equal(count, N);
+    assert.equal(lastMsg, `slow reader ${N}`);
+  });
+
   it('delivers every line exactly once across many reconnects with the cursor', async () => {
     const N = 300;
     await createRun(

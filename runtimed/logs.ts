@@ -25,3 +25,21 @@ export function logRecord(
     seq: rec.seq,
   })}\n`;
 }
+
+/**
+ * The end-of-log marker of one attempt, written after its last output record: a follower of the
+ * Run's log knows it has everything once it has read the marker of the Run's final attempt. It
+ * has no `message`, so readers of output records skip it.
+ */
+export function endRecord(run: Run, ctx: LogContext, attempt: number, time: string): string {
+  return `${JSON.stringify({
+    time,
+    run_uid: run.metadata.uid,
+    run_name: run.metadata.name,
+    namespace: run.metadata.namespace,
+    runtime: ctx.runtime,
+    pod: ctx.pod,
+    end: true,
+    attempt,
+  })}\n`;
+}

@@ -25,7 +25,7 @@ import {
 } from '../lib/run/phases.ts';
 import { backoffMs, currentAttempt, shouldRetry } from '../lib/run/retry.ts';
 import type { RuntimedConfig } from './config.ts';
-import { logRecord } from './logs.ts';
+import { endRecord, logRecord } from './logs.ts';
 import type { RuntimeClient } from './runtime-client.ts';
 import type { Summary } from './runtime-server/executions.ts';
 import { PrepareError, prepareSource } from './source.ts';
@@ -377,10 +377,12 @@ export class Runner {
   private async follow(a: Active, from = 0, ended: () => void = () => undefined): Promise<void> {
     this.armDeadline(a);
     let summary: Summary;
+    const ctx = { pod: this.d.cfg.podName, runtime: this.d.cfg.runtime };
     try {
       summary = await this.d.runtime.follow(a.run.metadata.uid ?? '', from, (rec) =>
-        this.d.out(logRecord(a.run, { pod: this.d.cfg.podName, runtime: this.d.cfg.runtime }, rec, a.attempt)),
+        this.d.out(logRecord(a.run, ctx, rec, a.attempt)),
       );
+      this.d.out(endRecord(a.run, ctx, a.attempt, this.d.now().toISOString()));
       ended();
     } catch (err) {
       ended();

@@ -16,6 +16,8 @@ import {
   after,
   decodeCursor,
   encodeCursor,
+  followDone,
+  parseEnd,
   parseRecord,
   parseTail,
   runRecords,
@@ -26,7 +28,7 @@ import {
 import { status } from '../aggregation/status.ts';
 
 export const LOGS_GROUP = 'logs.kruntimes.io';
-type RunObj = KubeObject & { status?: { phase?: string; assignedPod?: string } };
+type RunObj = KubeObject & { status?: { phase?: string; assignedPod?: string; attempt?: number } };
 
 class HttpError extends Error {
   constructor(
@@ -103,38 +105,27 @@ async function follow(
     throw gonePod(err, ns, run.metadata.name ?? '', pod);
   });
   res.writeHead(200, { 'Content-Type': 'application/x-ndjson', 'Cache-Control': 'no-store' });
-  let last = start.cursor;
-  let buf = '';
-  const uid = run.metadata.uid ?? '';
-  upstream.on('data', (chunk: Buffer) => {
-    buf += chunk.toString('utf8');
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const r = parseRecord(buf.slice(0, nl), uid);
-      buf = buf.slice(nl + 1);
-      if (r && after(r, last)) {
-        last = r;
-        res.write(`${JSON.stringify({ ...r, cursor: encodeCursor(r) })}\n`);
-      }
-    }
-    // Flow control: a slow reader pauses the Pod log stream instead of growing this server's memory.
-    if (res.writableNeedDrain && !upstream.isPaused()) {
-      upstream.pause();
-      res.once('drain', () => upstream.resume());
-    }
-  });
+  const state = relayRecords(upstream, res, run.metadata.uid ?? '', start.cursor);
+  let terminalAttempt: number | undefined;
   const stop = (): void => {
     clearInterval(timer);
     upstream.destroy();
     res.end();
   };
+  const check = (): void => {
+    const quietMs = Date.now() - state.lastDataAt;
+    if (followDone({ terminalAttempt, endedAttempt: state.endedAttempt, quietMs, paused: upstream.isPaused() })) stop();
+  };
+  state.onEnd = check;
   const timer = setInterval(() => {
+    if (terminalAttempt !== undefined) {
+      check();
+      return;
+    }
     client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run.metadata.name}`).then(
       (r) => {
-        if (isTerminal(r.status?.phase)) {
-          clearInterval(timer);
-          setTimeout(stop, 500);
-        }
+        if (isTerminal(r.status?.phase)) terminalAttempt = r.status?.attempt ?? 1;
+        check();
       },
       (err: unknown) => {
         if (isApiError(err, 404)) stop();
@@ -145,6 +136,56 @@ async function follow(
   upstream.on('error', stop);
   (req as IncomingMessage).on('close', stop);
   await new Promise<void>((r) => res.on('close', () => r()));
+}
+
+interface RelayState {
+  lastDataAt: number;
+  endedAttempt: number;
+  onEnd: () => void;
+}
+
+/**
+ * Writes the Run's records from the Pod log stream to the caller, each after the cursor once,
+ * pausing the stream while the caller is not reading (no unbounded buffering here).
+ */
+function relayRecords(
+  upstream: IncomingMessage,
+  res: Response,
+  uid: string,
+  cursor: CursorPos | undefined,
+): RelayState {
+  const state: RelayState = { lastDataAt: Date.now(), endedAttempt: 0, onEnd: () => undefined };
+  let last = cursor;
+  let buf = '';
+  upstream.on('data', (chunk: Buffer) => {
+    state.lastDataAt = Date.now();
+    buf += chunk.toString('utf8');
+    let nl: number;
+    let ended = false;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      const r = parseRecord(line, uid);
+      if (r && after(r, last)) {
+        last = r;
+        res.write(`${JSON.stringify({ ...r, cursor: encodeCursor(r) })}\n`);
+      }
+      const end = r ? undefined : parseEnd(line, uid);
+      if (end !== undefined && end > state.endedAttempt) {
+        state.endedAttempt = end;
+        ended = true;
+      }
+    }
+    if (res.writableNeedDrain && !upstream.isPaused()) {
+      upstream.pause();
+      res.once('drain', () => {
+        state.lastDataAt = Date.now();
+        upstream.resume();
+      });
+    }
+    if (ended) state.onEnd();
+  });
+  return state;
 }
 
 async function serveLog(client: KubeClient, req: Request, res: Response): Promise<void> {

@@ -4,7 +4,11 @@ import {
   after,
   decodeCursor,
   encodeCursor,
+  followDone,
+  parseEnd,
+  parseRecord,
   parseTail,
+  QUIET_MS,
   runRecords,
   snapshot,
   MAX_TAIL,
@@ -100,5 +104,31 @@ describe('run log records', () => {
     assert.ok(Buffer.byteLength(JSON.stringify({ items: s.items })) <= 10_000);
     assert.equal(s.items[s.items.length - 1]?.seq, 49, 'the newest records are kept');
     assert.deepEqual(decodeCursor(s.cursor ?? ''), { attempt: 1, seq: 49 });
+  });
+});
+
+describe('end of a followed Run log', () => {
+  const endLine = (uid: string, attempt: number): string =>
+    JSON.stringify({ time: 't', run_uid: uid, run_name: 'n', namespace: 'ns', end: true, attempt });
+
+  it("reads runtimed's end-of-log marker of an attempt, for this Run only, and never as an output record", () => {
+    assert.equal(parseEnd(endLine('u1', 2), 'u1'), 2);
+    assert.equal(parseEnd(endLine('u2', 2), 'u1'), undefined);
+    assert.equal(parseEnd(line('u1', 1, 0, 'x'), 'u1'), undefined);
+    assert.equal(parseRecord(endLine('u1', 1), 'u1'), undefined);
+    assert.deepEqual(runRecords([line('u1', 1, 0, 'a'), endLine('u1', 1)].join('\n'), 'u1').length, 1);
+  });
+
+  it("ends a follow only after the final attempt's marker, or a quiet period while reading", () => {
+    const base = { terminalAttempt: 2, endedAttempt: 2, quietMs: 0, paused: false };
+    assert.equal(followDone({ ...base, terminalAttempt: undefined }), false, 'a running Run is followed on');
+    assert.equal(followDone(base), true, 'the final attempt ended and the Run is terminal');
+    assert.equal(followDone({ ...base, endedAttempt: 1 }), false, "an earlier attempt's marker is not the end");
+    assert.equal(followDone({ ...base, endedAttempt: 1, quietMs: QUIET_MS }), true, 'no marker: quiet period');
+    assert.equal(
+      followDone({ ...base, endedAttempt: 1, quietMs: QUIET_MS * 10, paused: true }),
+      false,
+      'a stream paused for a slow reader is not quiet',
+    );
   });
 });

@@ -37,6 +37,36 @@ export function parseRecord(line: string, runUID: string): LogRecord | undefined
   }
 }
 
+/** The attempt whose end-of-log marker this runtimed stdout line is, for this Run; else undefined. */
+export function parseEnd(line: string, runUID: string): number | undefined {
+  if (!line.startsWith('{') || !line.includes('"end":true') || !line.includes(runUID)) return undefined;
+  try {
+    const o = JSON.parse(line) as { run_uid?: string; end?: boolean; attempt?: number };
+    return o.run_uid === runUID && o.end === true ? Number(o.attempt ?? 1) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How long a follow of a terminal Run waits for more records when no end-of-log marker comes. */
+export const QUIET_MS = 3000;
+
+/**
+ * Whether a follow may end: only once the Run is terminal, and then as soon as the end-of-log
+ * marker of its final attempt was read, or (runtimed gone before it wrote one) after the Pod
+ * log has been quiet for QUIET_MS while this server was reading it.
+ */
+export function followDone(f: {
+  terminalAttempt: number | undefined;
+  endedAttempt: number;
+  quietMs: number;
+  paused: boolean;
+}): boolean {
+  if (f.terminalAttempt === undefined) return false;
+  if (f.endedAttempt >= f.terminalAttempt) return true;
+  return !f.paused && f.quietMs >= QUIET_MS;
+}
+
 export function encodeCursor(p: CursorPos): string {
   return Buffer.from(`v1:${p.attempt}:${p.seq}`).toString('base64url');
 }
