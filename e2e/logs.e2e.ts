@@ -143,10 +143,17 @@ describe('Run logs through the aggregated API and krt', function () {
   it('delivers every record to a follower that reads slowly after the Run has ended', async () => {
     // The follow must end at runtimed's end-of-log marker, not at a fixed delay after the terminal
     // status: a reader that is not reading holds the Pod log stream paused far longer than that.
-    const N = 40_000;
+    // Both streams at the Runtime Server's cap: ~28 MB of records, more than the socket buffers
+    // between here and the extension server hold, so the Pod log stream really stays paused.
+    const N = 120_000;
     await createRun(
       ns,
-      { runtime: 'bash', source: { inline: `sleep 1; for i in $(seq 1 ${N}); do echo "slow reader $i"; done` } },
+      {
+        runtime: 'bash',
+        source: {
+          inline: `sleep 1; for i in $(seq 1 ${N / 2}); do echo "slow reader $i"; echo "slow reader err $i" >&2; done`,
+        },
+      },
       { name: 'slow-reader' },
     );
     await eventually('slow-reader to be assigned', async () => !!(await getRun(ns, 'slow-reader')).status?.assignedPod);
@@ -170,7 +177,7 @@ describe('Run logs through the aggregated API and krt', function () {
       }
     }
     assert.equal(count, N);
-    assert.equal(lastMsg, `slow reader ${N}`);
+    assert.equal(lastMsg, `slow reader err ${N / 2}`);
   });
 
   it('delivers every line exactly once across many reconnects with the cursor', async () => {
