@@ -3,7 +3,6 @@
  * bound to its own Pod; when one is being deleted and no local non-terminal Run uses it, it
  * deletes /workspace/persistent/<name> and then removes the finalizer. It never writes status.
  */
-import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -17,7 +16,8 @@ export interface WorkspaceCleanerDeps {
   namespace: string;
   podName: string;
   podUID: string;
-  dirOf: (name: string) => string;
+  /** Deletes the workspace's directory (safe-dir.ts removeBeneath: no link followed, no mount crossed). */
+  remove: (name: string) => Promise<void>;
   inUse: (name: string) => boolean;
   log: Logger;
 }
@@ -33,7 +33,7 @@ export function startWorkspaceCleaner(d: WorkspaceCleanerDeps): { stop(): void; 
     if (d.inUse(name) || busy.has(name)) return;
     busy.add(name);
     try {
-      await rm(d.dirOf(name), { recursive: true, force: true });
+      await d.remove(name);
       await d.client.patch(path(ws), {
         metadata: {
           resourceVersion: ws.metadata.resourceVersion,

@@ -6,6 +6,7 @@ import { lstat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { ArtifactError, asArtifactError, errnoCode, quoteName, type ArtifactReason } from './errors.ts';
 import type { ArtifactRef, ArtifactType } from './store.ts';
+import type { DirHandle } from './safe-dir.ts';
 import { readSortedNames, walkTree } from './walk.ts';
 
 export const MAX_ARTIFACT_REFS = 32;
@@ -195,11 +196,15 @@ async function inspectStaged(dir: string, name: string, limits: ArtifactLimits):
 /**
  * Lists the top-level entries of a staging directory in byte order of their names and validates
  * each (name, type, nested content, per-artifact and per-Run size). A missing directory means
- * no artifacts; the directory itself must not be a symlink (its parents are runtimed's and
- * trusted). Throws ArtifactError('ArtifactInvalid') naming the offending entry.
+ * no artifacts; the directory itself must not be a symlink. runtimed passes the directory open
+ * (a DirHandle from safe-dir.ts), so no component of its path is resolved again. Throws ArtifactError('ArtifactInvalid') naming the offending entry.
  */
-export async function collectStaged(dir: string, limits: Partial<ArtifactLimits> = {}): Promise<StagedArtifact[]> {
+export async function collectStaged(
+  dir: string | DirHandle,
+  limits: Partial<ArtifactLimits> = {},
+): Promise<StagedArtifact[]> {
   const lim: ArtifactLimits = { ...DEFAULT_ARTIFACT_LIMITS, ...limits };
+  if (typeof dir !== 'string') return collectNames(dir.path, lim);
   // The Run's code could have replaced its staging directory with a symlink to files it must not export.
   const st = await lstat(dir).catch((err: unknown) => {
     if (errnoCode(err) === 'ENOENT') return undefined;
@@ -211,6 +216,10 @@ export async function collectStaged(dir: string, limits: Partial<ArtifactLimits>
       'ArtifactInvalid',
       'artifact staging directory must be a directory, not a symbolic link or file',
     );
+  return collectNames(dir, lim);
+}
+
+async function collectNames(dir: string, lim: ArtifactLimits): Promise<StagedArtifact[]> {
   const names = await readSortedNames(
     dir,
     (n) => (n ? `artifact ${quoteName(n)}` : 'artifact staging directory'),
