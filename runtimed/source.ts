@@ -71,7 +71,8 @@ export function inlineFileSegments(source: Source, mode: 'task' | 'function'): s
 async function writeInline(dir: DirHandle, segments: string[], content: string): Promise<void> {
   const parent = segments.length > 1 ? await openDirBeneath(dir, segments.slice(0, -1), { create: 0o755 }) : dir;
   try {
-    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+    const flags =
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
     const fh = await open(`${parent?.path}/${segments[segments.length - 1]}`, flags, 0o644);
     try {
       if (!(await fh.stat()).isFile()) throw new Error('not a regular file');
@@ -80,7 +81,9 @@ async function writeInline(dir: DirHandle, segments: string[], content: string):
       await fh.close();
     }
   } catch (e) {
-    throw new PrepareError(`prepare source: write inline: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new PrepareError(
+      `prepare source: write inline: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   } finally {
     if (parent && parent !== dir) await parent.close().catch(() => undefined);
   }

@@ -96,7 +96,8 @@ export async function openChildDir(
   const child = `${parent.path}/${name}`;
   if (opts.create !== undefined) {
     await mkdir(child, { mode: opts.create }).catch((err: unknown) => {
-      if (errnoCode(err) !== 'EEXIST') throw new UnsafePathError(`cannot create ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
+      if (errnoCode(err) !== 'EEXIST')
+        throw new UnsafePathError(`cannot create ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
     });
   }
   let fh: FileHandle;
@@ -184,7 +185,9 @@ async function removeEntry(parent: DirHandle, name: string, depth: number): Prom
     return;
   }
   if (depth >= MAX_DIR_DEPTH)
-    throw new UnsafePathError(`${JSON.stringify(`${parent.shown}/${name}`)}: nested deeper than ${MAX_DIR_DEPTH} levels`);
+    throw new UnsafePathError(
+      `${JSON.stringify(`${parent.shown}/${name}`)}: nested deeper than ${MAX_DIR_DEPTH} levels`,
+    );
   const dir = await openChildDir(parent, name, { sameDevice: true }).catch(async (err: unknown) => {
     // Swapped for a link or file since the lstat: remove that instead of following it.
     const now = await lstatEntry(parent, name);

@@ -67,7 +67,12 @@ export async function* walkTree(root: string, opts: WalkOptions): AsyncGenerator
   }
 }
 
-async function openSubdir(dir: DirHandle, name: string, describe: () => string, reason: ArtifactReason): Promise<DirHandle> {
+async function openSubdir(
+  dir: DirHandle,
+  name: string,
+  describe: () => string,
+  reason: ArtifactReason,
+): Promise<DirHandle> {
   try {
     const child = await openChildDir(dir, name);
     if (child) return child;
