@@ -8,6 +8,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
+import { isUnsafePathError } from './artifacts/safe-dir.ts';
 
 export const WORKSPACE_FINALIZER = 'kruntimes.io/workspace-cleanup';
 
@@ -33,7 +34,12 @@ export function startWorkspaceCleaner(d: WorkspaceCleanerDeps): { stop(): void; 
     if (d.inUse(name) || busy.has(name)) return;
     busy.add(name);
     try {
-      await d.remove(name);
+      await d.remove(name).catch((err: unknown) => {
+        // A Run replaced a component of the path (or mounted something below it): what is there is
+        // not the workspace's directory, and nothing is removed through it. Release anyway, loudly.
+        if (!isUnsafePathError(err)) throw err;
+        d.log.warn({ workspace: name, reason: err.reason, err: err.message }, 'workspace directory not removed');
+      });
       await d.client.patch(path(ws), {
         metadata: {
           resourceVersion: ws.metadata.resourceVersion,
