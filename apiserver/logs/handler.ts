@@ -18,8 +18,7 @@ import {
   encodeCursor,
   parseRecord,
   parseTail,
-  runRecords,
-  snapshot,
+  RecordTail,
   MAX_TAIL,
   type CursorPos,
 } from './records.ts';
@@ -81,13 +80,14 @@ async function readSnapshot(
   tail: number,
   cursor?: CursorPos,
 ): Promise<{ items: unknown[]; cursor?: string }> {
-  let text: string;
-  try {
-    text = await client.getText(podLogPath(run, pod));
-  } catch (err) {
+  const upstream = await client.stream(podLogPath(run, pod)).catch((err: unknown) => {
     throw gonePod(err, run.metadata.namespace ?? '', run.metadata.name ?? '', pod);
-  }
-  return snapshot(runRecords(text, run.metadata.uid ?? '', cursor), cursor ? MAX_TAIL : tail);
+  });
+  // Streamed: only the kept records are in memory, never the whole Pod log.
+  const records = new RecordTail(run.metadata.uid ?? '', cursor ? MAX_TAIL : tail, cursor);
+  upstream.setEncoding('utf8');
+  for await (const chunk of upstream) records.write(chunk as string);
+  return records.end();
 }
 
 /** Follows until the Run is terminal and its last records were delivered, or the caller leaves. */
