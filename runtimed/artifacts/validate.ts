@@ -99,6 +99,9 @@ function checkLocation(ref: Json, label: string, fail: (m: string) => never): Ar
   if (typeof s3.bucket !== 'string' || s3.bucket === '' || typeof s3.key !== 'string' || s3.key === '') {
     fail(`${label}: s3 bucket and key are required`);
   }
+  // A '..' or empty segment may be normalised by an S3 server or proxy into another Run's or namespace's key.
+  const keyProblem = relativePathProblem(s3.key);
+  if (keyProblem) fail(`${label}: s3 key ${keyProblem}`);
   return { s3: { bucket: s3.bucket, key: s3.key } };
 }
 
