@@ -22,6 +22,7 @@ import {
   MAX_TAIL,
   type CursorPos,
 } from './records.ts';
+import { validObjectPath } from '../aggregation/names.ts';
 import { status } from '../aggregation/status.ts';
 
 export const LOGS_GROUP = 'logs.kruntimes.io';
@@ -178,7 +179,7 @@ async function serveLog(client: KubeClient, req: Request, res: Response): Promis
 
 export function logsRouter(client: KubeClient, log: Logger): Router {
   const r = express.Router();
-  r.get(`/apis/${LOGS_GROUP}/v1alpha1/namespaces/:ns/runs/:name/log`, (req, res) => {
+  r.get(`/apis/${LOGS_GROUP}/v1alpha1/namespaces/:ns/runs/:name/log`, validObjectPath, (req, res) => {
     serveLog(client, req, res).catch((err: unknown) => {
       if (res.headersSent) {
         res.end();
