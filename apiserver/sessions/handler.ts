@@ -10,7 +10,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';

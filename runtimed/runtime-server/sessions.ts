@@ -19,7 +19,6 @@ import {
   frame,
   parseFrame,
   parseResize,
-  PROTOCOLS,
   sessionArgv,
 } from '../../lib/session/channel.ts';
 import type { Language } from './command.ts';
