@@ -4,7 +4,6 @@
  * (status.artifactStore) and gets the kruntimes.io/artifact-cleanup finalizer, so deleting the
  * Run deletes its artifacts. Any failure after the first upload rolls the uploads back.
  */
-import { join } from 'node:path';
 import type { RuntimedConfig } from './config.ts';
 import { OutputsFinisher, type Collected, type Finisher } from './finish.ts';
 import {
@@ -15,6 +14,8 @@ import {
   type ArtifactStore,
   type RuntimeArtifactStoreSpec,
 } from './artifacts/index.ts';
+import { ArtifactError } from './artifacts/errors.ts';
+import { isUnsafePathError, openChildDir, type DirHandle } from './artifacts/safe-dir.ts';
 import type { Run } from './types.ts';
 
 export interface RunRecorder {
@@ -33,18 +34,20 @@ export class ArtifactFinisher extends OutputsFinisher {
     super(workspaceRoot);
   }
 
-  override prepareArtifactsDir(_run: Run, runDir: string): Promise<string | undefined> {
-    return this.recreate(join(runDir, 'artifacts'));
+  override prepareArtifactsDir(_run: Run, dir: DirHandle, runDir: string): Promise<string | undefined> {
+    return this.recreate(dir, 'artifacts', runDir);
   }
 
-  override async collect(run: Run, runDir: string): Promise<Collected> {
-    const out = await super.collect(run, runDir);
+  override async collect(run: Run, dir: DirHandle): Promise<Collected> {
+    const out = await super.collect(run, dir);
     if (!out.ok) return out;
     const ns = run.metadata.namespace ?? '';
     const uid = run.metadata.uid ?? '';
     let uploaded = false;
+    let artifacts: DirHandle | undefined;
     try {
-      const staged = await collectStaged(join(runDir, 'artifacts'));
+      artifacts = await openArtifactsDir(dir);
+      const staged = artifacts ? await collectStaged(artifacts) : [];
       if (!staged.length) return out;
       await this.recorder.beforeUpload(run, this.spec);
       const refs: ArtifactRef[] = [];
@@ -74,7 +77,22 @@ export class ArtifactFinisher extends OutputsFinisher {
         reason: 'ArtifactStoreError',
         message: err instanceof Error ? err.message : String(err),
       };
+    } finally {
+      await artifacts?.close().catch(() => undefined);
     }
+  }
+}
+
+/** The staging directory below the Run directory, opened without following a link. */
+async function openArtifactsDir(dir: DirHandle): Promise<DirHandle | undefined> {
+  try {
+    return await openChildDir(dir, 'artifacts');
+  } catch (err) {
+    if (!isUnsafePathError(err)) throw err;
+    throw new ArtifactError(
+      'ArtifactInvalid',
+      'artifact staging directory must be a directory, not a symbolic link or file',
+    );
   }
 }
 

@@ -16,6 +16,7 @@ import { startWorkspaceCleaner } from './workspaces.ts';
 import { Jwks } from './session-auth.ts';
 import { SESSION_CONDITION, startSessionServer } from './session-server.ts';
 import type { Run } from './types.ts';
+import { removeBeneath } from './artifacts/safe-dir.ts';
 
 export interface Daemon {
   stop(): Promise<void>;
@@ -144,7 +145,7 @@ export async function startDaemon(o: {
     namespace: cfg.namespace,
     podName: cfg.podName,
     podUID: cfg.podUID,
-    dirOf: (n) => runner.workspaceDir(n),
+    remove: (n) => removeBeneath(cfg.workspaceRoot, ['persistent', n]),
     inUse: (n) => runner.usesWorkspace(n),
     log,
   });

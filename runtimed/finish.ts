@@ -3,8 +3,9 @@
  * file and the artifacts (validated, uploaded to the Runtime's ArtifactStore) that make up the
  * terminal status.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { removeBeneath, type DirHandle } from './artifacts/safe-dir.ts';
 import type { Summary } from './runtime-server/executions.ts';
 import { readOutputsFile } from './outputs.ts';
 import type { Run } from './types.ts';
@@ -16,10 +17,13 @@ export type Collected =
 export interface Finisher {
   /** The Runtime's artifact store, when it has one (artifact inputs are staged from it, cleanup deletes from it). */
   readonly store?: import('./artifacts/store.ts').ArtifactStore;
-  /** Recreates the Run's artifact staging directory when the Runtime has a store; returns its path. */
-  prepareArtifactsDir(run: Run, runDir: string): Promise<string | undefined>;
-  /** runDir: the Run-local directory holding outputs and artifacts. */
-  collect(run: Run, runDir: string): Promise<Collected>;
+  /**
+   * Recreates the Run's artifact staging directory below the open Run directory `dir` when the
+   * Runtime has a store; returns its path as the Run sees it (below `runDir`).
+   */
+  prepareArtifactsDir(run: Run, dir: DirHandle, runDir: string): Promise<string | undefined>;
+  /** dir: the open Run-local directory holding outputs and artifacts (never resolved through a link). */
+  collect(run: Run, dir: DirHandle): Promise<Collected>;
 }
 
 const PREPARE_MESSAGES = ['no args or script provided', 'no script or args provided'];
@@ -36,19 +40,20 @@ export function classifyFailure(s: Summary, stderrTail = ''): { reason: string; 
 export class OutputsFinisher implements Finisher {
   constructor(protected readonly workspaceRoot: string) {}
 
-  prepareArtifactsDir(_run: Run, _runDir: string): Promise<string | undefined> {
+  prepareArtifactsDir(_run: Run, _dir: DirHandle, _runDir: string): Promise<string | undefined> {
     return Promise.resolve(undefined);
   }
 
-  async collect(_run: Run, runDir: string): Promise<Collected> {
-    const out = await readOutputsFile(join(runDir, 'outputs'));
+  async collect(_run: Run, dir: DirHandle): Promise<Collected> {
+    const out = await readOutputsFile(`${dir.path}/outputs`);
     if (!out.ok) return { ok: false, reason: out.reason, message: out.message };
     return { ok: true, outputs: out.outputs, artifactRefs: undefined };
   }
 
-  protected async recreate(dir: string): Promise<string> {
-    await rm(dir, { recursive: true, force: true });
-    await mkdir(dir, { recursive: true, mode: 0o750 });
-    return dir;
+  /** Removes and recreates `name` below `dir` (never through a link); returns `shown/name`. */
+  protected async recreate(dir: DirHandle, name: string, shown: string): Promise<string> {
+    await removeBeneath(dir, [name]);
+    await mkdir(`${dir.path}/${name}`, { mode: 0o750 });
+    return join(shown, name);
   }
 }

@@ -4,7 +4,6 @@
  * cancellation, deadline, in-place retries and recovery of executions after a restart.
  * Status writes carry the observed resourceVersion (optimistic concurrency).
  */
-import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type WebSocket from 'ws';
@@ -30,9 +29,16 @@ import type { RuntimeClient } from './runtime-client.ts';
 import type { Summary } from './runtime-server/executions.ts';
 import { PrepareError, prepareSource } from './source.ts';
 import type { Run } from './types.ts';
-import { classifyFailure, type Finisher } from './finish.ts';
+import { classifyFailure, type Collected, type Finisher } from './finish.ts';
 import type { RunRecorder } from './artifact-finisher.ts';
 import { isArtifactError, stageArtifactInputs } from './artifacts/index.ts';
+import {
+  isUnsafePathError,
+  openDirBeneath,
+  removeBeneath,
+  withDirBeneath,
+  type DirHandle,
+} from './artifacts/safe-dir.ts';
 import type { SessionRefusal, SessionTarget } from './session-server.ts';
 
 /** A bad artifact input: terminal with its own reason (never retried). */
@@ -147,6 +153,44 @@ export class Runner {
 
   workspaceDir(name: string): string {
     return join(this.d.cfg.workspaceRoot, 'persistent', name);
+  }
+
+  /** runDir(run) as components below the workspace root. */
+  private runDirSegments(run: Run): string[] {
+    const uid = run.metadata.uid ?? 'unknown';
+    return run.spec.workspace ? ['persistent', run.spec.workspace.name, '.kruntimes', 'runs', uid] : [uid];
+  }
+
+  /** workdirOf(run) as components below the workspace root. */
+  private workdirSegments(run: Run): string[] {
+    if (run.spec.workspace) return ['persistent', run.spec.workspace.name];
+    return run.spec.source?.repoURL ? [...this.runDirSegments(run), 'repo'] : this.runDirSegments(run);
+  }
+
+  /**
+   * Opens (and creates) the Run directory one component at a time from the workspace root, never
+   * through a link a Run planted (safe-dir.ts); an UnsafePathError otherwise.
+   */
+  private async openRunDir(run: Run): Promise<DirHandle> {
+    const dir = await openDirBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(run), { create: 0o755 });
+    if (!dir) throw new InputError('UnsafePath', 'Run directory could not be created');
+    return dir;
+  }
+
+  /** Stages the source (and what `more` adds) in the Run directory; returns the staged source directory. */
+  private async prepare(
+    run: Run,
+    mode: 'task' | 'function',
+    more: (dir: DirHandle) => Promise<void> = () => Promise.resolve(),
+  ): Promise<string> {
+    const dir = await this.openRunDir(run);
+    try {
+      const staged = await prepareSource(dir, this.runDir(run), run.spec.source, mode);
+      await more(dir);
+      return staged;
+    } finally {
+      await dir.close().catch(() => undefined);
+    }
   }
 
   /** Whether a local, non-finished Run uses the workspace (its directory must not be deleted). */
@@ -274,7 +318,7 @@ export class Runner {
       await this.launch(a);
     } catch (err) {
       clearTimeout(claimTimer);
-      if (err instanceof InputError) {
+      if (err instanceof InputError || isUnsafePathError(err)) {
         await this.done(a, err.reason, err.message);
         return;
       }
@@ -314,13 +358,14 @@ export class Runner {
       return;
     }
     const runDir = this.runDir(run);
-    const staged = await prepareSource(runDir, run.spec.source, run.spec.mode?.function ? 'function' : 'task');
-    a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
-    await rm(join(runDir, 'outputs'), { force: true });
-    await this.stageInputs(run, a.workdir);
     const env = runEnv(run, runDir);
-    const artifacts = await this.d.finisher.prepareArtifactsDir(run, runDir);
-    if (artifacts) env.KRUNTIME_ARTIFACTS_DIR = artifacts;
+    const staged = await this.prepare(run, run.spec.mode?.function ? 'function' : 'task', async (dir) => {
+      await removeBeneath(dir, ['outputs']);
+      await this.stageInputs(run);
+      const artifacts = await this.d.finisher.prepareArtifactsDir(run, dir, runDir);
+      if (artifacts) env.KRUNTIME_ARTIFACTS_DIR = artifacts;
+    });
+    a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
     const inline = run.spec.source?.inline !== undefined;
     await this.d.runtime.execute({
       id: run.metadata.uid ?? '',
@@ -331,8 +376,8 @@ export class Runner {
     });
   }
 
-  /** Stages spec.artifactInputs into the working directory; bad inputs are terminal (InputError). */
-  private async stageInputs(run: Run, workdir: string): Promise<void> {
+  /** Stages spec.artifactInputs into the working directory (opened without following links); bad inputs are terminal (InputError). */
+  private async stageInputs(run: Run): Promise<void> {
     if (!run.spec.artifactInputs?.length) return;
     if (!this.d.finisher.store)
       throw new InputError(
@@ -340,9 +385,10 @@ export class Runner {
         'artifact inputs: the Runtime has no spec.artifactStore to read them from',
       );
     try {
-      await stageArtifactInputs(this.d.finisher.store, run.spec.artifactInputs, workdir, {
-        namespace: run.metadata.namespace ?? '',
-      });
+      const store = this.d.finisher.store;
+      await withDirBeneath(this.d.cfg.workspaceRoot, this.workdirSegments(run), { create: 0o755 }, (workdir) =>
+        stageArtifactInputs(store, run.spec.artifactInputs, workdir.path, { namespace: run.metadata.namespace ?? '' }),
+      );
     } catch (err) {
       if (isArtifactError(err) && !err.transient) throw new InputError(err.reason, `artifact inputs: ${err.message}`);
       throw err;
@@ -413,7 +459,7 @@ export class Runner {
       await this.failed(a, f.reason, f.message);
       return;
     }
-    const result = await this.d.finisher.collect(a.run, this.runDir(a.run));
+    const result = await this.collect(a.run);
     if (!result.ok) {
       if (result.transient) {
         setTimeout(() => void this.finish(a, s), 1000);
@@ -427,6 +473,23 @@ export class Runner {
       succeeded(this.started(a, st), this.d.now().toISOString(), result.outputs, result.artifactRefs),
     );
     await this.release(a);
+  }
+
+  /** Outputs and artifacts from the Run directory, opened without following a link the Run planted. */
+  private async collect(run: Run): Promise<Collected> {
+    let dir: DirHandle | undefined;
+    try {
+      dir = await openDirBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(run));
+    } catch (err) {
+      if (isUnsafePathError(err)) return { ok: false, reason: err.reason, message: `Run directory: ${err.message}` };
+      throw err;
+    }
+    if (!dir) return { ok: true, outputs: undefined, artifactRefs: undefined };
+    try {
+      return await this.d.finisher.collect(run, dir);
+    } finally {
+      await dir.close().catch(() => undefined);
+    }
   }
 
   /** A failed attempt: retry in place when the policy allows, otherwise the terminal phase. */
@@ -469,7 +532,9 @@ export class Runner {
     await this.launch(a, false).then(
       () => this.follow(a),
       (err: unknown) =>
-        this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute', (err as Error).message),
+        err instanceof InputError || isUnsafePathError(err)
+          ? this.done(a, err.reason, err.message)
+          : this.failed(a, err instanceof PrepareError ? 'PrepareSource' : 'RuntimeExecute', (err as Error).message),
     );
   }
 
@@ -531,7 +596,9 @@ export class Runner {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    await rm(this.runDir(a.run), { recursive: true, force: true });
+    await removeBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(a.run)).catch((err: unknown) =>
+      this.d.log.warn({ err, run: a.run.metadata.name }, 'Run directory not removed'),
+    );
     this.active.delete(uid);
     if (a.run.spec.workspace) this.onRelease();
   }
@@ -574,15 +641,20 @@ export class Runner {
     const run = a.run;
     if (run.status?.phase === 'Ready') {
       a.workdir = this.workdirOf(run);
-      await mkdir(a.workdir, { recursive: true });
+      await withDirBeneath(this.d.cfg.workspaceRoot, this.workdirSegments(run), { create: 0o755 }, () =>
+        Promise.resolve(),
+      );
     } else {
       try {
-        const staged = await prepareSource(this.runDir(run), run.spec.source, 'task');
+        const staged = await this.prepare(run, 'task', () => this.stageInputs(run));
         a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
-        await this.stageInputs(run, a.workdir);
       } catch (err) {
         const reason =
-          err instanceof InputError ? err.reason : err instanceof PrepareError ? 'PrepareSource' : 'SessionSetup';
+          err instanceof InputError || isUnsafePathError(err)
+            ? err.reason
+            : err instanceof PrepareError
+              ? 'PrepareSource'
+              : 'SessionSetup';
         await this.done(a, reason, err instanceof Error ? err.message : String(err));
         return;
       }

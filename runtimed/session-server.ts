@@ -16,6 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { PROTOCOLS } from '../lib/session/channel.ts';
+import { MAX_FRAME_BYTES, sessionWebSocketServer } from '../lib/session/frames.ts';
 import { refuseUpgrade, relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../lib/session/relay.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import { SESSION_HEADER, type SessionSpec } from './runtime-server/sessions.ts';
@@ -78,7 +79,7 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
       else res.destroy();
     });
   });
-  const wss = new WebSocketServer({ noServer: true, handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false });
+  const wss = sessionWebSocketServer();
 
   const upgrade = upgrader(d, authorize, wss);
   srv.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -224,6 +225,7 @@ function upgrader(
         ?.trim() ?? PROTOCOLS[0];
     const inner = new WebSocket(`ws+unix://${d.socketPath}:/v1/sessions`, [protocol ?? ''], {
       headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') },
+      maxPayload: MAX_FRAME_BYTES,
     });
     inner.once('error', (err) => {
       refuseUpgrade(

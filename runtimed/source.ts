@@ -3,8 +3,10 @@
  * shallow fetch of the commit, bounded time and output). Errors name what failed.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isComponent, openDirBeneath, type DirHandle } from './artifacts/safe-dir.ts';
 
 export class PrepareError extends Error {
   readonly reason = 'PrepareSource';
@@ -21,6 +23,14 @@ export function checkRepoURL(url: string): void {
   if (/^https:\/\/[^\s]+$/.test(url) || /^ssh:\/\/[^\s]+$/.test(url) || /^[\w.-]+@[\w.-]+:[^\s]+$/.test(url)) return;
   throw new PrepareError(
     `prepare source: git clone: repoURL ${JSON.stringify(url)} is not allowed: use https://, ssh:// or git@host:path`,
+  );
+}
+
+/** commitSHA is a full or abbreviated hex object name; anything else (an option, a refspec) is refused. */
+export function checkCommitSHA(sha: string | undefined): void {
+  if (sha === undefined || sha === '' || /^[0-9a-f]{7,64}$/i.test(sha)) return;
+  throw new PrepareError(
+    `prepare source: commitSHA ${JSON.stringify(sha.slice(0, 80))} is not a hexadecimal commit id (7 to 64 hex digits)`,
   );
 }
 
@@ -46,29 +56,64 @@ function git(args: string[], cwd: string, timeoutMs: number, env: NodeJS.Process
   });
 }
 
-/** Returns the working directory of the Run. */
+/** The file an inline source is written to, as segments below the Run directory. */
+export function inlineFileSegments(source: Source, mode: 'task' | 'function'): string[] {
+  if (mode !== 'function' || !source.inlinePath) return ['script'];
+  const segments = source.inlinePath.split('/').filter((s) => s !== '' && s !== '.');
+  if (segments.length === 0 || segments.some((s) => !isComponent(s))) {
+    throw new PrepareError(
+      `prepare source: inlinePath ${JSON.stringify(source.inlinePath)} must be a relative path without '..' segments`,
+    );
+  }
+  return segments;
+}
+
+async function writeInline(dir: DirHandle, segments: string[], content: string): Promise<void> {
+  const parent = segments.length > 1 ? await openDirBeneath(dir, segments.slice(0, -1), { create: 0o755 }) : dir;
+  try {
+    const flags =
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+    const fh = await open(`${parent?.path}/${segments[segments.length - 1]}`, flags, 0o644);
+    try {
+      if (!(await fh.stat()).isFile()) throw new Error('not a regular file');
+      await fh.writeFile(content);
+    } finally {
+      await fh.close();
+    }
+  } catch (e) {
+    throw new PrepareError(
+      `prepare source: write inline: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
+  } finally {
+    if (parent && parent !== dir) await parent.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Stages the source into the Run directory, open as `dir` (its real path is `runDir`, which is
+ * what the Run sees). Files are written relative to `dir` without following links. Returns the
+ * working directory of the Run.
+ */
 export async function prepareSource(
+  dir: DirHandle,
   runDir: string,
   source: Source | undefined,
   mode: 'task' | 'function',
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string> {
-  await mkdir(runDir, { recursive: true, mode: 0o755 });
   if (source?.inline !== undefined) {
-    const file = mode === 'function' && source.inlinePath ? join(runDir, source.inlinePath) : join(runDir, 'script');
-    await writeFile(file, source.inline, { mode: 0o644 }).catch((e: Error) => {
-      throw new PrepareError(`prepare source: write inline: ${e.message}`);
-    });
+    await writeInline(dir, inlineFileSegments(source, mode), source.inline);
     return runDir;
   }
   if (source?.repoURL) {
     checkRepoURL(source.repoURL);
+    checkCommitSHA(source.commitSHA);
+    await (await openDirBeneath(dir, ['repo'], { create: 0o755 }))?.close();
     const repo = join(runDir, 'repo');
-    await mkdir(repo, { recursive: true });
     await git(['init', '-q'], repo, 15_000, env);
     await git(['remote', 'add', 'origin', source.repoURL], repo, 15_000, env);
     const ref = source.commitSHA || 'HEAD';
-    await git(['fetch', '-q', '--depth=1', 'origin', ref], repo, 30_000, env);
+    await git(['fetch', '-q', '--depth=1', 'origin', '--end-of-options', ref], repo, 30_000, env);
     await git(['checkout', '-q', 'FETCH_HEAD'], repo, 15_000, env);
     return repo;
   }

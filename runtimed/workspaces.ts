@@ -3,12 +3,12 @@
  * bound to its own Pod; when one is being deleted and no local non-terminal Run uses it, it
  * deletes /workspace/persistent/<name> and then removes the finalizer. It never writes status.
  */
-import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
+import { isUnsafePathError } from './artifacts/safe-dir.ts';
 
 export const WORKSPACE_FINALIZER = 'kruntimes.io/workspace-cleanup';
 
@@ -17,7 +17,8 @@ export interface WorkspaceCleanerDeps {
   namespace: string;
   podName: string;
   podUID: string;
-  dirOf: (name: string) => string;
+  /** Deletes the workspace's directory (safe-dir.ts removeBeneath: no link followed, no mount crossed). */
+  remove: (name: string) => Promise<void>;
   inUse: (name: string) => boolean;
   log: Logger;
 }
@@ -33,7 +34,12 @@ export function startWorkspaceCleaner(d: WorkspaceCleanerDeps): { stop(): void; 
     if (d.inUse(name) || busy.has(name)) return;
     busy.add(name);
     try {
-      await rm(d.dirOf(name), { recursive: true, force: true });
+      await d.remove(name).catch((err: unknown) => {
+        // A Run replaced a component of the path (or mounted something below it): what is there is
+        // not the workspace's directory, and nothing is removed through it. Release anyway, loudly.
+        if (!isUnsafePathError(err)) throw err;
+        d.log.warn({ workspace: name, reason: err.reason, err: err.message }, 'workspace directory not removed');
+      });
       await d.client.patch(path(ws), {
         metadata: {
           resourceVersion: ws.metadata.resourceVersion,

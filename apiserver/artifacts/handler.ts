@@ -21,6 +21,7 @@ import { ArtifactRequestError, downloadHeaders, pickRef, summarize, type Verifia
 import { openStore, storeSpecOf } from './store.ts';
 import { DigestMismatchError, VerifyingStream } from './verify.ts';
 import type { SessionTokens } from '../sessions/link.ts';
+import { validObjectPath } from '../aggregation/names.ts';
 
 export const ARTIFACTS_GROUP = 'artifacts.kruntimes.io';
 type RunObj = KubeObject & {
@@ -166,10 +167,12 @@ export function artifactsRouter(client: KubeClient, log: Logger, tokens?: Sessio
   const base = `/apis/${ARTIFACTS_GROUP}/v1alpha1/namespaces/:ns/runs/:name/artifacts`;
   r.get(
     base,
+    validObjectPath,
     handle(log, 'listing the Run artifacts', (req, res) => serveList(client, req, res)),
   );
   r.get(
     `${base}/:artifact`,
+    validObjectPath,
     handle(log, 'downloading the Run artifact', (req, res) =>
       serveDownload({ client, ...(tokens ? { tokens } : {}) }, req, res, log),
     ),

@@ -20,11 +20,11 @@ import {
   parseEnd,
   parseRecord,
   parseTail,
-  runRecords,
-  snapshot,
+  RecordTail,
   MAX_TAIL,
   type CursorPos,
 } from './records.ts';
+import { validObjectPath } from '../aggregation/names.ts';
 import { status } from '../aggregation/status.ts';
 
 export const LOGS_GROUP = 'logs.kruntimes.io';
@@ -83,13 +83,14 @@ async function readSnapshot(
   tail: number,
   cursor?: CursorPos,
 ): Promise<{ items: unknown[]; cursor?: string }> {
-  let text: string;
-  try {
-    text = await client.getText(podLogPath(run, pod));
-  } catch (err) {
+  const upstream = await client.stream(podLogPath(run, pod)).catch((err: unknown) => {
     throw gonePod(err, run.metadata.namespace ?? '', run.metadata.name ?? '', pod);
-  }
-  return snapshot(runRecords(text, run.metadata.uid ?? '', cursor), cursor ? MAX_TAIL : tail);
+  });
+  // Streamed: only the kept records are in memory, never the whole Pod log.
+  const records = new RecordTail(run.metadata.uid ?? '', cursor ? MAX_TAIL : tail, cursor);
+  upstream.setEncoding('utf8');
+  for await (const chunk of upstream) records.write(chunk as string);
+  return records.end();
 }
 
 /** Follows until the Run is terminal and its last records were delivered, or the caller leaves. */
@@ -219,7 +220,7 @@ async function serveLog(client: KubeClient, req: Request, res: Response): Promis
 
 export function logsRouter(client: KubeClient, log: Logger): Router {
   const r = express.Router();
-  r.get(`/apis/${LOGS_GROUP}/v1alpha1/namespaces/:ns/runs/:name/log`, (req, res) => {
+  r.get(`/apis/${LOGS_GROUP}/v1alpha1/namespaces/:ns/runs/:name/log`, validObjectPath, (req, res) => {
     serveLog(client, req, res).catch((err: unknown) => {
       if (res.headersSent) {
         res.end();

@@ -9,6 +9,8 @@ import {
   parseRecord,
   parseTail,
   QUIET_MS,
+  RecordTail,
+  MAX_LINE_BYTES,
   runRecords,
   snapshot,
   MAX_TAIL,
@@ -129,6 +131,54 @@ describe('end of a followed Run log', () => {
       followDone({ ...base, endedAttempt: 1, quietMs: QUIET_MS * 10, paused: true }),
       false,
       'a stream paused for a slow reader is not quiet',
+    );
+  });
+});
+
+describe('run log snapshots are streamed (issue 11 item 8)', () => {
+  const chunked = (text: string, cuts: number[]): string[] => {
+    const out: string[] = [];
+    let at = 0;
+    for (const c of [...cuts].sort((a, b) => a - b)) {
+      out.push(text.slice(at, Math.max(at, c)));
+      at = Math.max(at, c);
+    }
+    out.push(text.slice(at));
+    return out;
+  };
+
+  it('gives the same snapshot as reading the whole log, whatever the chunking', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ uid: fc.constantFrom('u', 'v'), seq: fc.nat(20), msg: fc.string({ maxLength: 40 }) })),
+        fc.array(fc.nat(4000)),
+        fc.nat(30),
+        fc.option(fc.nat(10), { nil: undefined }),
+        fc.integer({ min: 200, max: 4000 }),
+        (recs, cuts, tail, cursorSeq, maxBytes) => {
+          const text = recs.map((r) => line(r.uid, 1, r.seq, r.msg)).join('\n');
+          const cursor = cursorSeq === undefined ? undefined : { attempt: 1, seq: cursorSeq };
+          const t = new RecordTail('u', tail, cursor, maxBytes);
+          for (const c of chunked(text, cuts)) t.write(c);
+          assert.deepEqual(t.end(), snapshot(runRecords(text, 'u', cursor), tail, maxBytes));
+        },
+      ),
+    );
+  });
+
+  it('holds at most tail records however long the log is, and skips over-long lines', () => {
+    const t = new RecordTail('u', 5);
+    for (let i = 0; i < 20_000; i++) {
+      t.write(`${line('u', 1, i, 'x')}\n`);
+      assert.ok(t.kept <= 5);
+    }
+    t.write('{"run_uid":"u","message":"');
+    for (let i = 0; i < 9; i++) t.write('y'.repeat(MAX_LINE_BYTES / 8));
+    t.write(`"}\n${line('u', 1, 20_000, 'after')}\n`);
+    const snap = t.end();
+    assert.deepEqual(
+      snap.items.map((r) => r.seq),
+      [19_996, 19_997, 19_998, 19_999, 20_000],
     );
   });
 });

@@ -118,3 +118,69 @@ export function snapshot(
   const last = records[records.length - 1];
   return { items, ...(last ? { cursor: encodeCursor(last) } : {}) };
 }
+
+/** A runtimed log line longer than this is not a record (runtimed's lines are bounded far below it). */
+export const MAX_LINE_BYTES = 8 << 20;
+
+/**
+ * Builds a snapshot from a log stream without holding the log: only the newest `tail` records
+ * of one Run (and not much more than `maxBytes` of them) are kept while reading, and a line
+ * longer than MAX_LINE_BYTES is skipped instead of buffered.
+ */
+export class RecordTail {
+  private readonly items: LogRecord[] = [];
+  private readonly sizes: number[] = [];
+  private bytes = 0;
+  private pos: CursorPos | undefined;
+  private partial = '';
+  private skipping = false;
+
+  constructor(
+    private readonly runUID: string,
+    private readonly tail: number,
+    cursor?: CursorPos,
+    private readonly maxBytes = MAX_PAYLOAD,
+  ) {
+    this.pos = cursor;
+  }
+
+  /** Records held right now (at most max(tail, 1)). */
+  get kept(): number {
+    return this.items.length;
+  }
+
+  write(chunk: string): void {
+    const lines = (this.partial + chunk).split('\n');
+    this.partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!this.skipping) this.line(line);
+      this.skipping = false;
+    }
+    if (this.partial.length > MAX_LINE_BYTES) {
+      this.partial = '';
+      this.skipping = true;
+    }
+  }
+
+  /** The snapshot: the last `tail` records that fit in maxBytes, and the cursor after the last record read. */
+  end(): { items: LogRecord[]; cursor?: string } {
+    if (this.partial && !this.skipping) this.line(this.partial);
+    this.partial = '';
+    return snapshot(this.items, this.tail, this.maxBytes);
+  }
+
+  private line(line: string): void {
+    const r = parseRecord(line, this.runUID);
+    if (!r || !after(r, this.pos)) return;
+    this.pos = r;
+    const size = Buffer.byteLength(JSON.stringify(r)) + 1;
+    this.items.push(r);
+    this.sizes.push(size);
+    this.bytes += size;
+    // The newest record always stays: it gives the cursor even when tail is 0 or it is too large.
+    while (this.items.length > 1 && (this.items.length > this.tail || this.bytes > this.maxBytes)) {
+      this.items.shift();
+      this.bytes -= this.sizes.shift() ?? 0;
+    }
+  }
+}

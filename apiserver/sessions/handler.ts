@@ -10,12 +10,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { isTerminal } from '../../lib/run/phases.ts';
 import { PROTOCOLS } from '../../lib/session/channel.ts';
+import { MAX_FRAME_BYTES, sessionWebSocketServer } from '../../lib/session/frames.ts';
 import { refuseUpgrade, relay } from '../../lib/session/relay.ts';
 import { LinkError, openLink, responseMessage, type PodObj, type SessionTokens } from './link.ts';
 
@@ -70,10 +71,7 @@ export interface SessionDeps {
 }
 
 export class SessionProxy {
-  private readonly wss = new WebSocketServer({
-    noServer: true,
-    handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false,
-  });
+  private readonly wss = sessionWebSocketServer();
   constructor(private readonly d: SessionDeps) {}
 
   /** Handles an upgrade request; returns false when the path is not a session path. */
@@ -182,6 +180,7 @@ async function dialRuntimed(
       headers: { Authorization: `Bearer ${link.token}` },
       createConnection: () => link.socket,
       rejectUnauthorized: false,
+      maxPayload: MAX_FRAME_BYTES,
     },
   );
   await new Promise<void>((resolve, reject) => {

@@ -7,6 +7,7 @@ import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import { URL } from 'node:url';
 import WebSocket from 'ws';
+import { MAX_FRAME_BYTES } from '../session/frames.ts';
 import { ApiError, type StatusBody } from './errors.ts';
 import type { KubeObject, ObjectList } from './types.ts';
 
@@ -128,7 +129,7 @@ export class KubeClient {
     url.protocol = 'wss:';
     for (const [k, v] of query) url.searchParams.append(k, v);
     const { ca, cert, key } = this.opts;
-    const ws = new WebSocket(url, protocols, { ca, cert, key, headers: this.headers() });
+    const ws = new WebSocket(url, protocols, { ca, cert, key, headers: this.headers(), maxPayload: MAX_FRAME_BYTES });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(ws));
       ws.once('unexpected-response', (_req, res) => {

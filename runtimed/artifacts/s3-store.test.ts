@@ -216,6 +216,19 @@ describe('runtimed/artifacts S3 references and metadata', () => {
       'ArtifactInputInvalid',
       /another namespace than "ns"/,
     );
+    for (const key of [
+      'team/a/namespaces/ns/../nsx/runs/u/f',
+      'team/a/namespaces/ns/runs/u/../../../nsx/runs/v/f',
+      'team/a/namespaces/ns//runs/u/f',
+      'team/a/namespaces/ns/runs/u/./f',
+      'team/a/namespaces/ns/runs/u/f\\..',
+    ]) {
+      throwsReason(
+        () => ownedS3Location(at('bkt', key), CFG, { namespace: 'ns' }),
+        'ArtifactInputInvalid',
+        /s3 key must (not contain empty, "\." or "\.\." segments|be a relative path)/,
+      );
+    }
     throwsReason(
       () => ownedS3Location({ ...ref, driver: 'filesystem', location: { filesystem: { path: 'a' } } }, CFG),
       'ArtifactInputInvalid',

@@ -6,6 +6,7 @@ import { lstat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { ArtifactError, asArtifactError, errnoCode, quoteName, type ArtifactReason } from './errors.ts';
 import type { ArtifactRef, ArtifactType } from './store.ts';
+import type { DirHandle } from './safe-dir.ts';
 import { readSortedNames, walkTree } from './walk.ts';
 
 export const MAX_ARTIFACT_REFS = 32;
@@ -98,6 +99,9 @@ function checkLocation(ref: Json, label: string, fail: (m: string) => never): Ar
   if (typeof s3.bucket !== 'string' || s3.bucket === '' || typeof s3.key !== 'string' || s3.key === '') {
     fail(`${label}: s3 bucket and key are required`);
   }
+  // A '..' or empty segment may be normalised by an S3 server or proxy into another Run's or namespace's key.
+  const keyProblem = relativePathProblem(s3.key);
+  if (keyProblem) fail(`${label}: s3 key ${keyProblem}`);
   return { s3: { bucket: s3.bucket, key: s3.key } };
 }
 
@@ -195,11 +199,15 @@ async function inspectStaged(dir: string, name: string, limits: ArtifactLimits):
 /**
  * Lists the top-level entries of a staging directory in byte order of their names and validates
  * each (name, type, nested content, per-artifact and per-Run size). A missing directory means
- * no artifacts; the directory itself must not be a symlink (its parents are runtimed's and
- * trusted). Throws ArtifactError('ArtifactInvalid') naming the offending entry.
+ * no artifacts; the directory itself must not be a symlink. runtimed passes the directory open
+ * (a DirHandle from safe-dir.ts), so no component of its path is resolved again. Throws ArtifactError('ArtifactInvalid') naming the offending entry.
  */
-export async function collectStaged(dir: string, limits: Partial<ArtifactLimits> = {}): Promise<StagedArtifact[]> {
+export async function collectStaged(
+  dir: string | DirHandle,
+  limits: Partial<ArtifactLimits> = {},
+): Promise<StagedArtifact[]> {
   const lim: ArtifactLimits = { ...DEFAULT_ARTIFACT_LIMITS, ...limits };
+  if (typeof dir !== 'string') return collectNames(dir.path, lim);
   // The Run's code could have replaced its staging directory with a symlink to files it must not export.
   const st = await lstat(dir).catch((err: unknown) => {
     if (errnoCode(err) === 'ENOENT') return undefined;
@@ -211,6 +219,10 @@ export async function collectStaged(dir: string, limits: Partial<ArtifactLimits>
       'ArtifactInvalid',
       'artifact staging directory must be a directory, not a symbolic link or file',
     );
+  return collectNames(dir, lim);
+}
+
+async function collectNames(dir: string, lim: ArtifactLimits): Promise<StagedArtifact[]> {
   const names = await readSortedNames(
     dir,
     (n) => (n ? `artifact ${quoteName(n)}` : 'artifact staging directory'),

@@ -24,8 +24,15 @@ export interface Summary {
   records: number;
 }
 
-const STREAM_LIMIT = 1 << 20;
-const TRUNCATED = '[output truncated]';
+/** Output bytes kept per stream; each record is charged at least MIN_RECORD_COST bytes against it. */
+export const STREAM_LIMIT = 1 << 20;
+/**
+ * Each line becomes a record in memory and a JSON log record of about 250 bytes on runtimed's
+ * stdout, so blank or tiny lines are charged as if they were this long: at most
+ * STREAM_LIMIT / MIN_RECORD_COST records per stream (16384), whatever the output.
+ */
+export const MIN_RECORD_COST = 64;
+export const TRUNCATED = '[output truncated]';
 
 export class Execution extends EventEmitter {
   state: State = 'RUNNING';
@@ -87,12 +94,21 @@ export class Execution extends EventEmitter {
 
   private output(stream: 'stdout' | 'stderr', chunk: Buffer): void {
     if (this.bytes[stream] >= STREAM_LIMIT) return;
-    this.bytes[stream] += chunk.length;
-    let text = this.partial[stream] + chunk.toString('utf8');
-    if (this.bytes[stream] >= STREAM_LIMIT) text += `\n${TRUNCATED}\n`;
-    const lines = text.split('\n');
+    const lines = (this.partial[stream] + chunk.toString('utf8')).split('\n');
     this.partial[stream] = lines.pop() ?? '';
-    for (const line of lines) this.push(stream, line.replace(/\r$/, ''));
+    for (const line of lines) {
+      this.bytes[stream] += Math.max(Buffer.byteLength(line) + 1, MIN_RECORD_COST);
+      if (this.bytes[stream] > STREAM_LIMIT) break;
+      this.push(stream, line.replace(/\r$/, ''));
+    }
+    // A line without its newline yet counts too, so one endless line is bounded as well.
+    if (this.bytes[stream] + Buffer.byteLength(this.partial[stream]) >= STREAM_LIMIT) this.truncate(stream);
+  }
+
+  private truncate(stream: 'stdout' | 'stderr'): void {
+    this.bytes[stream] = STREAM_LIMIT;
+    this.partial[stream] = '';
+    this.push(stream, TRUNCATED);
   }
 
   private push(stream: 'stdout' | 'stderr', line: string): void {

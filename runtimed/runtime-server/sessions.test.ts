@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { Channel, exitCodeOf, frame, PROTOCOL } from '../../lib/session/channel.ts';
+import { MAX_FRAME_BYTES } from '../../lib/session/frames.ts';
 import { startRuntimeServer } from './server.ts';
 import { OUTPUT_HIGH_WATER, parseSessionSpec, SESSION_HEADER, type SessionSpec } from './sessions.ts';
 
@@ -165,5 +166,19 @@ describe('runtime server: session operations', () => {
       parseSessionSpec(Buffer.from(JSON.stringify({ id: 'x', workingDir: '/', command: [1] })).toString('base64')),
       'session command must be a list of strings',
     );
+  });
+
+  it('closes an operation that sends a frame larger than MAX_FRAME_BYTES with 1009 (issue 11 item 8)', async () => {
+    const ws = new WebSocket(`ws+unix://${socket}:/v1/sessions`, [PROTOCOL], {
+      headers: {
+        [SESSION_HEADER]: Buffer.from(
+          JSON.stringify({ id: 'big', command: ['bash', '-c', 'sleep 5'], workingDir: dir, env: {} }),
+        ).toString('base64'),
+      },
+    });
+    await new Promise((r) => ws.once('open', r));
+    ws.send(frame(Channel.Stdin, Buffer.alloc(MAX_FRAME_BYTES)));
+    const code = await new Promise<number>((r) => ws.once('close', (c: number) => r(c)));
+    assert.equal(code, 1009);
   });
 });

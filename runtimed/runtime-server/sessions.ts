@@ -10,7 +10,8 @@ import { spawn } from 'node:child_process';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { WebSocketServer, type WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
+import { sessionWebSocketServer } from '../../lib/session/frames.ts';
 import {
   Channel,
   errorStatus,
@@ -18,7 +19,6 @@ import {
   frame,
   parseFrame,
   parseResize,
-  PROTOCOLS,
   sessionArgv,
 } from '../../lib/session/channel.ts';
 import type { Language } from './command.ts';
@@ -57,10 +57,7 @@ export function parseSessionSpec(raw: string | undefined): SessionSpec | string 
 }
 
 export class SessionOperations {
-  private readonly wss = new WebSocketServer({
-    noServer: true,
-    handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false,
-  });
+  private readonly wss = sessionWebSocketServer();
   constructor(
     private readonly lang: Language,
     private readonly baseEnv: NodeJS.ProcessEnv,
@@ -128,6 +125,8 @@ export class SessionOperations {
         if (size && spec.tty) resize?.write(`${JSON.stringify(size)}\n`); // without a terminal there is nothing to resize
       }
     });
+    // A protocol error (e.g. a frame over MAX_FRAME_BYTES) closes the operation; without a listener it would crash the server.
+    ws.on('error', () => ws.terminate());
     ws.on('close', () => {
       ended = true;
       kill();

@@ -1,0 +1,229 @@
+/**
+ * openat(2)-style access to directories a Run can write (ADR 0013): every component below a
+ * trusted root is opened relative to the descriptor of its parent, with O_NOFOLLOW|O_DIRECTORY,
+ * so a symbolic link planted anywhere on the way (or swapped in while runtimed works) is never
+ * followed. Node has no openat, so the parent descriptor is named by its /proc/self/fd/<fd> link:
+ * the kernel resolves that link to the directory the descriptor holds (wherever it has been
+ * moved) and then only the single, checked component below it. Nothing is ever resolved
+ * through a path string a Run could have changed.
+ */
+import { constants, type Stats } from 'node:fs';
+import { lstat, mkdir, open, readdir, rmdir, unlink, type FileHandle } from 'node:fs/promises';
+import { errnoCode } from './errors.ts';
+
+/** The stable reason of every refusal of this module; it becomes a Run condition reason. */
+export const UNSAFE_PATH = 'UnsafePath';
+
+export class UnsafePathError extends Error {
+  readonly reason = UNSAFE_PATH;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UnsafePathError';
+  }
+}
+
+export function isUnsafePathError(err: unknown): err is UnsafePathError {
+  return err instanceof UnsafePathError;
+}
+
+const PROC_FD = '/proc/self/fd';
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/** Deepest directory tree the walkers descend into (each level holds one descriptor). */
+export const MAX_DIR_DEPTH = 256;
+
+/** An open directory; `path` names it for the lifetime of the handle (never a Run-writable path). */
+export interface DirHandle {
+  /** /proc/self/fd/<fd>: resolving `${path}/<name>` is openat(fd, name). */
+  readonly path: string;
+  readonly dev: number;
+  readonly ino: number;
+  /** For messages: the path as runtimed meant it. */
+  readonly shown: string;
+  close(): Promise<void>;
+}
+
+/** Wraps an open directory descriptor (closed on failure). */
+export async function pinDir(fh: FileHandle, shown: string): Promise<DirHandle> {
+  try {
+    const st = await fh.stat();
+    return { path: `${PROC_FD}/${fh.fd}`, dev: st.dev, ino: st.ino, shown, close: () => fh.close() };
+  } catch (err) {
+    await fh.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** A single directory-entry name: not empty, '.', '..', and without '/' or NUL. */
+export function isComponent(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\0');
+}
+
+/** Opens a directory runtimed itself owns (its path is trusted and may contain links). */
+export async function openTrustedDir(path: string): Promise<DirHandle> {
+  let fh: FileHandle;
+  try {
+    fh = await open(path, constants.O_RDONLY | constants.O_DIRECTORY);
+  } catch (err) {
+    throw new UnsafePathError(`cannot open ${JSON.stringify(path)}: ${errnoCode(err) ?? String(err)}`, { cause: err });
+  }
+  return pinDir(fh, path);
+}
+
+/** Why `name` below `parent` cannot be opened as a directory, as a message. */
+async function refusal(parent: DirHandle, name: string, err: unknown): Promise<UnsafePathError> {
+  const shown = JSON.stringify(`${parent.shown}/${name}`);
+  const st = await lstat(`${parent.path}/${name}`).catch(() => undefined);
+  if (st?.isSymbolicLink()) return new UnsafePathError(`${shown} is a symbolic link`, { cause: err });
+  if (st && !st.isDirectory()) return new UnsafePathError(`${shown} is not a directory`, { cause: err });
+  return new UnsafePathError(`cannot open ${shown}: ${errnoCode(err) ?? String(err)}`, { cause: err });
+}
+
+export interface OpenBeneathOptions {
+  /** Create missing components with this mode. */
+  create?: number;
+  /** Refuse a component on another device than its parent (a mount point). */
+  sameDevice?: boolean;
+}
+
+/** Opens `name` below `parent` without following a link; undefined when it does not exist (and create is unset). */
+export async function openChildDir(
+  parent: DirHandle,
+  name: string,
+  opts: OpenBeneathOptions = {},
+): Promise<DirHandle | undefined> {
+  if (!isComponent(name)) throw new UnsafePathError(`${JSON.stringify(name)} is not a single path component`);
+  const child = `${parent.path}/${name}`;
+  if (opts.create !== undefined) {
+    await mkdir(child, { mode: opts.create }).catch((err: unknown) => {
+      if (errnoCode(err) !== 'EEXIST')
+        throw new UnsafePathError(`cannot create ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
+    });
+  }
+  let fh: FileHandle;
+  try {
+    fh = await open(child, DIR_FLAGS);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT' && opts.create === undefined) return undefined;
+    throw await refusal(parent, name, err);
+  }
+  const dir = await pinDir(fh, `${parent.shown}/${name}`);
+  if (opts.sameDevice && dir.dev !== parent.dev) {
+    await dir.close().catch(() => undefined);
+    throw new UnsafePathError(`${JSON.stringify(dir.shown)} is a mount point`);
+  }
+  return dir;
+}
+
+/**
+ * Opens `root/segments…` one component at a time (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS
+ * semantics): a link or non-directory on the way is an UnsafePathError. Returns undefined when a
+ * component does not exist and `create` is unset. The caller closes the handle.
+ */
+export async function openDirBeneath(
+  root: string | DirHandle,
+  segments: readonly string[],
+  opts: OpenBeneathOptions = {},
+): Promise<DirHandle | undefined> {
+  let current = typeof root === 'string' ? await openTrustedDir(root) : root;
+  const owned = typeof root === 'string';
+  let ownsCurrent = owned;
+  try {
+    for (const segment of segments) {
+      const next = await openChildDir(current, segment, opts);
+      if (ownsCurrent) await current.close().catch(() => undefined);
+      if (!next) return undefined;
+      current = next;
+      ownsCurrent = true;
+    }
+  } catch (err) {
+    if (ownsCurrent) await current.close().catch(() => undefined);
+    throw err;
+  }
+  if (!ownsCurrent) throw new UnsafePathError('openDirBeneath needs at least one segment below a handle');
+  return current;
+}
+
+/** Runs `fn` with `root/segments…` open; undefined (fn not called) when it does not exist. */
+export async function withDirBeneath<T>(
+  root: string | DirHandle,
+  segments: readonly string[],
+  opts: OpenBeneathOptions,
+  fn: (dir: DirHandle) => Promise<T>,
+): Promise<T | undefined> {
+  const dir = await openDirBeneath(root, segments, opts);
+  if (!dir) return undefined;
+  try {
+    return await fn(dir);
+  } finally {
+    await dir.close().catch(() => undefined);
+  }
+}
+
+async function lstatEntry(parent: DirHandle, name: string): Promise<Stats | undefined> {
+  try {
+    return await lstat(`${parent.path}/${name}`);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw new UnsafePathError(`cannot inspect ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
+  }
+}
+
+async function unlinkEntry(parent: DirHandle, name: string): Promise<void> {
+  await unlink(`${parent.path}/${name}`).catch((err: unknown) => {
+    if (errnoCode(err) !== 'ENOENT')
+      throw new UnsafePathError(`cannot remove ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
+  });
+}
+
+/** Removes `name` below `parent` and everything under it, never through a link and never across a mount. */
+async function removeEntry(parent: DirHandle, name: string, depth: number): Promise<void> {
+  const st = await lstatEntry(parent, name);
+  if (!st) return;
+  if (!st.isDirectory()) {
+    await unlinkEntry(parent, name);
+    return;
+  }
+  if (depth >= MAX_DIR_DEPTH)
+    throw new UnsafePathError(
+      `${JSON.stringify(`${parent.shown}/${name}`)}: nested deeper than ${MAX_DIR_DEPTH} levels`,
+    );
+  const dir = await openChildDir(parent, name, { sameDevice: true }).catch(async (err: unknown) => {
+    // Swapped for a link or file since the lstat: remove that instead of following it.
+    const now = await lstatEntry(parent, name);
+    if (now && !now.isDirectory()) return undefined;
+    throw err;
+  });
+  if (!dir) {
+    await unlinkEntry(parent, name);
+    return;
+  }
+  try {
+    for (const child of await readdir(dir.path)) await removeEntry(dir, child, depth + 1);
+  } finally {
+    await dir.close().catch(() => undefined);
+  }
+  await rmdir(`${parent.path}/${name}`).catch((err: unknown) => {
+    if (errnoCode(err) !== 'ENOENT')
+      throw new UnsafePathError(`cannot remove ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
+  });
+}
+
+/**
+ * Removes `root/segments…` (the last segment and all below it, like `rm -rf`) without following a
+ * link in any component, without descending into a mount point and without leaving `root`.
+ * A missing path is not an error; a link as the last segment is removed itself.
+ */
+export async function removeBeneath(root: string | DirHandle, segments: readonly string[]): Promise<void> {
+  if (segments.length === 0) throw new UnsafePathError('refusing to remove the root itself');
+  const last = segments[segments.length - 1] as string;
+  if (!isComponent(last)) throw new UnsafePathError(`${JSON.stringify(last)} is not a single path component`);
+  const parents = segments.slice(0, -1);
+  const top = typeof root === 'string' ? await openTrustedDir(root) : root;
+  try {
+    if (parents.length === 0) await removeEntry(top, last, 0);
+    else await withDirBeneath(top, parents, { sameDevice: true }, (parent) => removeEntry(parent, last, 0));
+  } finally {
+    if (typeof root === 'string') await top.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { Execution, MIN_RECORD_COST, STREAM_LIMIT, TRUNCATED, type Summary } from './executions.ts';
+
+async function run(script: string): Promise<Execution> {
+  const e = new Execution('t');
+  const ended = once(e, 'end') as Promise<[Summary]>;
+  e.start('bash', { id: 't', workingDir: tmpdir(), env: {}, args: [script] }, { PATH: process.env.PATH });
+  await ended;
+  return e;
+}
+
+describe('runtimed/runtime-server Execution output bounds (issue 11 item 8)', () => {
+  it('charges every line at least MIN_RECORD_COST: a flood of blank lines keeps at most STREAM_LIMIT/MIN_RECORD_COST records', async () => {
+    // 2 MiB of newlines: 2M records (and ~500 MiB of JSON log records) without the per-record charge.
+    const e = await run('head -c 2097152 /dev/zero | tr "\\0" "\\n"');
+    const stdout = e.records.filter((r) => r.stream === 'stdout');
+    assert.ok(stdout.length <= STREAM_LIMIT / MIN_RECORD_COST + 1, `${stdout.length} records`);
+    assert.equal(stdout[stdout.length - 1]?.line, TRUNCATED);
+    assert.equal(e.state, 'SUCCEEDED');
+  });
+
+  it('bounds one endless line without a newline', async () => {
+    const e = await run('head -c 3145728 /dev/zero | tr "\\0" "x"');
+    const bytes = e.records.reduce((n, r) => n + Buffer.byteLength(r.line), 0);
+    assert.ok(bytes <= STREAM_LIMIT, `${bytes} bytes kept`);
+    assert.equal(e.records[e.records.length - 1]?.line, TRUNCATED);
+  });
+
+  it('keeps ordinary output whole', async () => {
+    const e = await run('for i in $(seq 1 1000); do echo "line $i"; done; echo err >&2');
+    assert.equal(e.records.filter((r) => r.stream === 'stdout').length, 1000);
+    assert.deepEqual(
+      e.records.filter((r) => r.stream === 'stderr').map((r) => r.line),
+      ['err'],
+    );
+  });
+});
