@@ -128,6 +128,7 @@ const TABLE: Row[] = [
     verbs: [...READ, ...WRITE],
     view: false,
     edit: false,
+    cluster: true,
   })),
 ];
 
