@@ -286,4 +286,97 @@ describe('security: RBAC and admission attacks (issue 11)', function () {
       return true;
     });
   });
+
+  // Old code: the template went through unchecked; GIT_SSH_COMMAND reached runtimed's git, which
+  // ran it with the artifact store's credentials in its environment.
+  it("item 6: an editor's Runtime template may not configure runtimed or reach its credentials", async () => {
+    const editor = await serviceAccountClient(ns, 'editor');
+    clients.push(editor);
+    const runtime = (name: string, spec: Record<string, unknown>): Promise<unknown> =>
+      editor.create(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runtimes`, {
+        apiVersion: 'kruntimes.io/v1alpha1',
+        kind: 'Runtime',
+        metadata: { name },
+        spec,
+      });
+    const container = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+      name: 'runtime',
+      image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3',
+      ...extra,
+    });
+    const refused = (re: RegExp) => (e: unknown) => isApiError(e, 422) && re.test(e.message);
+    await assert.rejects(
+      runtime('git-ssh', {
+        template: {
+          spec: { containers: [container({ env: [{ name: 'GIT_SSH_COMMAND', value: 'sh -c "env >/workspace/x"' }] })] },
+        },
+      }),
+      refused(/env\[0\]\.name: Forbidden: GIT_SSH_COMMAND is not passed to runtimed's git/),
+    );
+    await assert.rejects(
+      runtime('own-runtimed', {
+        template: {
+          spec: { containers: [container(), { name: 'runtimed', image: 'attacker/runtimed', command: ['sh'] }] },
+        },
+      }),
+      refused(/containers\[1\]\.name: Forbidden: "runtimed" is injected by kruntimes/),
+    );
+    await assert.rejects(
+      runtime('shared-pid', { template: { spec: { shareProcessNamespace: true, containers: [container()] } } }),
+      refused(/shareProcessNamespace: Forbidden/),
+    );
+    await assert.rejects(
+      runtime('steal-store', {
+        artifactStore: { driver: 's3', s3: { bucket: 'b', credentialsSecretName: 'store-creds' } },
+        template: { spec: { containers: [container({ envFrom: [{ secretRef: { name: 'store-creds' } }] })] } },
+      }),
+      refused(/envFrom\[0\]\.secretRef\.name: Forbidden: the artifact store's credentials Secret "store-creds"/),
+    );
+    // An ordinary template with a TLS setting for git is admitted.
+    await runtime('fine', {
+      template: { spec: { containers: [container({ env: [{ name: 'GIT_SSL_NO_VERIFY', value: 'false' }] })] } },
+    });
+  });
+
+  // Old code: the extension server cached every ConfigMap of the cluster (jobclass functions
+  // watched them all), so anyone who may create ConfigMaps could grow its memory without bound.
+  it('item 4: a flood of ConfigMaps from a namespace editor is not cached by the extension server', async () => {
+    const pods = await admin().list<KubeObject & { status?: { podIP?: string } }>(`/api/v1/namespaces/${KRT_NS}/pods`, {
+      labelSelector: 'app.kubernetes.io/name=kruntimes-extension',
+    });
+    const ip = pods.items.find((p) => p.status?.podIP)?.status?.podIP;
+    assert.ok(ip, 'the extension server Pod has an IP');
+    const cached = async (path: string): Promise<number> => {
+      const text = await (await fetch(`http://${ip}:8080/metrics`)).text();
+      const m = new RegExp(`kruntimes_relay_cached_objects\\{resource="${path}"\\} (\\d+)`).exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    const before = await cached('/api/v1/configmaps');
+    const editor = await serviceAccountClient(ns, 'editor');
+    clients.push(editor);
+    const FLOOD = 100;
+    for (let i = 0; i < FLOOD; i++)
+      await editor.create(`/api/v1/namespaces/${ns}/configmaps`, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `flood-${i}` },
+        data: { blob: 'x'.repeat(16 * 1024) },
+      });
+    // A sync point: a Run created after the flood is in the relay's cache, so any watch of
+    // ConfigMaps would have delivered the flood by now too.
+    const runsBefore = await cached('/apis/kruntimes.io/v1alpha1/runs');
+    await editor.create(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs`, {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Run',
+      metadata: { name: 'sync-point' },
+      spec: { runtime: 'absent', source: { inline: 'true' } },
+    });
+    await eventually(
+      'the relay to cache the sync-point Run',
+      async () => (await cached('/apis/kruntimes.io/v1alpha1/runs')) > runsBefore,
+    );
+    const after = await cached('/api/v1/configmaps');
+    assert.ok(after < before + FLOOD, `the relay caches ${after - before} of the ${FLOOD} new ConfigMaps`);
+    assert.equal(after, before);
+  });
 });

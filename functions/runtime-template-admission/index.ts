@@ -9,6 +9,7 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { templateProblems, type TemplateInput } from '../../lib/run/template-policy.ts';
 
 export function admitRuntime(req: AdmissionRequest): AdmissionResult {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- tsc needs it (the lint type service sees the index signature)
   const rt = req.object as (KubeObject & { spec?: TemplateInput }) | undefined;
   if (!rt || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return { allowed: true };
   const problems = templateProblems(rt.spec ?? {});

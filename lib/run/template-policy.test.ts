@@ -64,17 +64,21 @@ describe('Runtime template policy (issue 11 item 6)', () => {
 
   it("keeps the artifact store's claim and credentials Secret away from the template's containers", () => {
     const s3: TemplateInput = {
-      ...runtime({
-        env: [{ name: 'K', valueFrom: { secretKeyRef: { name: 'store-creds' } } }],
-        envFrom: [{ secretRef: { name: 'store-creds' } }],
-      }),
+      ...runtime(
+        {
+          env: [{ name: 'K', valueFrom: { secretKeyRef: { name: 'store-creds' } } }],
+          envFrom: [{ secretRef: { name: 'store-creds' } }],
+        },
+        {
+          volumes: [
+            { name: 'c', secret: { secretName: 'store-creds' } },
+            { name: 'p', projected: { sources: [{ secret: { name: 'store-creds' } }] } },
+            { name: 'ok', secret: { secretName: 'other' } },
+          ],
+        },
+      ),
       artifactStore: { driver: 's3', s3: { credentialsSecretName: 'store-creds' } },
     };
-    (s3.template!.spec!.volumes as unknown) = [
-      { name: 'c', secret: { secretName: 'store-creds' } },
-      { name: 'p', projected: { sources: [{ secret: { name: 'store-creds' } }] } },
-      { name: 'ok', secret: { secretName: 'other' } },
-    ];
     assert.equal(templateProblems(s3).length, 4);
     const fs: TemplateInput = {
       template: {
