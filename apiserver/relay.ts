@@ -141,7 +141,8 @@ export class Relay {
   }
 
   private countCached(path: string): void {
-    this.o.metrics.cachedObjects.set({ resource: path }, this.cacheSizes()[path] ?? 0);
+    const n = (this.byResource.get(path) ?? []).reduce((sum, i) => sum + i.store.size, 0);
+    this.o.metrics.cachedObjects.set({ resource: path }, n);
   }
 
   /** Objects cached per resource collection path (summed over the informers of that collection). */
