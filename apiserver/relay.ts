@@ -2,6 +2,10 @@
  * The watch relay: informer caches shared per (resource, selector), one work queue per
  * function with de-duplication, per-function concurrency, jittered backoff, typed-error
  * handling, and graceful shutdown. All state it needs is rebuilt from the API server on start.
+ *
+ * The caches hold only what the functions declare (their trigger and `also` kinds, narrowed by
+ * label selectors; Secrets and ConfigMaps are never cached but read by name, see `fetch`), stored
+ * without managedFields; kruntimes_relay_cached_objects reports their size per collection.
  */
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
@@ -23,6 +27,13 @@ export interface RelayOptions {
 }
 
 const informerKey = (r: Resource, selector?: string): string => `${resourcePath(r)}?${selector ?? ''}`;
+
+/** What the caches keep of an object: everything but managedFields (often half its size; no reader needs it). */
+export function cachedCopy(o: KubeObject): KubeObject {
+  if (!o.metadata.managedFields) return o;
+  const { managedFields: _dropped, ...metadata } = o.metadata;
+  return { ...o, metadata };
+}
 
 /** resourceVersions are etcd revisions in practice; compare numerically when both are numbers. */
 export function rvAtLeast(have: string | undefined, want: string): boolean {
@@ -114,8 +125,10 @@ export class Relay {
           path: resourcePath(r),
           ...(selector ? { labelSelector: selector } : {}),
           onError: (err) => this.o.log.warn({ err, resource: r.resource }, 'watch error'),
+          transform: cachedCopy,
         },
         (d) => {
+          this.countCached(resourcePath(r));
           for (const l of this.listeners.get(key) ?? []) l(d);
         },
       );
@@ -125,6 +138,18 @@ export class Relay {
       this.byResource.set(resourcePath(r), list);
     }
     return { key, inf };
+  }
+
+  private countCached(path: string): void {
+    const n = (this.byResource.get(path) ?? []).reduce((sum, i) => sum + i.store.size, 0);
+    this.o.metrics.cachedObjects.set({ resource: path }, n);
+  }
+
+  /** Objects cached per resource collection path (summed over the informers of that collection). */
+  cacheSizes(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [path, infs] of this.byResource) out[path] = infs.reduce((n, i) => n + i.store.size, 0);
+    return out;
   }
 
   private listen(
@@ -153,6 +178,7 @@ export class Relay {
     }
     for (const inf of this.informers.values()) inf.start();
     await Promise.all([...this.informers.values()].map((i) => i.synced));
+    for (const path of this.byResource.keys()) this.countCached(path);
     for (const fn of this.functions) {
       for (let i = 0; i < (fn.concurrency ?? 4); i++) this.workers.push(this.work(fn, this.queues.get(fn.name)!));
     }

@@ -818,7 +818,7 @@ describe('JobClass matrix: OpenSandbox allowances (local server)', function () {
 
     // Acceptance checks the allowance again: a Job admitted while it was allowed, still waiting
     // for a ConfigMap when the administrator withdraws allowSecretEnv, is not accepted once the
-    // ConfigMap appears (ConfigMaps are watched; nothing else re-evaluates it meanwhile).
+    // ConfigMap appears (ConfigMaps are read by name at each evaluation; a waiting Job re-checks).
     await job(n, 'withdrawn', {
       jobClassName: `${c}-allow`,
       ...base,

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withDirBeneath } from './artifacts/safe-dir.ts';
-import { checkCommitSHA, inlineFileSegments, prepareSource, PrepareError } from './source.ts';
+import { checkCommitSHA, gitProcessEnv, inlineFileSegments, prepareSource, PrepareError } from './source.ts';
 
 describe('runtimed source staging (issue 11 items 2 and 12)', () => {
   it('accepts hex commit ids only, so commitSHA can never become a git option', () => {
@@ -41,5 +41,28 @@ describe('runtimed source staging (issue 11 items 2 and 12)', () => {
     } finally {
       await rm(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe('runtimed git environment (issue 11 item 6)', () => {
+  it("keeps the artifact store's credentials and unsafe GIT_* variables out of git", () => {
+    const env = gitProcessEnv({
+      PATH: '/usr/bin',
+      HOME: '/home/runtimed',
+      AWS_ACCESS_KEY_ID: 'AKIA',
+      AWS_SECRET_ACCESS_KEY: 'secret',
+      KRT_ARTIFACT_STORE: '{"driver":"s3"}',
+      GIT_SSH_COMMAND: 'sh -c "env > /workspace/leak"',
+      GIT_SSL_CAINFO: '/etc/ssl/ca.crt',
+      HTTPS_PROXY: 'http://proxy:3128',
+      no_proxy: 'localhost',
+    });
+    assert.deepEqual(env, {
+      PATH: '/usr/bin',
+      HOME: '/home/runtimed',
+      GIT_SSL_CAINFO: '/etc/ssl/ca.crt',
+      HTTPS_PROXY: 'http://proxy:3128',
+      no_proxy: 'localhost',
+    });
   });
 });

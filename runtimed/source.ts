@@ -7,6 +7,7 @@ import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isComponent, openDirBeneath, type DirHandle } from './artifacts/safe-dir.ts';
+import { runtimedGitVar } from '../lib/run/template-policy.ts';
 
 export class PrepareError extends Error {
   readonly reason = 'PrepareSource';
@@ -34,12 +35,27 @@ export function checkCommitSHA(sha: string | undefined): void {
   );
 }
 
+/** Process basics git needs; everything else of runtimed's environment (the artifact store's
+ * credentials, the Pod's identity) stays out of git and every program git may start. */
+const GIT_BASE_ENV = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'SSL_CERT_FILE', 'SSL_CERT_DIR'];
+const PROXY_ENV = /^(https?_proxy|no_proxy|all_proxy)$/i;
+
+/** The environment of runtimed's git: basics, proxies and the TLS/HTTP GIT_* settings only. */
+export function gitProcessEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (GIT_BASE_ENV.includes(name) || PROXY_ENV.test(name) || runtimedGitVar({ name, value })) out[name] = value;
+  }
+  return out;
+}
+
 function git(args: string[], cwd: string, timeoutMs: number, env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolve, reject) => {
     execFile(
       'git',
       args,
-      { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024, env: { ...env, GIT_TERMINAL_PROMPT: '0' } },
+      { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024, env: { ...gitProcessEnv(env), GIT_TERMINAL_PROMPT: '0' } },
       (err, _stdout, stderr) => {
         if (!err) {
           resolve();

@@ -11,6 +11,7 @@ import { stringify } from 'yaml';
 import { loadFunctions, admissionFunctions, cronFunctions, watchFunctions } from '../apiserver/functions.ts';
 import type { CronFunction, FunctionDef, Rule } from '../lib/fn/types.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
+import { WEBHOOK_CONFIGURATIONS } from '../functions/tls-certificates/index.ts';
 
 export const NS = 'kruntimes-system';
 export const IMAGE = 'ghcr.io/kruntimes/kruntimes:0.1.0';
@@ -134,7 +135,8 @@ function webhooks(fns: FunctionDef[]): Doc[] {
     {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingWebhookConfiguration',
-      metadata: { name: 'kruntimes', labels: { ...LABELS, 'kruntimes.io/inject-ca': 'true' } },
+      // The tls-certificates function may patch only the names it declares.
+      metadata: { name: WEBHOOK_CONFIGURATIONS[0], labels: { ...LABELS, 'kruntimes.io/inject-ca': 'true' } },
       webhooks: adm
         .filter((f) => f.trigger.webhook === 'validating')
         .map((f) => ({

@@ -1,7 +1,8 @@
 /**
  * Validating admission for new execution.ayatori.ddupan.top Jobs (fail closed: a failed lookup
  * or a missed deadline denies). Reads the namespace, the JobClass(es) and the class's
- * parameters with the admission context, then applies the pure review in core.ts.
+ * parameters with the admission context, then applies the pure review in core.ts; an admitted
+ * Job must also name only Secrets and ConfigMaps its creator may read (access.ts).
  */
 import type { AdmissionContext, AdmissionRequest, AdmissionResult, FunctionDef } from '../../lib/fn/types.ts';
 import { resourcePath } from '../../lib/fn/types.ts';
@@ -16,6 +17,7 @@ import {
 } from '../../lib/jobclass/api.ts';
 import { CONTROLLERS, parametersRefProblem } from '../../lib/jobclass/controllers.ts';
 import { resolveClass } from '../../lib/jobclass/resolve.ts';
+import { referenceAccess } from './access.ts';
 import { review } from './core.ts';
 
 interface ClassList extends KubeObject {
@@ -48,13 +50,15 @@ export async function admitJob(req: AdmissionRequest, ctx: AdmissionContext): Pr
   const classes = await classesFor(job, namespace, ctx);
   const r = resolveClass(job.spec.jobClassName, namespace, classes);
   const params = r.kind === 'resolved' ? await parametersFor(r.cls, ctx) : undefined;
-  return review({ job, namespace, classes, params });
+  const verdict = review({ job, namespace, classes, params });
+  if (!verdict.allowed) return verdict;
+  return (await referenceAccess(req, job, ctx)) ?? verdict;
 }
 
 const fn: FunctionDef = {
   name: 'jobclass-admission',
   description:
-    'Rejects new Jobs with an unknown or disallowed JobClass, resources outside the class policy, or Secret env/image auth the class does not allow.',
+    'Rejects new Jobs with an unknown or disallowed JobClass, resources outside the class policy, Secret env/image auth the class does not allow, or Secrets/ConfigMaps their creator may not read.',
   trigger: {
     type: 'admission',
     webhook: 'validating',
@@ -77,6 +81,7 @@ const fn: FunctionDef = {
       verbs: ['get', 'list'],
     },
     { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
+    { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
   ],
   handler: admitJob,
 };

@@ -33,7 +33,13 @@ import { resolveResources } from '../../lib/jobclass/resources.ts';
 export const COMPONENT = 'jobclass-jobs';
 /** A Job waiting for a Secret re-checks this often (Secrets are read by name, not watched). */
 export const SECRET_RECHECK_MS = 10_000;
-const SECRET_WAITS = new Set(['SecretNotFound', 'SecretKeyNotFound', 'ImagePullSecretNotFound']);
+const SECRET_WAITS = new Set([
+  'SecretNotFound',
+  'SecretKeyNotFound',
+  'ImagePullSecretNotFound',
+  'ConfigMapNotFound',
+  'ConfigMapKeyNotFound',
+]);
 
 export interface Outcome {
   accepted: ConditionInput;

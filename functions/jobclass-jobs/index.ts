@@ -4,14 +4,15 @@
  * Secret/ConfigMap references and controller-specific allowances, writes Accepted and the
  * effective resources (with an Event per transition), and deletes finished Jobs after
  * ttlSecondsAfterFinished. Accepted Jobs belong to their class's adapter function.
- * Dependency changes wake the affected pending Jobs through @class:/@ns: keys; Secrets are read
- * by name at each evaluation.
+ * Dependency changes wake the affected pending Jobs through @class:/@ns: keys; Secrets and
+ * ConfigMaps are read by name at each evaluation (never listed, watched or cached: a cluster-wide
+ * ConfigMap cache would let anyone who may create ConfigMaps exhaust the extension server).
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, ObjectRef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { X, type Job } from '../../lib/jobclass/api.ts';
-import { jobSecretRefs } from '../../lib/jobclass/envrefs.ts';
+import { jobValueRefs } from '../../lib/jobclass/envrefs.ts';
 import { isAccepted, isFinished } from '../../lib/jobclass/jobs.ts';
 import { pendingJobs, reconcileJob } from './core.ts';
 
@@ -28,7 +29,7 @@ export function handle({ key, object, state, now }: ReconcileInput): Operation[]
   return reconcileJob(object as Job | undefined, state, now);
 }
 
-/** The Secrets an invocation reads by name (env and image pull Secrets of Jobs not accepted yet). */
+/** The Secrets and ConfigMaps an invocation reads by name (env and image pull Secrets of Jobs not accepted yet). */
 export function secretRefs({
   key,
   object,
@@ -41,11 +42,8 @@ export function secretRefs({
   const jobs = jobsFor(key, object, state) ?? (object ? [object as Job] : []);
   return jobs
     .filter((j) => !isAccepted(j.status) && !isFinished(j.status) && !j.metadata.deletionTimestamp)
-    .flatMap(jobSecretRefs);
+    .flatMap(jobValueRefs);
 }
-
-const nsKey = (o: { metadata: { namespace?: string } }): string[] =>
-  o.metadata.namespace ? [`@ns:${o.metadata.namespace}`] : [];
 
 const fn: FunctionDef = {
   name: 'jobclass-jobs',
@@ -59,11 +57,10 @@ const fn: FunctionDef = {
       { resource: X.kubernetesParameters, map: () => ['@class:*'] },
       { resource: X.openSandboxParameters, map: () => ['@class:*'] },
       { resource: X.namespaces, map: (o) => [`@ns:${o.metadata.name ?? ''}`] },
-      { resource: R.configMaps, map: nsKey },
     ],
-    // Secrets are read by name (never listed or watched); a Job waiting for a Secret re-checks
-    // on its own (SECRET_RECHECK_MS).
-    fetch: { resources: [R.secrets], refs: secretRefs },
+    // Secrets and ConfigMaps are read by name (never listed or watched); a Job waiting for one
+    // re-checks on its own (SECRET_RECHECK_MS).
+    fetch: { resources: [R.secrets, R.configMaps], refs: secretRefs },
   },
   concurrency: 4,
   rbac: [
@@ -74,8 +71,8 @@ const fn: FunctionDef = {
       resources: ['jobclasses', 'kubernetesexecutionparameters', 'opensandboxexecutionparameters'],
       verbs: ['get', 'list', 'watch'],
     },
-    { apiGroups: [''], resources: ['namespaces', 'configmaps'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+    { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['secrets', 'configmaps'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ],
   handler: handle,

@@ -36,12 +36,11 @@ const fn: FunctionDef = {
             : [];
         },
       },
-      // Read for env values only; waiting Jobs retry on their own.
-      { resource: R.configMaps, map: () => [] },
     ],
-    // The API key, env and image pull Secrets are read by name at call time (never listed or
-    // watched): a rotated key is used from the next call; see docs/adr/0009-secrets-read-by-name.md.
-    fetch: { resources: [R.secrets], refs: secretRefs },
+    // The API key, env and image pull Secrets and env ConfigMaps are read by name at call time
+    // (never listed, watched or cached): a rotated key is used from the next call; see
+    // docs/adr/0009-secrets-read-by-name.md. Waiting Jobs retry on their own.
+    fetch: { resources: [R.secrets, R.configMaps], refs: secretRefs },
   },
   concurrency: 4,
   rbac: [
@@ -58,8 +57,7 @@ const fn: FunctionDef = {
       resources: ['opensandboxexecutionparameters/status'],
       verbs: ['get', 'update', 'patch'],
     },
-    { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
+    { apiGroups: [''], resources: ['secrets', 'configmaps'], verbs: ['get'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ],
   handler: (input: ReconcileInput) => reconcileWithEffects(input, defaultDeps()),

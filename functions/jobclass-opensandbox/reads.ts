@@ -1,14 +1,14 @@
 /**
  * The Secrets one invocation of the OpenSandbox adapter reads, by name, with live GETs
  * (WatchTrigger.fetch): the API key Secret of the parameters in use, and while a sandbox is still
- * to be created the Job's env and image pull Secrets. The adapter never lists or watches Secrets
+ * to be created the Job's env and image pull Secrets and env ConfigMaps. The adapter never lists or watches Secrets
  * (docs/adr/0009-secrets-read-by-name.md), and a rotated key is used from the next call on.
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { ObjectRef, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { X, type Job, type OpenSandboxParameters } from '../../lib/jobclass/api.ts';
-import { jobSecretRefs } from '../../lib/jobclass/envrefs.ts';
+import { jobValueRefs } from '../../lib/jobclass/envrefs.ts';
 import { isAccepted, isFinished } from '../../lib/jobclass/jobs.ts';
 import { isOpenSandboxJob } from './core.ts';
 
@@ -36,7 +36,7 @@ function forJob(job: Job | undefined, state: State): ObjectRef[] {
   if (!job || !isOpenSandboxJob(job) || !isAccepted(job.status) || isFinished(job.status)) return [];
   const params = paramsNamed(state, job.status!.resolvedJobClass!.parametersRef.name);
   const refs = params ? [apiKeyRef(params)] : [];
-  if (!job.status?.execution?.sandboxID && !job.metadata.deletionTimestamp) refs.push(...jobSecretRefs(job));
+  if (!job.status?.execution?.sandboxID && !job.metadata.deletionTimestamp) refs.push(...jobValueRefs(job));
   return refs;
 }
 

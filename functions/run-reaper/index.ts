@@ -122,8 +122,9 @@ const fn: FunctionDef = {
     also: [
       {
         resource: R.pods,
-        labelSelector: 'runtime',
-        map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`],
+        // Runtime Pods only (the platform's label, not the generic `runtime` selector label).
+        labelSelector: 'kruntimes.io/runtime',
+        map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.['kruntimes.io/runtime'] ?? ''}`],
       },
     ],
   },

@@ -5,6 +5,7 @@
  * `workspace` volume; capacity reaches the Pods as kruntimes.io/capacity.* annotations.
  */
 import type { KubeObject } from '../../lib/kube/types.ts';
+import { runtimedGitVar } from '../../lib/run/template-policy.ts';
 
 export const DEFAULT_DAEMON_IMAGE = 'ghcr.io/kruntimes/kruntimes:0.1.0';
 export const RUNTIMED_SA = 'kruntimes-runtimed';
@@ -66,11 +67,11 @@ export function workers(rt: Runtime): number {
   return Number(capacityAnnotations(rt)['kruntimes.io/capacity.runs'] ?? 2);
 }
 
-/** GIT_* settings of the runtime container (e.g. GIT_SSL_CAINFO) also apply to runtimed's source fetches. */
+/** The TLS/HTTP GIT_* settings of the runtime container (e.g. GIT_SSL_CAINFO) also apply to
+ * runtimed's source fetches; any other GIT_* variable (GIT_SSH_COMMAND, GIT_CONFIG_*, ...) would run
+ * programs with runtimed's credentials and is never copied (admission also refuses it). */
 function gitEnv(rt: Runtime): Json[] {
-  return (rt.spec.template.spec?.containers?.[0]?.env ?? []).filter(
-    (e) => typeof e.name === 'string' && e.name.startsWith('GIT_'),
-  );
+  return (rt.spec.template.spec?.containers?.[0]?.env ?? []).filter(runtimedGitVar);
 }
 
 function runtimedContainer(rt: Runtime): Container {

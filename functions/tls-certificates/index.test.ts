@@ -57,14 +57,18 @@ describe('tls-certificates function', () => {
     assert.equal(splitBundle(later.material.caBundle).length, 1, 'expired CA dropped');
   });
 
-  it('patches only the caBundles that differ', async () => {
+  it('patches only the caBundles that differ, and only of the objects it declares', async () => {
     const first = (await desiredMaterial(undefined, t0)).material;
     const want = b64(first.caBundle);
     const objs: Record<string, KubeObject[]> = {
       validatingwebhookconfigurations: [
-        { metadata: { name: 'w' }, webhooks: [{ clientConfig: { caBundle: want } }, { clientConfig: {} }] },
+        { metadata: { name: 'kruntimes' }, webhooks: [{ clientConfig: { caBundle: want } }, { clientConfig: {} }] },
+        { metadata: { name: 'someone-else' }, webhooks: [{ clientConfig: {} }] },
       ],
-      apiservices: [{ metadata: { name: 'a' }, spec: { caBundle: want } }],
+      apiservices: [
+        { metadata: { name: 'v1alpha1.logs.kruntimes.io' }, spec: { caBundle: want } },
+        { metadata: { name: 'v1beta1.metrics.k8s.io' }, spec: {} },
+      ],
     };
     const state: State = {
       get: (r, _ns, name) => (r.resource === 'secrets' && name === SECRET ? secretOf(first) : undefined),

@@ -3,8 +3,10 @@
  * must trust it current, rotating without downtime. The serving certificate is renewed 30 days
  * before expiry from the same CA; the CA is renewed 90 days before expiry and, until the old
  * CA expires, caBundles carry both CAs so every client trusts the old and new serving cert.
- * caBundles are written into webhook configurations and APIServices labelled
- * kruntimes.io/inject-ca=true.
+ * caBundles are written into kruntimes' own webhook configuration and APIServices (by name,
+ * and only while labelled kruntimes.io/inject-ca=true): the function reads and patches nothing
+ * else, so its role is limited by resourceNames (a leaked token of it cannot re-point another
+ * API group or webhook at a server of the attacker's choosing).
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { CronInput, FunctionDef, Operation } from '../../lib/fn/types.ts';
@@ -15,6 +17,13 @@ export const NAMESPACE = 'kruntimes-system';
 export const SECRET = 'kruntimes-extension-tls';
 export const SERVICE = 'kruntimes-extension';
 export const INJECT_LABEL = 'kruntimes.io/inject-ca';
+/** The objects whose caBundle this function maintains (kustomize/base; scripts/gen-manifests.ts names the webhook). */
+export const WEBHOOK_CONFIGURATIONS = ['kruntimes'];
+export const API_SERVICES = [
+  'v1alpha1.logs.kruntimes.io',
+  'v1alpha1.sessions.kruntimes.io',
+  'v1alpha1.artifacts.kruntimes.io',
+];
 const DAY = 86_400_000;
 
 type Secret = KubeObject & { data?: Record<string, string> };
@@ -66,8 +75,9 @@ export async function desiredMaterial(
 function caPatches(state: CronInput['state'], bundle: string): Operation[] {
   const want = b64(bundle);
   const ops: Operation[] = [];
-  for (const r of [R.validatingWebhooks, R.mutatingWebhooks]) {
+  for (const r of [R.validatingWebhooks]) {
     for (const w of state.list(r, undefined, { [INJECT_LABEL]: 'true' }) as Webhooks[]) {
+      if (!WEBHOOK_CONFIGURATIONS.includes(w.metadata.name ?? '')) continue;
       const hooks = w.webhooks ?? [];
       const patch = hooks.flatMap((h, i) =>
         h.clientConfig?.caBundle === want
@@ -78,7 +88,7 @@ function caPatches(state: CronInput['state'], bundle: string): Operation[] {
     }
   }
   for (const a of state.list(R.apiServices, undefined, { [INJECT_LABEL]: 'true' }) as ApiService[]) {
-    if (a.spec?.caBundle !== want)
+    if (API_SERVICES.includes(a.metadata.name ?? '') && a.spec?.caBundle !== want)
       ops.push({
         op: 'patch',
         resource: R.apiServices,
@@ -120,20 +130,34 @@ const fn: FunctionDef = {
     type: 'cron',
     schedule: '17 3 * * *',
     reads: [
-      { resource: R.secrets, namespace: NAMESPACE },
-      { resource: R.validatingWebhooks, labelSelector: `${INJECT_LABEL}=true` },
-      { resource: R.mutatingWebhooks, labelSelector: `${INJECT_LABEL}=true` },
-      { resource: R.apiServices, labelSelector: `${INJECT_LABEL}=true` },
+      { resource: R.secrets, namespace: NAMESPACE, name: SECRET },
+      ...WEBHOOK_CONFIGURATIONS.map((name) => ({ resource: R.validatingWebhooks, name })),
+      ...API_SERVICES.map((name) => ({ resource: R.apiServices, name })),
     ],
   },
   rbac: [
-    { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'get', 'create', 'patch'], scope: 'namespace' },
+    // create cannot be limited by name (the name is not known before the object exists); it can
+    // only add a Secret, never change one.
+    { apiGroups: [''], resources: ['secrets'], verbs: ['create'], scope: 'namespace' },
+    {
+      apiGroups: [''],
+      resources: ['secrets'],
+      verbs: ['get', 'patch'],
+      resourceNames: [SECRET],
+      scope: 'namespace',
+    },
     {
       apiGroups: ['admissionregistration.k8s.io'],
-      resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'],
-      verbs: ['list', 'patch'],
+      resources: ['validatingwebhookconfigurations'],
+      verbs: ['get', 'patch'],
+      resourceNames: WEBHOOK_CONFIGURATIONS,
     },
-    { apiGroups: ['apiregistration.k8s.io'], resources: ['apiservices'], verbs: ['list', 'patch'] },
+    {
+      apiGroups: ['apiregistration.k8s.io'],
+      resources: ['apiservices'],
+      verbs: ['get', 'patch'],
+      resourceNames: API_SERVICES,
+    },
   ],
   handler: rotate,
 };

@@ -11,17 +11,32 @@ export const EXIT_OK = 0;
 export const EXIT_TERMINAL = 1;
 export const EXIT_TEMPFAIL = 75;
 
+/** One read: a GET by name (absent on 404) or a paged list. */
+async function readObjects(client: KubeClient, read: Read): Promise<KubeObject[]> {
+  const { resource: r, namespace, labelSelector, name } = read;
+  if (name !== undefined) {
+    const o = await client.get<KubeObject>(resourcePath(r, namespace, name)).catch((err: unknown) => {
+      if (isApiError(err, 404)) return undefined;
+      throw err;
+    });
+    return o ? [o] : [];
+  }
+  const out: KubeObject[] = [];
+  let cont: string | undefined;
+  do {
+    const page = await client.list(resourcePath(r, namespace), { limit: 500, continue: cont, labelSelector });
+    out.push(...page.items);
+    cont = page.metadata.continue || undefined;
+  } while (cont);
+  return out;
+}
+
 export async function snapshotState(client: KubeClient, reads: Read[]): Promise<State> {
   const data = new Map<string, Map<string, KubeObject>>();
-  for (const { resource: r, namespace, labelSelector } of reads) {
-    const items = data.get(resourcePath(r)) ?? new Map<string, KubeObject>();
-    let cont: string | undefined;
-    do {
-      const page = await client.list(resourcePath(r, namespace), { limit: 500, continue: cont, labelSelector });
-      for (const o of page.items) items.set(keyOf(o), o);
-      cont = page.metadata.continue || undefined;
-    } while (cont);
-    data.set(resourcePath(r), items);
+  for (const read of reads) {
+    const items = data.get(resourcePath(read.resource)) ?? new Map<string, KubeObject>();
+    for (const o of await readObjects(client, read)) items.set(keyOf(o), o);
+    data.set(resourcePath(read.resource), items);
   }
   return {
     get: (r, ns, name) => data.get(resourcePath(r))?.get(ns ? `${ns}/${name}` : name),

@@ -34,6 +34,12 @@ export class FnMetrics {
     labelNames: ['name'],
     registers: [this.registry],
   });
+  readonly cachedObjects = new Gauge({
+    name: 'kruntimes_relay_cached_objects',
+    help: 'Objects held in the watch relay caches per resource collection (all informers of it)',
+    labelNames: ['resource'],
+    registers: [this.registry],
+  });
   readonly admissionTotal = new Counter({
     name: 'kruntimes_admission_requests_total',
     help: 'Admission requests per function and outcome',

@@ -58,6 +58,9 @@ export interface Read {
   resource: Resource;
   namespace?: string;
   labelSelector?: string;
+  /** Read exactly this object with a GET (absent when it does not exist) instead of listing:
+   * the function's role can then be limited by resourceNames. */
+  name?: string;
 }
 
 /** An RBAC rule the function needs; the host's role is generated from its functions' rules. */

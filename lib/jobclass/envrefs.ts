@@ -69,6 +69,18 @@ export function referenceProblem(job: Job, state: State): Problem | undefined {
   return undefined;
 }
 
+/** The ConfigMaps a Job's env names, for live reads (ConfigMaps are never cached either). */
+export function jobConfigMapRefs(job: Job): ObjectRef[] {
+  const namespace = job.metadata.namespace ?? '';
+  const names = (job.spec.env ?? []).flatMap((e) =>
+    e.valueFrom?.configMapKeyRef ? [e.valueFrom.configMapKeyRef.name] : [],
+  );
+  return [...new Set(names)].map((name) => ({ resource: R.configMaps, namespace, name }));
+}
+
+/** Everything a Job's env and image pull Secret read by name: its Secrets and ConfigMaps. */
+export const jobValueRefs = (job: Job): ObjectRef[] => [...jobSecretRefs(job), ...jobConfigMapRefs(job)];
+
 /** The Secrets a Job names (env secretKeyRefs and the image pull Secret), for live reads. */
 export function jobSecretRefs(job: Job): ObjectRef[] {
   const namespace = job.metadata.namespace ?? '';

@@ -14,6 +14,7 @@ export interface ObjectMeta {
   annotations?: Record<string, string>;
   finalizers?: string[];
   ownerReferences?: OwnerReference[];
+  managedFields?: unknown[];
 }
 
 export interface OwnerReference {

@@ -8,7 +8,7 @@ import { ApiError, isApiError, type StatusBody } from './errors.ts';
 import { Store, type Delta } from './cache.ts';
 import type { KubeObject, WatchEvent } from './types.ts';
 
-export interface ListWatchOptions {
+export interface ListWatchOptions<T extends KubeObject = KubeObject> {
   /** Collection path, e.g. /api/v1/pods or /apis/kruntimes.io/v1alpha1/namespaces/ns/runs. */
   path: string;
   labelSelector?: string;
@@ -19,6 +19,8 @@ export interface ListWatchOptions {
   timeoutSeconds?: number;
   pageSize?: number;
   onError?: (err: unknown) => void;
+  /** Applied to every object before it is stored (e.g. drop fields no reader needs, to bound memory). */
+  transform?: (o: T) => T;
 }
 
 export type DeltaHandler<T extends KubeObject> = (delta: Delta<T>) => void;
@@ -38,7 +40,7 @@ export class ListWatch<T extends KubeObject> {
 
   constructor(
     private readonly client: KubeClient,
-    private readonly opts: ListWatchOptions,
+    private readonly opts: ListWatchOptions<T>,
     private readonly onDelta: DeltaHandler<T>,
   ) {
     this.synced = new Promise((r) => {
@@ -73,7 +75,7 @@ export class ListWatch<T extends KubeObject> {
         limit: this.opts.pageSize ?? 500,
         continue: cont,
       });
-      items.push(...page.items);
+      items.push(...(this.opts.transform ? page.items.map(this.opts.transform) : page.items));
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion ?? '';
     } while (cont);
@@ -145,6 +147,7 @@ export class ListWatch<T extends KubeObject> {
     }
     const rv = ev.object.metadata.resourceVersion;
     if (rv) this.resourceVersion = rv;
+    if (this.opts.transform && ev.type !== 'BOOKMARK') ev.object = this.opts.transform(ev.object);
     const d = this.store.apply(ev);
     if (d) this.onDelta(d);
   }
