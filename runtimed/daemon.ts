@@ -109,6 +109,23 @@ function startHeartbeat(
   return setInterval(beat, cfg.heartbeatMs);
 }
 
+/** Cleans up the artifacts of deleted Runs of this Runtime, wherever they ran (artifact-gc.ts). */
+async function startArtifactCleaner(
+  client: KubeClient,
+  cfg: RuntimedConfig,
+  finisher: Finisher,
+  log: Logger,
+): Promise<ArtifactCleaner> {
+  const gc = new ArtifactCleaner({
+    client,
+    cfg,
+    log: log.child({ part: 'artifact-gc' }),
+    ...(finisher.store ? { store: finisher.store } : {}),
+  });
+  await gc.start();
+  return gc;
+}
+
 /** runtimed's liveness and readiness (the Runtime Server answers on its socket). */
 async function serveHealth(cfg: RuntimedConfig, runtime: RuntimeClient): Promise<http.Server> {
   const health = http.createServer((req, res) => {
@@ -151,13 +168,7 @@ export async function startDaemon(o: {
     finisher: o.finisher,
   });
   const watch = await watchAssignedRuns(client, cfg, runner, log);
-  const gc = new ArtifactCleaner({
-    client,
-    cfg,
-    log: log.child({ part: 'artifact-gc' }),
-    ...(o.finisher.store ? { store: o.finisher.store } : {}),
-  });
-  await gc.start();
+  const gc = await startArtifactCleaner(client, cfg, o.finisher, log);
   const cleaner = startWorkspaceCleaner({
     client,
     namespace: cfg.namespace,
@@ -187,9 +198,7 @@ export async function startDaemon(o: {
     drain: (boundMs) => gc.drain(boundMs),
     stop: async () => {
       clearInterval(timer);
-      watch.stop();
-      gc.stop();
-      cleaner.stop();
+      for (const part of [watch, gc, cleaner]) part.stop();
       health.close();
       sessions.close();
       await Promise.resolve();
