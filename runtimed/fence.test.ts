@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { STALE_MS } from '../functions/run-reaper/index.ts';
+import { STALE_MS } from '../lib/run/fencing.ts';
 import { classifyFailure } from './finish.ts';
 import { FENCE_MS, leaseValidity, takenAway } from './fence.ts';
 import { ExecutionLease, MAX_LEASE_MS, type LeaseClock } from './runtime-server/lease.ts';

@@ -11,8 +11,9 @@
 import { currentAttempt } from '../lib/run/retry.ts';
 import type { Run } from './types.ts';
 
-/** Lease validity after the heartbeat's lastProbeTime; must stay well below the reaper's STALE_MS (30 s). */
-export const FENCE_MS = 20_000;
+import { FENCE_MS } from '../lib/run/fencing.ts';
+
+export { FENCE_MS };
 
 /** The validity to ask the Runtime Server for: FENCE_MS counted from when the heartbeat was stamped. */
 export function leaseValidity(probedAt: number, now: number, fenceMs = FENCE_MS): number {
