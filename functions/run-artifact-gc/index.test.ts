@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { FakeState } from '../../lib/fn/fake-state.ts';
 import { R } from '../../lib/fn/resources.ts';
-import { GIVE_UP_MS, ORPHAN_AFTER_MS, collect, judgeRun, storeLocation, type RunObj } from './index.ts';
+import {
+  GIVE_UP_MS,
+  ORPHAN_AFTER_MS,
+  collect,
+  judgeRun,
+  releaseIdentity,
+  storeLocation,
+  type RunObj,
+} from './index.ts';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
 const run = (over: Partial<RunObj['metadata']> = {}): RunObj => ({
@@ -86,5 +94,36 @@ describe('run-artifact-gc', () => {
       ops.map((o) => o.op),
       ['requeue'],
     );
+  });
+
+  it("releases runtimed's ServiceAccount in a namespace being emptied once no Run needs cleanup", () => {
+    const sa = {
+      metadata: {
+        name: 'kruntimes-runtimed',
+        namespace: 'ns',
+        resourceVersion: '3',
+        deletionTimestamp: new Date(T0).toISOString(),
+        finalizers: ['kruntimes.io/artifact-cleanup'],
+      },
+    };
+    const state = new FakeState([
+      [R.runs, run()],
+      [R.serviceAccounts, sa],
+    ]);
+    assert.deepEqual(releaseIdentity('ns', state), [], 'kept while a Run still needs its runtimed');
+    assert.deepEqual(collect({ key: 'ns/', object: undefined, state, now: new Date(T0) }), []);
+    state.remove(R.runs, 'ns', 'r');
+    const ops = collect({ key: 'ns/', object: undefined, state, now: new Date(T0) });
+    assert.deepEqual(ops, [
+      {
+        op: 'patch',
+        resource: R.serviceAccounts,
+        namespace: 'ns',
+        name: 'kruntimes-runtimed',
+        patch: { metadata: { resourceVersion: '3', finalizers: [] } },
+      },
+    ]);
+    state.put(R.serviceAccounts, { metadata: { ...sa.metadata, deletionTimestamp: undefined } });
+    assert.deepEqual(releaseIdentity('ns', state), [], 'never released while not being deleted');
   });
 });

@@ -10,12 +10,27 @@
  * - Pods exist but the cleanup has not finished GIVE_UP_MS after deletion (store unreachable,
  *   store changed): release with ArtifactCleanupTimeout.
  * So a Run never blocks a namespace deletion for longer than GIVE_UP_MS.
+ * runtimed's ServiceAccount and RoleBinding carry the same finalizer (runtime-controller): a
+ * namespace deletion removes them in the same pass as the Runs, and runtimed draining on SIGTERM
+ * needs both to delete the bytes. This function releases them once no Run of the namespace
+ * carries the artifact-cleanup finalizer any more.
  */
 import { eventOp, involvedOf } from '../../lib/fn/events.ts';
 import { R } from '../../lib/fn/resources.ts';
-import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.ts';
+import type { FunctionDef, Operation, ReconcileInput, Resource, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition, type Condition } from '../../lib/run/conditions.ts';
+import { IDENTITY_FINALIZER } from '../runtime-controller/index.ts';
+import { RUNTIMED_SA } from '../runtime-controller/render.ts';
+
+const roleBindings: Resource = {
+  group: 'rbac.authorization.k8s.io',
+  version: 'v1',
+  resource: 'rolebindings',
+  kind: 'RoleBinding',
+  namespaced: true,
+};
+const PART_OF = 'app.kubernetes.io/part-of=kruntimes';
 
 export const FINALIZER = 'kruntimes.io/artifact-cleanup';
 export const ORPHAN_AFTER_MS = 60_000;
@@ -111,8 +126,33 @@ function releaseOps(run: RunObj, v: Extract<GcVerdict, { kind: 'release' }>, now
   ];
 }
 
+/** Releases runtimed's ServiceAccount and RoleBinding of a namespace being emptied once no Run needs cleanup. */
+export function releaseIdentity(ns: string, state: State): Operation[] {
+  const holding = (state.list(R.runs, ns) as RunObj[]).some((r) => (r.metadata.finalizers ?? []).includes(FINALIZER));
+  if (holding) return [];
+  const ops: Operation[] = [];
+  for (const resource of [R.serviceAccounts, roleBindings]) {
+    const o = state.get(resource, ns, RUNTIMED_SA);
+    if (!o?.metadata.deletionTimestamp || !(o.metadata.finalizers ?? []).includes(IDENTITY_FINALIZER)) continue;
+    ops.push({
+      op: 'patch',
+      resource,
+      namespace: ns,
+      name: RUNTIMED_SA,
+      patch: {
+        metadata: {
+          resourceVersion: o.metadata.resourceVersion,
+          finalizers: (o.metadata.finalizers ?? []).filter((f) => f !== IDENTITY_FINALIZER),
+        },
+      },
+    });
+  }
+  return ops;
+}
+
 export function collect({ key, state, now }: ReconcileInput): Operation[] {
   const [ns = '', runtime = ''] = key.split('/');
+  if (!runtime) return releaseIdentity(ns, state);
   const pods = state.list(R.pods, ns, { runtime }).length;
   const ops: Operation[] = [];
   let recheck: number | undefined;
@@ -135,9 +175,14 @@ const fn: FunctionDef = {
   trigger: {
     type: 'watch',
     resource: R.runs,
-    keys: (o) => [`${o.metadata.namespace}/${(o as RunObj).spec?.runtime ?? ''}`],
-    filter: (e) => !!e.object.metadata.deletionTimestamp && (e.object.metadata.finalizers ?? []).includes(FINALIZER),
+    keys: (o) => [`${o.metadata.namespace}/${(o as RunObj).spec?.runtime ?? ''}`, `${o.metadata.namespace}/`],
+    filter: (e) => e.type === 'deleted' || !!e.object.metadata.deletionTimestamp,
     also: [
+      ...[R.serviceAccounts, roleBindings].map((resource) => ({
+        resource,
+        labelSelector: PART_OF,
+        map: (o: KubeObject) => (o.metadata.name === RUNTIMED_SA ? [`${o.metadata.namespace}/`] : []),
+      })),
       {
         resource: R.pods,
         labelSelector: 'runtime',
@@ -151,6 +196,8 @@ const fn: FunctionDef = {
     { apiGroups: ['kruntimes.io'], resources: ['runs/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get', 'list', 'watch', 'patch'] },
+    { apiGroups: ['rbac.authorization.k8s.io'], resources: ['rolebindings'], verbs: ['get', 'list', 'watch', 'patch'] },
   ],
   handler: collect,
 };
