@@ -91,7 +91,11 @@ export async function runtimed(): Promise<number> {
   });
   return new Promise((resolve) => {
     process.once('SIGTERM', () => {
-      void daemon.stop().then(() => resolve(0));
+      void daemon
+        .drain(cfg.drainMs)
+        .catch((err: unknown) => log.warn({ err }, 'drain failed'))
+        .then(() => daemon.stop())
+        .then(() => resolve(0));
     });
   });
 }

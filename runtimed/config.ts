@@ -20,6 +20,8 @@ export interface RuntimedConfig {
   sessionSubject: string;
   /** Concurrent operations one session Run may have on this Pod. */
   sessionMaxOperations: number;
+  /** How long runtimed keeps cleaning up deleted Runs' artifacts after SIGTERM (below the Pod's grace period). */
+  drainMs: number;
 }
 
 export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
@@ -48,5 +50,6 @@ export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     sessionPort: Number(env.KRT_SESSION_PORT ?? '9095'),
     sessionSubject: env.KRT_SESSION_SUBJECT ?? 'system:serviceaccount:kruntimes-system:kruntimes-run-extension-api',
     sessionMaxOperations: Number(env.KRT_SESSION_MAX_OPERATIONS ?? '16'),
+    drainMs: Number(env.KRT_DRAIN_MS ?? '25000'),
   });
 }

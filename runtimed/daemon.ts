@@ -12,6 +12,8 @@ import type { Finisher } from './finish.ts';
 import type { ArtifactRef } from './artifacts/store.ts';
 import type { RuntimeClient } from './runtime-client.ts';
 import { Runner } from './runner.ts';
+import { leaseValidity } from './fence.ts';
+import { ArtifactCleaner } from './artifact-gc.ts';
 import { startWorkspaceCleaner } from './workspaces.ts';
 import { Jwks } from './session-auth.ts';
 import { SESSION_CONDITION, startSessionServer } from './session-server.ts';
@@ -19,6 +21,8 @@ import type { Run } from './types.ts';
 import { removeBeneath } from './artifacts/safe-dir.ts';
 
 export interface Daemon {
+  /** Keeps cleaning up deleted Runs' artifacts while the namespace or Runtime is going away (bounded). */
+  drain(boundMs: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -86,16 +90,41 @@ async function watchAssignedRuns(
   return watch;
 }
 
-/** Publishes runtimed's heartbeat (and the session certificate's fingerprint) every heartbeatMs. */
-function startHeartbeat(client: KubeClient, cfg: RuntimedConfig, fingerprint: string, log: Logger): NodeJS.Timeout {
+/** Publishes runtimed's heartbeat (and the session certificate's fingerprint) every heartbeatMs; each
+ * accepted heartbeat renews the Runtime Server's execution lease up to FENCE_MS after its lastProbeTime. */
+function startHeartbeat(
+  client: KubeClient,
+  cfg: RuntimedConfig,
+  runtime: RuntimeClient,
+  fingerprint: string,
+  log: Logger,
+): NodeJS.Timeout {
   const since = new Date().toISOString();
   const beat = (): void => {
-    heartbeat(client, cfg, new Date(), since, fingerprint).catch((err: unknown) =>
-      log.warn({ err }, 'heartbeat failed'),
-    );
+    const probedAt = performance.now();
+    heartbeat(client, cfg, new Date(), since, fingerprint)
+      .then(() => runtime.renewLease(leaseValidity(probedAt, performance.now())))
+      .catch((err: unknown) => log.warn({ err }, 'heartbeat or lease renewal failed'));
   };
   beat();
   return setInterval(beat, cfg.heartbeatMs);
+}
+
+/** Cleans up the artifacts of deleted Runs of this Runtime, wherever they ran (artifact-gc.ts). */
+async function startArtifactCleaner(
+  client: KubeClient,
+  cfg: RuntimedConfig,
+  finisher: Finisher,
+  log: Logger,
+): Promise<ArtifactCleaner> {
+  const gc = new ArtifactCleaner({
+    client,
+    cfg,
+    log: log.child({ part: 'artifact-gc' }),
+    ...(finisher.store ? { store: finisher.store } : {}),
+  });
+  await gc.start();
+  return gc;
 }
 
 /** runtimed's liveness and readiness (the Runtime Server answers on its socket). */
@@ -140,6 +169,7 @@ export async function startDaemon(o: {
     finisher: o.finisher,
   });
   const watch = await watchAssignedRuns(client, cfg, runner, log);
+  const gc = await startArtifactCleaner(client, cfg, o.finisher, log);
   const cleaner = startWorkspaceCleaner({
     client,
     namespace: cfg.namespace,
@@ -162,14 +192,14 @@ export async function startDaemon(o: {
       ? { openArtifact: (ref: unknown) => o.finisher.store!.open(ref as ArtifactRef, { namespace: cfg.namespace }) }
       : {}),
   });
-  const timer = startHeartbeat(client, cfg, sessions.fingerprint, log);
+  const timer = startHeartbeat(client, cfg, runtime, sessions.fingerprint, log);
   const health = await serveHealth(cfg, runtime);
   log.info({ pod: cfg.podName, runtime: cfg.runtime, workers: cfg.workers }, 'runtimed ready');
   return {
+    drain: (boundMs) => gc.drain(boundMs),
     stop: async () => {
       clearInterval(timer);
-      watch.stop();
-      cleaner.stop();
+      for (const part of [watch, gc, cleaner]) part.stop();
       health.close();
       sessions.close();
       await Promise.resolve();

@@ -28,8 +28,13 @@ export interface Finisher {
 
 const PREPARE_MESSAGES = ['no args or script provided', 'no script or args provided'];
 
+/** Why an execution was fenced (its lease lapsed: runtimed could not reach the API server in time). */
+export const FENCED_MESSAGE =
+  'runtimed could not renew its execution lease (no accepted heartbeat within the lease), so the execution was stopped';
+
 export function classifyFailure(s: Summary, stderrTail = ''): { reason: string; message: string } {
   if (s.errorMessage === 'timeout' && s.exitCode === -1) return { reason: 'Timeout', message: 'timeout' };
+  if (s.errorMessage === 'fenced' && s.exitCode === -1) return { reason: 'Fenced', message: FENCED_MESSAGE };
   if (PREPARE_MESSAGES.includes(s.errorMessage))
     return { reason: 'PrepareSource', message: `prepare source: ${s.errorMessage}` };
   const base = s.errorMessage || `exit status ${s.exitCode}`;

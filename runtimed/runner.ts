@@ -40,6 +40,7 @@ import {
   type DirHandle,
 } from './artifacts/safe-dir.ts';
 import type { SessionRefusal, SessionTarget } from './session-server.ts';
+import { takenAway } from './fence.ts';
 
 /** A bad artifact input: terminal with its own reason (never retried). */
 export class InputError extends Error {
@@ -66,6 +67,9 @@ interface Active {
   claim?: Promise<Run | undefined>;
   startedAt: string;
   session?: Session;
+  /** The Run was taken away (rescheduled): this execution ends without another status write. */
+  lost?: boolean;
+  released?: boolean;
 }
 
 /** Default spec.mode.session.idleTimeoutSeconds. */
@@ -211,10 +215,6 @@ export class Runner {
       this.onActive(a, run);
       return;
     }
-    if (run.metadata.deletionTimestamp && this.mine(run)) {
-      void this.cleanup(run);
-      return;
-    }
     if (!this.mine(run) || run.metadata.deletionTimestamp || isTerminal(run.status?.phase)) return;
     if (run.status?.phase === 'Scheduled' && run.spec.cancelRequested) {
       void this.terminal(run, 'Cancelled', 'cancelled by user');
@@ -233,10 +233,16 @@ export class Runner {
 
   private onActive(a: Active, run: Run): void {
     if (run.metadata.deletionTimestamp) {
-      void this.onDeleted(run).then(() => this.cleanup(run));
+      void this.onDeleted(run);
       return;
     }
-    if (rvNum(run) > rvNum(a.run)) a.run = run;
+    if (rvNum(run) > rvNum(a.run)) {
+      if (takenAway(a.run, run)) {
+        this.lose(a, run);
+        return;
+      }
+      a.run = run;
+    }
     if (run.spec.cancelRequested && !a.cancelling) {
       if (a.session) void this.endSession(a, 'Cancelled', 'cancelled by user');
       else void this.cancel(a);
@@ -264,9 +270,23 @@ export class Runner {
     }
   }
 
-  /** Writes status computed from the freshest Run, retrying conflicts; undefined when the Run is gone or already terminal. */
-  async writeStatus(a: { run: Run }, build: (s: RunStatus) => RunStatus): Promise<Run | undefined> {
+  /** The Run was rescheduled while this Active ran an older attempt: kill it, write nothing, then
+   * take the Run up again if the new attempt is assigned here (fence.ts). */
+  private lose(a: Active, observed: Run): void {
+    if (a.lost) return;
+    a.lost = true;
+    this.d.log.warn(
+      { run: observed.metadata.name, attempt: a.attempt, now: observed.status?.attempt },
+      'Run was rescheduled; abandoning the old execution',
+    );
+    void this.abandon(a);
+  }
+
+  /** Writes status computed from the freshest Run, retrying conflicts; undefined when the Run is gone,
+   * already terminal, or was taken away from this execution (then nothing is written). */
+  async writeStatus(a: { run: Run; lost?: boolean }, build: (s: RunStatus) => RunStatus): Promise<Run | undefined> {
     for (let i = 0; i < 5; i++) {
+      if (a.lost) return undefined;
       const status = build(a.run.status ?? {});
       try {
         const res = await this.d.client.patch<Run>(this.path(a.run, '/status'), {
@@ -282,6 +302,10 @@ export class Runner {
         }
         const fresh = await this.refetch(a.run);
         if (!fresh || isTerminal(fresh.status?.phase) || !this.mine(fresh)) return undefined;
+        if (takenAway(a.run, fresh)) {
+          a.lost = true;
+          return undefined;
+        }
         a.run = fresh;
       }
     }
@@ -446,6 +470,10 @@ export class Runner {
   }
 
   private async finish(a: Active, s: Summary): Promise<void> {
+    if (a.lost) {
+      await this.release(a);
+      return;
+    }
     if (a.cancelling) {
       await this.done(a, 'Cancelled', 'cancelled by user');
       return;
@@ -527,7 +555,10 @@ export class Runner {
       await this.done(a, 'Cancelled', 'cancelled by user');
       return;
     }
-    await this.writeStatus(a, (s) => retryStarted(s, this.d.now().toISOString()));
+    if (!(await this.writeStatus(a, (s) => retryStarted(s, this.d.now().toISOString())))) {
+      await this.release(a);
+      return;
+    }
     await this.d.runtime.forget(a.run.metadata.uid ?? '').catch(() => undefined);
     await this.launch(a, false).then(
       () => this.follow(a),
@@ -581,6 +612,8 @@ export class Runner {
   }
 
   private async release(a: Active): Promise<void> {
+    if (a.released) return;
+    a.released = true;
     clearTimeout(a.timer);
     if (a.session) {
       a.session.ended = true;
@@ -599,41 +632,13 @@ export class Runner {
     await removeBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(a.run)).catch((err: unknown) =>
       this.d.log.warn({ err, run: a.run.metadata.name }, 'Run directory not removed'),
     );
-    this.active.delete(uid);
+    if (this.active.get(uid) === a) this.active.delete(uid);
     if (a.run.spec.workspace) this.onRelease();
-  }
-
-  private readonly cleaning = new Set<string>();
-
-  /** A deleted Run with artifacts: delete them from the store (bounded), then drop the finalizer. */
-  private async cleanup(run: Run): Promise<void> {
-    const uid = run.metadata.uid ?? '';
-    if (!(run.metadata.finalizers ?? []).includes(ARTIFACT_FINALIZER) || this.cleaning.has(uid)) return;
-    this.cleaning.add(uid);
-    try {
-      if (this.d.finisher.store) {
-        await Promise.race([
-          this.d.finisher.store.deleteRun(run.metadata.namespace ?? '', uid),
-          new Promise((_, rej) => setTimeout(() => rej(new Error('artifact deletion timed out after 30s')), 30_000)),
-        ]);
-      }
-      const fresh = await this.refetch(run);
-      if (fresh) {
-        const finalizers = (fresh.metadata.finalizers ?? []).filter((f) => f !== ARTIFACT_FINALIZER);
-        await this.d.client.patch(this.path(fresh), {
-          metadata: { resourceVersion: fresh.metadata.resourceVersion, finalizers },
-        });
-      }
-    } catch (err) {
-      this.d.log.warn({ err, run: run.metadata.name }, 'artifact cleanup failed; retrying in 5s');
-      setTimeout(() => {
-        void this.refetch(run).then((r) => {
-          if (r) void this.cleanup(r);
-        });
-      }, 5000);
-    } finally {
-      this.cleaning.delete(uid);
-    }
+    if (a.lost)
+      void this.refetch(a.run).then(
+        (r) => r && this.onRun(r),
+        () => undefined,
+      );
   }
 
   /** A session Run: stage source and inputs, go Ready, then serve operations until cancel, timeout or idle. */

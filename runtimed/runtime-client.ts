@@ -65,6 +65,12 @@ export class RuntimeClient {
     await this.json('POST', `/v1/executions/${encodeURIComponent(id)}/cancel`);
   }
 
+  /** Renews the Runtime Server's execution lease (fencing; runtime-server/lease.ts). */
+  async renewLease(validForMs: number): Promise<void> {
+    const r = await this.json<{ message?: string }>('POST', '/v1/lease', { validForMs });
+    if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
+  }
+
   async forget(id: string): Promise<void> {
     await this.json('DELETE', `/v1/executions/${encodeURIComponent(id)}`);
   }

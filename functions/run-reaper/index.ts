@@ -11,8 +11,10 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition } from '../../lib/run/conditions.ts';
 import { terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
 import { currentAttempt, shouldRetry, type RetryPolicy } from '../../lib/run/retry.ts';
+import { STALE_MS } from '../../lib/run/fencing.ts';
 
-export const STALE_MS = 30_000;
+/** Staleness bound: shared with runtimed's execution lease (lib/run/fencing.ts). */
+export { STALE_MS };
 interface RunObj extends KubeObject {
   spec: { runtime: string; retryPolicy?: RetryPolicy };
   status?: RunStatus;

@@ -17,6 +17,11 @@ import {
   type Runtime,
 } from './render.ts';
 
+/** Keeps runtimed's identity and RoleBinding while deleted Runs of the namespace still need their
+ * artifacts cleaned (a namespace deletion removes them in the same pass as the Runs); released by
+ * run-artifact-gc (docs/adr/0012-sec-gc-run-fencing-and-artifact-cleanup.md). */
+export const IDENTITY_FINALIZER = 'kruntimes.io/artifact-cleanup';
+
 const networkPolicies: Resource = {
   group: 'networking.k8s.io',
   version: 'v1',
@@ -94,6 +99,7 @@ export function reconcileRuntime({ object, state, now }: ReconcileInput): Operat
           name: RUNTIMED_SA,
           namespace: ns,
           labels: { 'app.kubernetes.io/part-of': 'kruntimes', 'app.kubernetes.io/component': 'runtimed' },
+          finalizers: [IDENTITY_FINALIZER],
         },
       },
     },
@@ -101,7 +107,12 @@ export function reconcileRuntime({ object, state, now }: ReconcileInput): Operat
       op: 'apply',
       resource: roleBindings,
       object: {
-        metadata: { name: RUNTIMED_SA, namespace: ns, labels: { 'app.kubernetes.io/part-of': 'kruntimes' } },
+        metadata: {
+          name: RUNTIMED_SA,
+          namespace: ns,
+          labels: { 'app.kubernetes.io/part-of': 'kruntimes' },
+          finalizers: [IDENTITY_FINALIZER],
+        },
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: RUNTIMED_CLUSTER_ROLE },
         subjects: [{ kind: 'ServiceAccount', name: RUNTIMED_SA, namespace: ns }],
       },

@@ -133,8 +133,9 @@ export class Execution extends EventEmitter {
     this.emit('end', this.summary());
   }
 
-  /** SIGTERM the process group, SIGKILL after 2 s; the execution FAILS with exit -1 and the reason. */
-  kill(reason: 'timeout' | 'cancelled'): void {
+  /** SIGTERM the process group, SIGKILL after 2 s; the execution FAILS with exit -1 and the reason.
+   * 'fenced' (the execution lease lapsed) SIGKILLs at once: nothing may run past the lease. */
+  kill(reason: 'timeout' | 'cancelled' | 'fenced'): void {
     if (this.state !== 'RUNNING') return;
     const pid = this.child?.pid;
     const sig = (s: NodeJS.Signals): void => {
@@ -144,8 +145,11 @@ export class Execution extends EventEmitter {
         /* gone */
       }
     };
-    sig('SIGTERM');
-    setTimeout(() => sig('SIGKILL'), 2000).unref();
+    if (reason === 'fenced') sig('SIGKILL');
+    else {
+      sig('SIGTERM');
+      setTimeout(() => sig('SIGKILL'), 2000).unref();
+    }
     this.finish('FAILED', -1, reason);
   }
 }
@@ -172,6 +176,13 @@ export class Executions {
     this.all.set(req.id, e);
     e.start(this.lang, req, this.baseEnv);
     return { execution: e, created: true };
+  }
+
+  /** The execution lease lapsed: kill every running execution (SIGKILL); returns their ids. */
+  fence(): string[] {
+    const killed = [...this.all.values()].filter((e) => e.state === 'RUNNING');
+    for (const e of killed) e.kill('fenced');
+    return killed.map((e) => e.id);
   }
 
   forget(id: string): 'ok' | 'running' | 'unknown' {

@@ -7,6 +7,7 @@
  *   GET    /v1/executions/:id/records?from=N&follow=1   NDJSON records, then {"end":summary}
  *   POST   /v1/executions/:id/cancel       cancel
  *   DELETE /v1/executions/:id              forget (409 while running)
+ *   POST   /v1/lease                       {"validForMs": n}: renew the execution lease (lease.ts)
  *   GET    /v1/sessions                    WebSocket: one interactive operation (sessions.ts)
  *   GET    /healthz
  */
@@ -16,6 +17,7 @@ import { dirname } from 'node:path';
 import type { ExecRequest, Language } from './command.ts';
 import { Executions, type Execution, type OutputRecord, type Summary } from './executions.ts';
 import { SessionOperations } from './sessions.ts';
+import { ExecutionLease } from './lease.ts';
 
 function json(res: ServerResponse, code: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -69,22 +71,38 @@ function streamRecords(res: ServerResponse, e: Execution, from: number, follow: 
   res.on('close', cleanup);
 }
 
-async function collection(req: IncomingMessage, res: ServerResponse, ex: Executions): Promise<void> {
+async function collection(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ex: Executions,
+  lease: ExecutionLease,
+): Promise<void> {
   if (req.method === 'GET') return json(res, 200, { executions: ex.list() });
   if (req.method !== 'POST') return json(res, 405, { message: 'method not allowed' });
+  if (lease.expired())
+    return json(res, 503, { message: 'fenced: the execution lease lapsed; runtimed must renew it first' });
   const body = (await readBody(req)) as ExecRequest;
   if (!body.id || !body.workingDir) return json(res, 400, { message: 'id and workingDir are required' });
   const { execution, created } = ex.execute(body);
   return json(res, created ? 201 : 200, execution.summary());
 }
 
-async function route(req: IncomingMessage, res: ServerResponse, ex: Executions): Promise<void> {
+async function renewLease(req: IncomingMessage, res: ServerResponse, lease: ExecutionLease): Promise<void> {
+  if (req.method !== 'POST') return json(res, 405, { message: 'method not allowed' });
+  const body = (await readBody(req)) as { validForMs?: unknown };
+  if (typeof body.validForMs !== 'number') return json(res, 400, { message: 'validForMs (a number) is required' });
+  lease.renew(body.validForMs);
+  return json(res, 200, { remainingMs: lease.remainingMs() });
+}
+
+async function route(req: IncomingMessage, res: ServerResponse, ex: Executions, lease: ExecutionLease): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://runtime');
   const parts = url.pathname.split('/').filter(Boolean);
   if (url.pathname === '/healthz') return json(res, 200, { healthy: true });
+  if (url.pathname === '/v1/lease') return renewLease(req, res, lease);
   if (parts[0] !== 'v1' || parts[1] !== 'executions') return json(res, 404, { message: 'not found' });
   const id = parts[2] ? decodeURIComponent(parts[2]) : undefined;
-  if (!id) return collection(req, res, ex);
+  if (!id) return collection(req, res, ex, lease);
   const e = ex.get(id);
   if (!e) return json(res, 404, { message: `execution ${id} not found` });
   if (req.method === 'GET' && parts[3] === 'records')
@@ -103,8 +121,15 @@ async function route(req: IncomingMessage, res: ServerResponse, ex: Executions):
 
 export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: NodeJS.ProcessEnv): Promise<Server> {
   const ex = new Executions(lang, baseEnv);
+  const lease = new ExecutionLease(() => {
+    const killed = ex.fence();
+    if (killed.length)
+      process.stderr.write(
+        `${JSON.stringify({ level: 40, component: 'runtime-server', killed, msg: 'execution lease lapsed: executions fenced' })}\n`,
+      );
+  });
   const srv = createServer((req, res) => {
-    route(req, res, ex).catch((err: unknown) =>
+    route(req, res, ex, lease).catch((err: unknown) =>
       json(res, 400, { message: err instanceof Error ? err.message : String(err) }),
     );
   });

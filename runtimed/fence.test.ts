@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { STALE_MS } from '../lib/run/fencing.ts';
+import { classifyFailure } from './finish.ts';
+import { FENCE_MS, leaseValidity, takenAway } from './fence.ts';
+import { ExecutionLease, MAX_LEASE_MS, type LeaseClock } from './runtime-server/lease.ts';
+import type { Run } from './types.ts';
+
+const run = (status: Run['status']): Run => ({ metadata: { name: 'r', uid: 'u' }, spec: { runtime: 'bash' }, status });
+
+class FakeClock implements LeaseClock {
+  t = 0;
+  private timers: { at: number; fn: () => void; live: boolean }[] = [];
+  now(): number {
+    return this.t;
+  }
+  setTimer(fn: () => void, ms: number): { cancel(): void } {
+    const timer = { at: this.t + ms, fn, live: true };
+    this.timers.push(timer);
+    return { cancel: () => (timer.live = false) };
+  }
+  advance(ms: number): void {
+    this.t += ms;
+    for (const x of this.timers.filter((y) => y.live && y.at <= this.t)) {
+      x.live = false;
+      x.fn();
+    }
+  }
+}
+
+describe('fencing: execution lease timing', () => {
+  it('ends the lease before the reaper may reschedule, with room for clock skew and the kill', () => {
+    assert.ok(FENCE_MS + 5_000 <= STALE_MS, `FENCE_MS ${FENCE_MS} must stay well below the reaper's ${STALE_MS}`);
+  });
+
+  it('counts the validity from the heartbeat stamp, not from when the write was accepted', () => {
+    assert.equal(leaseValidity(1_000, 1_000), FENCE_MS);
+    assert.equal(leaseValidity(1_000, 4_000), FENCE_MS - 3_000);
+    assert.equal(leaseValidity(1_000, 1_000 + FENCE_MS + 1), 0, 'a write slower than the lease grants nothing');
+    assert.equal(leaseValidity(5_000, 4_000), FENCE_MS, 'a clock going backwards grants no more than FENCE_MS');
+  });
+
+  it('is not armed until the first renewal, then fences exactly once it lapses', () => {
+    const clock = new FakeClock();
+    let fenced = 0;
+    const lease = new ExecutionLease(() => fenced++, clock);
+    clock.advance(100_000);
+    assert.equal(lease.expired(), false);
+    assert.equal(fenced, 0);
+    lease.renew(20_000);
+    clock.advance(15_000);
+    lease.renew(20_000);
+    clock.advance(19_999);
+    assert.equal(fenced, 0, 'a renewal pushes the deadline');
+    assert.equal(lease.expired(), false);
+    clock.advance(1);
+    assert.equal(fenced, 1);
+    assert.equal(lease.expired(), true);
+  });
+
+  it('refuses a validity that would disable fencing', () => {
+    const lease = new ExecutionLease(() => undefined, new FakeClock());
+    assert.throws(() => lease.renew(MAX_LEASE_MS + 1), RangeError);
+    assert.throws(() => lease.renew(Number.NaN), RangeError);
+  });
+
+  it('classifies a fenced execution with its own reason', () => {
+    const f = classifyFailure({
+      id: 'u',
+      state: 'FAILED',
+      exitCode: -1,
+      errorMessage: 'fenced',
+      startedAt: '',
+      records: 0,
+    });
+    assert.equal(f.reason, 'Fenced');
+  });
+});
+
+describe('fencing: attempt token (takenAway)', () => {
+  const held = run({ phase: 'Running', assignedPod: 'p', assignedPodUID: 'pu', attempt: 1 });
+
+  it('keeps runtimed own versions: claim and in-place retries on the same Pod', () => {
+    assert.equal(takenAway(run({ phase: 'Scheduled', assignedPod: 'p' }), held), false);
+    assert.equal(takenAway(held, run({ ...held.status, attempt: 2 })), false);
+    assert.equal(takenAway(held, run({ ...held.status, phase: 'Succeeded' })), false);
+  });
+
+  it('sees a reschedule: back to Pending, to another Pod, or a later attempt Scheduled again on this Pod', () => {
+    assert.equal(takenAway(held, run({ phase: 'Pending', attempt: 2 })), true);
+    assert.equal(
+      takenAway(held, run({ phase: 'Scheduled', assignedPod: 'q', assignedPodUID: 'qu', attempt: 2 })),
+      true,
+    );
+    assert.equal(
+      takenAway(held, run({ phase: 'Scheduled', assignedPod: 'p', assignedPodUID: 'pu', attempt: 2 })),
+      true,
+    );
+    assert.equal(
+      takenAway(
+        run({ phase: 'Scheduled', assignedPod: 'p' }),
+        run({ phase: 'Scheduled', assignedPod: 'p', attempt: 2 }),
+      ),
+      true,
+    );
+  });
+});

@@ -1,0 +1,38 @@
+/**
+ * Fencing a Run to one execution at a time. Two mechanisms, both needed:
+ * - The execution lease (runtime-server/lease.ts): runtimed renews it only after the API server
+ *   accepted its heartbeat, so its validity ends FENCE_MS after the heartbeat's lastProbeTime;
+ *   the reaper reschedules only STALE_MS (30 s) after that same lastProbeTime. A runtimed that is
+ *   stopped or cut off therefore has its executions killed before the reaper may reschedule them.
+ * - The attempt token: a Run the reaper took away (reset to Pending, next attempt, maybe back on
+ *   this very Pod) is never adopted by the Active that ran the old attempt; its status writes are
+ *   resourceVersion-guarded and a conflict that shows another attempt ends the old one silently.
+ */
+import { currentAttempt } from '../lib/run/retry.ts';
+import type { Run } from './types.ts';
+
+import { FENCE_MS } from '../lib/run/fencing.ts';
+
+export { FENCE_MS };
+
+/** The validity to ask the Runtime Server for: FENCE_MS counted from when the heartbeat was stamped. */
+export function leaseValidity(probedAt: number, now: number, fenceMs = FENCE_MS): number {
+  return Math.max(0, fenceMs - Math.max(0, now - probedAt));
+}
+
+/**
+ * Whether `observed` (a newer version of the Run) belongs to another execution than the one
+ * `held` describes: it was reassigned (other Pod UID), put back to Pending, or rescheduled to a
+ * later attempt (Pending/Scheduled again). runtimed's own in-place retries stay Running on the
+ * same Pod and are not a take-over.
+ */
+export function takenAway(held: Run, observed: Run): boolean {
+  const h = held.status ?? {};
+  const o = observed.status ?? {};
+  if (!o.assignedPod) return true;
+  if (h.assignedPod && o.assignedPod !== h.assignedPod) return true;
+  if (h.assignedPodUID && o.assignedPodUID && o.assignedPodUID !== h.assignedPodUID) return true;
+  if (o.phase === 'Pending') return true;
+  const later = currentAttempt(o.attempt) > currentAttempt(h.attempt);
+  return later && o.phase === 'Scheduled';
+}
