@@ -30,7 +30,7 @@ import { isTrue, type ConditionInput } from '../../lib/jobclass/events.ts';
 import { addFinalizer, removeFinalizer } from '../../lib/jobclass/finalizers.ts';
 import { isAccepted, isFinished } from '../../lib/jobclass/jobs.ts';
 import { classGate, type Problem } from '../../lib/jobclass/resolve.ts';
-import { connectionFor, type Connection } from './connection.ts';
+import { connectionFor, currentBackend, mayHaveExecution, type Connection } from './connection.ts';
 import { POLL_MAX_MS, executionAgeMs, pollDelayMs } from './poll.ts';
 import { buildCreateRequest, materials } from './request.ts';
 import { afterStatus, cleanupBlocked, finishOps, requeue, scheduledFalse, unknownOps, withIntent } from './status.ts';
@@ -92,9 +92,6 @@ export function intentAge(job: Job, now: Date): number | undefined {
   const i = job.status?.execution?.createIntent;
   return i?.outcome === 'Pending' ? now.getTime() - Date.parse(i.requestedAt) : undefined;
 }
-
-const mayHaveExecution = (job: Job): boolean =>
-  !!job.status?.execution?.sandboxID || job.status?.execution?.createIntent?.outcome === 'Pending';
 
 /** Decisions that need no backend: not ours, finished, finalizer bookkeeping. */
 function gate(job: Job | undefined): Decision | undefined {
@@ -162,6 +159,7 @@ function adopt(job: Job, now: Date, conn: Connection, sorted: SandboxView[]): De
     kind: 'Sandbox',
     sandboxID: oldest.id,
     endpoint: conn.endpoint,
+    apiKeySecretRef: conn.apiKeySecretRef,
   };
   const c: ConditionInput = {
     type: 'Scheduled',
@@ -245,10 +243,12 @@ function noSandbox(job: Job, inp: Input, conn: Connection): Decision {
   const pf = preflight(job, inp.state, conn);
   if ('problem' in pf) return { ops: [...scheduledFalse(job, pf.problem, inp.now), requeue(RETRY_MS)] };
   const attempt = (job.status?.execution?.createIntent?.attempt ?? 0) + 1;
+  // A new attempt targets the parameters' current backend: the recorded one (if any) was just
+  // listed empty after its last intent expired, so nothing of this Job can appear there any more.
   const execution: ExecutionRef = {
     controllerName: OPENSANDBOX_CONTROLLER,
     kind: 'Sandbox',
-    endpoint: conn.endpoint,
+    ...currentBackend(conn.params),
     createIntent: { attempt, requestedAt: inp.now.toISOString(), outcome: 'Pending' },
   };
   const p = { reason: 'CreatingSandbox', message: `creating the sandbox (attempt ${attempt})` };

@@ -93,7 +93,7 @@ export interface KubernetesParameters extends KubeObject {
 export interface OpenSandboxParameters extends KubeObject {
   spec: {
     endpoint: string;
-    apiKeySecretRef: { namespace: string; name: string; key: string };
+    apiKeySecretRef: SecretKeyRef;
     poolRef?: string;
     requestMapping?: 'AdmissionOnly' | 'Native';
     allowSecretEnv?: boolean;
@@ -145,6 +145,12 @@ export interface CreateIntent {
   outcome: 'Pending' | 'Rejected';
 }
 
+export interface SecretKeyRef {
+  namespace: string;
+  name: string;
+  key: string;
+}
+
 export interface ExecutionRef {
   controllerName: string;
   apiVersion?: string;
@@ -153,6 +159,7 @@ export interface ExecutionRef {
   uid?: string;
   sandboxID?: string;
   endpoint?: string;
+  apiKeySecretRef?: SecretKeyRef;
   createIntent?: CreateIntent;
   cancelIssuedAt?: string;
 }
