@@ -9,7 +9,7 @@
  * live; only a Job created after the change runs on the new server.
  */
 import assert from 'node:assert/strict';
-import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
+import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
 import { apply, cond, eventually404, job, uniq, until, X, type Job } from './jobclass-fixtures.ts';
 import { startOpenSandboxServer, type OpenSandboxTestServer } from './opensandbox-server/server.ts';
 
@@ -89,8 +89,8 @@ describe('JobClass execution: an OpenSandbox endpoint change keeps every Job on 
     a.faults.deleteFails = true;
     await admin().delete(`${X}/namespaces/${ns}/jobs/deleting`);
     const deletePath = `/v1/sandboxes/${deleting.status!.execution!.sandboxID!}`;
-    await eventually('the cleanup DELETE was tried and failed', async () =>
-      a.calls.some((c) => c.method === 'DELETE' && c.path === deletePath && c.status === 500),
+    await eventually('the cleanup DELETE was tried and failed', () =>
+      Promise.resolve(a.calls.some((c) => c.method === 'DELETE' && c.path === deletePath && c.status === 500)),
     );
     // pending create: every create lands but its answer is lost and lists lag, so the intent stays Pending
     a.faults.listLag = true;
@@ -114,7 +114,7 @@ describe('JobClass execution: an OpenSandbox endpoint change keeps every Job on 
       'the adapter probed the new endpoint',
       async () =>
         (
-          await admin().get<{ status?: { probe?: { endpoint?: string } } }>(
+          await admin().get<Obj & { status?: { probe?: { endpoint?: string } } }>(
             `${X}/opensandboxexecutionparameters/${params}`,
           )
         ).status?.probe?.endpoint === b.url,
@@ -123,7 +123,7 @@ describe('JobClass execution: an OpenSandbox endpoint change keeps every Job on 
     await run('fresh');
     const fresh = await sandboxed('fresh');
     assert.equal(fresh.status?.execution?.endpoint, b.url, 'a new Job runs on the new backend');
-    assert.deepEqual(tagged(b, fresh.metadata.uid), [fresh.status!.execution!.sandboxID!]);
+    assert.deepEqual(tagged(b, fresh.metadata.uid), [fresh.status.execution.sandboxID!]);
 
     // running: still observed on the old server (not ResultUnknown), to completion
     a.finish(running.status!.execution!.sandboxID!, true);
@@ -139,11 +139,13 @@ describe('JobClass execution: an OpenSandbox endpoint change keeps every Job on 
     a.faults.listLag = false;
     const adopted = await sandboxed('pending');
     assert.equal(adopted.status?.execution?.endpoint, a.url);
-    assert.ok(tagged(a, pending.metadata.uid).includes(adopted.status!.execution!.sandboxID!));
-    a.finish(adopted.status!.execution!.sandboxID!, true);
+    assert.ok(tagged(a, pending.metadata.uid).includes(adopted.status.execution.sandboxID!));
+    a.finish(adopted.status.execution.sandboxID!, true);
     await until(ns, 'pending', (x) => x.status?.phase === 'Succeeded', 'Succeeded on the old server', 90_000);
-    await eventually('duplicates of the pending create are deleted', async () =>
-      tagged(a, pending.metadata.uid).every((id) => a.sandboxes.get(id)?.status.state === 'Terminated'),
+    await eventually('duplicates of the pending create are deleted', () =>
+      Promise.resolve(
+        tagged(a, pending.metadata.uid).every((id) => a.sandboxes.get(id)?.status.state === 'Terminated'),
+      ),
     );
 
     for (const j of [finished, running, deleting, pending])
@@ -155,7 +157,7 @@ describe('JobClass execution: an OpenSandbox endpoint change keeps every Job on 
     );
     const live = [...a.sandboxes.values()].filter((s) => s.status.state !== 'Terminated').map((s) => s.id);
     assert.deepEqual(live, [], 'no sandbox is orphaned on the old server');
-    b.finish(fresh.status!.execution!.sandboxID!, true);
+    b.finish(fresh.status.execution.sandboxID!, true);
     await until(ns, 'fresh', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
   });
 });

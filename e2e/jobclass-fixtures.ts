@@ -26,7 +26,7 @@ export type Job = Obj & {
     conditions?: Cond[];
     resolvedJobClass?: { name: string; uid: string; controllerName: string; parametersRef?: { uid?: string } };
     effectiveResources?: Record<string, Record<string, string>>;
-    execution?: { name?: string; sandboxID?: string };
+    execution?: { name?: string; sandboxID?: string; endpoint?: string; createIntent?: { outcome?: string } };
   };
 };
 export type ClassObj = Obj & { status?: { conditions?: Cond[] } };
