@@ -18,7 +18,7 @@ export const DEFAULT_CLASS = `${G}/is-default-job-class`;
 export const NAMESPACE_DEFAULT = `${G}/default-job-class`;
 export const JOB_UID_LABEL = `${G}/job-uid`;
 
-export type Cond = { type: string; status: string; reason: string; message: string };
+export type Cond = { type: string; status: string; reason: string; message: string; lastTransitionTime?: string };
 export type Job = Obj & {
   status?: {
     phase?: string;

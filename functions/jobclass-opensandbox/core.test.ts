@@ -190,6 +190,15 @@ describe('jobclass-opensandbox core: gate and connection', () => {
     );
     assert.ok(!deleting.ops.some((o) => o.op === 'patch'), 'the finalizer stays');
   });
+
+  it('a 429 on the list changes nothing (no ResultUnknown, no Scheduled flip) and retries after Retry-After', () => {
+    const limited: Observation = {
+      kind: 'failed',
+      error: { kind: 'rate-limited', message: 'HTTP 429', retryAfterMs: 7000 },
+    };
+    for (const j of [osJob({}, recorded()), osJob(), osJob({}, recorded(), { deletionTimestamp: T0 })])
+      assert.deepEqual(run(j, limited), { ops: [{ op: 'requeue', afterMs: 7000 }] });
+  });
 });
 
 describe('jobclass-opensandbox core: exactly-once create', () => {
@@ -604,6 +613,20 @@ describe('jobclass-opensandbox probe', () => {
       1,
       'refreshed',
     );
+  });
+
+  it('a 429 keeps the verdict (Ready does not flip) and keeps it fresh; without a verdict nothing is recorded', () => {
+    const limited = { ok: false as const, error: { kind: 'rate-limited', message: 'HTTP 429', retryAfterMs: 5000 } };
+    const st = statuses(probeOps(p, { ok: true }, '7', NOW))[0] as NonNullable<typeof p.status>;
+    const later = new Date(NOW.getTime() + PROBE_REFRESH_MS + 1);
+    const ops = probeOps({ ...p, status: st }, limited, '8', later);
+    const after = statuses(ops)[0] as NonNullable<typeof p.status>;
+    assert.deepEqual(after.conditions, st.conditions, 'BackendReachable unchanged, no transition');
+    assert.deepEqual(after.probe, { ...st.probe, time: later.toISOString() }, 'same Secret version, fresh time');
+    assert.deepEqual(events(ops), []);
+    assert.deepEqual(probeOps(p, limited, '7', NOW), [{ op: 'requeue', afterMs: PROBE_RETRY_MS }]);
+    const moved = { ...p, spec: { ...p.spec, endpoint: 'https://elsewhere.example.internal' }, status: st };
+    assert.deepEqual(statuses(probeOps(moved, limited, '7', later)), [], 'a verdict of another endpoint is not kept');
   });
 
   it('records failures with a shorter retry', () => {

@@ -124,7 +124,12 @@ export function decide(inp: Input): Decision {
   const conn = connectionFor(job, inp.state, inp.policy);
   if ('problem' in conn) return unusable(job, conn.problem, inp.now);
   if (!inp.observation) return { ops: [], action: { type: 'observe', connection: conn } };
-  if (inp.observation.kind === 'failed') return unusable(job, failureProblem(inp.observation.error), inp.now);
+  if (inp.observation.kind === 'failed') {
+    const e = inp.observation.error;
+    // 429: the server is alive and only busy; nothing about the Job changed, so nothing flips.
+    if (e.kind === 'rate-limited') return { ops: [requeue(Math.max(1000, e.retryAfterMs ?? RETRY_MS))] };
+    return unusable(job, failureProblem(e), inp.now);
+  }
   return decideListed(job, inp, conn, [...inp.observation.sandboxes].sort(byAge));
 }
 
