@@ -229,3 +229,16 @@ export function gate(name: string): { command: string[]; open: () => void } {
     open: () => writeFileSync(file, ''),
   };
 }
+
+/** The jobclass lines of the extension API server's /metrics (its Pod serves them on :8080). */
+export async function jobclassMetrics(): Promise<string[]> {
+  type Pod = Obj & { status?: { podIP?: string; containerStatuses?: { ready: boolean }[] } };
+  const pod = await eventually('a ready extension API server Pod', async () => {
+    const pods = await admin().list<Pod>('/api/v1/namespaces/kruntimes-system/pods', {
+      labelSelector: 'app.kubernetes.io/name=kruntimes-extension',
+    });
+    return pods.items.find((x) => x.status?.containerStatuses?.[0]?.ready && !x.metadata.deletionTimestamp);
+  });
+  const res = await fetch(`http://${pod.status?.podIP ?? ''}:8080/metrics`);
+  return (await res.text()).split('\n').filter((l) => l.startsWith('kruntimes_jobclass_'));
+}
