@@ -262,6 +262,17 @@ describe('jobclass-opensandbox core: exactly-once create', () => {
     );
     const fresh = run(osJob({}, intent(1000)), listed(), notReady);
     assert.deepEqual([fresh.action, status(fresh.ops).execution?.createIntent?.outcome], [undefined, 'Rejected']);
+    // An earlier send of the intent had no definite answer: it may still land, so the intent stays Pending.
+    const tried = osJob({}, intent(6000));
+    tried.status!.conditions = [
+      ...tried.status!.conditions!,
+      { type: 'Scheduled', status: 'False', reason: 'CreateOutcomeUnknown', message: '', lastTransitionTime: T0 },
+    ];
+    const held = run(tried, listed(), notReady);
+    assert.deepEqual(
+      [held.action, cond(held.ops, 'Scheduled')?.reason, status(held.ops).execution?.createIntent?.outcome],
+      [undefined, 'JobClassNotReady', 'Pending'],
+    );
     const replaced = world().put(X.jobClasses, jobClass('microvm', { controller: 'opensandbox', uid: 'new' }));
     assert.equal(cond(run(osJob(), listed(), replaced).ops, 'Scheduled')?.reason, 'JobClassReplaced');
   });

@@ -203,6 +203,19 @@ export function preflight(
   return { request: buildCreateRequest(job, conn.params, m.m) };
 }
 
+/**
+ * A create of the current intent may not be sent now. If no send of this intent has a recorded
+ * result yet (Scheduled is still CreatingSandbox), nothing was sent: the intent is Rejected and a
+ * new one may follow. Otherwise an earlier send may have landed: the intent stays Pending, so it
+ * is listed for (on its recorded backend) until it expires before anything is created again.
+ */
+function blockedResend(job: Job, p: Problem, now: Date): Decision {
+  const scheduled = job.status?.conditions?.find((c) => c.type === 'Scheduled');
+  const untried = !scheduled || scheduled.reason === 'CreatingSandbox';
+  const extra = untried ? { execution: withIntent(job, 'Rejected') } : {};
+  return { ops: [...scheduledFalse(job, p, now, extra), requeue(RETRY_MS)] };
+}
+
 function noSandbox(job: Job, inp: Input, conn: Connection): Decision {
   const age = intentAge(job, inp.now);
   const inFlight = age !== undefined && age < CREATE_WINDOW_MS + MAX_CREATE_MS;
@@ -227,13 +240,7 @@ function noSandbox(job: Job, inp: Input, conn: Connection): Decision {
   }
   if (age !== undefined && age <= CREATE_WINDOW_MS) {
     const pf = preflight(job, inp.state, conn);
-    if ('problem' in pf)
-      return {
-        ops: [
-          ...scheduledFalse(job, pf.problem, inp.now, { execution: withIntent(job, 'Rejected') }),
-          requeue(RETRY_MS),
-        ],
-      };
+    if ('problem' in pf) return blockedResend(job, pf.problem, inp.now);
     return { ops: [], action: { type: 'create', connection: conn, request: pf.request } };
   }
   if (inFlight) {
