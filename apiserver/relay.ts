@@ -179,6 +179,7 @@ export class Relay {
     for (const inf of this.informers.values()) inf.start();
     await Promise.all([...this.informers.values()].map((i) => i.synced));
     for (const path of this.byResource.keys()) this.countCached(path);
+    for (const g of this.functions.flatMap((f) => f.gauges ?? [])) this.o.metrics.stateGauge(g, () => this.state);
     for (const fn of this.functions) {
       for (let i = 0; i < (fn.concurrency ?? 4); i++) this.workers.push(this.work(fn, this.queues.get(fn.name)!));
     }

@@ -18,7 +18,7 @@ export const DEFAULT_CLASS = `${G}/is-default-job-class`;
 export const NAMESPACE_DEFAULT = `${G}/default-job-class`;
 export const JOB_UID_LABEL = `${G}/job-uid`;
 
-export type Cond = { type: string; status: string; reason: string; message: string };
+export type Cond = { type: string; status: string; reason: string; message: string; lastTransitionTime?: string };
 export type Job = Obj & {
   status?: {
     phase?: string;
@@ -26,7 +26,7 @@ export type Job = Obj & {
     conditions?: Cond[];
     resolvedJobClass?: { name: string; uid: string; controllerName: string; parametersRef?: { uid?: string } };
     effectiveResources?: Record<string, Record<string, string>>;
-    execution?: { name?: string; sandboxID?: string };
+    execution?: { name?: string; sandboxID?: string; endpoint?: string; createIntent?: { outcome?: string } };
   };
 };
 export type ClassObj = Obj & { status?: { conditions?: Cond[] } };
@@ -228,4 +228,17 @@ export function gate(name: string): { command: string[]; open: () => void } {
     command: ['bash', '-c', `while [ ! -e '${file}' ]; do sleep 0.2; done; echo released`],
     open: () => writeFileSync(file, ''),
   };
+}
+
+/** The jobclass lines of the extension API server's /metrics (its Pod serves them on :8080). */
+export async function jobclassMetrics(): Promise<string[]> {
+  type Pod = Obj & { status?: { podIP?: string; containerStatuses?: { ready: boolean }[] } };
+  const pod = await eventually('a ready extension API server Pod', async () => {
+    const pods = await admin().list<Pod>('/api/v1/namespaces/kruntimes-system/pods', {
+      labelSelector: 'app.kubernetes.io/name=kruntimes-extension',
+    });
+    return pods.items.find((x) => x.status?.containerStatuses?.[0]?.ready && !x.metadata.deletionTimestamp);
+  });
+  const res = await fetch(`http://${pod.status?.podIP ?? ''}:8080/metrics`);
+  return (await res.text()).split('\n').filter((l) => l.startsWith('kruntimes_jobclass_'));
 }

@@ -30,6 +30,7 @@ import {
   gate,
   getClass,
   getJob,
+  jobclassMetrics,
   job,
   kubernetesClass,
   kubernetesParams,
@@ -123,10 +124,18 @@ describe('JobClass matrix: default class resolution', function () {
         assert.equal(w.type, 'Warning');
         assert.match(w.message, new RegExp(`JobClasses ${d1}, ${d2} are all annotated as the global default`));
       }
+      // The alert is also a metric, held for as long as the ambiguity lasts.
+      await eventually('kruntimes_jobclass_ambiguous_default 1', async () =>
+        (await jobclassMetrics()).includes('kruntimes_jobclass_ambiguous_default 1'),
+      );
+      assert.ok((await jobclassMetrics()).includes('kruntimes_jobclass_global_defaults 2'));
       // One default again: the waiting Job resolves to it.
       await setAnnotation(`${CLASSES}/${d2}`, DEFAULT_CLASS, null);
       const resolved = await untilReason(n, 'ambiguous', 'Accepted', 'Accepted', 'True');
       assert.equal(resolved.status?.resolvedJobClass?.name, d1);
+      await eventually('kruntimes_jobclass_ambiguous_default 0', async () =>
+        (await jobclassMetrics()).includes('kruntimes_jobclass_ambiguous_default 0'),
+      );
     } finally {
       // Later specs (and files) assume no global default.
       for (const c of [d1, d2]) await setAnnotation(`${CLASSES}/${c}`, DEFAULT_CLASS, null).catch(() => undefined);

@@ -250,12 +250,27 @@ describe('JobClass execution: OpenSandbox adapter (local spec-validating server)
     assert.deepEqual(tagged, [adopted.status!.execution!.sandboxID!], 'exactly one sandbox, the adopted one');
   });
 
-  it('reports pool exhaustion (HTTP 429) as a clear, retried condition', async () => {
+  it('reports pool exhaustion (HTTP 429) as a clear, retried condition that never flips Ready', async () => {
+    const classReady = async (): Promise<Cond | undefined> =>
+      cond(await admin().get<Job>(`${X}/jobclasses/${cls}-pool`), 'Ready');
+    const readyBefore = await classReady();
     await job(ns, 'first', { jobClassName: `${cls}-pool`, image: 'python:3.12', command: ['true'] });
     const first = await until(ns, 'first', (x) => !!x.status?.execution?.sandboxID, 'a sandbox');
     await job(ns, 'second', { jobClassName: `${cls}-pool`, image: 'python:3.12', command: ['true'] });
     const waiting = await until(ns, 'second', (x) => cond(x, 'Scheduled')?.reason === 'PoolExhausted', 'PoolExhausted');
     assert.match(waiting.status?.message ?? cond(waiting, 'Scheduled')?.message ?? '', /pool small/);
+    // Seed 001: Ready is an observation, not a capacity reservation; a 429 is not a Ready flip.
+    const readyAfter = await classReady();
+    assert.deepEqual(
+      [readyAfter?.status, readyAfter?.lastTransitionTime],
+      ['True', readyBefore?.lastTransitionTime],
+      'the class stayed Ready through the 429s, without a transition',
+    );
+    assert.deepEqual(
+      [cond(waiting, 'Accepted')?.status, waiting.status?.phase, cond(waiting, 'ResultUnknown')],
+      ['True', 'Pending', undefined],
+      'the Job stays accepted and pending',
+    );
     srv.finish(first.status!.execution!.sandboxID!, true);
     await until(ns, 'second', (x) => !!x.status?.execution?.sandboxID, 'a sandbox once capacity frees', 90_000);
   });

@@ -126,6 +126,30 @@ describe('OpenSandbox adapter against the local OpenSandbox server', () => {
     assert.ok(!JSON.stringify(h.job).includes('key-2'));
   });
 
+  it('keeps observing and deleting a sandbox on its recorded server after the endpoint moves to another one', async () => {
+    const other = await startOpenSandboxServer({ apiKeys: ['key-b'], insecure: true, pools: { microvm: 1 } });
+    try {
+      const s = setup(srv);
+      const h = host(acceptedOpenSandboxJob({ activeDeadlineSeconds: 600 }), s);
+      await h.until((j) => j.status?.phase === 'Running');
+      const moved = osParams('microvm', { endpoint: other.url });
+      moved.spec.apiKeySecretRef = { namespace: 'ayatori-system', name: 'opensandbox-b', key: 'api-key' };
+      s.state.put(R.secrets, secret('ayatori-system', 'opensandbox-b', { 'api-key': 'key-b' }));
+      s.state.put(X.openSandboxParameters, moved);
+      const before = srv.calls.length;
+      await h.step();
+      assert.equal(h.job.status?.phase, 'Running', 'still observed on the recorded server');
+      assert.ok(srv.calls.length > before);
+      assert.deepEqual([other.calls.length, other.sandboxes.size], [0, 0], 'the new server is never asked');
+      h.job = { ...h.job, metadata: { ...h.job.metadata, deletionTimestamp: NOW.toISOString() } };
+      await h.until((j) => !j.metadata.finalizers?.includes(SANDBOX_FINALIZER));
+      assert.equal([...srv.sandboxes.values()][0]?.status.state, 'Terminated', 'the sandbox is not orphaned');
+      assert.deepEqual([other.calls.length, other.sandboxes.size], [0, 0]);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('drives class Ready from backend probes: health down blocks new executions, recovery unblocks them', async () => {
     const s = setup(srv);
     const probe = async (): Promise<void> => {

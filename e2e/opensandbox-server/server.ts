@@ -57,6 +57,10 @@ export interface Faults {
   crashAfterCreate: number;
   healthDown: boolean;
   unhealthy: boolean;
+  /** While true, sandboxes created meanwhile are missing from lists (an eventually consistent index). */
+  listLag: boolean;
+  /** While true, DELETE answers 500 and changes nothing. */
+  deleteFails: boolean;
 }
 
 export interface OpenSandboxTestServer {
@@ -174,7 +178,14 @@ export async function startOpenSandboxServer(o: ServerOptions): Promise<OpenSand
   const spec = SpecValidator.fromFile(o.specFile ?? specPath());
   const store = new Store(o);
   let keys = new Set(o.apiKeys);
-  const faults: Faults = { crashAfterCreate: 0, healthDown: false, unhealthy: false };
+  const faults: Faults = {
+    crashAfterCreate: 0,
+    healthDown: false,
+    unhealthy: false,
+    listLag: false,
+    deleteFails: false,
+  };
+  const lagging = new Set<string>();
   const requestViolations: string[] = [];
   const responseViolations: string[] = [];
   const calls: OpenSandboxTestServer['calls'] = [];
@@ -278,6 +289,7 @@ export async function startOpenSandboxServer(o: ServerOptions): Promise<OpenSand
     const page = Number(url.searchParams.get('page') ?? 1);
     const pageSize = Math.min(MAX_PAGE_SIZE, Number(url.searchParams.get('pageSize') ?? 20));
     const all = [...store.sandboxes.values()]
+      .filter((s) => !(faults.listLag && lagging.has(s.id)))
       .filter((s) => !states.length || states.includes(s.status.state))
       .filter((s) => Object.entries(filter).every(([k, v]) => s.request.metadata?.[k] === v))
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
@@ -324,6 +336,7 @@ export async function startOpenSandboxServer(o: ServerOptions): Promise<OpenSand
     };
     store.set(s, o.initialState ?? 'Running', o.initialState === 'Pending' ? 'provisioning' : 'ready');
     store.sandboxes.set(s.id, s);
+    if (faults.listLag) lagging.add(s.id);
     if (faults.crashAfterCreate > 0) {
       faults.crashAfterCreate--;
       (res.locals.ctx as Ctx).answered = true;
@@ -355,6 +368,10 @@ export async function startOpenSandboxServer(o: ServerOptions): Promise<OpenSand
     const s = store.sandboxes.get(String(req.params.sandboxId));
     if (!s) {
       send(req, res, 404, errorBody('SANDBOX::NOT_FOUND', 'no such sandbox'));
+      return;
+    }
+    if (faults.deleteFails) {
+      send(req, res, 500, errorBody('SERVER::INTERNAL', 'delete failed (injected fault)'));
       return;
     }
     if (!TERMINAL.has(s.status.state)) store.set(s, 'Terminated', 'user_delete', 'deleted through the API');

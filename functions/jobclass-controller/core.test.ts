@@ -15,6 +15,7 @@ import {
   secret,
   statuses,
 } from '../../lib/jobclass/testing.ts';
+import { FnMetrics } from '../../lib/fn/metrics.ts';
 import { PROBE_STALE_MS, reconcileClass } from './core.ts';
 import fn, { DEFAULTS_KEY, handle, secretRefs } from './index.ts';
 
@@ -227,6 +228,35 @@ describe('jobclass-controller: deletion protection', () => {
 });
 
 describe('jobclass-controller: competing global defaults', () => {
+  it('exposes the alert as metrics for as long as it lasts: global defaults and ambiguous_default', async () => {
+    const metrics = new FnMetrics(false);
+    const state = new FakeState([
+      [X.jobClasses, jobClass('a', { isDefault: true })],
+      [X.jobClasses, jobClass('b', { isDefault: true })],
+      [X.jobClasses, jobClass('c')],
+    ]);
+    for (const g of fn.trigger.type === 'watch' && 'gauges' in fn ? (fn.gauges ?? []) : [])
+      metrics.stateGauge(g, () => state);
+    const scrape = async (): Promise<string[]> =>
+      (await metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('kruntimes_jobclass_'));
+    assert.deepEqual(await scrape(), [
+      'kruntimes_jobclass_global_defaults 2',
+      'kruntimes_jobclass_ambiguous_default 1',
+    ]);
+    state.put(X.jobClasses, {
+      ...jobClass('b', { isDefault: true }),
+      metadata: {
+        ...jobClass('b').metadata,
+        deletionTimestamp: NOW.toISOString(),
+        annotations: { 'execution.ayatori.ddupan.top/is-default-job-class': 'true' },
+      },
+    });
+    assert.deepEqual(await scrape(), [
+      'kruntimes_jobclass_global_defaults 1',
+      'kruntimes_jobclass_ambiguous_default 0',
+    ]);
+  });
+
   it('warns on each global default while there are several (the platform alert)', () => {
     const state = new FakeState([
       [X.kubernetesParameters, k8sParams('a')],

@@ -4,7 +4,7 @@
  * no non-terminal Job references the class UID.
  */
 import { R } from '../../lib/fn/resources.ts';
-import type { Operation, State } from '../../lib/fn/types.ts';
+import type { Operation, State, StateGauge } from '../../lib/fn/types.ts';
 import { checkEndpoint, type EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
 import { validateSelector } from '../../lib/kube/selector.ts';
 import {
@@ -189,13 +189,36 @@ function deletionBlockedOps(cls: JobClass, ctx: ClassContext): Operation[] {
   ];
 }
 
-/** A Warning on every global default while there is more than one (Jobs without a class then wait). */
-export function competingDefaults(cls: JobClass, ctx: ClassContext): Operation[] {
-  if (!isDefaultClass(cls) || cls.metadata.deletionTimestamp) return [];
-  const names = (ctx.state.list(X.jobClasses) as JobClass[])
+/** Names of the JobClasses that are global defaults now (annotated and not terminating), sorted. */
+export function globalDefaults(state: State): string[] {
+  return (state.list(X.jobClasses) as JobClass[])
     .filter((c) => isDefaultClass(c) && !c.metadata.deletionTimestamp)
     .map((c) => c.metadata.name ?? '')
     .sort();
+}
+
+/**
+ * The ambiguous-default alert as metrics (the Warning Events below only mark its start):
+ * kruntimes_jobclass_global_defaults counts the global defaults, and
+ * kruntimes_jobclass_ambiguous_default is 1 exactly while there are several.
+ */
+export const DEFAULT_GAUGES: StateGauge[] = [
+  {
+    name: 'kruntimes_jobclass_global_defaults',
+    help: 'JobClasses annotated as the global default (is-default-job-class: "true"), terminating ones excluded',
+    collect: (state) => [{ value: globalDefaults(state).length }],
+  },
+  {
+    name: 'kruntimes_jobclass_ambiguous_default',
+    help: '1 while several JobClasses are global defaults: Jobs without a class stay Accepted=False/AmbiguousDefaultJobClass',
+    collect: (state) => [{ value: globalDefaults(state).length > 1 ? 1 : 0 }],
+  },
+];
+
+/** A Warning on every global default while there is more than one (Jobs without a class then wait). */
+export function competingDefaults(cls: JobClass, ctx: ClassContext): Operation[] {
+  if (!isDefaultClass(cls) || cls.metadata.deletionTimestamp) return [];
+  const names = globalDefaults(ctx.state);
   if (names.length < 2) return [];
   return [
     eventOp(

@@ -22,7 +22,7 @@ import {
 import { parametersOf } from '../../lib/jobclass/controllers.ts';
 import { endpointPolicy } from '../../lib/jobclass/config.ts';
 import { isDefaultClass } from '../../lib/jobclass/resolve.ts';
-import { competingDefaults, reconcileClass } from './core.ts';
+import { DEFAULT_GAUGES, competingDefaults, reconcileClass } from './core.ts';
 
 /** Classes affected by a change to a dependency key (@params:Kind:name, @runtimeclass:name). */
 export function affectedClasses(key: string, state: State): JobClass[] {
@@ -99,6 +99,8 @@ const fn: FunctionDef = {
     fetch: { resources: [R.secrets], refs: secretRefs },
   },
   concurrency: 2,
+  // The ambiguous-default alert as a metric an alert rule can hold on (docs/jobclass.md).
+  gauges: DEFAULT_GAUGES,
   rbac: [
     {
       apiGroups: ['execution.ayatori.ddupan.top'],

@@ -190,6 +190,15 @@ describe('jobclass-opensandbox core: gate and connection', () => {
     );
     assert.ok(!deleting.ops.some((o) => o.op === 'patch'), 'the finalizer stays');
   });
+
+  it('a 429 on the list changes nothing (no ResultUnknown, no Scheduled flip) and retries after Retry-After', () => {
+    const limited: Observation = {
+      kind: 'failed',
+      error: { kind: 'rate-limited', message: 'HTTP 429', retryAfterMs: 7000 },
+    };
+    for (const j of [osJob({}, recorded()), osJob(), osJob({}, recorded(), { deletionTimestamp: T0 })])
+      assert.deepEqual(run(j, limited), { ops: [{ op: 'requeue', afterMs: 7000 }] });
+  });
 });
 
 describe('jobclass-opensandbox core: exactly-once create', () => {
@@ -253,6 +262,17 @@ describe('jobclass-opensandbox core: exactly-once create', () => {
     );
     const fresh = run(osJob({}, intent(1000)), listed(), notReady);
     assert.deepEqual([fresh.action, status(fresh.ops).execution?.createIntent?.outcome], [undefined, 'Rejected']);
+    // An earlier send of the intent had no definite answer: it may still land, so the intent stays Pending.
+    const tried = osJob({}, intent(6000));
+    tried.status!.conditions = [
+      ...tried.status!.conditions!,
+      { type: 'Scheduled', status: 'False', reason: 'CreateOutcomeUnknown', message: '', lastTransitionTime: T0 },
+    ];
+    const held = run(tried, listed(), notReady);
+    assert.deepEqual(
+      [held.action, cond(held.ops, 'Scheduled')?.reason, status(held.ops).execution?.createIntent?.outcome],
+      [undefined, 'JobClassNotReady', 'Pending'],
+    );
     const replaced = world().put(X.jobClasses, jobClass('microvm', { controller: 'opensandbox', uid: 'new' }));
     assert.equal(cond(run(osJob(), listed(), replaced).ops, 'Scheduled')?.reason, 'JobClassReplaced');
   });
@@ -409,6 +429,91 @@ describe('jobclass-opensandbox core: observe, cancel, deadline, delete', () => {
   });
 });
 
+describe('jobclass-opensandbox core: the recorded backend wins over an endpoint change', () => {
+  const OLD = 'https://old-sandbox.example.internal';
+  const OLD_KEY_REF = { namespace: 'ayatori-system', name: 'old-api', key: 'api-key' };
+  /** The parameters now name another backend and another key Secret; the old Secret still exists. */
+  function moved(): FakeState {
+    const st = world();
+    const p = osParams('microvm', { poolRef: 'microvm', endpoint: 'https://new-sandbox.example.internal' });
+    p.spec.apiKeySecretRef = { namespace: 'ayatori-system', name: 'new-api', key: 'api-key' };
+    st.put(X.openSandboxParameters, p);
+    st.put(R.secrets, secret('ayatori-system', 'old-api', { 'api-key': 'old-key' }));
+    st.put(R.secrets, secret('ayatori-system', 'new-api', { 'api-key': 'new-key' }));
+    return st;
+  }
+  const at = { endpoint: OLD, apiKeySecretRef: OLD_KEY_REF };
+  const backend = (a: { connection: { endpoint: string; apiKey: string } }): string[] => [
+    a.connection.endpoint,
+    a.connection.apiKey,
+  ];
+
+  it('observes, cancels and deletes a recorded sandbox on its recorded endpoint with its recorded key', () => {
+    const running = osJob({}, recorded('sb-1', {}));
+    running.status!.execution = { ...running.status!.execution!, ...at };
+    assert.deepEqual(backend(actionOf(run(running, undefined, moved()), 'observe')), [OLD, 'old-key']);
+    const cancelled = { ...running, spec: { ...running.spec, cancelRequested: true } };
+    const del = actionOf(run(cancelled, listed(sb('sb-1', 'Running')), moved()), 'delete');
+    assert.deepEqual([...backend(del), del.ids], [OLD, 'old-key', ['sb-1']]);
+    const deleting = { ...running, metadata: { ...running.metadata, deletionTimestamp: T0 } };
+    const cleanup = actionOf(run(deleting, listed(sb('sb-1', 'Running')), moved()), 'delete');
+    assert.deepEqual([...backend(cleanup), cleanup.why], [OLD, 'old-key', 'cleanup']);
+  });
+
+  it('sends a pending create to the backend of its intent, never to the new endpoint', () => {
+    const pending = osJob({ command: ['true'] }, intent(1000));
+    pending.status!.execution = { ...pending.status!.execution!, ...at };
+    assert.deepEqual(backend(actionOf(run(pending, undefined, moved()), 'observe')), [OLD, 'old-key']);
+    const create = actionOf(run(pending, listed(), moved()), 'create');
+    assert.deepEqual(backend(create), [OLD, 'old-key']);
+    const found = run(pending, listed(sb('sb-9', 'Running')), moved());
+    assert.deepEqual(status(found.ops).execution, {
+      ...pending.status!.execution,
+      sandboxID: 'sb-9',
+      endpoint: OLD,
+      apiKeySecretRef: OLD_KEY_REF,
+    });
+    const created = afterAction(pending, create, { ok: true, created: sb('sb-2', 'Pending') }, NOW);
+    assert.deepEqual(
+      [status(created).execution?.endpoint, status(created).execution?.apiKeySecretRef],
+      [OLD, OLD_KEY_REF],
+    );
+  });
+
+  it('starts a new attempt on the current backend only after the recorded one was listed empty past the intent', () => {
+    const expired = osJob({ command: ['true'] }, intent(CREATE_WINDOW_MS + MAX_CREATE_MS + 1));
+    expired.status!.execution = { ...expired.status!.execution!, ...at };
+    assert.deepEqual(backend(actionOf(run(expired, undefined, moved()), 'observe')), [OLD, 'old-key']);
+    const d = run(expired, listed(), moved());
+    assert.equal(d.action, undefined);
+    assert.deepEqual(
+      [status(d.ops).execution?.endpoint, status(d.ops).execution?.apiKeySecretRef?.name],
+      ['https://new-sandbox.example.internal', 'new-api'],
+    );
+    const rejected = osJob({ command: ['true'] }, intent(1000, 'Rejected'));
+    rejected.status!.execution = { ...rejected.status!.execution!, ...at };
+    assert.deepEqual(backend(actionOf(run(rejected, undefined, moved()), 'observe')), [
+      'https://new-sandbox.example.internal',
+      'new-key',
+    ]);
+  });
+
+  it('uses the current Secret on an unchanged endpoint and fails closed without a recorded Secret elsewhere', () => {
+    const running = osJob({}, recorded('sb-1', {}));
+    running.status!.execution = {
+      ...running.status!.execution!,
+      endpoint: 'https://opensandbox.example.internal/',
+      apiKeySecretRef: OLD_KEY_REF,
+    };
+    assert.deepEqual(backend(actionOf(run(running), 'observe')), ['https://opensandbox.example.internal/', API_KEY]);
+    const legacy = osJob({}, recorded('sb-1', { endpoint: OLD }));
+    const d = run(legacy, undefined, moved());
+    assert.equal(d.action, undefined);
+    assert.deepEqual([cond(d.ops, 'ResultUnknown')?.reason, status(d.ops).phase], ['ApiKeySecretNotFound', 'Unknown']);
+    assert.ok(!JSON.stringify(d.ops).includes('new-key'));
+  });
+});
+
 describe('jobclass-opensandbox outcome of actions', () => {
   const createAction = (): Extract<Action, { type: 'create' }> =>
     actionOf(run(osJob({}, intent(1000)), listed()), 'create');
@@ -519,6 +624,20 @@ describe('jobclass-opensandbox probe', () => {
       1,
       'refreshed',
     );
+  });
+
+  it('a 429 keeps the verdict (Ready does not flip) and keeps it fresh; without a verdict nothing is recorded', () => {
+    const limited = { ok: false as const, error: { kind: 'rate-limited', message: 'HTTP 429', retryAfterMs: 5000 } };
+    const st = statuses(probeOps(p, { ok: true }, '7', NOW))[0] as NonNullable<typeof p.status>;
+    const later = new Date(NOW.getTime() + PROBE_REFRESH_MS + 1);
+    const ops = probeOps({ ...p, status: st }, limited, '8', later);
+    const after = statuses(ops)[0] as NonNullable<typeof p.status>;
+    assert.deepEqual(after.conditions, st.conditions, 'BackendReachable unchanged, no transition');
+    assert.deepEqual(after.probe, { ...st.probe, time: later.toISOString() }, 'same Secret version, fresh time');
+    assert.deepEqual(events(ops), []);
+    assert.deepEqual(probeOps(p, limited, '7', NOW), [{ op: 'requeue', afterMs: PROBE_RETRY_MS }]);
+    const moved = { ...p, spec: { ...p.spec, endpoint: 'https://elsewhere.example.internal' }, status: st };
+    assert.deepEqual(statuses(probeOps(moved, limited, '7', later)), [], 'a verdict of another endpoint is not kept');
   });
 
   it('records failures with a shorter retry', () => {

@@ -30,7 +30,7 @@ import { isTrue, type ConditionInput } from '../../lib/jobclass/events.ts';
 import { addFinalizer, removeFinalizer } from '../../lib/jobclass/finalizers.ts';
 import { isAccepted, isFinished } from '../../lib/jobclass/jobs.ts';
 import { classGate, type Problem } from '../../lib/jobclass/resolve.ts';
-import { connectionFor, type Connection } from './connection.ts';
+import { connectionFor, currentBackend, mayHaveExecution, type Connection } from './connection.ts';
 import { POLL_MAX_MS, executionAgeMs, pollDelayMs } from './poll.ts';
 import { buildCreateRequest, materials } from './request.ts';
 import { afterStatus, cleanupBlocked, finishOps, requeue, scheduledFalse, unknownOps, withIntent } from './status.ts';
@@ -93,9 +93,6 @@ export function intentAge(job: Job, now: Date): number | undefined {
   return i?.outcome === 'Pending' ? now.getTime() - Date.parse(i.requestedAt) : undefined;
 }
 
-const mayHaveExecution = (job: Job): boolean =>
-  !!job.status?.execution?.sandboxID || job.status?.execution?.createIntent?.outcome === 'Pending';
-
 /** Decisions that need no backend: not ours, finished, finalizer bookkeeping. */
 function gate(job: Job | undefined): Decision | undefined {
   if (!job || !isOpenSandboxJob(job) || !isAccepted(job.status)) return { ops: [] };
@@ -127,7 +124,12 @@ export function decide(inp: Input): Decision {
   const conn = connectionFor(job, inp.state, inp.policy);
   if ('problem' in conn) return unusable(job, conn.problem, inp.now);
   if (!inp.observation) return { ops: [], action: { type: 'observe', connection: conn } };
-  if (inp.observation.kind === 'failed') return unusable(job, failureProblem(inp.observation.error), inp.now);
+  if (inp.observation.kind === 'failed') {
+    const e = inp.observation.error;
+    // 429: the server is alive and only busy; nothing about the Job changed, so nothing flips.
+    if (e.kind === 'rate-limited') return { ops: [requeue(Math.max(1000, e.retryAfterMs ?? RETRY_MS))] };
+    return unusable(job, failureProblem(e), inp.now);
+  }
   return decideListed(job, inp, conn, [...inp.observation.sandboxes].sort(byAge));
 }
 
@@ -162,6 +164,7 @@ function adopt(job: Job, now: Date, conn: Connection, sorted: SandboxView[]): De
     kind: 'Sandbox',
     sandboxID: oldest.id,
     endpoint: conn.endpoint,
+    apiKeySecretRef: conn.apiKeySecretRef,
   };
   const c: ConditionInput = {
     type: 'Scheduled',
@@ -200,6 +203,19 @@ export function preflight(
   return { request: buildCreateRequest(job, conn.params, m.m) };
 }
 
+/**
+ * A create of the current intent may not be sent now. If no send of this intent has a recorded
+ * result yet (Scheduled is still CreatingSandbox), nothing was sent: the intent is Rejected and a
+ * new one may follow. Otherwise an earlier send may have landed: the intent stays Pending, so it
+ * is listed for (on its recorded backend) until it expires before anything is created again.
+ */
+function blockedResend(job: Job, p: Problem, now: Date): Decision {
+  const scheduled = job.status?.conditions?.find((c) => c.type === 'Scheduled');
+  const untried = !scheduled || scheduled.reason === 'CreatingSandbox';
+  const extra = untried ? { execution: withIntent(job, 'Rejected') } : {};
+  return { ops: [...scheduledFalse(job, p, now, extra), requeue(RETRY_MS)] };
+}
+
 function noSandbox(job: Job, inp: Input, conn: Connection): Decision {
   const age = intentAge(job, inp.now);
   const inFlight = age !== undefined && age < CREATE_WINDOW_MS + MAX_CREATE_MS;
@@ -224,13 +240,7 @@ function noSandbox(job: Job, inp: Input, conn: Connection): Decision {
   }
   if (age !== undefined && age <= CREATE_WINDOW_MS) {
     const pf = preflight(job, inp.state, conn);
-    if ('problem' in pf)
-      return {
-        ops: [
-          ...scheduledFalse(job, pf.problem, inp.now, { execution: withIntent(job, 'Rejected') }),
-          requeue(RETRY_MS),
-        ],
-      };
+    if ('problem' in pf) return blockedResend(job, pf.problem, inp.now);
     return { ops: [], action: { type: 'create', connection: conn, request: pf.request } };
   }
   if (inFlight) {
@@ -245,10 +255,12 @@ function noSandbox(job: Job, inp: Input, conn: Connection): Decision {
   const pf = preflight(job, inp.state, conn);
   if ('problem' in pf) return { ops: [...scheduledFalse(job, pf.problem, inp.now), requeue(RETRY_MS)] };
   const attempt = (job.status?.execution?.createIntent?.attempt ?? 0) + 1;
+  // A new attempt targets the parameters' current backend: the recorded one (if any) was just
+  // listed empty after its last intent expired, so nothing of this Job can appear there any more.
   const execution: ExecutionRef = {
     controllerName: OPENSANDBOX_CONTROLLER,
     kind: 'Sandbox',
-    endpoint: conn.endpoint,
+    ...currentBackend(conn.params),
     createIntent: { attempt, requestedAt: inp.now.toISOString(), outcome: 'Pending' },
   };
   const p = { reason: 'CreatingSandbox', message: `creating the sandbox (attempt ${attempt})` };

@@ -9,6 +9,7 @@ import type { Operation } from '../../lib/fn/types.ts';
 import { OPENSANDBOX_CONTROLLER, type ExecutionRef, type Job } from '../../lib/jobclass/api.ts';
 import { eventOp, involvedOf } from '../../lib/jobclass/events.ts';
 import { RETRY_MS, terminalOutcome, type Action, type ActionResult, type BackendFailure } from './core.ts';
+import type { Backend } from './connection.ts';
 import { pollDelayMs } from './poll.ts';
 import { afterStatus, cleanupBlocked, COMPONENT, finishOps, requeue, scheduledFalse, withIntent } from './status.ts';
 
@@ -68,13 +69,14 @@ function createFailed(job: Job, e: BackendFailure, poolRef: string | undefined, 
   }
 }
 
-function created(job: Job, endpoint: string, id: string, state: string, now: Date): Operation[] {
+function created(job: Job, backend: Backend, id: string, state: string, now: Date): Operation[] {
   const exec: ExecutionRef = {
     ...(job.status?.execution ?? { controllerName: OPENSANDBOX_CONTROLLER }),
     controllerName: OPENSANDBOX_CONTROLLER,
     kind: 'Sandbox',
     sandboxID: id,
-    endpoint,
+    endpoint: backend.endpoint,
+    apiKeySecretRef: backend.apiKeySecretRef,
   };
   return [
     ...afterStatus(
@@ -146,7 +148,7 @@ export function afterAction(
 ): Operation[] {
   if (action.type === 'create') {
     if (!result.ok) return createFailed(job, result.error, action.connection.params.spec.poolRef, now);
-    return created(job, action.connection.endpoint, result.created?.id ?? '', result.created?.state ?? 'Pending', now);
+    return created(job, action.connection, result.created?.id ?? '', result.created?.state ?? 'Pending', now);
   }
   return result.ok ? deleted(job, action, now) : deleteFailed(job, action, result.error, now);
 }

@@ -46,12 +46,29 @@ function verdict(r: ProbeResult): ConditionInput {
 }
 
 /** The status write (when the verdict changed or is due for refresh), its Events, and the next probe. */
+/**
+ * A 429 answer: the server is up and only busy (capacity is not readiness). The last verdict on
+ * this endpoint stands, with the Secret version it was made with, and its time is refreshed so it
+ * does not go stale; without one, nothing is recorded and the probe is retried.
+ */
+function rateLimited(params: OpenSandboxParameters, now: Date): Operation[] {
+  const prev = params.status ?? {};
+  const last = prev.conditions?.find((c) => c.type === 'BackendReachable');
+  if (!last || !prev.probe || prev.probe.endpoint !== params.spec.endpoint) return [requeue(PROBE_RETRY_MS)];
+  const next = { ...prev, probe: { ...prev.probe, time: now.toISOString() } };
+  return [
+    { op: 'status', resource: X.openSandboxParameters, object: { ...params, status: next } },
+    requeue(last.status === 'True' ? PROBE_INTERVAL_MS : PROBE_RETRY_MS),
+  ];
+}
+
 export function probeOps(
   params: OpenSandboxParameters,
   r: ProbeResult,
   secretResourceVersion: string | undefined,
   now: Date,
 ): Operation[] {
+  if (!r.ok && 'error' in r && r.error.kind === 'rate-limited') return rateLimited(params, now);
   const c = verdict(r);
   const prev = params.status ?? {};
   const conditions = withConditions(prev.conditions, [c], now, params.metadata.generation);

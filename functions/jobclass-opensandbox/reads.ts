@@ -10,6 +10,7 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { X, type Job, type OpenSandboxParameters } from '../../lib/jobclass/api.ts';
 import { jobValueRefs } from '../../lib/jobclass/envrefs.ts';
 import { isAccepted, isFinished } from '../../lib/jobclass/jobs.ts';
+import { mayHaveExecution } from './connection.ts';
 import { isOpenSandboxJob } from './core.ts';
 
 export function apiKeyRef(p: OpenSandboxParameters): ObjectRef {
@@ -36,6 +37,14 @@ function forJob(job: Job | undefined, state: State): ObjectRef[] {
   if (!job || !isOpenSandboxJob(job) || !isAccepted(job.status) || isFinished(job.status)) return [];
   const params = paramsNamed(state, job.status!.resolvedJobClass!.parametersRef.name);
   const refs = params ? [apiKeyRef(params)] : [];
+  // The Secret recorded with the execution's backend (used when the parameters moved elsewhere).
+  const recorded = job.status?.execution?.apiKeySecretRef;
+  if (
+    recorded &&
+    mayHaveExecution(job) &&
+    !refs.some((r) => r.namespace === recorded.namespace && r.name === recorded.name)
+  )
+    refs.push({ resource: R.secrets, namespace: recorded.namespace, name: recorded.name });
   if (!job.status?.execution?.sandboxID && !job.metadata.deletionTimestamp) refs.push(...jobValueRefs(job));
   return refs;
 }

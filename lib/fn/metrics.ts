@@ -1,5 +1,6 @@
 /** Prometheus metrics of the function hosts, on a private registry, named like controller-runtime's. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { State, StateGauge } from './types.ts';
 
 export class FnMetrics {
   readonly registry = new Registry();
@@ -56,5 +57,20 @@ export class FnMetrics {
 
   constructor(defaults = true) {
     if (defaults) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Registers a function's state gauge, computed from `state()` at each scrape (once per name). */
+  stateGauge(def: StateGauge, state: () => State): void {
+    if (this.registry.getSingleMetric(def.name)) return;
+    new Gauge({
+      name: def.name,
+      help: def.help,
+      labelNames: def.labelNames ?? [],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of def.collect(state())) this.set(s.labels ?? {}, s.value);
+      },
+    });
   }
 }

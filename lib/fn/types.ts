@@ -170,10 +170,23 @@ interface Common {
   description: string;
   rbac: Rule[];
 }
+/**
+ * A Prometheus gauge a watch function derives from the observed state (its informer caches) at
+ * every scrape of /metrics: level-style signals (e.g. "several global default JobClasses") that an
+ * alert can hold on for as long as they last, unlike one-off Events.
+ */
+export interface StateGauge {
+  name: string;
+  help: string;
+  labelNames?: string[];
+  collect: (state: State) => { labels?: Record<string, string>; value: number }[];
+}
+
 export type FunctionDef =
   | (Common & {
       trigger: WatchTrigger;
       concurrency?: number;
+      gauges?: StateGauge[];
       handler: (input: ReconcileInput) => Operation[] | Promise<Operation[]>;
     })
   | (Common & { trigger: CronTrigger; handler: (input: CronInput) => Operation[] | Promise<Operation[]> })

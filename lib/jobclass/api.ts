@@ -1,9 +1,10 @@
 /**
  * The execution.ayatori.ddupan.top/v1alpha1 API as the JobClass functions see it: resource
  * descriptors, names of annotations/labels/finalizers, and the object shapes of
- * crds/execution/*.yaml. Shared by the jobclass-* functions (this folder has no index.ts, so it
+ * crds/execution/*.yaml (generated types). Shared by the jobclass-* functions (this folder has no index.ts, so it
  * is a library, not a function).
  */
+import type * as gen from '../api/generated/execution.ts';
 import type { Resource } from '../fn/types.ts';
 import type { KubeObject } from '../kube/types.ts';
 import type { Condition } from '../run/conditions.ts';
@@ -50,126 +51,45 @@ export const X = {
   },
 } satisfies Record<string, Resource>;
 
-export interface CpuMemory {
-  cpu?: string;
-  memory?: string;
-}
-export interface Requirements {
-  requests?: CpuMemory;
-  limits?: CpuMemory;
-}
-export interface ResourcePolicy {
-  defaults?: Requirements;
-  minimum?: Requirements;
-  maximum?: Requirements;
-}
+// Object shapes: generated from crds/execution/*.yaml (scripts/gen-types.ts ->
+// lib/api/generated/execution.ts), never written by hand. Only `metadata` comes from KubeObject
+// (the CRD schema leaves it open) and conditions use the shared Condition type (same shape).
+type GenJobClass = gen.JobClass;
+type GenJob = gen.Job;
+type GenJobStatus = NonNullable<GenJob['status']>;
+type GenOsParams = gen.OpenSandboxExecutionParameters;
 
-export interface ParametersRef {
-  group: string;
-  kind: string;
-  name: string;
-}
+export type ResourcePolicy = NonNullable<GenJobClass['spec']['resources']>;
+export type Requirements = NonNullable<ResourcePolicy['defaults']>;
+export type CpuMemory = NonNullable<Requirements['requests']>;
+export type ParametersRef = GenJobClass['spec']['parametersRef'];
 
 export interface JobClass extends KubeObject {
-  spec: {
-    controllerName: string;
-    parametersRef: ParametersRef;
-    allowedNamespaces?: LabelSelector;
-    resources?: ResourcePolicy;
-  };
-  status?: { observedGeneration?: number; conditions?: Condition[] };
+  spec: Omit<GenJobClass['spec'], 'allowedNamespaces'> & { allowedNamespaces?: LabelSelector };
+  status?: Omit<NonNullable<GenJobClass['status']>, 'conditions'> & { conditions?: Condition[] };
 }
 
 export interface KubernetesParameters extends KubeObject {
-  spec: {
-    serviceAccountName: string;
-    runtimeClassName?: string;
-    scheduling?: { nodeSelector?: Record<string, string>; tolerations?: Record<string, unknown>[] };
-    podSecurityContext?: Record<string, unknown>;
-    imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
-  };
+  spec: gen.KubernetesExecutionParameters['spec'];
 }
 
+export type SecretKeyRef = GenOsParams['spec']['apiKeySecretRef'];
+
 export interface OpenSandboxParameters extends KubeObject {
-  spec: {
-    endpoint: string;
-    apiKeySecretRef: { namespace: string; name: string; key: string };
-    poolRef?: string;
-    requestMapping?: 'AdmissionOnly' | 'Native';
-    allowSecretEnv?: boolean;
-    allowImageAuth?: boolean;
-  };
-  status?: {
-    observedGeneration?: number;
-    conditions?: Condition[];
-    probe?: { endpoint?: string; apiKeySecretResourceVersion?: string; time?: string };
-  };
+  spec: GenOsParams['spec'];
+  status?: Omit<NonNullable<GenOsParams['status']>, 'conditions'> & { conditions?: Condition[] };
 }
 
 export type Parameters = KubernetesParameters | OpenSandboxParameters;
 
-export interface KeyRef {
-  name: string;
-  key: string;
-  optional?: boolean;
-}
-export interface EnvVar {
-  name: string;
-  value?: string;
-  valueFrom?: { secretKeyRef?: KeyRef; configMapKeyRef?: KeyRef };
-}
-
-export interface JobSpec {
-  jobClassName?: string;
-  image: string;
-  command?: string[];
-  args?: string[];
-  env?: EnvVar[];
-  imagePullSecret?: { name: string };
-  resources?: Requirements;
-  activeDeadlineSeconds?: number;
-  ttlSecondsAfterFinished?: number;
-  cancelRequested?: boolean;
-}
-
-export interface ResolvedJobClass {
-  name: string;
-  uid: string;
-  controllerName: string;
-  parametersRef: ParametersRef & { uid?: string };
-}
-
-export interface CreateIntent {
-  attempt: number;
-  requestedAt: string;
-  outcome: 'Pending' | 'Rejected';
-}
-
-export interface ExecutionRef {
-  controllerName: string;
-  apiVersion?: string;
-  kind?: string;
-  name?: string;
-  uid?: string;
-  sandboxID?: string;
-  endpoint?: string;
-  createIntent?: CreateIntent;
-  cancelIssuedAt?: string;
-}
-
-export type Phase = 'Pending' | 'Scheduled' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
-
-export interface JobStatus {
-  observedGeneration?: number;
-  phase?: Phase;
-  message?: string;
-  conditions?: Condition[];
-  resolvedJobClass?: ResolvedJobClass;
-  effectiveResources?: Requirements;
-  execution?: ExecutionRef;
-  startTime?: string;
-  completionTime?: string;
-}
+export type EnvVar = NonNullable<GenJob['spec']['env']>[number];
+export type KeyRef = NonNullable<NonNullable<EnvVar['valueFrom']>['secretKeyRef']>;
+export type JobSpec = GenJob['spec'];
+export type ResolvedJobClass = NonNullable<GenJobStatus['resolvedJobClass']>;
+export type ExecutionRef = NonNullable<GenJobStatus['execution']>;
+export type CreateIntent = NonNullable<ExecutionRef['createIntent']>;
+export type Phase = NonNullable<GenJobStatus['phase']>;
+export type JobStatus = Omit<GenJobStatus, 'conditions'> & { conditions?: Condition[] };
 
 export interface Job extends KubeObject {
   spec: JobSpec;

@@ -74,6 +74,7 @@ describe('execution CRDs (crds/execution)', () => {
       'status.resolvedJobClass is frozen once set',
       'status.effectiveResources cannot change once set',
       'status.execution.sandboxID cannot change once set',
+      'status.execution.endpoint cannot change once a sandbox is recorded',
       'spec.endpoint must not contain credentials; use spec.apiKeySecretRef',
     ])
       assert.ok(all.includes(m), m);
