@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { decide, reviewResponse } from './admission.ts';
 import type { AdmissionFunction, AdmissionRequest } from '../lib/fn/types.ts';
-import { checkOwner } from '../functions/sample-policy/index.ts';
+import { checkOwner } from '../e2e/fixtures/functions/sample-policy/index.ts';
 
 const req: AdmissionRequest = {
   uid: 'u1',

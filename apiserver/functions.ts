@@ -1,12 +1,29 @@
-/** Discovers the functions: every functions/<name>/index.ts default-exports one FunctionDef. */
+/**
+ * Discovers the functions: every functions/<name>/index.ts default-exports one FunctionDef. Test
+ * fixtures add directories with $KRT_EXTRA_FUNCTION_DIRS (colon-separated, relative to the
+ * repository root): the e2e suite's sample functions live in e2e/fixtures/functions and are never
+ * part of the production manifests (scripts/gen-manifests.ts renders functions/ only).
+ */
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AdmissionFunction, CronFunction, FunctionDef, WatchFunction } from '../lib/fn/types.ts';
 
-export const FUNCTIONS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'functions');
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const FUNCTIONS_DIR = join(REPO_ROOT, 'functions');
+export const EXTRA_DIRS_ENV = 'KRT_EXTRA_FUNCTION_DIRS';
 
-export async function loadFunctions(dir = FUNCTIONS_DIR): Promise<FunctionDef[]> {
+/** functions/ plus the extra directories named in the environment (test fixtures). */
+export function functionDirs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const extra = (env[EXTRA_DIRS_ENV] ?? '')
+    .split(':')
+    .map((d) => d.trim())
+    .filter(Boolean)
+    .map((d) => resolve(REPO_ROOT, d));
+  return [FUNCTIONS_DIR, ...extra];
+}
+
+async function loadDir(dir: string): Promise<FunctionDef[]> {
   const out: FunctionDef[] = [];
   for (const name of readdirSync(dir).sort()) {
     const file = join(dir, name, 'index.ts');
@@ -15,6 +32,18 @@ export async function loadFunctions(dir = FUNCTIONS_DIR): Promise<FunctionDef[]>
     const fn = mod.default;
     if (!fn || fn.name !== name) throw new Error(`${file}: must default-export a FunctionDef named "${name}"`);
     out.push(fn);
+  }
+  return out;
+}
+
+export async function loadFunctions(dirs: string | string[] = functionDirs()): Promise<FunctionDef[]> {
+  const out: FunctionDef[] = [];
+  for (const dir of Array.isArray(dirs) ? dirs : [dirs]) {
+    if (!existsSync(dir)) throw new Error(`function directory ${dir} does not exist (${EXTRA_DIRS_ENV})`);
+    for (const fn of await loadDir(dir)) {
+      if (out.some((f) => f.name === fn.name)) throw new Error(`${dir}: function "${fn.name}" is defined twice`);
+      out.push(fn);
+    }
   }
   return out;
 }

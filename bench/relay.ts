@@ -12,7 +12,7 @@ import { Relay } from '../apiserver/relay.ts';
 import { FnMetrics } from '../lib/fn/metrics.ts';
 import { R } from '../lib/fn/resources.ts';
 import type { WatchFunction } from '../lib/fn/types.ts';
-import echo from '../functions/sample-echo/index.ts';
+import echo from '../e2e/fixtures/functions/sample-echo/index.ts';
 import { down, up } from '../localenv/environment.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import { ms, ratio, summary } from './stats.ts';

@@ -6,12 +6,15 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 let current: Env | undefined;
 export const E2E_ROOT = join(REPO_ROOT, '.kruntimes', 'e2e', String(process.pid));
 export const E2E_NODES = ['e2e-node-a', 'e2e-node-b'];
+/** The local overlay plus the sample functions the functions e2e exercises (test fixtures only). */
+export const E2E_OVERLAY = 'e2e/fixtures/kustomize';
 
 export async function startCluster(): Promise<Env> {
   const t0 = Date.now();
   current = await up({
     root: E2E_ROOT,
     nodes: E2E_NODES,
+    overlay: E2E_OVERLAY,
     ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
     progress: (m) => process.stderr.write(`  [e2e cluster] ${m}\n`),
   });

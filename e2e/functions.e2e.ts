@@ -1,8 +1,8 @@
 /**
- * The functions runtime as deployed from the local kustomize overlay: a watch function
- * reacting to a created object, no lost work when the server process is killed mid-burst,
- * a CronJob-triggered function running as a Job, the admission router through the API
- * server, and the server's metrics.
+ * The functions runtime as deployed from the e2e fixture overlay (the local overlay plus the
+ * sample functions of e2e/fixtures/functions): a watch function reacting to a created object, no
+ * lost work when the server process is killed mid-burst, a CronJob-triggered function running as
+ * a Job, the admission router through the API server, and the server's metrics.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

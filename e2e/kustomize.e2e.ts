@@ -19,6 +19,27 @@ const ids = (yaml: string): string[] =>
     .sort();
 
 describe('kustomize overlays and components', function () {
+  it('production ships no sample function; the e2e fixture overlay adds exactly them to local', async () => {
+    const render = async (dir: string): Promise<string> => kubectl(['kustomize', join(REPO_ROOT, dir)]);
+    const production = await render('kustomize/overlays/production');
+    assert.doesNotMatch(production, /sample-(echo|policy|sweep)|kruntimes\.io\/sample/);
+    const local = ids(await render('kustomize/overlays/local'));
+    assert.ok(!local.some((i) => /sample/.test(i)));
+    const fixtures = ids(await render('e2e/fixtures/kustomize'));
+    assert.deepEqual(
+      fixtures.filter((i) => !local.includes(i)),
+      [
+        'ClusterRole//kruntimes:extension:fixtures',
+        'ClusterRole//kruntimes:fn:sample-sweep',
+        'ClusterRoleBinding//kruntimes:extension:fixtures',
+        'ClusterRoleBinding//kruntimes:fn:sample-sweep',
+        'CronJob/kruntimes-system/kruntimes-fn-sample-sweep',
+        'ServiceAccount/kruntimes-system/kruntimes-fn-sample-sweep',
+        'ValidatingWebhookConfiguration//kruntimes-fixtures',
+      ],
+    );
+  });
+
   it('without-run-extension-api drops the aggregated APIServices and keeps everything else', async () => {
     const production = ids(await kubectl(['kustomize', join(REPO_ROOT, 'kustomize', 'overlays', 'production')]));
     const apiServices = production.filter((i) => i.startsWith('APIService/'));

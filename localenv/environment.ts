@@ -45,6 +45,8 @@ export interface UpOptions {
   binDir?: string;
   /** Install kruntimes from the local kustomize overlay (default true). */
   install?: boolean;
+  /** The kustomize overlay to install, relative to the repository root (default kustomize/overlays/local). */
+  overlay?: string;
 }
 
 export interface Env {
@@ -299,6 +301,7 @@ export async function up(opts: UpOptions): Promise<Env> {
       api: admin,
       port: s.ports.extension!,
       progress,
+      ...(opts.overlay ? { overlay: opts.overlay } : {}),
     });
   }
   return { state: s, kubeconfig, server: `https://127.0.0.1:${s.ports.apiserver}`, admin };

@@ -52,8 +52,10 @@ export function localizePorts(docs: Doc[], port: number): Doc[] {
   return docs;
 }
 
-export async function renderLocal(kubectl: string, port: number): Promise<Doc[]> {
-  const yaml = await run(kubectl, ['kustomize', join(REPO_ROOT, 'kustomize', 'overlays', 'local')], process.env);
+export const LOCAL_OVERLAY = 'kustomize/overlays/local';
+
+export async function renderLocal(kubectl: string, port: number, overlay = LOCAL_OVERLAY): Promise<Doc[]> {
+  const yaml = await run(kubectl, ['kustomize', join(REPO_ROOT, overlay)], process.env);
   const docs = parseAllDocuments(yaml)
     .map((d) => d.toJSON() as Doc)
     .filter(Boolean);
@@ -71,9 +73,12 @@ export async function installKruntimes(o: {
   api: KubeClient;
   port: number;
   progress: (m: string) => void;
+  /** Relative to the repository root; the e2e suite adds its sample functions (e2e/fixtures/kustomize). */
+  overlay?: string;
 }): Promise<void> {
-  const docs = await renderLocal(o.kubectl, o.port);
-  o.progress(`installing kruntimes from kustomize/overlays/local (${docs.length} objects)`);
+  const overlay = o.overlay ?? LOCAL_OVERLAY;
+  const docs = await renderLocal(o.kubectl, o.port, overlay);
+  o.progress(`installing kruntimes from ${overlay} (${docs.length} objects)`);
   const env = { ...process.env, KUBECONFIG: o.kubeconfig };
   const crds = docs.filter((d) => d.kind === 'CustomResourceDefinition');
   await run(

@@ -3,18 +3,28 @@
  * RBAC of each host (the extension API server hosting watch and admission functions, and one
  * ServiceAccount per cron function), a CronJob per cron function, a one-shot Job issuing the
  * TLS certificate at install, and the ValidatingWebhookConfiguration of the admission
- * functions. `--check` fails when the committed file is stale.
+ * functions; and, from the e2e suite's sample functions, e2e/fixtures/kustomize/generated.yaml.
+ * `--check` fails when a committed file is stale.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { loadFunctions, admissionFunctions, cronFunctions, watchFunctions } from '../apiserver/functions.ts';
+import {
+  admissionFunctions,
+  cronFunctions,
+  EXTRA_DIRS_ENV,
+  FUNCTIONS_DIR,
+  loadFunctions,
+  watchFunctions,
+} from '../apiserver/functions.ts';
 import type { CronFunction, FunctionDef, Rule } from '../lib/fn/types.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import { WEBHOOK_CONFIGURATIONS } from '../functions/tls-certificates/index.ts';
 
 export const NS = 'kruntimes-system';
 export const IMAGE = 'ghcr.io/kruntimes/kruntimes:0.1.0';
+/** The e2e suite's sample functions, relative to the repository root. */
+export const FIXTURE_FUNCTIONS = 'e2e/fixtures/functions';
 const LABELS = { 'app.kubernetes.io/part-of': 'kruntimes' };
 type Doc = Record<string, unknown>;
 
@@ -63,7 +73,9 @@ function roles(name: string, sa: string, rules: Rule[]): Doc[] {
   return out;
 }
 
-function podSpec(fn: CronFunction, sa: string): Doc {
+type EnvVar = { name: string; value: string };
+
+function podSpec(fn: CronFunction, sa: string, env: EnvVar[]): Doc {
   return {
     serviceAccountName: sa,
     restartPolicy: 'Never',
@@ -74,6 +86,7 @@ function podSpec(fn: CronFunction, sa: string): Doc {
         name: 'fn',
         image: IMAGE,
         args: ['fn', 'run', fn.name],
+        ...(env.length ? { env } : {}),
         resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '256Mi' } },
         securityContext: {
           allowPrivilegeEscalation: false,
@@ -85,7 +98,7 @@ function podSpec(fn: CronFunction, sa: string): Doc {
   };
 }
 
-function cron(fn: CronFunction): Doc[] {
+function cron(fn: CronFunction, env: EnvVar[] = []): Doc[] {
   const sa = `kruntimes-fn-${fn.name}`;
   const docs: Doc[] = [
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: NS, labels: LABELS } },
@@ -109,7 +122,7 @@ function cron(fn: CronFunction): Doc[] {
           backoffLimit: 3,
           activeDeadlineSeconds: 600,
           ttlSecondsAfterFinished: 3600,
-          template: { metadata: { labels: { 'kruntimes.io/function': fn.name } }, spec: podSpec(fn, sa) },
+          template: { metadata: { labels: { 'kruntimes.io/function': fn.name } }, spec: podSpec(fn, sa, env) },
         },
       },
     },
@@ -121,22 +134,22 @@ function cron(fn: CronFunction): Doc[] {
       metadata: { name: 'kruntimes-tls-init', namespace: NS, labels: { ...LABELS, 'kruntimes.io/function': fn.name } },
       spec: {
         backoffLimit: 10,
-        template: { metadata: { labels: { 'kruntimes.io/function': fn.name } }, spec: podSpec(fn, sa) },
+        template: { metadata: { labels: { 'kruntimes.io/function': fn.name } }, spec: podSpec(fn, sa, env) },
       },
     });
   }
   return docs;
 }
 
-function webhooks(fns: FunctionDef[]): Doc[] {
+function webhooks(fns: FunctionDef[], name: string): Doc[] {
   const adm = admissionFunctions(fns);
   if (!adm.length) return [];
   return [
     {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingWebhookConfiguration',
-      // The tls-certificates function may patch only the names it declares.
-      metadata: { name: WEBHOOK_CONFIGURATIONS[0], labels: { ...LABELS, 'kruntimes.io/inject-ca': 'true' } },
+      // The tls-certificates function may patch only the configurations it declares (WEBHOOK_CONFIGURATIONS).
+      metadata: { name, labels: { ...LABELS, 'kruntimes.io/inject-ca': 'true' } },
       webhooks: adm
         .filter((f) => f.trigger.webhook === 'validating')
         .map((f) => ({
@@ -160,8 +173,9 @@ function webhooks(fns: FunctionDef[]): Doc[] {
   ];
 }
 
+/** The production manifests: the functions in functions/ only. */
 export async function render(): Promise<string> {
-  const fns = await loadFunctions();
+  const fns = await loadFunctions(FUNCTIONS_DIR);
   const hosted = [...watchFunctions(fns), ...admissionFunctions(fns)];
   const serverRules: Rule[] = [
     ...hosted.flatMap((f) => f.rbac),
@@ -174,26 +188,67 @@ export async function render(): Promise<string> {
   ];
   const docs: Doc[] = [
     ...roles('kruntimes:extension', 'kruntimes-extension', serverRules),
-    ...cronFunctions(fns).flatMap(cron),
-    ...webhooks(fns),
+    ...cronFunctions(fns).flatMap((f) => cron(f)),
+    ...webhooks(fns, WEBHOOK_CONFIGURATIONS[0] ?? 'kruntimes'),
   ];
   const header = '# Generated by scripts/gen-manifests.ts from functions/*/index.ts. Do not edit.\n';
   return header + docs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n');
 }
 
+/**
+ * The e2e suite's sample functions (e2e/fixtures/functions): the extra role of the extension
+ * server hosting them, their CronJobs and webhooks, for the test-only kustomize overlay
+ * e2e/fixtures/kustomize, which also points the server at the directory.
+ */
+export async function renderFixtures(): Promise<string> {
+  const fns = await loadFunctions(join(REPO_ROOT, FIXTURE_FUNCTIONS));
+  const hosted = [...watchFunctions(fns), ...admissionFunctions(fns)];
+  const env = [{ name: EXTRA_DIRS_ENV, value: FIXTURE_FUNCTIONS }];
+  const docs: Doc[] = [
+    ...roles(
+      'kruntimes:extension:fixtures',
+      'kruntimes-extension',
+      hosted.flatMap((f) => f.rbac),
+    ),
+    ...cronFunctions(fns).flatMap((f) => cron(f, env)),
+  ];
+  const header = `# Generated by scripts/gen-manifests.ts from ${FIXTURE_FUNCTIONS}/*/index.ts (test fixtures). Do not edit.\n`;
+  return header + docs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n');
+}
+
+/**
+ * The sample admission function's webhook, as a strategic-merge patch adding it to the product's
+ * own configuration (merge key: webhook name), so the tls-certificates function, which may patch
+ * only that configuration, injects its CA bundle too.
+ */
+export async function renderFixtureWebhooks(): Promise<string> {
+  const fns = await loadFunctions(join(REPO_ROOT, FIXTURE_FUNCTIONS));
+  const docs = webhooks(fns, WEBHOOK_CONFIGURATIONS[0] ?? 'kruntimes');
+  const header = `# Generated by scripts/gen-manifests.ts from ${FIXTURE_FUNCTIONS}/*/index.ts (test fixtures). Do not edit.\n`;
+  return header + docs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n');
+}
+
+const OUTPUTS: [string, () => Promise<string>][] = [
+  [join('kustomize', 'base', 'generated', 'functions.yaml'), render],
+  [join('e2e', 'fixtures', 'kustomize', 'generated.yaml'), renderFixtures],
+  [join('e2e', 'fixtures', 'kustomize', 'webhooks-patch.yaml'), renderFixtureWebhooks],
+];
+
 async function main(): Promise<void> {
-  const out = join(REPO_ROOT, 'kustomize', 'base', 'generated', 'functions.yaml');
-  const text = await render();
-  if (process.argv.includes('--check')) {
-    if (!existsSync(out) || readFileSync(out, 'utf8') !== text) {
+  let stale = false;
+  for (const [rel, make] of OUTPUTS) {
+    const out = join(REPO_ROOT, rel);
+    const text = await make();
+    if (!process.argv.includes('--check')) {
+      writeFileSync(out, text);
+      process.stdout.write(`wrote ${out}\n`);
+    } else if (!existsSync(out) || readFileSync(out, 'utf8') !== text) {
       process.stderr.write(`${out} is stale: run npx tsx scripts/gen-manifests.ts\n`);
-      process.exit(1);
+      stale = true;
     }
-    process.stdout.write('generated manifests are up to date\n');
-    return;
   }
-  writeFileSync(out, text);
-  process.stdout.write(`wrote ${out}\n`);
+  if (stale) process.exit(1);
+  if (process.argv.includes('--check')) process.stdout.write('generated manifests are up to date\n');
 }
 
 if (process.argv[1]?.endsWith('gen-manifests.ts'))

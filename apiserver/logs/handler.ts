@@ -28,9 +28,9 @@ import { validObjectPath } from '../aggregation/names.ts';
 import { status } from '../aggregation/status.ts';
 
 export const LOGS_GROUP = 'logs.kruntimes.io';
-type RunObj = KubeObject & { status?: { phase?: string; assignedPod?: string; attempt?: number } };
+export type RunObj = KubeObject & { status?: { phase?: string; assignedPod?: string; attempt?: number } };
 
-class HttpError extends Error {
+export class HttpError extends Error {
   constructor(
     readonly code: number,
     readonly reason: string,
@@ -49,14 +49,23 @@ async function loadRun(client: KubeClient, ns: string, name: string): Promise<{ 
       throw new HttpError(404, 'NotFound', `runs.kruntimes.io "${name}" not found in namespace ${ns}`);
     throw err;
   }
+  return { run, pod: assignedPod(run, ns, name) };
+}
+
+/**
+ * The Runtime Pod whose runtimed log holds the Run's records. A Run not assigned yet is answered
+ * like `pods/log` of a Pod whose container has not started: 400 BadRequest "is waiting to start"
+ * (retry later). 409 Conflict is reserved for "the Runtime Pod is gone" (`gonePod`).
+ */
+export function assignedPod(run: RunObj, ns: string, name: string): string {
   const pod = run.status?.assignedPod;
   if (!pod)
     throw new HttpError(
-      409,
-      'Conflict',
-      `Run ${ns}/${name} is not assigned to a Runtime Pod yet (phase ${run.status?.phase ?? 'Pending'}); its logs appear once it is scheduled`,
+      400,
+      'BadRequest',
+      `Run ${ns}/${name} is waiting to start: not assigned to a Runtime Pod yet (phase ${run.status?.phase ?? 'Pending'}); its logs appear once it is scheduled`,
     );
-  return { run, pod };
+  return pod;
 }
 
 function podLogPath(run: RunObj, pod: string): string {
@@ -66,12 +75,23 @@ function podLogPath(run: RunObj, pod: string): string {
   return `/api/v1/namespaces/${run.metadata.namespace}/pods/${pod}/log?container=runtimed${since}`;
 }
 
-function gonePod(err: unknown, ns: string, name: string, pod: string): unknown {
-  if (isApiError(err, 404) || isApiError(err, 400))
+/**
+ * Maps a failed Pod log read. 404 (the Pod object is gone) is the only 409 Conflict of this API:
+ * the Run's logs went with its Runtime Pod. 400 (Kubernetes: the container "is waiting to start")
+ * stays 400 BadRequest, retryable like an unassigned Run.
+ */
+export function gonePod(err: unknown, ns: string, name: string, pod: string): unknown {
+  if (isApiError(err, 404))
     return new HttpError(
       409,
       'Conflict',
       `the Runtime Pod ${pod} that ran Run ${ns}/${name} no longer exists; its logs are gone with it`,
+    );
+  if (isApiError(err, 400))
+    return new HttpError(
+      400,
+      'BadRequest',
+      `Run ${ns}/${name}: the Runtime Pod ${pod} cannot serve logs yet: ${err.message}`,
     );
   return err;
 }

@@ -29,6 +29,15 @@ function printLines(lines: string[], cursor: string | undefined): string | undef
   return c;
 }
 
+/**
+ * The logs API's answer for a Run whose logs do not exist yet (not assigned to a Runtime Pod, or
+ * its runtimed container not started): 400 BadRequest "is waiting to start", as `pods/log` says
+ * of a container. 409 Conflict means the Runtime Pod is gone, and is never retried.
+ */
+export function waitingToStart(err: unknown): boolean {
+  return err instanceof Error && (err as { code?: number }).code === 400 && /is waiting to start/.test(err.message);
+}
+
 /** Streams records; on a dropped connection reconnects with the last cursor (no loss, no duplicates). */
 export async function followLogs(c: Conn, name: string, tail?: string, maxRetries = 20): Promise<void> {
   let cursor: string | undefined;
@@ -49,7 +58,7 @@ export async function followLogs(c: Conn, name: string, tail?: string, maxRetrie
     } catch (err) {
       const code = (err as { code?: number }).code;
       // A Run that is not scheduled yet has no logs: wait for it (krt run --follow right after create).
-      if (code === 409 && /not assigned to a Runtime Pod yet/.test((err as Error).message) && attempt < 300) {
+      if (waitingToStart(err) && attempt < 300) {
         await new Promise((r) => setTimeout(r, 200));
         continue;
       }

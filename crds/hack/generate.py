@@ -7,7 +7,7 @@
 The CRD YAML files are the source of truth consumed by everything else (kustomize,
 TypeScript type generation, tests); this script is how they are edited. Field names,
 limits and CEL rules follow the upstream Go implementation
-(shared/reference/kruntimes-api.md section 1) so that upstream manifests apply
+(the kruntimes.io/v1alpha1 API of the Go kruntimes project) so that upstream manifests apply
 unchanged; additions from the workflow data sharing design (seed 000) are marked
 `seed 000` below. docs/crds.md lists every rule and message.
 

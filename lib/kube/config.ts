@@ -1,6 +1,7 @@
 /** Builds a KubeClient from a kubeconfig file or the in-cluster service account. */
 import { readFileSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type User } from '@kubernetes/client-node';
+import { execTokenSource, type ExecConfig } from './exec-credential.ts';
 import { KubeClient } from './client.ts';
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -22,9 +23,17 @@ export function clientFromKubeConfig(kc: KubeConfig, userAgent?: string): KubeCl
     ca: fromData(cluster.caData, cluster.caFile),
     cert: fromData(user?.certData, user?.certFile),
     key: fromData(user?.keyData, user?.keyFile),
-    ...(user?.token ? { token: user.token } : {}),
+    ...tokenOf(user),
     ...(userAgent ? { userAgent } : {}),
   });
+}
+
+/** A static token, or an exec credential plugin's token (kubectl's `users[].user.exec`). */
+function tokenOf(user: User | null): { token?: string | (() => string) } {
+  if (user?.token) return { token: user.token };
+  const exec = user?.exec as ExecConfig | undefined;
+  if (exec?.command) return { token: execTokenSource(exec) };
+  return {};
 }
 
 /** In-cluster config: the projected token is re-read so rotation is picked up. */

@@ -5,8 +5,8 @@
  *   npx tsx lib/opensandbox/gen.ts           # write
  *   npx tsx lib/opensandbox/gen.ts --check   # fail when the committed file is stale (CI)
  *
- * The spec is read from ../shared/opensandbox/sandbox-lifecycle.yml next to the checkout, or
- * from $OPENSANDBOX_LIFECYCLE_SPEC. `defaultNonNullable: false` keeps fields that only have a
+ * The spec is vendored in the repository at specs/opensandbox/sandbox-lifecycle.yml (source,
+ * version and licence in specs/opensandbox/README.md); $OPENSANDBOX_LIFECYCLE_SPEC overrides it. `defaultNonNullable: false` keeps fields that only have a
  * default (e.g. `secureAccess`) optional in request types, as the vendored README advises.
  */
 import { createHash } from 'node:crypto';
@@ -21,9 +21,7 @@ export const OUT = join(HERE, 'generated', 'lifecycle.ts');
 
 /** Where the vendored lifecycle spec lives (overridable for CI layouts). */
 export function specPath(): string {
-  return (
-    process.env.OPENSANDBOX_LIFECYCLE_SPEC ?? resolve(REPO_ROOT, '..', 'shared', 'opensandbox', 'sandbox-lifecycle.yml')
-  );
+  return process.env.OPENSANDBOX_LIFECYCLE_SPEC ?? resolve(REPO_ROOT, 'specs', 'opensandbox', 'sandbox-lifecycle.yml');
 }
 
 /** Renders the generated module for the spec text; deterministic for a given spec. */
