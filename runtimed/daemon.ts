@@ -12,7 +12,7 @@ import type { Finisher } from './finish.ts';
 import type { ArtifactRef } from './artifacts/store.ts';
 import type { RuntimeClient } from './runtime-client.ts';
 import { Runner } from './runner.ts';
-import { startWorkspaceCleaner } from './workspaces.ts';
+import { startWorkspaceCleaner, usedByAssignedRuns } from './workspaces.ts';
 import { Jwks } from './session-auth.ts';
 import { SESSION_CONDITION, startSessionServer } from './session-server.ts';
 import type { Run } from './types.ts';
@@ -67,6 +67,7 @@ async function watchAssignedRuns(
   cfg: RuntimedConfig,
   runner: Runner,
   log: Logger,
+  onWorkspaceRunChange: () => void,
 ): Promise<ListWatch<Run>> {
   const watch = new ListWatch<Run>(
     client,
@@ -78,6 +79,7 @@ async function watchAssignedRuns(
     (d) => {
       if (d.type === 'deleted') void runner.onDeleted(d.object);
       else runner.onRun(d.object);
+      if (d.object.spec.workspace) onWorkspaceRunChange();
     },
   );
   watch.start();
@@ -138,17 +140,20 @@ export async function startDaemon(o: {
     },
     finisher: o.finisher,
   });
-  const watch = await watchAssignedRuns(client, cfg, runner, log);
+  let recheck = (): void => undefined;
+  const watch = await watchAssignedRuns(client, cfg, runner, log, () => recheck());
   const cleaner = startWorkspaceCleaner({
     client,
     namespace: cfg.namespace,
     podName: cfg.podName,
     podUID: cfg.podUID,
     dirOf: (n) => runner.workspaceDir(n),
-    inUse: (n) => runner.usesWorkspace(n),
+    // In use while a Run assigned here is not terminal (from Run status) or still runs locally.
+    inUse: (n) => usedByAssignedRuns(n, cfg.podUID, watch.store.list()) || runner.usesWorkspace(n),
     log,
   });
-  runner.onRelease = (): void => cleaner.recheck();
+  recheck = (): void => cleaner.recheck();
+  runner.onRelease = recheck;
   const sessions = await startSessionServer({
     address: cfg.healthAddress,
     port: cfg.sessionPort,
