@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { usedByAssignedRuns } from './workspaces.ts';
 
-const run = (workspace: string | undefined, phase?: string, assignedPodUID?: string) => ({
+type RunLike = Parameters<typeof usedByAssignedRuns>[2][number];
+const run = (workspace: string | undefined, phase?: string, assignedPodUID?: string): RunLike => ({
   spec: workspace ? { workspace: { name: workspace } } : {},
   status: { ...(phase ? { phase } : {}), ...(assignedPodUID ? { assignedPodUID } : {}) },
 });

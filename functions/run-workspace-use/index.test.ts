@@ -5,12 +5,18 @@ import { CONTROLLER_SERVICE_ACCOUNT, JOB_LABEL, WORKFLOWRUN_UID_LABEL } from '..
 import { admitRunWorkspace } from './index.ts';
 
 const UID = 'wfr-uid';
-const owner = (uid = UID, name = 'wfr') => [
+const owner = (uid = UID, name = 'wfr'): NonNullable<KubeObject['metadata']['ownerReferences']> => [
   { apiVersion: 'kruntimes.io/v1alpha1', kind: 'WorkflowRun', name, uid, controller: true },
 ];
-const labels = (uid = UID, job = 'build') => ({ [WORKFLOWRUN_UID_LABEL]: uid, [JOB_LABEL]: job });
+const labels = (uid = UID, job = 'build'): Record<string, string> => ({
+  [WORKFLOWRUN_UID_LABEL]: uid,
+  [JOB_LABEL]: job,
+});
 
-function workspace(over: Partial<KubeObject['metadata']> = {}, status: { phase?: string } = { phase: 'Bound' }) {
+function workspace(
+  over: Partial<KubeObject['metadata']> = {},
+  status: { phase?: string } = { phase: 'Bound' },
+): KubeObject {
   return {
     metadata: { name: 'w', namespace: 'ns', ownerReferences: owner(), labels: labels(), ...over },
     spec: { runtime: 'bash' },

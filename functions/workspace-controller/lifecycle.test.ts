@@ -3,6 +3,7 @@ import { FakeState } from '../../lib/fn/fake-state.ts';
 import { R } from '../../lib/fn/resources.ts';
 import type { Operation } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
+import type { Condition } from '../../lib/run/conditions.ts';
 import { reconcileWorkspaces } from './index.ts';
 import {
   choosePod,
@@ -44,7 +45,7 @@ function statusOf(d: ReturnType<typeof decide>): WorkspaceStatus {
   assert.equal(d.kind, 'status', JSON.stringify(d));
   return (d as { status: WorkspaceStatus }).status;
 }
-const cond = (s: WorkspaceStatus, type: string) => s.conditions?.find((c) => c.type === type);
+const cond = (s: WorkspaceStatus, type: string): Condition | undefined => s.conditions?.find((c) => c.type === type);
 
 describe('workspace-controller lifecycle (seed 000)', () => {
   it('waits without ready Pods, then binds by a stable hash of the UID over name-sorted ready Pods', () => {
