@@ -90,14 +90,14 @@ describe('workflowrun-controller: seed labels and job workspaces', () => {
     const ops = reconcileWorkflowRun({ key: 'ns/demo', object: wfr({}, statusOf(init)), state, now: NOW });
     const run = creates(ops)[0]!;
     const message = 'waiting for PersistentWorkspace "demo-x" to be bound';
-    state.put(R.runs, { ...run, status: { phase: 'Pending', message } } as KubeObject);
+    state.put(R.runs, { ...run, status: { phase: 'Pending', message } });
     let st = statusOf(ops);
     const waiting = statusOf(reconcileWorkflowRun({ key: 'ns/demo', object: wfr({}, st), state, now: NOW }));
     const c = waiting.conditions?.find((x) => x.type === WAITING_FOR_WORKSPACE);
     assert.equal(c?.status, 'True');
     assert.equal(c?.message, `job "build" is waiting for workspace: ${message}`);
     st = waiting;
-    state.put(R.runs, { ...run, status: { phase: 'Running' } } as KubeObject);
+    state.put(R.runs, { ...run, status: { phase: 'Running' } });
     const ready = statusOf(reconcileWorkflowRun({ key: 'ns/demo', object: wfr({}, st), state, now: NOW }));
     assert.equal(ready.conditions?.find((x) => x.type === WAITING_FOR_WORKSPACE)?.status, 'False');
   });
