@@ -524,7 +524,10 @@ def persistent_workspace_crd() -> dict[str, Any]:
                        "/workspace/persistent/<workspace-name>.", max_length=4096),
         "lastUsedTime": date_time("LastUsedTime is when the last active Run using this "
                                   "workspace became terminal."),
-        "conditions": conditions("Conditions are Accepted and RuntimeReady."),
+        "conditions": conditions("Conditions are Bound (True/Bound; False/NoReadyRuntimePods while "
+                                 "waiting, False/PodLost once Lost), PodAvailable (True/PodReady or "
+                                 "False/PodNotReady for the bound Pod) and Released (True/Deleting or "
+                                 "True/TTLExpired once cleanup was requested)."),
     }, rules=[
         rule("!has(oldSelf.boundPod) || (has(self.boundPod) && self.boundPod == oldSelf.boundPod)",
              "status.boundPod may not be changed or removed once set: a workspace is never "

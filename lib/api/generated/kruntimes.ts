@@ -131,7 +131,7 @@ export interface components {
                 boundPod?: string;
                 /** @description BoundPodUID is the UID of BoundPod at binding time; it fences the binding against Pod-name reuse (seed 000). */
                 boundPodUID?: string;
-                /** @description Conditions are Accepted and RuntimeReady. */
+                /** @description Conditions are Bound (True/Bound; False/NoReadyRuntimePods while waiting, False/PodLost once Lost), PodAvailable (True/PodReady or False/PodNotReady for the bound Pod) and Released (True/Deleting or True/TTLExpired once cleanup was requested). */
                 conditions?: {
                     /**
                      * Format: date-time
