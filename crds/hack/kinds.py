@@ -716,10 +716,12 @@ def workflow_run_status() -> Schema:
                         enum=["Pending", "Running", "Succeeded", "Failed", "Cancelled"]),
         "jobs": map_of("Jobs tracks each job by name.", job, max_properties=64),
         "snapshotName": string("SnapshotName is the ControllerRevision holding the execution "
-                               "snapshot.", max_length=253),
+                               "snapshot: the Actions the run uses, frozen at start (called "
+                               "Workflows bind when their call becomes ready).", max_length=253),
         "message": string("Message is a human-readable status or error message.",
                           max_length=4096),
-        "conditions": conditions("Conditions (Accepted)."),
+        "conditions": conditions("Conditions are Accepted, WaitingForWorkspace (True while a "
+                                 "job's step Run waits for its job workspace) and WorkspaceLost."),
     }, required=["phase"])
 
 
