@@ -296,6 +296,45 @@ describe('Workflows', function () {
     assert.ok(!specs.some((x) => x.includes('version=new')), 'the edit did not reach the running WorkflowRun');
   });
 
+  it('binds a called Workflow when the call becomes ready (an edit made while an earlier job runs is used) and freezes it once the child exists', async () => {
+    const lib = (version: string): Record<string, unknown> => ({
+      outputs: { version: { value: '${{ jobs.v.outputs.version }}' } },
+      jobs: {
+        v: {
+          'runs-on': 'bash',
+          outputs: { version: '${{ steps.s.outputs.version }}' },
+          steps: [{ name: 's', run: `sleep 2; echo "version=${version}" >> "$KRUNTIME_OUTPUTS"` }],
+        },
+      },
+    });
+    await admin().create(`${GROUP}/namespaces/${ns}/workflows`, {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Workflow',
+      metadata: { name: 'versioned' },
+      spec: lib('at-start'),
+    });
+    await workflowRun(ns, 'late-binding', {
+      first: { 'runs-on': 'bash', steps: [{ name: 'wait', run: 'sleep 3' }] },
+      call: { uses: 'versioned', needs: ['first'] },
+    });
+    await eventually('the first job to run', async () => {
+      const w = await admin().get<Wfr>(`${GROUP}/namespaces/${ns}/workflowruns/late-binding`);
+      return w.status?.jobs?.first?.phase === 'Running';
+    });
+    await admin().patch(`${GROUP}/namespaces/${ns}/workflows/versioned`, { spec: lib('edited-while-first-ran') });
+    const child = await eventually('the child WorkflowRun', async () => {
+      const w = await admin().get<Wfr>(`${GROUP}/namespaces/${ns}/workflowruns/late-binding`);
+      return (w.status?.jobs?.call as { workflowRunName?: string } | undefined)?.workflowRunName;
+    });
+    await admin().patch(`${GROUP}/namespaces/${ns}/workflows/versioned`, { spec: lib('edited-after-child') });
+    const w = await done(ns, 'late-binding');
+    assert.equal(w.status?.phase, 'Succeeded', w.status?.message ?? JSON.stringify(w.status?.jobs));
+    assert.deepEqual(w.status?.jobs?.call?.outputs, { version: 'edited-while-first-ran' });
+    const c = await admin().get<Wfr>(`${GROUP}/namespaces/${ns}/workflowruns/${child}`);
+    assert.equal(c.metadata.labels?.['workflows.kruntimes.io/workflow'], 'versioned');
+    assert.doesNotMatch(JSON.stringify(c.spec), /edited-after-child/);
+  });
+
   it('propagates cancellation to running steps', async () => {
     await workflowRun(ns, 'cancelled', {
       slow: {

@@ -359,9 +359,9 @@ describe('Runtime workspace volume from a PVC', function () {
     await deleteNamespace(ns);
   });
 
-  it('keeps workspace data across Runtime Pod replacement', async () => {
+  it('keeps workspace data across a real Runtime Pod replacement (the old workspace is Lost; a new one sees the PVC data)', async () => {
     await createWs(ns, 'durable', { runtime: 'bash' });
-    await bound(ns, 'durable');
+    const w = await bound(ns, 'durable');
     await createRun(
       ns,
       { runtime: 'bash', workspace: { name: 'durable' }, source: { inline: 'echo persisted > keep.txt' } },
@@ -369,6 +369,36 @@ describe('Runtime workspace volume from a PVC', function () {
     );
     assert.equal((await finished(ns, 'w1')).status?.phase, 'Succeeded');
     const pvc = await admin().get<Obj>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/bash-workspace`);
-    assert.ok(existsSync(join(E2E_ROOT, 'volumes', String(pvc.spec?.volumeName), 'persistent', 'durable', 'keep.txt')));
+    const file = join(E2E_ROOT, 'volumes', String(pvc.spec?.volumeName), 'persistent', 'durable', 'keep.txt');
+    assert.ok(existsSync(file));
+    await admin().delete(`/api/v1/namespaces/${ns}/pods/${w.status?.boundPod}`);
+    const [next] = await eventually('a replacement Runtime Pod', async () => {
+      const ps = await runtimePods(ns, 'bash', 1);
+      return ps.some((p) => p.metadata.uid === w.status?.boundPodUID) ? undefined : ps;
+    });
+    assert.notEqual(next?.metadata.uid, w.status?.boundPodUID);
+    const lost = await eventually('the old workspace Lost', async () => {
+      const x = await getWs(ns, 'durable');
+      return x.status?.phase === 'Lost' ? x : undefined;
+    });
+    assert.equal(lost.status?.boundPodUID, w.status?.boundPodUID, 'never rebound to the replacement');
+    await admin().delete(wsPath(ns, 'durable'));
+    await gone(ns, 'durable');
+    assert.ok(existsSync(file), 'a Lost workspace is released without touching the PVC data');
+    await createWs(ns, 'durable', { runtime: 'bash' });
+    const again = await bound(ns, 'durable');
+    assert.equal(again.status?.boundPod, next?.metadata.name);
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        workspace: { name: 'durable' },
+        source: { inline: 'echo "kept=$(cat keep.txt)" >> "$KRUNTIME_OUTPUTS"' },
+      },
+      { name: 'w2' },
+    );
+    const r = await finished(ns, 'w2');
+    assert.equal(r.status?.phase, 'Succeeded', r.status?.message);
+    assert.deepEqual(r.status?.outputs, { kept: 'persisted' });
   });
 });

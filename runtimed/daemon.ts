@@ -14,7 +14,7 @@ import type { RuntimeClient } from './runtime-client.ts';
 import { Runner } from './runner.ts';
 import { leaseValidity } from './fence.ts';
 import { ArtifactCleaner } from './artifact-gc.ts';
-import { startWorkspaceCleaner } from './workspaces.ts';
+import { startWorkspaceCleaner, usedByAssignedRuns } from './workspaces.ts';
 import { Jwks } from './session-auth.ts';
 import { SESSION_CONDITION, startSessionServer } from './session-server.ts';
 import type { Run } from './types.ts';
@@ -72,6 +72,7 @@ async function watchAssignedRuns(
   cfg: RuntimedConfig,
   runner: Runner,
   log: Logger,
+  onWorkspaceRunChange: () => void,
 ): Promise<ListWatch<Run>> {
   const watch = new ListWatch<Run>(
     client,
@@ -83,6 +84,7 @@ async function watchAssignedRuns(
     (d) => {
       if (d.type === 'deleted') void runner.onDeleted(d.object);
       else runner.onRun(d.object);
+      if (d.object.spec.workspace) onWorkspaceRunChange();
     },
   );
   watch.start();
@@ -168,7 +170,8 @@ export async function startDaemon(o: {
     },
     finisher: o.finisher,
   });
-  const watch = await watchAssignedRuns(client, cfg, runner, log);
+  let recheck = (): void => undefined;
+  const watch = await watchAssignedRuns(client, cfg, runner, log, () => recheck());
   const gc = await startArtifactCleaner(client, cfg, o.finisher, log);
   const cleaner = startWorkspaceCleaner({
     client,
@@ -176,10 +179,12 @@ export async function startDaemon(o: {
     podName: cfg.podName,
     podUID: cfg.podUID,
     remove: (n) => removeBeneath(cfg.workspaceRoot, ['persistent', n]),
-    inUse: (n) => runner.usesWorkspace(n),
+    // In use while a Run assigned here is not terminal (from Run status) or still runs locally.
+    inUse: (n) => usedByAssignedRuns(n, cfg.podUID, watch.store.list()) || runner.usesWorkspace(n),
     log,
   });
-  runner.onRelease = (): void => cleaner.recheck();
+  recheck = (): void => cleaner.recheck();
+  runner.onRelease = recheck;
   const sessions = await startSessionServer({
     address: cfg.healthAddress,
     port: cfg.sessionPort,

@@ -9,6 +9,7 @@ import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { isUnsafePathError } from './artifacts/safe-dir.ts';
+import { isTerminal } from '../lib/run/phases.ts';
 
 export const WORKSPACE_FINALIZER = 'kruntimes.io/workspace-cleanup';
 
@@ -84,4 +85,22 @@ export function startWorkspaceCleaner(d: WorkspaceCleanerDeps): { stop(): void; 
       for (const ws of watch.store.list()) void clean(ws);
     },
   };
+}
+
+/**
+ * "Still in use" from Run status, not only from this runtimed's memory (a Run it has not picked up
+ * yet, or one it forgot across a restart, still counts): a workspace is in use while any Run
+ * assigned to this Pod that references it is not terminal.
+ */
+export function usedByAssignedRuns(
+  name: string,
+  podUID: string,
+  runs: readonly { spec: { workspace?: { name: string } }; status?: { phase?: string; assignedPodUID?: string } }[],
+): boolean {
+  return runs.some(
+    (r) =>
+      r.spec.workspace?.name === name &&
+      !isTerminal(r.status?.phase) &&
+      (!r.status?.assignedPodUID || r.status.assignedPodUID === podUID),
+  );
 }

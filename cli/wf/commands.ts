@@ -41,6 +41,13 @@ export function renderRun(wf: Wf, inputs: Record<string, string>, name?: string)
   };
 }
 
+/** First line of `krt wf get/run`: phase, message, and what the run waits for (its job workspace). */
+export function summaryLine(name: string, w: Wfr): string {
+  const waiting = w.status?.conditions?.find((c) => c.type === 'WaitingForWorkspace' && c.status === 'True');
+  const message = w.status?.message ? ` (${w.status.message})` : '';
+  return `${name}: ${w.status?.phase ?? 'Pending'}${message}${waiting ? `, ${waiting.message}` : ''}\n`;
+}
+
 function jobsTable(w: Wfr): string {
   const rows: string[][] = [];
   for (const [job, j] of Object.entries(w.status?.jobs ?? {}).sort()) {
@@ -160,10 +167,7 @@ function registerRunCommands(wf: Command): void {
         render(
           obj,
           parseFormat(cmd.optsWithGlobals<Global>().output),
-          () =>
-            o.workflow
-              ? `${name}\n`
-              : `${name}: ${obj.status?.phase ?? 'Pending'}${obj.status?.message ? ` (${obj.status.message})` : ''}\n${jobsTable(obj)}`,
+          () => (o.workflow ? `${name}\n` : `${summaryLine(name, obj)}${jobsTable(obj)}`),
           () => name,
         ),
       );

@@ -524,7 +524,10 @@ def persistent_workspace_crd() -> dict[str, Any]:
                        "/workspace/persistent/<workspace-name>.", max_length=4096),
         "lastUsedTime": date_time("LastUsedTime is when the last active Run using this "
                                   "workspace became terminal."),
-        "conditions": conditions("Conditions are Accepted and RuntimeReady."),
+        "conditions": conditions("Conditions are Bound (True/Bound; False/NoReadyRuntimePods while "
+                                 "waiting, False/PodLost once Lost), PodAvailable (True/PodReady or "
+                                 "False/PodNotReady for the bound Pod) and Released (True/Deleting or "
+                                 "True/TTLExpired once cleanup was requested)."),
     }, rules=[
         rule("!has(oldSelf.boundPod) || (has(self.boundPod) && self.boundPod == oldSelf.boundPod)",
              "status.boundPod may not be changed or removed once set: a workspace is never "
@@ -713,10 +716,12 @@ def workflow_run_status() -> Schema:
                         enum=["Pending", "Running", "Succeeded", "Failed", "Cancelled"]),
         "jobs": map_of("Jobs tracks each job by name.", job, max_properties=64),
         "snapshotName": string("SnapshotName is the ControllerRevision holding the execution "
-                               "snapshot.", max_length=253),
+                               "snapshot: the Actions the run uses, frozen at start (called "
+                               "Workflows bind when their call becomes ready).", max_length=253),
         "message": string("Message is a human-readable status or error message.",
                           max_length=4096),
-        "conditions": conditions("Conditions (Accepted)."),
+        "conditions": conditions("Conditions are Accepted, WaitingForWorkspace (True while a "
+                                 "job's step Run waits for its job workspace) and WorkspaceLost."),
     }, required=["phase"])
 
 

@@ -130,6 +130,7 @@ function workspaceViews(list: WsObj[]): Map<string, WorkspaceView> {
         ...(w.status?.phase ? { phase: w.status.phase } : {}),
         ...(w.status?.boundPod ? { boundPod: w.status.boundPod } : {}),
         ...(w.status?.boundPodUID ? { boundPodUID: w.status.boundPodUID } : {}),
+        ...(w.metadata.deletionTimestamp ? { deleting: true } : {}),
       },
     ]),
   );

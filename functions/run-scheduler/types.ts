@@ -59,6 +59,8 @@ export interface WorkspaceView {
   phase?: WorkspacePhase;
   boundPod?: string;
   boundPodUID?: string;
+  /** metadata.deletionTimestamp is set: cleanup was requested, no new Run may claim it. */
+  deleting?: boolean;
 }
 
 export interface PlanInput {
@@ -106,6 +108,7 @@ export const WAIT_REASONS = [
   'WorkspacePending',
   'WorkspaceLost',
   'WorkspaceReleased',
+  'WorkspaceDeleting',
   'WorkspacePodUnavailable',
   'WorkspacePodUIDMismatch',
 ] as const;

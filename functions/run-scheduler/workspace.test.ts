@@ -53,6 +53,26 @@ describe('run-scheduler workspace fencing', () => {
       reason: 'WorkspaceReleased',
       message: 'waiting for PersistentWorkspace "w": it is Released and cannot be claimed by new Runs',
     });
+    assert.deepEqual(state('w', { phase: 'Bound', boundPod: 'p', boundPodUID: 'u', deleting: true }), {
+      ok: false,
+      reason: 'WorkspaceDeleting',
+      message: 'waiting for PersistentWorkspace "w": it is being deleted and cannot be claimed by new Runs',
+    });
+    assert.equal(
+      workspaceAllows(
+        r,
+        pod('p', { uid: 'u' }),
+        'bash',
+        workspaces(ws('w', { phase: 'Bound', boundPod: 'p', boundPodUID: 'u', deleting: true })),
+      ),
+      false,
+      'a Bound workspace with a deletionTimestamp admits no Pod',
+    );
+    assert.equal(
+      state('w', { phase: 'Lost', boundPod: 'p', boundPodUID: 'u', deleting: true }).ok === false &&
+        (state('w', { phase: 'Lost', boundPod: 'p', boundPodUID: 'u', deleting: true }) as { reason: string }).reason,
+      'WorkspaceLost',
+    );
     assert.deepEqual(state('w', { phase: 'Bound', boundPod: 'p' }), {
       ok: false,
       reason: 'WorkspacePodUIDMismatch',

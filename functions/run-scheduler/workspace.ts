@@ -2,8 +2,8 @@
  * PersistentWorkspace fencing (seed 000, "Workspace scheduler Filter plugin").
  *
  * A Run referencing a PersistentWorkspace may only be placed on the workspace's bound Runtime
- * Pod, and only while the workspace is Bound, belongs to the Run's Runtime and
- * status.boundPodUID equals that Pod's UID. Missing, Pending, Lost, Released,
+ * Pod, and only while the workspace is Bound and not being deleted, belongs to the Run's Runtime
+ * and status.boundPodUID equals that Pod's UID. Missing, Pending, Lost, Released, deleting,
  * Runtime-incompatible and UID-mismatched workspaces leave the Run Pending with an explicit
  * message: none of them is a terminal scheduling failure (workspace changes requeue the Run).
  */
@@ -50,6 +50,12 @@ export function workspaceState(run: RunView, runtime: string, workspaces: Map<st
     return wait(
       'WorkspaceRuntimeMismatch',
       `waiting for PersistentWorkspace ${q}: it belongs to runtime ${JSON.stringify(ws.runtime)}, not runtime ${JSON.stringify(runtime)}`,
+    );
+  }
+  if (ws.deleting && ws.phase !== 'Lost') {
+    return wait(
+      'WorkspaceDeleting',
+      `waiting for PersistentWorkspace ${q}: it is being deleted and cannot be claimed by new Runs`,
     );
   }
   switch (ws.phase) {

@@ -2,19 +2,26 @@
  * WorkflowRun controller (load -> calculate -> apply -> patch). The pure cores in
  * functions/workflow-core decide everything; this glue loads the observed children, creates
  * one PersistentWorkspace per inline job (owned by the WorkflowRun, never chosen by users), turns
- * the decisions into operations, and surfaces workspace loss as a clear condition. At start it
- * freezes every Action and called Workflow the run uses in an owned ControllerRevision
- * (status.snapshotName): editing or deleting them later never changes a running WorkflowRun.
+ * the decisions into operations, and surfaces workspace loss as a clear condition.
+ *
+ * What is frozen when (docs/workflows.md, "What a run sees of later edits"):
+ * - Actions: at start, in an owned ControllerRevision (status.snapshotName); editing or deleting
+ *   an Action later never changes a running WorkflowRun.
+ * - Called (reusable) Workflows, upstream's two rules: the call binds the Workflow's current
+ *   template when the call job becomes ready (so an edit made while an earlier job runs is used),
+ *   and is frozen from the moment its child WorkflowRun is created (the child's spec carries the
+ *   materialized jobs, its annotations the output contract).
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
 import type { KubeObject, OwnerReference } from '../../lib/kube/types.ts';
 import { setCondition } from '../../lib/run/conditions.ts';
-import { CONTROLLER_LABEL, WORKFLOWRUN_LABEL } from '../../lib/workflow/labels.ts';
+import { CONTROLLER_LABEL, JOB_NAME_LABEL, WORKFLOW_LABEL, WORKFLOWRUN_LABEL } from '../../lib/workflow/labels.ts';
+import { isLabelValue } from '../../lib/workflow/names.ts';
+import { jobWorkspaceSpec, type JobWorkspaceSpec } from './workspace-config.ts';
 import {
   initialStatus,
   jobWorkspaceName,
-  reachableWorkflows,
   reconcileStatus,
   rejectedStatus,
   snapshotName,
@@ -35,6 +42,11 @@ interface Wfr extends KubeObject {
   spec: { jobs: JobsSpec; cancelRequested?: boolean };
   status?: WorkflowRunStatus;
 }
+/** The controller's configuration (read from the environment when the function loads). */
+export interface ControllerConfig {
+  jobWorkspace: JobWorkspaceSpec;
+}
+
 interface RunObj extends KubeObject {
   spec: { cancelRequested?: boolean; workspace?: { name: string } };
   status?: {
@@ -57,6 +69,23 @@ const owner = (w: Wfr): OwnerReference => ({
   blockOwnerDeletion: true,
 });
 const isInline = (spec: JobsSpec[string] | undefined): boolean => !!spec?.steps && !spec.uses;
+
+/** `{key: value}` when value is a valid label value (names longer than 63 characters get no label). */
+const labelIf = (key: string, value: string | undefined): Record<string, string> =>
+  value && isLabelValue(value) ? { [key]: value } : {};
+
+/**
+ * The labels the seed's affinity example selects, on child Runs and job workspaces: the Workflow
+ * (the WorkflowRun's workflows.kruntimes.io/workflow label, set by `krt wf trigger/run` and on
+ * called WorkflowRuns; the WorkflowRun's own name when it was written inline), the job, and the WorkflowRun.
+ */
+function workflowLabels(w: Wfr, job: string | undefined): Record<string, string> {
+  return {
+    ...labelIf(WORKFLOW_LABEL, w.metadata.labels?.[WORKFLOW_LABEL] ?? w.metadata.name),
+    ...labelIf(JOB_NAME_LABEL, job),
+    ...labelIf(WORKFLOWRUN_LABEL, w.metadata.name),
+  };
+}
 
 function runViews(state: State, ns: string, uid: string): ChildRunView[] {
   return (state.list(R.runs, ns, { [LABEL_WORKFLOWRUN_UID]: uid }) as RunObj[]).flatMap((r) => {
@@ -109,40 +138,36 @@ function lookups(state: State, ns: string): Lookups {
   };
 }
 
-/** What a WorkflowRun executes besides its own jobs, frozen at start. */
+/** What a WorkflowRun executes besides its own jobs, frozen at start: its Actions (called Workflows bind later). */
 export interface Snapshot {
   actions: Record<string, ActionSnapshot>;
-  workflows: Record<string, WorkflowSpec>;
 }
 type Revision = KubeObject & { data?: Snapshot; revision?: number };
 
 /** Largest snapshot accepted (a ControllerRevision is one etcd object). */
 export const SNAPSHOT_MAX_BYTES = 1 << 20;
 
-export function takeSnapshot(jobs: JobsSpec, live: Lookups): Snapshot {
+export function takeSnapshot(jobs: JobsSpec, live: Pick<Lookups, 'action'>): Snapshot {
   const actions: Record<string, ActionSnapshot> = {};
-  const workflows: Record<string, WorkflowSpec> = {};
   for (const j of Object.values(jobs)) {
     for (const st of j.steps ?? []) {
       const a = st.uses ? live.action(st.uses) : undefined;
       if (st.uses && a) actions[st.uses] = a;
     }
-    // Every Workflow reachable from a call (the call-graph check walks them all).
-    for (const name of j.uses ? reachableWorkflows(j.uses, live.workflow) : []) {
-      const spec = live.workflow(name);
-      if (spec) workflows[name] = spec;
-    }
   }
-  return { actions, workflows };
+  return { actions };
 }
 
-/** Lookups that answer from the snapshot, or undefined when the WorkflowRun has none (started before snapshots). */
-function frozen(state: State, w: Wfr): Lookups | undefined {
+/**
+ * The Action lookup from the snapshot (undefined when the WorkflowRun has none: started before
+ * snapshots). Called Workflows are always read live: a call binds when it becomes ready.
+ */
+function frozenActions(state: State, w: Wfr): Lookups['action'] | undefined {
   const name = w.status?.snapshotName;
   const rev: Revision | undefined = name ? state.get(R.controllerRevisions, w.metadata.namespace, name) : undefined;
   if (!rev?.data || rev.metadata.labels?.[LABEL_WORKFLOWRUN_UID] !== w.metadata.uid) return undefined;
   const data = rev.data;
-  return { action: (n) => data.actions[n], workflow: (n) => data.workflows[n] };
+  return (n) => data.actions[n];
 }
 
 function snapshotOp(w: Wfr, snap: Snapshot): Operation {
@@ -167,6 +192,7 @@ function workspaceOp(
   w: Wfr,
   state: State,
   run: { labels: Record<string, string>; spec: { runtime: string; workspace?: { name: string } } },
+  spec: JobWorkspaceSpec,
 ): Operation[] {
   const name = run.spec.workspace?.name;
   if (!name || state.get(R.persistentWorkspaces, w.metadata.namespace, name)) return [];
@@ -175,17 +201,12 @@ function workspaceOp(
     [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '',
     [LABEL_WORKFLOW_JOB]: run.labels[LABEL_WORKFLOW_JOB] ?? '',
     ...(combo ? { [LABEL_WORKFLOW_MATRIX]: combo } : {}),
-    [WORKFLOWRUN_LABEL]: w.metadata.name ?? '',
+    ...workflowLabels(w, run.labels[LABEL_WORKFLOW_JOB]),
     [CONTROLLER_LABEL]: 'workflowrun-controller',
   };
   const object: KubeObject = {
     metadata: { name, namespace: w.metadata.namespace, ownerReferences: [owner(w)], labels },
-    spec: {
-      runtime: run.spec.runtime,
-      mode: 'RuntimePodLocal',
-      cleanupPolicy: 'DeleteAfterTTL',
-      ttlSecondsAfterUnused: 3600,
-    },
+    spec: { runtime: run.spec.runtime, ...spec },
   };
   return [{ op: 'create', resource: R.persistentWorkspaces, object }];
 }
@@ -199,7 +220,7 @@ function initialize(w: Wfr, state: State, now: string): Operation[] {
   const problem =
     workflowRunProblem(w.spec.jobs, (_job, _step, uses) => !!action(uses)) ??
     (size > SNAPSHOT_MAX_BYTES
-      ? `the Actions and called Workflows this run uses are ${size} bytes, more than the ${SNAPSHOT_MAX_BYTES}-byte execution snapshot allows`
+      ? `the Actions this run uses are ${size} bytes, more than the ${SNAPSHOT_MAX_BYTES}-byte execution snapshot allows`
       : undefined);
   const gen = w.metadata.generation;
   const status = problem
@@ -270,19 +291,65 @@ function lostWorkspaces(
   };
 }
 
+export const WAITING_FOR_WORKSPACE = 'WaitingForWorkspace';
+
+/** Child Runs the scheduler keeps Pending because of their workspace (its messages name the PersistentWorkspace). */
+function waitingJobs(w: Wfr, state: State): { job: string; message: string }[] {
+  const runs = state.list(R.runs, w.metadata.namespace ?? '', { [LABEL_WORKFLOWRUN_UID]: w.metadata.uid ?? '' });
+  return (runs as RunObj[])
+    .filter(
+      (r) =>
+        r.spec.workspace &&
+        (r.status?.phase ?? 'Pending') === 'Pending' &&
+        !r.spec.cancelRequested &&
+        (r.status?.message ?? '').includes('PersistentWorkspace'),
+    )
+    .map((r) => ({ job: r.metadata.labels?.[LABEL_WORKFLOW_JOB] ?? '', message: r.status?.message ?? '' }))
+    .sort((a, b) => a.job.localeCompare(b.job));
+}
+
+/**
+ * Condition WaitingForWorkspace: True while a job's step Run waits for its job workspace (not yet
+ * bound, its Runtime Pod unavailable), with the scheduler's message; False once none waits.
+ */
+function workspaceWaits(w: Wfr, state: State, status: WorkflowRunStatus, now: string): WorkflowRunStatus {
+  const waits = ['Succeeded', 'Failed', 'Cancelled'].includes(status.phase ?? '') ? [] : waitingJobs(w, state);
+  if (!waits.length && !status.conditions?.some((c) => c.type === WAITING_FOR_WORKSPACE)) return status;
+  const first = waits[0];
+  const condition = first
+    ? {
+        type: WAITING_FOR_WORKSPACE,
+        status: 'True' as const,
+        reason: 'WaitingForWorkspace',
+        message: `job "${first.job}" is waiting for workspace: ${first.message}${waits.length > 1 ? ` (and ${waits.length - 1} more)` : ''}`,
+      }
+    : {
+        type: WAITING_FOR_WORKSPACE,
+        status: 'False' as const,
+        reason: 'WorkspaceAvailable',
+        message: 'no job is waiting for its workspace',
+      };
+  return { ...status, conditions: setCondition(status.conditions, condition, now) };
+}
+
 /** Creates the child Runs and WorkflowRuns the reconcile asked for, and cancels the ones it named. */
-function childOps(w: Wfr, state: ReconcileInput['state'], res: ReturnType<typeof reconcileStatus>): Operation[] {
+function childOps(
+  w: Wfr,
+  state: ReconcileInput['state'],
+  res: ReturnType<typeof reconcileStatus>,
+  cfg: ControllerConfig,
+): Operation[] {
   const ns = w.metadata.namespace ?? '';
   const ops: Operation[] = [];
   for (const c of res.createRuns)
-    ops.push(...workspaceOp(w, state, c.run), {
+    ops.push(...workspaceOp(w, state, c.run, cfg.jobWorkspace), {
       op: 'create',
       resource: R.runs,
       object: {
         metadata: {
           name: c.run.name,
           namespace: ns,
-          labels: { ...c.run.labels, [WORKFLOWRUN_LABEL]: w.metadata.name ?? '' },
+          labels: { ...c.run.labels, ...workflowLabels(w, c.run.labels[LABEL_WORKFLOW_JOB]) },
           ownerReferences: [owner(w)],
         },
         spec: c.run.spec,
@@ -296,7 +363,11 @@ function childOps(w: Wfr, state: ReconcileInput['state'], res: ReturnType<typeof
         metadata: {
           name: c.workflowRun.name,
           namespace: ns,
-          labels: c.workflowRun.labels,
+          // The child runs the called Workflow: its Runs and workspaces carry that Workflow's name.
+          labels: {
+            ...c.workflowRun.labels,
+            ...labelIf(WORKFLOW_LABEL, w.spec.jobs[c.workflowRun.labels[LABEL_WORKFLOW_JOB] ?? '']?.uses),
+          },
           annotations: c.workflowRun.annotations,
           ownerReferences: [owner(w)],
         },
@@ -314,14 +385,21 @@ function childOps(w: Wfr, state: ReconcileInput['state'], res: ReturnType<typeof
   return ops;
 }
 
-export function reconcileWorkflowRun({ object, state, now }: ReconcileInput): Operation[] {
+const ENV_CONFIG: ControllerConfig = { jobWorkspace: jobWorkspaceSpec(process.env) };
+
+export function reconcileWorkflowRun(
+  { object, state, now }: ReconcileInput,
+  cfg: ControllerConfig = ENV_CONFIG,
+): Operation[] {
   const w = object as Wfr | undefined;
   if (!w || w.metadata.deletionTimestamp) return [];
   const nowIso = now.toISOString();
   if (!w.status?.jobs) return w.status?.phase === 'Failed' ? [] : initialize(w, state, nowIso);
   const ns = w.metadata.namespace ?? '';
   const uid = w.metadata.uid ?? '';
-  const { action, workflow } = frozen(state, w) ?? lookups(state, ns);
+  const live = lookups(state, ns);
+  const action = frozenActions(state, w) ?? live.action;
+  const workflow = live.workflow;
   const res = reconcileStatus({
     workflowRun: {
       name: w.metadata.name ?? '',
@@ -343,11 +421,12 @@ export function reconcileWorkflowRun({ object, state, now }: ReconcileInput): Op
     workspace: (job, combination) =>
       isInline(w.spec.jobs[job]) ? jobWorkspaceName(w.metadata.name ?? '', job, combination) : undefined,
   });
-  const ops = childOps(w, state, res);
+  const ops = childOps(w, state, res, cfg);
   const lost = lostWorkspaces(w, state, res.status, nowIso);
   ops.push(...lost.ops);
-  if (JSON.stringify(lost.status) !== JSON.stringify(w.status))
-    ops.push({ op: 'status', resource: R.workflowRuns, object: { ...w, status: lost.status } });
+  const status = workspaceWaits(w, state, lost.status, nowIso);
+  if (JSON.stringify(status) !== JSON.stringify(w.status))
+    ops.push({ op: 'status', resource: R.workflowRuns, object: { ...w, status } });
   if (res.requeueAfterMs !== undefined) ops.push({ op: 'requeue', afterMs: res.requeueAfterMs });
   return ops;
 }
@@ -381,6 +460,6 @@ const fn: FunctionDef = {
     { apiGroups: ['kruntimes.io'], resources: ['actions', 'workflows'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: ['apps'], resources: ['controllerrevisions'], verbs: ['get', 'list', 'watch', 'create'] },
   ],
-  handler: reconcileWorkflowRun,
+  handler: (input: ReconcileInput) => reconcileWorkflowRun(input),
 };
 export default fn;

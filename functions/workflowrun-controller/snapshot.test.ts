@@ -65,3 +65,50 @@ describe('workflowrun-controller: execution snapshot (ControllerRevision)', () =
     assert.match(String(statusOf(ops)?.message), /execution snapshot allows/);
   });
 });
+
+describe('workflowrun-controller: reusable Workflow calls bind when ready (upstream rules)', () => {
+  const lib = (script: string): KubeObject => ({
+    metadata: { name: 'lib', namespace: 'ns', uid: 'l1' },
+    spec: { jobs: { inner: { 'runs-on': 'bash', steps: [{ name: 's', run: script }] } } },
+  });
+  const caller = (status?: object): KubeObject => ({
+    metadata: { name: 'caller', namespace: 'ns', uid: 'c1', generation: 1 },
+    spec: {
+      jobs: {
+        first: { 'runs-on': 'bash', steps: [{ name: 'wait', run: 'sleep 1' }] },
+        call: { uses: 'lib', needs: ['first'] },
+      },
+    },
+    ...(status ? { status } : {}),
+  });
+  const childSpec = (ops: Operation[]): string => JSON.stringify(creates(ops, R.workflowRuns)[0]?.spec ?? null);
+
+  it('uses the called Workflow as it is when the call becomes ready, then keeps the child as created', () => {
+    const state = new FakeState([[R.workflows, lib('echo v1')]]);
+    const start = reconcileWorkflowRun({ key: 'ns/caller', object: caller(), state, now: NOW });
+    const [rev] = creates(start, R.controllerRevisions);
+    assert.ok(rev);
+    assert.doesNotMatch(JSON.stringify(rev), /echo v1/, 'called Workflows are not frozen at start');
+    state.put(R.controllerRevisions, rev);
+    let st = statusOf(start);
+    const running = reconcileWorkflowRun({ key: 'ns/caller', object: caller(st), state, now: NOW });
+    const [firstRun] = creates(running);
+    assert.ok(firstRun, 'the first job starts');
+    assert.equal(childSpec(running), 'null', 'the call waits for its need');
+    st = statusOf(running) ?? st;
+    state.put(R.runs, {
+      ...firstRun,
+      metadata: { ...firstRun.metadata, namespace: 'ns' },
+      status: { phase: 'Succeeded' },
+    });
+    state.put(R.workflows, lib('echo v2-EDITED-WHILE-FIRST-RAN'));
+    const ready = reconcileWorkflowRun({ key: 'ns/caller', object: caller(st), state, now: NOW });
+    assert.match(childSpec(ready), /v2-EDITED-WHILE-FIRST-RAN/, 'the edit made while the earlier job ran is used');
+    const child = creates(ready, R.workflowRuns)[0] as KubeObject;
+    st = statusOf(ready) ?? st;
+    state.put(R.workflowRuns, { ...child, metadata: { ...child.metadata, namespace: 'ns' } });
+    state.put(R.workflows, lib('echo v3-AFTER-CHILD'));
+    const after = reconcileWorkflowRun({ key: 'ns/caller', object: caller(st), state, now: NOW });
+    assert.doesNotMatch(JSON.stringify(after), /v3-AFTER-CHILD/, 'frozen once the child WorkflowRun exists');
+  });
+});

@@ -50,6 +50,8 @@ function opFor(ws: Workspace, d: ReturnType<typeof decide>): Operation | undefin
           },
         },
       };
+    case 'delete':
+      return { op: 'delete', resource: R.persistentWorkspaces, namespace: m.namespace, name: m.name ?? '', uid: m.uid };
     default:
       return undefined;
   }
@@ -96,7 +98,7 @@ const fn: FunctionDef = {
     {
       apiGroups: ['kruntimes.io'],
       resources: ['persistentworkspaces'],
-      verbs: ['get', 'list', 'watch', 'patch', 'update'],
+      verbs: ['get', 'list', 'watch', 'patch', 'update', 'delete'],
     },
     { apiGroups: ['kruntimes.io'], resources: ['persistentworkspaces/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get', 'list', 'watch'] },

@@ -2,7 +2,8 @@
  * Pure RuntimePodLocal PersistentWorkspace lifecycle (seed 000): binding by a stable hash of the
  * workspace UID over ready Runtime Pods sorted by name, UID-fenced Bound, Lost (never rebound)
  * when the bound Pod is gone or replaced, lastUsedTime set once when the last active Run ends,
- * Released on deletion, and the finalizer protocol (runtimed removes it after deleting the
+ * Released before deletion (a Released workspace without a deletionTimestamp gets its deletion
+ * requested), and the finalizer protocol (runtimed removes it after deleting the
  * directory; the controller removes it only for Lost workspaces).
  */
 import { createHash } from 'node:crypto';
@@ -37,6 +38,8 @@ export type Decision =
   | { kind: 'status'; status: WorkspaceStatus }
   | { kind: 'addFinalizer' }
   | { kind: 'removeFinalizer'; reason: string }
+  /** Released (cleanup requested) but not yet deleted: request the Kubernetes deletion (seed order: Released first). */
+  | { kind: 'delete' }
   | { kind: 'none' };
 
 export function pathFor(name: string): string {
@@ -158,28 +161,40 @@ function fence(ws: Workspace, pods: PodView[], nowIso: string): { decision?: Dec
   return { pod };
 }
 
+/** Why cleanup was requested: an explicit deletion, or the unused TTL of the sweep. */
+export type ReleaseReason = 'Deleting' | 'TTLExpired';
+
+/**
+ * The Released status a cleanup request writes before the Kubernetes deletion (seed 000 cleanup
+ * protocol step 3): terminal for scheduling, kept until runtimed on the bound Pod deleted the directory.
+ */
+export function released(ws: Workspace, reason: ReleaseReason, nowIso: string): WorkspaceStatus {
+  const s = ws.status ?? {};
+  const why =
+    reason === 'TTLExpired'
+      ? `unused for ttlSecondsAfterUnused (${ws.spec.ttlSecondsAfterUnused}s)`
+      : 'the workspace is being deleted';
+  return {
+    ...s,
+    phase: 'Released',
+    conditions: condOf(
+      s,
+      {
+        type: 'Released',
+        ok: true,
+        reason,
+        message: `cleanup requested (${why}): waiting for runtimed on the bound Pod to delete the directory`,
+      },
+      nowIso,
+    ),
+  };
+}
+
 function deleting(ws: Workspace, nowIso: string): Decision {
   const s = ws.status ?? {};
   if (s.phase === 'Lost' && (ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER))
     return { kind: 'removeFinalizer', reason: 'the workspace is Lost: no Pod-local data remains' };
-  if (s.phase === 'Bound')
-    return {
-      kind: 'status',
-      status: {
-        ...s,
-        phase: 'Released',
-        conditions: condOf(
-          s,
-          {
-            type: 'Released',
-            ok: true,
-            reason: 'Deleting',
-            message: 'cleanup requested: waiting for runtimed on the bound Pod to delete the directory',
-          },
-          nowIso,
-        ),
-      },
-    };
+  if (s.phase === 'Bound') return { kind: 'status', status: released(ws, 'Deleting', nowIso) };
   return { kind: 'none' };
 }
 
@@ -209,7 +224,8 @@ export function decide(ws: Workspace, pods: PodView[], activeRuns: number, now: 
   const f = fence(ws, pods, nowIso);
   if (f.decision) return f.decision;
   if (ws.metadata.deletionTimestamp) return deleting(ws, nowIso);
-  if (s.phase === 'Lost' || s.phase === 'Released') return { kind: 'none' };
+  if (s.phase === 'Released') return { kind: 'delete' };
+  if (s.phase === 'Lost') return { kind: 'none' };
   if (s.phase === 'Bound') return boundUpkeep(ws, f.pod, activeRuns, nowIso);
   const b = bind(ws, pods, nowIso);
   return changed(b.phase === 'Bound' ? usage(b, activeRuns, nowIso) : b, s);

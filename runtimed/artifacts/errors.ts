@@ -8,6 +8,8 @@ export type ArtifactReason =
   | 'ArtifactInvalid'
   /** An artifact input (reference, destination path, archive content, digest) is unusable: the Run fails. */
   | 'ArtifactInputInvalid'
+  /** An artifact input's destination already exists with different content: the Run fails, nothing is replaced. */
+  | 'ArtifactInputConflict'
   /** The referenced artifact does not exist in the store. */
   | 'ArtifactNotFound'
   /** The store could not be reached or failed (I/O, network): the same operation may succeed later. */

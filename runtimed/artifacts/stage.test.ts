@@ -120,10 +120,11 @@ describe('runtimed/artifacts artifact inputs (seed 000)', () => {
     await writeFile(join(work, 'dist.tgz'), 'mine');
     await rejects(
       stageArtifactInput(store, { artifactRef: fileRef, path: 'dist.tgz' }, work),
-      'ArtifactInputInvalid',
-      /already exists/,
+      'ArtifactInputConflict',
+      /^artifact "dist.tgz" for path "dist.tgz": destination already exists with different content$/,
     );
     assert.equal(await readFile(join(work, 'dist.tgz'), 'utf8'), 'mine');
+    assert.deepEqual((await readdir(work)).sort(), ['dist.tgz'], 'no temporary files');
     const outside = join(base, 'outside');
     await mkdir(outside);
     await symlink(outside, join(work, 'escape'));
@@ -133,6 +134,65 @@ describe('runtimed/artifacts artifact inputs (seed 000)', () => {
       /is a symbolic link/,
     );
     assert.deepEqual(await readdir(outside), []);
+  });
+
+  it('re-stages the same artifact idempotently (a second step, an in-place retry) and leaves it as it is', async () => {
+    const inputs = [
+      { artifactRef: fileRef, path: 'dist.tgz' },
+      { artifactRef: dirRef, path: 'inputs/site' },
+    ];
+    const first = await stageArtifactInputs(store, inputs, work, { namespace: 'ns' });
+    const again = await stageArtifactInputs(store, inputs, work, { namespace: 'ns' });
+    assert.deepEqual(again, first);
+    assert.equal(await readFile(join(work, 'dist.tgz'), 'utf8'), 'tarball bytes');
+    assert.deepEqual(await readTree(join(work, 'inputs/site')), await readTree(join(base, 'produced/site')));
+    assert.deepEqual((await readdir(work)).sort(), ['dist.tgz', 'inputs'], 'no temporary files');
+    assert.deepEqual(await readdir(join(work, 'inputs')), ['site']);
+  });
+
+  it('refuses a different artifact onto an existing path (file, directory, kind, symlink) without touching it', async () => {
+    await stageArtifactInput(store, { artifactRef: dirRef, path: 'site' }, work);
+    await writeFile(join(work, 'site/js/app.js'), 'changed');
+    await rejects(
+      stageArtifactInput(store, { artifactRef: dirRef, path: 'site' }, work),
+      'ArtifactInputConflict',
+      /destination already exists with different content/,
+    );
+    assert.equal(await readFile(join(work, 'site/js/app.js'), 'utf8'), 'changed');
+    await writeFile(join(work, 'site/js/app.js'), 'js');
+    await writeFile(join(work, 'site/extra'), 'x');
+    await rejects(stageArtifactInput(store, { artifactRef: dirRef, path: 'site' }, work), 'ArtifactInputConflict', /./);
+    await rejects(
+      stageArtifactInput(store, { artifactRef: fileRef, path: 'site' }, work),
+      'ArtifactInputConflict',
+      /./,
+    );
+    await writeFile(join(base, 'same.tgz'), 'tarball bytes');
+    await symlink(join(base, 'same.tgz'), join(work, 'linked.tgz'));
+    await rejects(
+      stageArtifactInput(store, { artifactRef: fileRef, path: 'linked.tgz' }, work),
+      'ArtifactInputConflict',
+      /./,
+    );
+    assert.deepEqual((await readdir(work)).sort(), ['linked.tgz', 'site'], 'no temporary files');
+  });
+
+  it('keeps a destination that was already there when a later input fails', async () => {
+    await stageArtifactInput(store, { artifactRef: fileRef, path: 'dist.tgz' }, work);
+    const missing: ArtifactRef = { ...fileRef, location: { filesystem: { path: 'namespaces/ns/runs/producer/gone' } } };
+    await rejects(
+      stageArtifactInputs(
+        store,
+        [
+          { artifactRef: fileRef, path: 'dist.tgz' },
+          { artifactRef: missing, path: 'gone' },
+        ],
+        work,
+      ),
+      'ArtifactNotFound',
+      /was not found/,
+    );
+    assert.deepEqual(await readdir(work), ['dist.tgz']);
   });
 
   it('verifies the stored bytes against the reference digest and size', async () => {

@@ -3,6 +3,11 @@
  * through the configured store and staged below the Run's working directory: a file artifact is
  * copied to `path`, a directory artifact is extracted there (extract.ts rules). Size and digest
  * are verified against the reference. Staging is all-or-nothing over the whole input list.
+ *
+ * Re-staging is idempotent: when the destination already holds the artifact's content (two steps
+ * of one job importing the same artifact into their shared workspace, an in-place retry) staging
+ * succeeds and leaves it alone. A destination holding anything else fails with the stable reason
+ * ArtifactInputConflict and is never replaced (docs/crds.md, "Artifact inputs").
  */
 import { randomBytes } from 'node:crypto';
 import { lstat, rm, rmdir } from 'node:fs/promises';
@@ -10,6 +15,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { ArtifactError, asArtifactError, errnoCode, quoteName } from './errors.ts';
 import { extractArchive, writeStreamAtomically, DEFAULT_EXTRACT_LIMITS, type ExtractLimits } from './extract.ts';
+import { sameContent } from './compare.ts';
 import { mkdirBeneath } from './safe-path.ts';
 import type { ArtifactRef, ArtifactStore } from './store.ts';
 import { validateArtifactRef } from './validate.ts';
@@ -101,12 +107,53 @@ export async function stageArtifactInput(
   return (await stageOne(store, input, workDir, opts)).staged;
 }
 
+interface Fetch {
+  store: ArtifactStore;
+  ref: ArtifactRef;
+  namespace: string | undefined;
+  limits: ExtractLimits;
+  label: string;
+}
+
+/** Downloads (file) or downloads and extracts (directory) the artifact to `target`, which must not exist. */
+async function fetchTo(f: Fetch, parent: string, target: string): Promise<void> {
+  const dl = { namespace: f.namespace, maxBytes: f.limits.maxBytes, label: f.label };
+  if (f.ref.type !== 'directory') return download(f.store, f.ref, target, dl);
+  const archive = join(parent, `.kruntimes-input-${randomBytes(8).toString('hex')}.tar.gz`);
+  try {
+    await download(f.store, f.ref, archive, dl);
+    await extractArchive(archive, target, f.limits).catch((err: unknown) => {
+      throw err instanceof ArtifactError
+        ? new ArtifactError(err.reason, `${f.label}: ${err.message}`, { cause: err })
+        : err;
+    });
+  } finally {
+    await rm(archive, { force: true }).catch(() => undefined);
+  }
+}
+
+/**
+ * The destination already exists (a second step of the job, an in-place retry): the artifact is
+ * fetched beside it and compared. The same content is success and leaves the destination as it
+ * is; different content (or a symlink, or another kind) is ArtifactInputConflict and nothing changes.
+ */
+async function restage(f: Fetch, parent: string, dest: string): Promise<void> {
+  const fresh = join(parent, `.kruntimes-restage-${randomBytes(8).toString('hex')}`);
+  try {
+    await fetchTo(f, parent, fresh);
+    if (await sameContent(dest, fresh, f.ref.type === 'directory' ? 'directory' : 'file')) return;
+  } finally {
+    await rm(fresh, { recursive: true, force: true }).catch(() => undefined);
+  }
+  throw new ArtifactError('ArtifactInputConflict', `${f.label}: destination already exists with different content`);
+}
+
 async function stageOne(
   store: ArtifactStore,
   input: ArtifactInput,
   workDir: string,
   opts: StageOptions,
-): Promise<{ staged: StagedInput; created: string[] }> {
+): Promise<{ staged: StagedInput; created: string[]; fresh: boolean }> {
   const ref = validateArtifactRef(input.artifactRef);
   const segments = inputPathSegments(input.path);
   const shown = segments.join('/');
@@ -116,28 +163,21 @@ async function stageOne(
     throw invalid(`${label}: size ${ref.sizeBytes} exceeds ${limits.maxBytes} bytes`);
   const { path: parent, created } = await mkdirBeneath(workDir, segments.slice(0, -1), 'ArtifactInputInvalid', 0o755);
   const dest = join(parent, segments[segments.length - 1] as string);
+  const f: Fetch = { store, ref, namespace: opts.namespace, limits, label };
+  const staged = { path: shown, type: ref.type, sizeBytes: ref.sizeBytes };
+  let fresh = true;
   try {
-    if (await exists(dest)) throw invalid(`${label}: destination already exists`);
-    if (ref.type !== 'directory') {
-      await download(store, ref, dest, { namespace: opts.namespace, maxBytes: limits.maxBytes, label });
+    if (await exists(dest)) {
+      fresh = false;
+      await restage(f, parent, dest);
     } else {
-      const archive = join(parent, `.kruntimes-input-${randomBytes(8).toString('hex')}.tar.gz`);
-      try {
-        await download(store, ref, archive, { namespace: opts.namespace, maxBytes: limits.maxBytes, label });
-        await extractArchive(archive, dest, limits).catch((err: unknown) => {
-          throw err instanceof ArtifactError
-            ? new ArtifactError(err.reason, `${label}: ${err.message}`, { cause: err })
-            : err;
-        });
-      } finally {
-        await rm(archive, { force: true }).catch(() => undefined);
-      }
+      await fetchTo(f, parent, dest);
     }
   } catch (err) {
     for (const dir of created.reverse()) await rmdir(dir).catch(() => undefined);
     throw asArtifactError(err, 'ArtifactInputInvalid', `${label}: cannot stage`);
   }
-  return { staged: { path: shown, type: ref.type, sizeBytes: ref.sizeBytes }, created };
+  return { staged, created, fresh };
 }
 
 function assertDisjoint(all: string[][]): void {
@@ -172,15 +212,18 @@ export async function stageArtifactInputs(
   });
   assertDisjoint(list.map((x) => inputPathSegments(x.path)));
   const staged: StagedInput[] = [];
+  const fresh: StagedInput[] = [];
   const created: string[] = [];
   try {
     for (const input of list) {
       const one = await stageOne(store, input, workDir, opts);
       staged.push(one.staged);
+      if (one.fresh) fresh.push(one.staged);
       created.push(...one.created);
     }
   } catch (err) {
-    for (const s of staged) await rm(join(workDir, s.path), { recursive: true, force: true }).catch(() => undefined);
+    // Only what this call wrote is rolled back; a destination that was already there stays.
+    for (const s of fresh) await rm(join(workDir, s.path), { recursive: true, force: true }).catch(() => undefined);
     for (const dir of created.reverse()) await rmdir(dir).catch(() => undefined);
     throw err;
   }

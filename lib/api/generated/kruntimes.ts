@@ -131,7 +131,7 @@ export interface components {
                 boundPod?: string;
                 /** @description BoundPodUID is the UID of BoundPod at binding time; it fences the binding against Pod-name reuse (seed 000). */
                 boundPodUID?: string;
-                /** @description Conditions are Accepted and RuntimeReady. */
+                /** @description Conditions are Bound (True/Bound; False/NoReadyRuntimePods while waiting, False/PodLost once Lost), PodAvailable (True/PodReady or False/PodNotReady for the bound Pod) and Released (True/Deleting or True/TTLExpired once cleanup was requested). */
                 conditions?: {
                     /**
                      * Format: date-time
@@ -2881,7 +2881,7 @@ export interface components {
             };
             /** @description WorkflowRunStatus is the observed state of a WorkflowRun. */
             status?: {
-                /** @description Conditions (Accepted). */
+                /** @description Conditions are Accepted, WaitingForWorkspace (True while a job's step Run waits for its job workspace) and WorkspaceLost. */
                 conditions?: {
                     /**
                      * Format: date-time
@@ -3011,7 +3011,7 @@ export interface components {
                  * @enum {string}
                  */
                 phase: "Pending" | "Running" | "Succeeded" | "Failed" | "Cancelled";
-                /** @description SnapshotName is the ControllerRevision holding the execution snapshot. */
+                /** @description SnapshotName is the ControllerRevision holding the execution snapshot: the Actions the run uses, frozen at start (called Workflows bind when their call becomes ready). */
                 snapshotName?: string;
             };
         };
