@@ -30,7 +30,7 @@ describe('Sessions through the aggregated API and krt session', function () {
       ns,
       'operator',
       'operator',
-      { apiGroups: ['sessions.kruntimes.io'], resources: ['runs/session'], verbs: ['get'] },
+      { apiGroups: ['sessions.kruntimes.io'], resources: ['runs/session'], verbs: ['get', 'create'] },
       { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] },
     );
     await grant(ns, 'viewer', 'viewer', { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] });

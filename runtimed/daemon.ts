@@ -154,6 +154,7 @@ export async function startDaemon(o: {
     port: cfg.sessionPort,
     socketPath: cfg.socketPath,
     subject: cfg.sessionSubject,
+    podUID: cfg.podUID,
     jwks: new Jwks(client),
     log: log.child({ part: 'sessions' }),
     target: (uid) => runner.sessionTarget(uid),

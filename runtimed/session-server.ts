@@ -16,7 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { PROTOCOLS } from '../lib/session/channel.ts';
-import { refuseUpgrade, relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../lib/session/relay.ts';
+import { podAudience, refuseUpgrade, relay, SESSION_CONDITION } from '../lib/session/relay.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import { SESSION_HEADER, type SessionSpec } from './runtime-server/sessions.ts';
 import { TokenError, type Jwks } from './session-auth.ts';
@@ -41,6 +41,8 @@ export interface SessionServerDeps {
   port: number;
   socketPath: string;
   subject: string;
+  /** This Pod's UID: only tokens minted for it (podAudience) are accepted. */
+  podUID: string;
   jwks: Jwks;
   log: Logger;
   target(uid: string): SessionTarget | SessionRefusal;
@@ -177,7 +179,7 @@ function authorizer(d: SessionServerDeps): Authorize {
     const auth = req.headers.authorization ?? '';
     if (!auth.startsWith('Bearer ')) return 'a bearer token is required';
     try {
-      await d.jwks.verify(auth.slice(7), { audience: SESSION_AUDIENCE, subject: d.subject, now: new Date() });
+      await d.jwks.verify(auth.slice(7), { audience: podAudience(d.podUID), subject: d.subject, now: new Date() });
       return undefined;
     } catch (err) {
       d.log.warn(
