@@ -10,7 +10,16 @@ import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { KubeClient } from '../lib/kube/client.ts';
-import { apiserverArgs, etcdArgs, kcmArgs, layout, schedulerArgs, type Layout, type Ports } from './components.ts';
+import {
+  apiserverArgs,
+  etcdArgs,
+  kcmArgs,
+  layout,
+  schedulerArgs,
+  writeAdmissionConfig,
+  type Layout,
+  type Ports,
+} from './components.ts';
 import { pkiKubeconfig } from './kubeconfig.ts';
 import { applyBootstrap } from './bootstrap.ts';
 import { installKruntimes } from './install.ts';
@@ -118,6 +127,7 @@ function writeKubeconfigs(l: Layout, s: EnvState): string {
   pkiKubeconfig(l.root, l.pki, server, 'scheduler', 'system:kube-scheduler');
   for (const n of s.nodes) pkiKubeconfig(l.root, l.pki, server, `node-${n}`, `system:node:${n}`);
   pkiKubeconfig(l.root, l.pki, server, 'local-provisioner', 'system:kruntimes:local-provisioner');
+  writeAdmissionConfig(l);
   const admin = pkiKubeconfig(l.root, l.pki, server, 'admin', 'kruntimes-admin');
   writeFileSync(join(l.root, 'kubeconfig'), readFileSync(admin), { mode: 0o600 });
   return join(l.root, 'kubeconfig');

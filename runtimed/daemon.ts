@@ -126,6 +126,8 @@ export async function startDaemon(o: {
   log: Logger;
 }): Promise<Daemon> {
   const { client, cfg, runtime, log } = o;
+  // Run directories runtimed prepares are written by the Run's uid (another uid, same fsGroup).
+  process.umask(0o002);
   await waitForRuntime(runtime, log);
   const runner = new Runner({
     client,

@@ -48,7 +48,7 @@ export class OutputsFinisher implements Finisher {
 
   protected async recreate(dir: string): Promise<string> {
     await rm(dir, { recursive: true, force: true });
-    await mkdir(dir, { recursive: true, mode: 0o750 });
+    await mkdir(dir, { recursive: true, mode: 0o770 });
     return dir;
   }
 }

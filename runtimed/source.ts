@@ -53,10 +53,10 @@ export async function prepareSource(
   mode: 'task' | 'function',
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string> {
-  await mkdir(runDir, { recursive: true, mode: 0o755 });
+  await mkdir(runDir, { recursive: true, mode: 0o775 });
   if (source?.inline !== undefined) {
     const file = mode === 'function' && source.inlinePath ? join(runDir, source.inlinePath) : join(runDir, 'script');
-    await writeFile(file, source.inline, { mode: 0o644 }).catch((e: Error) => {
+    await writeFile(file, source.inline, { mode: 0o664 }).catch((e: Error) => {
       throw new PrepareError(`prepare source: write inline: ${e.message}`);
     });
     return runDir;

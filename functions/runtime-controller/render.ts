@@ -11,6 +11,8 @@ export const RUNTIMED_SA = 'kruntimes-runtimed';
 export const RUNTIMED_CLUSTER_ROLE = 'kruntimes:runtimed';
 export const RUNTIME_LABEL = 'kruntimes.io/runtime';
 /** runtimed's projected ServiceAccount token: mounted into runtimed's container only. */
+/** runtimed's uid and gid (the kruntimes image's USER). */
+export const RUNTIMED_UID = 65532;
 export const RUNTIMED_TOKEN_VOLUME = 'kruntimes-runtimed-token';
 const SA_TOKEN_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -108,6 +110,8 @@ function runtimedContainer(rt: Runtime): Container {
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
       runAsNonRoot: true,
+      runAsUser: RUNTIMED_UID,
+      runAsGroup: RUNTIMED_UID,
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'RuntimeDefault' },
     },
@@ -187,7 +191,16 @@ export function podTemplate(rt: Runtime): Json {
       labels: { ...(t.metadata?.labels ?? {}), ...selectorLabels(rt), [RUNTIME_LABEL]: rt.metadata.name ?? '' },
       annotations: { ...(t.metadata?.annotations ?? {}), ...capacityAnnotations(rt) },
     },
-    spec: { ...spec, serviceAccountName: RUNTIMED_SA, automountServiceAccountToken: false, containers, volumes },
+    spec: {
+      ...spec,
+      // runtimed (uid 65532) and the runtime container (its image's non-root user) share the
+      // workspace through the fsGroup; Runs never run as runtimed's uid.
+      securityContext: { fsGroup: RUNTIMED_UID, ...(spec.securityContext as Json | undefined) },
+      serviceAccountName: RUNTIMED_SA,
+      automountServiceAccountToken: false,
+      containers,
+      volumes,
+    },
   };
 }
 
