@@ -36,23 +36,17 @@ export const EXTENSION_WEBHOOK_HOST = 'kruntimes-extension.kruntimes-system.svc'
  * extension server's admission webhooks with the front-proxy client certificate, which the
  * extension server requires (it already trusts that CA and name for aggregated requests).
  */
-export function writeAdmissionConfig(l: Layout): string {
+export function writeAdmissionConfig(l: Layout, extensionPort: number | undefined): string {
   const kubeconfig = join(l.root, 'admission-webhooks.kubeconfig');
+  const user = {
+    'client-certificate': join(l.pki, 'front-proxy-client.crt'),
+    'client-key': join(l.pki, 'front-proxy-client.key'),
+  };
+  // The API server looks the webhook up as <svc>.<ns>.svc:<port> (the port omitted when 443).
+  const names = [EXTENSION_WEBHOOK_HOST, ...(extensionPort ? [`${EXTENSION_WEBHOOK_HOST}:${extensionPort}`] : [])];
   writeFileSync(
     kubeconfig,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      users: [
-        {
-          name: EXTENSION_WEBHOOK_HOST,
-          user: {
-            'client-certificate': join(l.pki, 'front-proxy-client.crt'),
-            'client-key': join(l.pki, 'front-proxy-client.key'),
-          },
-        },
-      ],
-    }),
+    stringify({ apiVersion: 'v1', kind: 'Config', users: names.map((name) => ({ name, user })) }),
     { mode: 0o600 },
   );
   const webhook = {

@@ -137,7 +137,9 @@ const RESERVED_VOLUMES = new Set(['workspace', 'artifact-store', RUNTIMED_TOKEN_
  */
 function withoutReservedMounts(c: Container): Container {
   const mounts = (c.volumeMounts ?? []).filter(
-    (m) => !RESERVED_VOLUMES.has(String(m.name)) && !String(m.mountPath ?? '').startsWith(SA_TOKEN_DIR),
+    (m) =>
+      !RESERVED_VOLUMES.has(String(m.name)) &&
+      !(typeof m.mountPath === 'string' && m.mountPath.replace(/\/+$/, '').startsWith(SA_TOKEN_DIR)),
   );
   return { ...c, volumeMounts: mounts };
 }
