@@ -21,11 +21,12 @@ import {
 } from './requestheader.ts';
 import { status } from './status.ts';
 
-/** The Run subresources each aggregated group serves (all `get`, authorised per Run name by RBAC). */
-const SUBRESOURCES: Record<string, { name: string; kind: string }> = {
-  [LOGS_GROUP]: { name: 'runs/log', kind: 'RunLog' },
-  [ARTIFACTS_GROUP]: { name: 'runs/artifacts', kind: 'RunArtifact' },
-  [SESSIONS_GROUP]: { name: 'runs/session', kind: 'RunSession' },
+/** The Run subresources each aggregated group serves, authorised per Run name by RBAC. */
+const SUBRESOURCES: Record<string, { name: string; kind: string; verbs: string[] }> = {
+  [LOGS_GROUP]: { name: 'runs/log', kind: 'RunLog', verbs: ['get'] },
+  [ARTIFACTS_GROUP]: { name: 'runs/artifacts', kind: 'RunArtifact', verbs: ['get'] },
+  // A session needs get (the API server's check of the GET) and create (the backend's, as for pods/exec).
+  [SESSIONS_GROUP]: { name: 'runs/session', kind: 'RunSession', verbs: ['create', 'get'] },
 };
 const GROUPS = Object.keys(SUBRESOURCES);
 
@@ -48,7 +49,7 @@ export function resourceList(group: string): object {
               singularName: '',
               namespaced: true,
               kind: SUBRESOURCES[group].kind,
-              verbs: ['get'],
+              verbs: SUBRESOURCES[group].verbs,
             },
           ]
         : []),
