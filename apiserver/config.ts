@@ -11,6 +11,11 @@ export interface ServerConfig {
   leaderElection: boolean;
   /** Comma-separated function names to host; empty = all. */
   only: string[];
+  /**
+   * `required` (default): admission calls must present the API server's front-proxy client
+   * certificate. `none` only where the API server's webhook client certificate cannot be configured.
+   */
+  admissionClientAuth: 'required' | 'none';
 }
 
 export function loadServerConfig(env: NodeJS.ProcessEnv): ServerConfig {
@@ -29,9 +34,16 @@ export function loadServerConfig(env: NodeJS.ProcessEnv): ServerConfig {
     namespace: env.POD_NAMESPACE ?? 'kruntimes-system',
     podName: env.POD_NAME ?? `kruntimes-extension-${process.pid}`,
     leaderElection: env.KRT_LEADER_ELECTION !== 'false',
+    admissionClientAuth: admissionClientAuth(env.KRT_ADMISSION_CLIENT_AUTH),
     only: (env.KRT_FUNCTIONS ?? '')
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean),
   });
+}
+
+function admissionClientAuth(v: string | undefined): 'required' | 'none' {
+  if (v === undefined || v === '' || v === 'required') return 'required';
+  if (v === 'none') return 'none';
+  throw new Error(`KRT_ADMISSION_CLIENT_AUTH must be required or none, got ${v}`);
 }

@@ -12,7 +12,8 @@ import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { FnMetrics } from '../lib/fn/metrics.ts';
 import type { FunctionDef } from '../lib/fn/types.ts';
-import { admissionRouter } from './admission.ts';
+import { ADMISSION_PREFIX, admissionRouter } from './admission.ts';
+import { verifyProxyCert, type RequestHeaderConfig, type RequestHeaderSource } from './aggregation/requestheader.ts';
 import { aggregationRouter } from './aggregation/router.ts';
 import type { ServerConfig } from './config.ts';
 import { admissionFunctions, watchFunctions } from './functions.ts';
@@ -41,15 +42,20 @@ export async function startServer(
   const selected = cfg.only.length ? functions.filter((f) => cfg.only.includes(f.name)) : functions;
   const state: HostState = { relayRunning: false, leader: !cfg.leaderElection };
   const app = express();
-  app.use(admissionRouter(admissionFunctions(selected), client, log.child({ host: 'admission' }), metrics));
   // The aggregated APIs act as their own narrow ServiceAccount (read Runs, Runtime Pods and their
   // runtimed log, open sessions), never with the functions' permissions this process also holds.
   const backendSA = process.env.KRT_RUN_EXTENSION_SA ?? 'kruntimes-run-extension-api';
   const backend = client.as(`system:serviceaccount:${cfg.namespace}:${backendSA}`);
   const tokens = new SessionTokens(backend, cfg.namespace, backendSA);
   const aggregated = await aggregationRouter(backend, log.child({ host: 'aggregation' }), tokens, client);
+  if (cfg.admissionClientAuth === 'required')
+    app.use(
+      ADMISSION_PREFIX,
+      requireApiServerCert(() => aggregated.source.current(), log),
+    );
+  app.use(admissionRouter(admissionFunctions(selected), client, log.child({ host: 'admission' }), metrics));
   app.use(aggregated.router);
-  const secure = secureServer(cfg, app, aggregated.clientCA, log);
+  const secure = secureServer(cfg, app, aggregated.source, log);
   const sessions = new SessionProxy({
     client: backend,
     log: log.child({ host: 'sessions' }),
@@ -150,26 +156,56 @@ function startRelay(
   return { relay, elector, relayStarted };
 }
 
-/** The HTTPS server of admission and aggregation; reloads its certificate when the file changes. */
-function secureServer(cfg: ServerConfig, app: express.Express, clientCA: string, log: Logger): https.Server {
-  // Client certificates are requested but optional: admission calls carry none, aggregated
-  // requests must present the front-proxy certificate (checked per request).
+/**
+ * Admission webhooks answer only the API server: the call must present the API server's client
+ * certificate (the front-proxy certificate, configured for webhooks through the API server's
+ * AdmissionConfiguration), so nobody else can probe the admission functions or feed them
+ * forged AdmissionReviews.
+ */
+function requireApiServerCert(cfg: () => RequestHeaderConfig, log: Logger): express.RequestHandler {
+  return (req, res, next) => {
+    const refused = verifyProxyCert(req, cfg());
+    if (!refused) {
+      next();
+      return;
+    }
+    log.warn({ path: req.originalUrl, reason: refused }, 'admission call refused');
+    res.status(401).json({
+      kind: 'Status',
+      apiVersion: 'v1',
+      status: 'Failure',
+      reason: 'Unauthorized',
+      code: 401,
+      message: `admission webhooks are called by the Kubernetes API server only: ${refused}`,
+    });
+  };
+}
+
+/**
+ * The HTTPS server of admission and aggregation. Reloads its certificate when the file changes
+ * and the client CA (requestheader CA) when the aggregator's configuration rotates it.
+ */
+function secureServer(cfg: ServerConfig, app: express.Express, source: RequestHeaderSource, log: Logger): https.Server {
+  // Client certificates are requested but verified per request: aggregated requests and (unless
+  // KRT_ADMISSION_CLIENT_AUTH=none) admission calls must present the front-proxy certificate.
   const tls = (): https.ServerOptions => ({
     cert: readFileSync(cfg.certFile),
     key: readFileSync(cfg.keyFile),
-    ca: clientCA,
+    ca: source.current().clientCA,
     requestCert: true,
     rejectUnauthorized: false,
     minVersion: 'TLSv1.2',
   });
   const secure = https.createServer(tls(), app);
-  watchFile(cfg.certFile, { interval: 2000 }, () => {
+  const reload = (what: string): void => {
     try {
       secure.setSecureContext(tls());
-      log.info('reloaded serving certificate');
+      log.info(`reloaded ${what}`);
     } catch (err) {
-      log.warn({ err }, 'certificate reload failed; keeping the old one');
+      log.warn({ err }, `${what} reload failed; keeping the old one`);
     }
-  });
+  };
+  watchFile(cfg.certFile, { interval: 2000 }, () => reload('serving certificate'));
+  source.onClientCAChange(() => reload('requestheader client CA'));
   return secure;
 }

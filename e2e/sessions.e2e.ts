@@ -30,7 +30,7 @@ describe('Sessions through the aggregated API and krt session', function () {
       ns,
       'operator',
       'operator',
-      { apiGroups: ['sessions.kruntimes.io'], resources: ['runs/session'], verbs: ['get'] },
+      { apiGroups: ['sessions.kruntimes.io'], resources: ['runs/session'], verbs: ['get', 'create'] },
       { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] },
     );
     await grant(ns, 'viewer', 'viewer', { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] });
@@ -44,7 +44,7 @@ describe('Sessions through the aggregated API and krt session', function () {
     const list = await admin().get<{ metadata: object; resources: { name: string; verbs: string[] }[] }>(
       '/apis/sessions.kruntimes.io/v1alpha1',
     );
-    assert.deepEqual(list.resources.find((r) => r.name === 'runs/session')?.verbs, ['get']);
+    assert.deepEqual(list.resources.find((r) => r.name === 'runs/session')?.verbs, ['create', 'get']);
   });
 
   it('a session Run goes Ready and runs interactive commands with stdin, stdout, stderr and exit codes', async () => {

@@ -1,5 +1,7 @@
 /** Command lines of the upstream control-plane components for the loopback environment. */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { SERVICE_CIDR } from './pki.ts';
 
 export interface Ports {
@@ -22,6 +24,50 @@ export interface Layout {
 
 export function layout(root: string): Layout {
   return { root, pki: join(root, 'pki'), logs: join(root, 'logs') };
+}
+
+/** The API server's admission configuration: webhooks to kruntimes present a client certificate. */
+export const ADMISSION_CONFIG = 'admission-config.yaml';
+/** The DNS name the API server uses for the extension server's webhooks (service reference, port 443). */
+export const EXTENSION_WEBHOOK_HOST = 'kruntimes-extension.kruntimes-system.svc';
+
+/**
+ * Writes the AdmissionConfiguration and the webhook kubeconfig: the API server calls the
+ * extension server's admission webhooks with the front-proxy client certificate, which the
+ * extension server requires (it already trusts that CA and name for aggregated requests).
+ */
+export function writeAdmissionConfig(l: Layout, extensionPort: number | undefined): string {
+  const kubeconfig = join(l.root, 'admission-webhooks.kubeconfig');
+  const user = {
+    'client-certificate': join(l.pki, 'front-proxy-client.crt'),
+    'client-key': join(l.pki, 'front-proxy-client.key'),
+  };
+  // The API server looks the webhook up as <svc>.<ns>.svc:<port> (the port omitted when 443).
+  const names = [EXTENSION_WEBHOOK_HOST, ...(extensionPort ? [`${EXTENSION_WEBHOOK_HOST}:${extensionPort}`] : [])];
+  writeFileSync(
+    kubeconfig,
+    stringify({ apiVersion: 'v1', kind: 'Config', users: names.map((name) => ({ name, user })) }),
+    { mode: 0o600 },
+  );
+  const webhook = {
+    apiVersion: 'apiserver.config.k8s.io/v1',
+    kind: 'WebhookAdmissionConfiguration',
+    kubeConfigFile: kubeconfig,
+  };
+  const path = join(l.root, ADMISSION_CONFIG);
+  writeFileSync(
+    path,
+    stringify({
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'AdmissionConfiguration',
+      plugins: [
+        { name: 'ValidatingAdmissionWebhook', configuration: webhook },
+        { name: 'MutatingAdmissionWebhook', configuration: webhook },
+      ],
+    }),
+    { mode: 0o600 },
+  );
+  return path;
 }
 
 export function etcdArgs(l: Layout, p: Ports): string[] {
@@ -57,6 +103,7 @@ export function apiserverArgs(l: Layout, p: Ports): string[] {
     `--client-ca-file=${k('ca.crt')}`,
     '--authorization-mode=Node,RBAC',
     '--enable-admission-plugins=NodeRestriction',
+    `--admission-control-config-file=${join(l.root, ADMISSION_CONFIG)}`,
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     `--service-account-key-file=${k('sa.pub')}`,
     `--service-account-signing-key-file=${k('sa.key')}`,

@@ -10,7 +10,16 @@ import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { KubeClient } from '../lib/kube/client.ts';
-import { apiserverArgs, etcdArgs, kcmArgs, layout, schedulerArgs, type Layout, type Ports } from './components.ts';
+import {
+  apiserverArgs,
+  etcdArgs,
+  kcmArgs,
+  layout,
+  schedulerArgs,
+  writeAdmissionConfig,
+  type Layout,
+  type Ports,
+} from './components.ts';
 import { pkiKubeconfig } from './kubeconfig.ts';
 import { applyBootstrap } from './bootstrap.ts';
 import { installKruntimes } from './install.ts';
@@ -120,6 +129,7 @@ function writeKubeconfigs(l: Layout, s: EnvState): string {
   pkiKubeconfig(l.root, l.pki, server, 'scheduler', 'system:kube-scheduler');
   for (const n of s.nodes) pkiKubeconfig(l.root, l.pki, server, `node-${n}`, `system:node:${n}`);
   pkiKubeconfig(l.root, l.pki, server, 'local-provisioner', 'system:kruntimes:local-provisioner');
+  writeAdmissionConfig(l, s.ports.extension);
   const admin = pkiKubeconfig(l.root, l.pki, server, 'admin', 'kruntimes-admin');
   writeFileSync(join(l.root, 'kubeconfig'), readFileSync(admin), { mode: 0o600 });
   return join(l.root, 'kubeconfig');
@@ -273,6 +283,8 @@ export async function up(opts: UpOptions): Promise<Env> {
   const s = await initialState(opts, binDir);
   progress('generating PKI and kubeconfigs');
   ensureClusterPki(l.pki, s.nodes);
+  // Allocated before the API server starts: its webhook client configuration names the port.
+  if (opts.install !== false && !s.ports.extension) s.ports.extension = (await freePorts(1))[0];
   const kubeconfig = writeKubeconfigs(l, s);
   writeState(s);
   const admin = adminClient(l, s.ports);
@@ -291,10 +303,6 @@ export async function up(opts: UpOptions): Promise<Env> {
     progress,
   );
   if (opts.install !== false) {
-    if (!s.ports.extension) {
-      s.ports.extension = (await freePorts(1))[0];
-      writeState(s);
-    }
     await installKruntimes({
       kubectl: join(binDir, 'kubectl'),
       kubeconfig,

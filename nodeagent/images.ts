@@ -1,7 +1,7 @@
 /**
  * Which images the node agent can run, and how. The project's own images
  * (ghcr.io/kruntimes/<name>) map to images/<name>/ in the checkout: image.json holds the
- * image's entrypoint, cmd and env exactly as its Dockerfile declares them, and bin/ holds
+ * image's entrypoint, cmd, env and USER exactly as its Dockerfile declares them, and bin/ holds
  * the entrypoint executables, put first on PATH. A small set of well-known toolchain images
  * run on the host's own binaries. Anything else is refused with a clear reason.
  */
@@ -16,6 +16,8 @@ export interface ImageConfig {
   env: Record<string, string>;
   /** Directories put first on PATH. */
   path: string[];
+  /** The image's USER (uid[:gid] or a name); absent: the image runs as root. */
+  user?: string;
 }
 
 const HOST_PATH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
@@ -63,6 +65,7 @@ export function resolveImage(image: string, repoRoot: string): ImageResolution {
         cmd: m.cmd ?? [],
         env: m.env ?? {},
         path: [join(dir, 'bin'), ...HOST_PATH],
+        ...(m.user ? { user: m.user } : {}),
       },
     };
   }

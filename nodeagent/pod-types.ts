@@ -51,6 +51,7 @@ export interface Container {
   livenessProbe?: Probe;
   startupProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; [k: string]: unknown };
 }
 export interface KeyToPath {
   key: string;
@@ -83,6 +84,7 @@ export interface PodSpec {
   initContainers?: Container[];
   volumes?: Volume[];
   hostNetwork?: boolean;
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; [k: string]: unknown };
 }
 export interface ContainerStatus {
   name: string;

@@ -13,6 +13,7 @@ import { effectiveArgv, resolveImage } from './images.ts';
 import { buildPodStatus, restartBackoffMs, shouldRestart, type ContainerView, type PodView } from './pod-status.ts';
 import type { Container, Pod } from './pod-types.ts';
 import { ProbeState, runProbe } from './probes.ts';
+import { verifyRunAsNonRoot } from './security-context.ts';
 import { prepareVolume, removePodDir, VolumeError, type PreparedVolume } from './volumes.ts';
 
 /** How often configMap/secret/projected volume contents are re-synced (the kubelet does about every minute). */
@@ -220,6 +221,12 @@ export class PodWorker {
     const image = resolveImage(c.image, this.d.repoRoot);
     if (!image.ok) {
       s.view.state = { waiting: { reason: image.reason, message: image.message } };
+      this.markDirty();
+      return false;
+    }
+    const nonRoot = verifyRunAsNonRoot(this.pod, c, image.config.user);
+    if (nonRoot) {
+      s.view.state = { waiting: { reason: 'CreateContainerConfigError', message: nonRoot } };
       this.markDirty();
       return false;
     }

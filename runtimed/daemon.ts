@@ -158,6 +158,8 @@ export async function startDaemon(o: {
   log: Logger;
 }): Promise<Daemon> {
   const { client, cfg, runtime, log } = o;
+  // Run directories runtimed prepares are written by the Run's uid (another uid, same fsGroup).
+  process.umask(0o002);
   await waitForRuntime(runtime, log);
   const runner = new Runner({
     client,
@@ -190,6 +192,7 @@ export async function startDaemon(o: {
     port: cfg.sessionPort,
     socketPath: cfg.socketPath,
     subject: cfg.sessionSubject,
+    podUID: cfg.podUID,
     jwks: new Jwks(client),
     log: log.child({ part: 'sessions' }),
     target: (uid) => runner.sessionTarget(uid),

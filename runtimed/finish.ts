@@ -58,7 +58,7 @@ export class OutputsFinisher implements Finisher {
   /** Removes and recreates `name` below `dir` (never through a link); returns `shown/name`. */
   protected async recreate(dir: DirHandle, name: string, shown: string): Promise<string> {
     await removeBeneath(dir, [name]);
-    await mkdir(`${dir.path}/${name}`, { mode: 0o750 });
+    await mkdir(`${dir.path}/${name}`, { mode: 0o770 });
     return join(shown, name);
   }
 }

@@ -176,7 +176,7 @@ export class Runner {
    * through a link a Run planted (safe-dir.ts); an UnsafePathError otherwise.
    */
   private async openRunDir(run: Run): Promise<DirHandle> {
-    const dir = await openDirBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(run), { create: 0o755 });
+    const dir = await openDirBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(run), { create: 0o775 });
     if (!dir) throw new InputError('UnsafePath', 'Run directory could not be created');
     return dir;
   }
@@ -410,7 +410,7 @@ export class Runner {
       );
     try {
       const store = this.d.finisher.store;
-      await withDirBeneath(this.d.cfg.workspaceRoot, this.workdirSegments(run), { create: 0o755 }, (workdir) =>
+      await withDirBeneath(this.d.cfg.workspaceRoot, this.workdirSegments(run), { create: 0o775 }, (workdir) =>
         stageArtifactInputs(store, run.spec.artifactInputs, workdir.path, { namespace: run.metadata.namespace ?? '' }),
       );
     } catch (err) {
@@ -646,7 +646,7 @@ export class Runner {
     const run = a.run;
     if (run.status?.phase === 'Ready') {
       a.workdir = this.workdirOf(run);
-      await withDirBeneath(this.d.cfg.workspaceRoot, this.workdirSegments(run), { create: 0o755 }, () =>
+      await withDirBeneath(this.d.cfg.workspaceRoot, this.workdirSegments(run), { create: 0o775 }, () =>
         Promise.resolve(),
       );
     } else {

@@ -1,6 +1,7 @@
 /**
  * Who may open a session operation on runtimed: only the extension API server, proven by a
- * bound ServiceAccount token it requests with audience `sessions.kruntimes.io`. runtimed
+ * ServiceAccount token it requests for this Pod alone (audience `sessions.kruntimes.io/pods/<uid>`),
+ * short-lived and used once (its `jti`). runtimed
  * verifies the token offline against the API server's service-account signing keys
  * (/openid/v1/jwks, readable by every ServiceAccount through the default
  * system:service-account-issuer-discovery binding), so it needs no TokenReview permission.
@@ -9,9 +10,12 @@ import { createPublicKey, verify, type JsonWebKey, type KeyObject } from 'node:c
 import type { KubeClient } from '../lib/kube/client.ts';
 
 export interface Expect {
+  /** The only audience accepted: this Pod's (podAudience(POD_UID)); a token for any other Pod is refused. */
   audience: string;
   subject: string;
   now: Date;
+  /** Longest accepted lifetime (exp - iat), seconds: session tokens are short-lived. */
+  maxLifetimeSeconds?: number;
 }
 export interface Claims {
   iss?: string;
@@ -20,7 +24,11 @@ export interface Claims {
   exp?: number;
   nbf?: number;
   iat?: number;
+  jti?: string;
 }
+
+/** Session tokens live 600 s (TokenRequest's minimum); a minute of slack for clock skew. */
+export const MAX_SESSION_TOKEN_SECONDS = 660;
 export type Keys = Map<string, KeyObject>;
 
 const ALGS: Record<string, { hash: string; ec?: boolean }> = {
@@ -75,8 +83,29 @@ function checkClaims(claims: Claims, want: Expect): void {
   if (typeof claims.exp !== 'number' || claims.exp + 30 < t) throw new TokenError('token expired');
   if (typeof claims.nbf === 'number' && claims.nbf - 30 > t) throw new TokenError('token not yet valid');
   const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-  if (!aud.includes(want.audience)) throw new TokenError(`token audience is not ${want.audience}`);
+  if (!aud.includes(want.audience))
+    throw new TokenError(`token audience is not ${want.audience} (a session token is minted for one Pod)`);
   if (claims.sub !== want.subject) throw new TokenError(`token subject ${String(claims.sub)} may not open sessions`);
+  const max = want.maxLifetimeSeconds ?? MAX_SESSION_TOKEN_SECONDS;
+  if (typeof claims.iat !== 'number' || claims.exp - claims.iat > max)
+    throw new TokenError(`token lifetime exceeds ${max} s (session tokens are short-lived)`);
+  if (typeof claims.jti !== 'string' || !claims.jti) throw new TokenError('token has no jti (it cannot be used once)');
+}
+
+/** Remembers the jti of every accepted token until it expires: a session token is accepted once. */
+export class ReplayGuard {
+  private readonly seen = new Map<string, number>();
+  constructor(private readonly limit = 100_000) {}
+
+  /** Throws TokenError when the token was used before (or the guard is full: fail closed). */
+  use(claims: Claims, now: Date): void {
+    const t = Math.floor(now.getTime() / 1000);
+    for (const [jti, exp] of this.seen) if (exp + 30 < t) this.seen.delete(jti);
+    const jti = claims.jti ?? '';
+    if (this.seen.has(jti)) throw new TokenError('token was already used (session tokens are single-use)');
+    if (this.seen.size >= this.limit) throw new TokenError('too many session tokens in flight; retry later');
+    this.seen.set(jti, claims.exp ?? t);
+  }
 }
 
 export function keysFrom(jwks: { keys?: (JsonWebKey & { kid?: string })[] }): Keys {
@@ -107,14 +136,20 @@ export class Jwks {
     );
   }
 
+  private readonly replays = new ReplayGuard();
+
+  /** Verifies the token and consumes it: the same token is refused the next time. */
   async verify(token: string, want: Expect): Promise<Claims> {
     if (!this.keys.size) await this.refresh();
+    let claims: Claims;
     try {
-      return verifyToken(token, this.keys, want);
+      claims = verifyToken(token, this.keys, want);
     } catch (err) {
       if (!(err instanceof TokenError) || !err.unknownKey) throw err;
       await this.refresh();
-      return verifyToken(token, this.keys, want);
+      claims = verifyToken(token, this.keys, want);
     }
+    this.replays.use(claims, want.now);
+    return claims;
   }
 }

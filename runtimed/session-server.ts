@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { PROTOCOLS } from '../lib/session/channel.ts';
 import { MAX_FRAME_BYTES, sessionWebSocketServer } from '../lib/session/frames.ts';
-import { refuseUpgrade, relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../lib/session/relay.ts';
+import { podAudience, refuseUpgrade, relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../lib/session/relay.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import { SESSION_HEADER, type SessionSpec } from './runtime-server/sessions.ts';
 import { TokenError, type Jwks } from './session-auth.ts';
@@ -42,6 +42,8 @@ export interface SessionServerDeps {
   port: number;
   socketPath: string;
   subject: string;
+  /** This Pod's UID: only tokens minted for it (podAudience) are accepted. */
+  podUID: string;
   jwks: Jwks;
   log: Logger;
   target(uid: string): SessionTarget | SessionRefusal;
@@ -178,7 +180,7 @@ function authorizer(d: SessionServerDeps): Authorize {
     const auth = req.headers.authorization ?? '';
     if (!auth.startsWith('Bearer ')) return 'a bearer token is required';
     try {
-      await d.jwks.verify(auth.slice(7), { audience: SESSION_AUDIENCE, subject: d.subject, now: new Date() });
+      await d.jwks.verify(auth.slice(7), { audience: podAudience(d.podUID), subject: d.subject, now: new Date() });
       return undefined;
     } catch (err) {
       d.log.warn(

@@ -85,11 +85,11 @@ export function inlineFileSegments(source: Source, mode: 'task' | 'function'): s
 }
 
 async function writeInline(dir: DirHandle, segments: string[], content: string): Promise<void> {
-  const parent = segments.length > 1 ? await openDirBeneath(dir, segments.slice(0, -1), { create: 0o755 }) : dir;
+  const parent = segments.length > 1 ? await openDirBeneath(dir, segments.slice(0, -1), { create: 0o775 }) : dir;
   try {
     const flags =
       constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-    const fh = await open(`${parent?.path}/${segments[segments.length - 1]}`, flags, 0o644);
+    const fh = await open(`${parent?.path}/${segments[segments.length - 1]}`, flags, 0o664);
     try {
       if (!(await fh.stat()).isFile()) throw new Error('not a regular file');
       await fh.writeFile(content);
@@ -124,7 +124,7 @@ export async function prepareSource(
   if (source?.repoURL) {
     checkRepoURL(source.repoURL);
     checkCommitSHA(source.commitSHA);
-    await (await openDirBeneath(dir, ['repo'], { create: 0o755 }))?.close();
+    await (await openDirBeneath(dir, ['repo'], { create: 0o775 }))?.close();
     const repo = join(runDir, 'repo');
     await git(['init', '-q'], repo, 15_000, env);
     await git(['remote', 'add', 'origin', source.repoURL], repo, 15_000, env);

@@ -51,13 +51,56 @@ export async function loadRequestHeaderConfig(client: KubeClient): Promise<Reque
   };
 }
 
-/** The proxied caller, or an error message when the connection is not from the aggregator. */
-export function authenticate(req: IncomingMessage, cfg: RequestHeaderConfig): UserInfo | string {
+/**
+ * Undefined when the connection presented a client certificate that chains to the requestheader
+ * CA with an allowed CN (the API server's front-proxy certificate), else why not. Aggregated
+ * requests and admission webhook calls both come from the API server with that certificate.
+ */
+export function verifyProxyCert(req: IncomingMessage, cfg: RequestHeaderConfig): string | undefined {
   const sock = req.socket as TLSSocket;
   if (!sock.authorized) return 'a client certificate signed by the requestheader CA is required';
   const cn = String(sock.getPeerCertificate().subject?.CN ?? '');
   if (cfg.allowedNames.length && !cfg.allowedNames.includes(cn))
     return `client certificate CN ${JSON.stringify(cn)} is not an allowed requestheader name`;
+  return undefined;
+}
+
+/**
+ * The requestheader configuration, reloaded periodically; listeners hear when the client CA
+ * changes (rotation), so the TLS server can start trusting the new CA without a restart.
+ */
+export class RequestHeaderSource {
+  private readonly caListeners: ((ca: string) => void)[] = [];
+  private constructor(
+    private cfg: RequestHeaderConfig,
+    private readonly load: () => Promise<RequestHeaderConfig>,
+  ) {}
+
+  static async start(load: () => Promise<RequestHeaderConfig>): Promise<RequestHeaderSource> {
+    return new RequestHeaderSource(await load(), load);
+  }
+
+  current(): RequestHeaderConfig {
+    return this.cfg;
+  }
+
+  onClientCAChange(cb: (ca: string) => void): void {
+    this.caListeners.push(cb);
+  }
+
+  /** Loads the configuration again; a failure keeps the previous one (and rejects). */
+  async refresh(): Promise<void> {
+    const next = await this.load();
+    const changed = next.clientCA !== this.cfg.clientCA;
+    this.cfg = next;
+    if (changed) for (const cb of this.caListeners) cb(next.clientCA);
+  }
+}
+
+/** The proxied caller, or an error message when the connection is not from the aggregator. */
+export function authenticate(req: IncomingMessage, cfg: RequestHeaderConfig): UserInfo | string {
+  const refused = verifyProxyCert(req, cfg);
+  if (refused) return refused;
   const header = (name: string): string[] => {
     const v = req.headers[name.toLowerCase()];
     return v === undefined ? [] : Array.isArray(v) ? v : [v];

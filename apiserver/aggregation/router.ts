@@ -12,14 +12,21 @@ import { artifactsRouter, ARTIFACTS_GROUP } from '../artifacts/handler.ts';
 import { logsRouter, LOGS_GROUP } from '../logs/handler.ts';
 import { SESSIONS_GROUP } from '../sessions/handler.ts';
 import type { SessionTokens } from '../sessions/link.ts';
-import { authenticate, loadRequestHeaderConfig, type RequestHeaderConfig, type UserInfo } from './requestheader.ts';
+import {
+  authenticate,
+  loadRequestHeaderConfig,
+  RequestHeaderSource,
+  type RequestHeaderConfig,
+  type UserInfo,
+} from './requestheader.ts';
 import { status } from './status.ts';
 
-/** The Run subresources each aggregated group serves (all `get`, authorised per Run name by RBAC). */
-const SUBRESOURCES: Record<string, { name: string; kind: string }> = {
-  [LOGS_GROUP]: { name: 'runs/log', kind: 'RunLog' },
-  [ARTIFACTS_GROUP]: { name: 'runs/artifacts', kind: 'RunArtifact' },
-  [SESSIONS_GROUP]: { name: 'runs/session', kind: 'RunSession' },
+/** The Run subresources each aggregated group serves, authorised per Run name by RBAC. */
+const SUBRESOURCES: Record<string, { name: string; kind: string; verbs: string[] }> = {
+  [LOGS_GROUP]: { name: 'runs/log', kind: 'RunLog', verbs: ['get'] },
+  [ARTIFACTS_GROUP]: { name: 'runs/artifacts', kind: 'RunArtifact', verbs: ['get'] },
+  // A session needs get (the API server's check of the GET) and create (the backend's, as for pods/exec).
+  [SESSIONS_GROUP]: { name: 'runs/session', kind: 'RunSession', verbs: ['create', 'get'] },
 };
 const GROUPS = Object.keys(SUBRESOURCES);
 
@@ -42,7 +49,7 @@ export function resourceList(group: string): object {
               singularName: '',
               namespaced: true,
               kind: SUBRESOURCES[group].kind,
-              verbs: ['get'],
+              verbs: SUBRESOURCES[group].verbs,
             },
           ]
         : []),
@@ -50,25 +57,28 @@ export function resourceList(group: string): object {
   };
 }
 
+/** How often the requestheader configuration (client CA, allowed names, headers) is reloaded. */
+export const REQUESTHEADER_REFRESH_MS = 60_000;
+
 /** `client` serves the APIs; `authClient` (default: client) reads the aggregator's requestheader configuration. */
 export async function aggregationRouter(
   client: KubeClient,
   log: Logger,
   tokens?: SessionTokens,
   authClient: KubeClient = client,
-): Promise<{ router: Router; clientCA: string; authenticate: (req: IncomingMessage) => UserInfo | string }> {
-  let cfg: RequestHeaderConfig = await loadRequestHeaderConfig(authClient);
+): Promise<{
+  router: Router;
+  source: RequestHeaderSource;
+  authenticate: (req: IncomingMessage) => UserInfo | string;
+}> {
+  const source = await RequestHeaderSource.start(() => loadRequestHeaderConfig(authClient));
   setInterval(() => {
-    loadRequestHeaderConfig(authClient).then(
-      (c) => {
-        cfg = c;
-      },
-      (err: unknown) => log.warn({ err }, 'requestheader config refresh failed'),
-    );
-  }, 60_000).unref();
+    source.refresh().catch((err: unknown) => log.warn({ err }, 'requestheader config refresh failed'));
+  }, REQUESTHEADER_REFRESH_MS).unref();
+  const cfg = (): RequestHeaderConfig => source.current();
   const r = express.Router();
   r.use('/apis', (req, res, next) => {
-    const who = authenticate(req, cfg);
+    const who = authenticate(req, cfg());
     if (typeof who === 'string') {
       status(res, 401, 'Unauthorized', `this API is served through the Kubernetes API server only: ${who}`);
       return;
@@ -89,5 +99,5 @@ export async function aggregationRouter(
   }
   r.use(logsRouter(client, log));
   r.use(artifactsRouter(client, log, tokens));
-  return { router: r, clientCA: cfg.clientCA, authenticate: (req) => authenticate(req, cfg) };
+  return { router: r, source, authenticate: (req) => authenticate(req, cfg()) };
 }

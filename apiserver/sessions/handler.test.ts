@@ -38,15 +38,28 @@ describe('sessions.kruntimes.io backend: choosing the target', () => {
     });
   }
 
-  it('reads the session port and pinned fingerprint from the Pod condition', () => {
+  it('takes the address from podIP, the port from the Pod spec and only the fingerprint from the condition', () => {
     const pod = {
       metadata: { name: 'rt-1' },
+      spec: {
+        containers: [{ name: 'runtime' }, { name: 'runtimed', ports: [{ name: 'session', containerPort: 9095 }] }],
+      },
       status: {
         podIP: '127.0.10.2',
         conditions: [{ type: 'kruntimes.io/SessionServer', status: 'True', message: `port=9095 sha256=${FP}` }],
       },
     };
     assert.deepEqual(sessionEndpoint(pod), { host: '127.0.10.2', port: 9095, fingerprint: FP });
+    // A port written into the condition (by whoever holds a token that may write it) is ignored.
+    const moved = {
+      ...pod,
+      status: {
+        ...pod.status,
+        conditions: [{ type: 'kruntimes.io/SessionServer', status: 'True', message: `port=4444 sha256=${FP}` }],
+      },
+    };
+    assert.deepEqual(sessionEndpoint(moved), { host: '127.0.10.2', port: 9095, fingerprint: FP });
+    assert.match(JSON.stringify(sessionEndpoint({ ...pod, spec: { containers: [] } })), /declares no session port/);
     assert.match(
       JSON.stringify(sessionEndpoint({ ...pod, status: { podIP: '127.0.10.2', conditions: [] } })),
       /has not published its session port/,

@@ -2,7 +2,7 @@
  * sessions.kruntimes.io/v1alpha1: GET .../namespaces/{ns}/runs/{name}/session, a WebSocket
  * served behind API aggregation. The API server has authenticated the caller and authorised
  * `get` on `runs/session`; this backend trusts that only on request-header mTLS connections,
- * reads the Ready session Run and its assigned Runtime Pod, and relays the operation to that
+ * requires `create` on runs/session too (a SubjectAccessReview, as exec needs create), reads the Ready session Run and its assigned Runtime Pod, and relays the operation to that
  * Pod's runtimed session port: TLS pinned to the fingerprint runtimed publishes in the Pod's
  * kruntimes.io/SessionServer condition, authenticated with a bound ServiceAccount token for the
  * sessions.kruntimes.io audience. Frames (stdin, stdout, stderr, resize, exit status) pass through.
@@ -18,6 +18,7 @@ import { isTerminal } from '../../lib/run/phases.ts';
 import { PROTOCOLS } from '../../lib/session/channel.ts';
 import { MAX_FRAME_BYTES, sessionWebSocketServer } from '../../lib/session/frames.ts';
 import { refuseUpgrade, relay } from '../../lib/session/relay.ts';
+import { checkSessionAccess } from './authorize.ts';
 import { LinkError, openLink, responseMessage, type PodObj, type SessionTokens } from './link.ts';
 
 export { SessionTokens, sessionEndpoint } from './link.ts';
@@ -110,6 +111,7 @@ export class SessionProxy {
     const who = this.d.authenticate(req);
     if (typeof who === 'string')
       throw new SessionError(401, 'Unauthorized', `this API is served through the Kubernetes API server only: ${who}`);
+    await this.authorize(who, ns, name);
     const { run, pod, podName } = await this.lookup(ns, name);
     const link = await openLink(pod, this.d.tokens).catch((err: unknown) => {
       throw err instanceof LinkError ? new SessionError(503, 'ServiceUnavailable', err.message) : err;
@@ -122,6 +124,22 @@ export class SessionProxy {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       relay(ws, inner);
     });
+  }
+
+  /** `create` on runs/session for the proxied user, checked with a SubjectAccessReview (fail closed). */
+  private async authorize(who: UserInfo, ns: string, name: string): Promise<void> {
+    let refused: string | undefined;
+    try {
+      refused = await checkSessionAccess(this.d.client, who, ns, name);
+    } catch (err) {
+      this.d.log.warn({ err, user: who.username }, 'session authorisation failed');
+      throw new SessionError(
+        503,
+        'ServiceUnavailable',
+        `cannot check whether ${who.username} may create runs/session: ${(err as Error).message}; retry`,
+      );
+    }
+    if (refused) throw new SessionError(403, 'Forbidden', refused);
   }
 
   /** The session Run and its Runtime Pod, or a SessionError saying why the session is gone. */

@@ -9,45 +9,61 @@ import type { IncomingMessage } from 'node:http';
 import tls, { type TLSSocket } from 'node:tls';
 import { readBody, type KubeClient } from '../../lib/kube/client.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { SESSION_AUDIENCE, SESSION_CONDITION } from '../../lib/session/relay.ts';
+import { podAudience, RUNTIMED_CONTAINER, SESSION_CONDITION, SESSION_PORT_NAME } from '../../lib/session/relay.ts';
 
 export type PodObj = KubeObject & {
+  spec?: { containers?: { name: string; ports?: { name?: string; containerPort?: number }[] }[] };
   status?: { podIP?: string; conditions?: { type: string; status: string; message?: string }[] };
 };
 
-/** Where runtimed's session port is and the certificate fingerprint it published, from its Pod. */
+/**
+ * Where runtimed's session port is and which certificate to expect. Every part comes from a
+ * source the Pod's own code cannot write: the address from status.podIP (the kubelet's; a
+ * ValidatingAdmissionPolicy keeps runtimed's token off it), the port from the immutable Pod spec
+ * (runtimed's `session` containerPort, rendered by the runtime-controller), and the fingerprint
+ * from runtimed's own condition (only runtimed's token, mounted into runtimed's container alone,
+ * may write it). The port runtimed publishes in its condition is not trusted.
+ */
 export function sessionEndpoint(pod: PodObj): { host: string; port: number; fingerprint: string } | string {
   const c = pod.status?.conditions?.find((x) => x.type === SESSION_CONDITION && x.status === 'True');
-  const m = /port=(\d+) sha256=([0-9A-F:]{95})/.exec(c?.message ?? '');
-  if (!m?.[1] || !m[2]) return `runtimed on Runtime Pod ${pod.metadata.name} has not published its session port yet`;
+  const m = /sha256=([0-9A-F:]{95})(?:\s|$)/.exec(c?.message ?? '');
+  if (!m?.[1]) return `runtimed on Runtime Pod ${pod.metadata.name} has not published its session port yet`;
+  const port = pod.spec?.containers
+    ?.find((x) => x.name === RUNTIMED_CONTAINER)
+    ?.ports?.find((p) => p.name === SESSION_PORT_NAME)?.containerPort;
+  if (!port) return `Runtime Pod ${pod.metadata.name} declares no ${SESSION_PORT_NAME} port on its runtimed container`;
   if (!pod.status?.podIP) return `Runtime Pod ${pod.metadata.name} has no IP`;
-  return { host: pod.status.podIP, port: Number(m[1]), fingerprint: m[2] };
+  return { host: pod.status.podIP, port, fingerprint: m[1] };
 }
 
-/** Bound ServiceAccount tokens for the sessions audience, requested through TokenRequest and reused until 80% of their life. */
+/**
+ * Session tokens: one fresh TokenRequest per operation, never cached or shared between Pods. The
+ * audience names the target Pod's UID (`sessions.kruntimes.io/pods/<uid>`), so runtimed of any
+ * other Pod refuses it, and runtimed accepts each token once (its `jti`). A Pod in another
+ * namespace cannot be the token's boundObjectRef (TokenRequest binds objects of the
+ * ServiceAccount's own namespace only), hence the Pod-scoped audience (ADR 0007).
+ */
 export class SessionTokens {
-  private cached?: { token: string; refreshAt: number };
+  static readonly TTL_SECONDS = 600;
   constructor(
     private readonly client: KubeClient,
     private readonly namespace: string,
     private readonly serviceAccount: string,
-    private readonly now: () => number = Date.now,
   ) {}
 
-  async get(): Promise<string> {
-    if (this.cached && this.now() < this.cached.refreshAt) return this.cached.token;
-    const ttl = 600;
+  async forPod(pod: PodObj): Promise<string> {
+    const uid = pod.metadata.uid;
+    if (!uid) throw new Error(`Runtime Pod ${pod.metadata.name} has no UID`);
     const res = await this.client.create<KubeObject & { status?: { token?: string } }>(
       `/api/v1/namespaces/${this.namespace}/serviceaccounts/${this.serviceAccount}/token`,
       {
         apiVersion: 'authentication.k8s.io/v1',
         kind: 'TokenRequest',
-        spec: { audiences: [SESSION_AUDIENCE], expirationSeconds: ttl },
+        spec: { audiences: [podAudience(uid)], expirationSeconds: SessionTokens.TTL_SECONDS },
       },
     );
     const token = res.status?.token;
     if (!token) throw new Error('TokenRequest returned no token');
-    this.cached = { token, refreshAt: this.now() + ttl * 800 };
     return token;
   }
 }
@@ -98,7 +114,7 @@ export async function openLink(
   const ep = sessionEndpoint(pod);
   if (typeof ep === 'string') throw new LinkError(ep);
   const [token, socket] = await Promise.all([
-    tokens.get(),
+    tokens.forPod(pod),
     pinnedSocket(ep.host, ep.port, ep.fingerprint).catch((err: unknown) => {
       throw new LinkError(`cannot reach runtimed of Runtime Pod ${pod.metadata.name}: ${(err as Error).message}`);
     }),

@@ -11,6 +11,11 @@ export const DEFAULT_DAEMON_IMAGE = 'ghcr.io/kruntimes/kruntimes:0.1.0';
 export const RUNTIMED_SA = 'kruntimes-runtimed';
 export const RUNTIMED_CLUSTER_ROLE = 'kruntimes:runtimed';
 export const RUNTIME_LABEL = 'kruntimes.io/runtime';
+/** runtimed's projected ServiceAccount token: mounted into runtimed's container only. */
+/** runtimed's uid and gid (the kruntimes image's USER). */
+export const RUNTIMED_UID = 65532;
+export const RUNTIMED_TOKEN_VOLUME = 'kruntimes-runtimed-token';
+const SA_TOKEN_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 type Json = Record<string, unknown>;
 interface Container {
@@ -85,7 +90,10 @@ function runtimedContainer(rt: Runtime): Container {
     { name: 'KRT_WORKERS', value: String(workers(rt)) },
     { name: 'KRT_SESSION_PORT', value: String(SESSION_PORT) },
   ];
-  const mounts: Json[] = [{ name: 'workspace', mountPath: '/workspace' }];
+  const mounts: Json[] = [
+    { name: 'workspace', mountPath: '/workspace' },
+    { name: RUNTIMED_TOKEN_VOLUME, mountPath: SA_TOKEN_DIR, readOnly: true },
+  ];
   const c: Container = {
     name: 'runtimed',
     image: rt.spec.daemonImage || DEFAULT_DAEMON_IMAGE,
@@ -103,6 +111,8 @@ function runtimedContainer(rt: Runtime): Container {
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
       runAsNonRoot: true,
+      runAsUser: RUNTIMED_UID,
+      runAsGroup: RUNTIMED_UID,
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'RuntimeDefault' },
     },
@@ -118,9 +128,44 @@ function runtimedContainer(rt: Runtime): Container {
   return c;
 }
 
+/** Volumes only the controller may define: the template's own of these names are dropped. */
+const RESERVED_VOLUMES = new Set(['workspace', 'artifact-store', RUNTIMED_TOKEN_VOLUME]);
+
+/**
+ * The runtime container (where Runs execute) never holds a platform credential: the Pod does not
+ * automount a ServiceAccount token, and it may not mount the reserved volumes (runtimed's token,
+ * the artifact store) nor anything at the service-account path.
+ */
+function withoutReservedMounts(c: Container): Container {
+  const mounts = (c.volumeMounts ?? []).filter(
+    (m) =>
+      !RESERVED_VOLUMES.has(String(m.name)) &&
+      !(typeof m.mountPath === 'string' && m.mountPath.replace(/\/+$/, '').startsWith(SA_TOKEN_DIR)),
+  );
+  return { ...c, volumeMounts: mounts };
+}
+
 function runtimeContainer(c: Container): Container {
-  const mounts = (c.volumeMounts ?? []).filter((m) => m.name !== 'workspace' && m.name !== 'artifact-store');
-  return { ...c, volumeMounts: [...mounts, { name: 'workspace', mountPath: '/workspace' }] };
+  const clean = withoutReservedMounts(c);
+  return { ...clean, volumeMounts: [...(clean.volumeMounts ?? []), { name: 'workspace', mountPath: '/workspace' }] };
+}
+
+/** What the ServiceAccount admission plugin would mount into every container, for runtimed only. */
+function runtimedTokenVolume(): Json {
+  return {
+    name: RUNTIMED_TOKEN_VOLUME,
+    projected: {
+      sources: [
+        { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
+        { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        {
+          downwardAPI: {
+            items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }],
+          },
+        },
+      ],
+    },
+  };
 }
 
 export function podTemplate(rt: Runtime): Json {
@@ -129,10 +174,11 @@ export function podTemplate(rt: Runtime): Json {
   const [first, ...rest] = spec.containers ?? [];
   const containers = [
     runtimeContainer(first ?? { name: 'runtime' }),
-    ...rest.filter((c) => c.name !== 'runtimed'),
+    ...rest.filter((c) => c.name !== 'runtimed').map(withoutReservedMounts),
     runtimedContainer(rt),
   ];
-  const volumes = (spec.volumes ?? []).filter((v) => v.name !== 'workspace' && v.name !== 'artifact-store');
+  const volumes = (spec.volumes ?? []).filter((v) => !RESERVED_VOLUMES.has(String(v.name)));
+  volumes.push(runtimedTokenVolume());
   volumes.push({
     name: 'workspace',
     ...(rt.spec.workspace && Object.keys(rt.spec.workspace).length ? rt.spec.workspace : { emptyDir: {} }),
@@ -148,7 +194,16 @@ export function podTemplate(rt: Runtime): Json {
       labels: { ...(t.metadata?.labels ?? {}), ...selectorLabels(rt), [RUNTIME_LABEL]: rt.metadata.name ?? '' },
       annotations: { ...(t.metadata?.annotations ?? {}), ...capacityAnnotations(rt) },
     },
-    spec: { ...spec, serviceAccountName: RUNTIMED_SA, containers, volumes },
+    spec: {
+      ...spec,
+      // runtimed (uid 65532) and the runtime container (its image's non-root user) share the
+      // workspace through the fsGroup; Runs never run as runtimed's uid.
+      securityContext: { fsGroup: RUNTIMED_UID, ...(spec.securityContext as Json | undefined) },
+      serviceAccountName: RUNTIMED_SA,
+      automountServiceAccountToken: false,
+      containers,
+      volumes,
+    },
   };
 }
 

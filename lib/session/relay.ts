@@ -5,6 +5,11 @@ import WebSocket from 'ws';
 
 /** The audience of the bound ServiceAccount token the extension API server presents to runtimed. */
 export const SESSION_AUDIENCE = 'sessions.kruntimes.io';
+/** The audience of a session token for one Runtime Pod: only that Pod's runtimed accepts it. */
+export const podAudience = (podUID: string): string => `${SESSION_AUDIENCE}/pods/${podUID}`;
+/** runtimed's container in a Runtime Pod and the name of its session port there. */
+export const RUNTIMED_CONTAINER = 'runtimed';
+export const SESSION_PORT_NAME = 'session';
 /** The Pod condition where runtimed publishes its session port and certificate fingerprint. */
 export const SESSION_CONDITION = 'kruntimes.io/SessionServer';
 

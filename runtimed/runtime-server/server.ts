@@ -120,6 +120,9 @@ async function route(req: IncomingMessage, res: ServerResponse, ex: Executions, 
 }
 
 export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: NodeJS.ProcessEnv): Promise<Server> {
+  // The runtime container and runtimed run as different uids sharing the Pod's fsGroup: files
+  // and the socket are group-writable so runtimed can read, connect and clean up.
+  process.umask(0o002);
   const ex = new Executions(lang, baseEnv);
   const lease = new ExecutionLease(() => {
     const killed = ex.fence();
