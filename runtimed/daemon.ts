@@ -150,6 +150,27 @@ async function serveHealth(cfg: RuntimedConfig, runtime: RuntimeClient): Promise
   return health;
 }
 
+/** runtimed's TLS session port: session operations and artifact reads for the extension server. */
+function serveSessions(
+  o: { client: KubeClient; cfg: RuntimedConfig; finisher: Finisher; log: Logger },
+  runner: Runner,
+): ReturnType<typeof startSessionServer> {
+  const { cfg, finisher } = o;
+  return startSessionServer({
+    address: cfg.healthAddress,
+    port: cfg.sessionPort,
+    socketPath: cfg.socketPath,
+    subject: cfg.sessionSubject,
+    podUID: cfg.podUID,
+    jwks: new Jwks(o.client),
+    log: o.log.child({ part: 'sessions' }),
+    target: (uid) => runner.sessionTarget(uid),
+    ...(finisher.store
+      ? { openArtifact: (ref: unknown) => finisher.store!.open(ref as ArtifactRef, { namespace: cfg.namespace }) }
+      : {}),
+  });
+}
+
 export async function startDaemon(o: {
   client: KubeClient;
   cfg: RuntimedConfig;
@@ -187,19 +208,7 @@ export async function startDaemon(o: {
   });
   recheck = (): void => cleaner.recheck();
   runner.onRelease = recheck;
-  const sessions = await startSessionServer({
-    address: cfg.healthAddress,
-    port: cfg.sessionPort,
-    socketPath: cfg.socketPath,
-    subject: cfg.sessionSubject,
-    podUID: cfg.podUID,
-    jwks: new Jwks(client),
-    log: log.child({ part: 'sessions' }),
-    target: (uid) => runner.sessionTarget(uid),
-    ...(o.finisher.store
-      ? { openArtifact: (ref: unknown) => o.finisher.store!.open(ref as ArtifactRef, { namespace: cfg.namespace }) }
-      : {}),
-  });
+  const sessions = await serveSessions(o, runner);
   const timer = startHeartbeat(client, cfg, runtime, sessions.fingerprint, log);
   const health = await serveHealth(cfg, runtime);
   log.info({ pod: cfg.podName, runtime: cfg.runtime, workers: cfg.workers }, 'runtimed ready');

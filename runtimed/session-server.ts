@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { PROTOCOLS } from '../lib/session/channel.ts';
 import { MAX_FRAME_BYTES, sessionWebSocketServer } from '../lib/session/frames.ts';
-import { podAudience, refuseUpgrade, relay, SESSION_AUDIENCE, SESSION_CONDITION } from '../lib/session/relay.ts';
+import { podAudience, refuseUpgrade, relay, SESSION_CONDITION } from '../lib/session/relay.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import { SESSION_HEADER, type SessionSpec } from './runtime-server/sessions.ts';
 import { TokenError, type Jwks } from './session-auth.ts';
