@@ -16,11 +16,19 @@ async function fileDigest(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-async function listTree(root: string): Promise<TreeEntry[] | undefined> {
+interface Listed {
+  rel: string;
+  kind: TreeEntry['kind'];
+  /** sha256 of a file's bytes, read while the walk holds its directory (entry paths are only valid then). */
+  digest?: string;
+}
+
+async function listTree(root: string): Promise<Listed[] | undefined> {
   const opts = { label: 'existing destination', reason: 'ArtifactInputInvalid' as ArtifactReason };
-  const entries: TreeEntry[] = [];
+  const entries: Listed[] = [];
   try {
-    for await (const e of walkTree(root, opts)) entries.push(e);
+    for await (const e of walkTree(root, opts))
+      entries.push({ rel: e.rel, kind: e.kind, ...(e.kind === 'file' ? { digest: await fileDigest(e.abs) } : {}) });
   } catch {
     return undefined; // a symlink, special file or unreadable entry: not the artifact's content
   }
@@ -38,12 +46,7 @@ async function sameDirectories(existing: string, fresh: string): Promise<boolean
   if (!st.isDirectory()) return false;
   const [a, b] = await Promise.all([listTree(existing), listTree(fresh)]);
   if (!a || !b || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) {
-    const [x, y] = [a[i] as TreeEntry, b[i] as TreeEntry];
-    if (x.rel !== y.rel || x.kind !== y.kind) return false;
-    if (x.kind === 'file' && !(await sameFiles(x.abs, y.abs))) return false;
-  }
-  return true;
+  return a.every((x, i) => x.rel === b[i]?.rel && x.kind === b[i]?.kind && x.digest === b[i]?.digest);
 }
 
 /** Whether `existing` holds the same content as the freshly staged `fresh` (file bytes, or tree shape and file bytes). */
