@@ -25,6 +25,7 @@ import type { Run } from './types.ts';
 export const OTHER_POD_DELAY_MS = 2_000;
 export const RETRY_MS = 5_000;
 export const DELETE_TIMEOUT_MS = 30_000;
+const RUNTIMED_SA = 'kruntimes-runtimed';
 
 export type CleanupPlan = { act: false; why: string } | { act: true; delayMs: number };
 
@@ -156,8 +157,13 @@ export class ArtifactCleaner {
         return false;
       }
     };
+    // runtimed's own ServiceAccount keeps a finalizer while Runs need cleanup, so it shows a
+    // namespace being emptied even where `get namespaces` is not granted.
+    const namespace =
+      (await deleting(`/api/v1/namespaces/${cfg.namespace}`)) ||
+      (await deleting(`/api/v1/namespaces/${cfg.namespace}/serviceaccounts/${RUNTIMED_SA}`));
     return {
-      namespace: await deleting(`/api/v1/namespaces/${cfg.namespace}`),
+      namespace,
       runtime: await deleting(`/apis/kruntimes.io/v1alpha1/namespaces/${cfg.namespace}/runtimes/${cfg.runtime}`),
     };
   }
