@@ -25,6 +25,9 @@ import type { Run } from './types.ts';
 export const OTHER_POD_DELAY_MS = 2_000;
 export const RETRY_MS = 5_000;
 export const DELETE_TIMEOUT_MS = 30_000;
+/** After SIGTERM, how long runtimed looks for signs of a namespace deletion while Runs hold artifacts. */
+export const SETTLE_MS = 5_000;
+const RUNTIMED_SA = 'kruntimes-runtimed';
 
 export type CleanupPlan = { act: false; why: string } | { act: true; delayMs: number };
 
@@ -156,8 +159,13 @@ export class ArtifactCleaner {
         return false;
       }
     };
+    // runtimed's own ServiceAccount keeps a finalizer while Runs need cleanup, so it shows a
+    // namespace being emptied even where `get namespaces` is not granted.
+    const namespace =
+      (await deleting(`/api/v1/namespaces/${cfg.namespace}`)) ||
+      (await deleting(`/api/v1/namespaces/${cfg.namespace}/serviceaccounts/${RUNTIMED_SA}`));
     return {
-      namespace: await deleting(`/api/v1/namespaces/${cfg.namespace}`),
+      namespace,
       runtime: await deleting(`/apis/kruntimes.io/v1alpha1/namespaces/${cfg.namespace}/runtimes/${cfg.runtime}`),
     };
   }
@@ -169,14 +177,16 @@ export class ArtifactCleaner {
   async drain(boundMs: number, sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))): Promise<void> {
     if (!this.d.store) return;
     const until = Date.now() + boundMs;
+    // A namespace deletion deletes kinds in no fixed order: the signals may show shortly after SIGTERM.
+    const settleUntil = Date.now() + Math.min(SETTLE_MS, boundMs);
     while (Date.now() < until) {
       const going = await this.going();
-      if (!going.namespace && !going.runtime) return;
       const holders = (this.watch?.store.list() ?? []).filter((r) =>
         (r.metadata.finalizers ?? []).includes(RUN_ARTIFACT_FINALIZER),
       );
       const deleting = holders.filter((r) => r.metadata.deletionTimestamp);
-      if (!deleting.length && !(going.namespace && holders.length)) return;
+      const settling = !going.namespace && !going.runtime && Date.now() < settleUntil;
+      if (!deleting.length && !((going.namespace || settling) && holders.length)) return;
       await Promise.all(deleting.map((r) => this.clean(r)));
       await sleep(500);
     }

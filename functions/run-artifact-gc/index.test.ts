@@ -110,8 +110,11 @@ describe('run-artifact-gc', () => {
       [R.runs, run()],
       [R.serviceAccounts, sa],
     ]);
-    assert.deepEqual(releaseIdentity('ns', state), [], 'kept while a Run still needs its runtimed');
-    assert.deepEqual(collect({ key: 'ns/', object: undefined, state, now: new Date(T0) }), []);
+    assert.deepEqual(
+      releaseIdentity('ns', state),
+      [{ op: 'requeue', afterMs: 5_000 }],
+      'kept while a Run still needs its runtimed',
+    );
     state.remove(R.runs, 'ns', 'r');
     const ops = collect({ key: 'ns/', object: undefined, state, now: new Date(T0) });
     assert.deepEqual(ops, [

@@ -128,12 +128,17 @@ function releaseOps(run: RunObj, v: Extract<GcVerdict, { kind: 'release' }>, now
 
 /** Releases runtimed's ServiceAccount and RoleBinding of a namespace being emptied once no Run needs cleanup. */
 export function releaseIdentity(ns: string, state: State): Operation[] {
-  const holding = (state.list(R.runs, ns) as RunObj[]).some((r) => (r.metadata.finalizers ?? []).includes(FINALIZER));
-  if (holding) return [];
-  const ops: Operation[] = [];
-  for (const resource of [R.serviceAccounts, roleBindings]) {
+  const held = [R.serviceAccounts, roleBindings].flatMap((resource) => {
     const o = state.get(resource, ns, RUNTIMED_SA);
-    if (!o?.metadata.deletionTimestamp || !(o.metadata.finalizers ?? []).includes(IDENTITY_FINALIZER)) continue;
+    const waiting = !!o?.metadata.deletionTimestamp && (o.metadata.finalizers ?? []).includes(IDENTITY_FINALIZER);
+    return waiting && o ? [{ resource, o }] : [];
+  });
+  if (!held.length) return [];
+  const holding = (state.list(R.runs, ns) as RunObj[]).some((r) => (r.metadata.finalizers ?? []).includes(FINALIZER));
+  // Poll while Runs hold (their last change may reach another informer's cache after ours).
+  if (holding) return [{ op: 'requeue', afterMs: 5_000 }];
+  const ops: Operation[] = [];
+  for (const { resource, o } of held) {
     ops.push({
       op: 'patch',
       resource,

@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RuntimeClient } from '../runtime-client.ts';
+import { startRuntimeServer } from './server.ts';
+
+describe('runtime server: execution lease (fencing) with real processes', () => {
+  let dir: string;
+  let srv: Server;
+  let client: RuntimeClient;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'krt-lease-'));
+    srv = await startRuntimeServer(join(dir, 'rt.sock'), 'bash', {});
+    client = new RuntimeClient(join(dir, 'rt.sock'));
+  });
+  afterEach(() => {
+    client.close();
+    srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const loop = (mark: string): string =>
+    `echo $$ > "${mark}.pid"; while :; do echo tick >> "${mark}"; sleep 0.05; done`;
+  const start = async (id: string, script: string): Promise<void> => {
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(dir, `${id}.sh`), script);
+    await client.execute({ id, workingDir: dir, env: {}, entrypoint: join(dir, `${id}.sh`), args: [] });
+  };
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('does not fence before runtimed ever renewed the lease', async () => {
+    const mark = join(dir, 'free');
+    await start('free', `${loop(mark)}`);
+    while (!existsSync(`${mark}.pid`)) await new Promise((r) => setTimeout(r, 20));
+    assert.equal((await client.get('free'))?.state, 'RUNNING');
+    await client.cancel('free');
+  });
+
+  it('kills the process group when the lease lapses, and refuses new executions until renewed', async () => {
+    await client.renewLease(60_000);
+    const mark = join(dir, 'm');
+    await start('a', loop(mark));
+    while (!existsSync(`${mark}.pid`)) await new Promise((r) => setTimeout(r, 20));
+    const pid = Number(readFileSync(`${mark}.pid`, 'utf8'));
+    await client.renewLease(0);
+    const end = await client.follow('a', 0, () => undefined);
+    assert.equal(end.state, 'FAILED');
+    assert.equal(end.errorMessage, 'fenced');
+    while (alive(pid)) await new Promise((r) => setTimeout(r, 20));
+    const size = readFileSync(mark).length;
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(readFileSync(mark).length, size, 'nothing of the fenced execution runs on');
+    await assert.rejects(start('b', 'true'), /fenced/);
+    await client.renewLease(60_000);
+    await start('b', 'true');
+    assert.equal((await client.follow('b', 0, () => undefined)).state, 'SUCCEEDED');
+  });
+});
