@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { RequestHeaderSource, type RequestHeaderConfig } from './requestheader.ts';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { authenticate, RequestHeaderSource, type RequestHeaderConfig } from './requestheader.ts';
 
 const base: RequestHeaderConfig = {
   clientCA: 'CA-1',
@@ -36,5 +38,36 @@ describe('requestheader configuration reload', () => {
     fail = true;
     await assert.rejects(source.refresh(), /forbidden/);
     assert.equal(source.current().clientCA, 'CA-1');
+  });
+});
+
+describe('requestheader identity', () => {
+  it('keeps every group and extra value sent as repeated headers', async () => {
+    const srv = http.createServer((req, res) => {
+      const sock = req.socket as unknown as { authorized: boolean; getPeerCertificate: () => object };
+      sock.authorized = true;
+      sock.getPeerCertificate = () => ({ subject: { CN: 'front-proxy-client' } });
+      res.end(JSON.stringify(authenticate(req, base)));
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const port = (srv.address() as AddressInfo).port;
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path: '/' }, (res) => {
+        let b = '';
+        res.on('data', (c: Buffer) => (b += c.toString()));
+        res.on('end', () => resolve(b));
+      });
+      req.setHeader('X-Remote-User', 'kruntimes-admin');
+      req.setHeader('X-Remote-Group', ['system:masters', 'system:authenticated']);
+      req.setHeader('X-Remote-Extra-Scopes', ['a', 'b']);
+      req.on('error', reject);
+      req.end();
+    });
+    srv.close();
+    assert.deepEqual(JSON.parse(body), {
+      username: 'kruntimes-admin',
+      groups: ['system:masters', 'system:authenticated'],
+      extra: { scopes: ['a', 'b'] },
+    });
   });
 });

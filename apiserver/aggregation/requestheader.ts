@@ -101,16 +101,15 @@ export class RequestHeaderSource {
 export function authenticate(req: IncomingMessage, cfg: RequestHeaderConfig): UserInfo | string {
   const refused = verifyProxyCert(req, cfg);
   if (refused) return refused;
-  const header = (name: string): string[] => {
-    const v = req.headers[name.toLowerCase()];
-    return v === undefined ? [] : Array.isArray(v) ? v : [v];
-  };
+  // headersDistinct: a header sent once per value (X-Remote-Group for each group) stays a list;
+  // req.headers would join them into one "a, b" string and lose every group.
+  const header = (name: string): string[] => req.headersDistinct[name.toLowerCase()] ?? [];
   const username = cfg.usernameHeaders.flatMap(header)[0];
   if (!username) return 'no user in the request headers';
   const extra: Record<string, string[]> = {};
-  for (const [k, v] of Object.entries(req.headers)) {
+  for (const [k, v] of Object.entries(req.headersDistinct)) {
     const prefix = cfg.extraPrefixes.find((p) => k.startsWith(p.toLowerCase()));
-    if (prefix && v !== undefined) extra[decodeURIComponent(k.slice(prefix.length))] = Array.isArray(v) ? v : [v];
+    if (prefix && v !== undefined) extra[decodeURIComponent(k.slice(prefix.length))] = v;
   }
   const uid = cfg.uidHeaders.flatMap(header)[0];
   return { username, ...(uid ? { uid } : {}), groups: cfg.groupHeaders.flatMap(header), extra };
