@@ -35,9 +35,15 @@ describe('kustomize overlays and components', function () {
         'ClusterRoleBinding//kruntimes:fn:sample-sweep',
         'CronJob/kruntimes-system/kruntimes-fn-sample-sweep',
         'ServiceAccount/kruntimes-system/kruntimes-fn-sample-sweep',
-        'ValidatingWebhookConfiguration//kruntimes-fixtures',
       ],
     );
+    // The sample admission webhook joins the product's own configuration (the only one the
+    // tls-certificates function may inject a CA bundle into).
+    const hooks = (await render('e2e/fixtures/kustomize'))
+      .split('\n---\n')
+      .find((d) => d.includes('kind: ValidatingWebhookConfiguration'));
+    assert.match(hooks ?? '', /name: sample-policy\.kruntimes\.io/);
+    assert.match(hooks ?? '', /name: run-workspace-use\.kruntimes\.io/);
   });
 
   it('without-run-extension-api drops the aggregated APIServices and keeps everything else', async () => {
