@@ -7,7 +7,7 @@
  * drains: while its namespace is terminating (or Runs of its Runtime are being deleted) it keeps
  * cleaning for up to its drain bound, so deleting a namespace does not leave Runs stuck after the
  * Runtime Pods are gone. What no runtimed can clean, the run-artifact-gc function releases after a
- * bounded wait (docs/adr/0012-sec-gc-run-fencing-and-artifact-cleanup.md).
+ * bounded wait (docs/adr/0011-run-fencing-and-artifact-cleanup.md).
  */
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';

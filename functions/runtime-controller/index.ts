@@ -19,7 +19,7 @@ import {
 
 /** Keeps runtimed's identity and RoleBinding while deleted Runs of the namespace still need their
  * artifacts cleaned (a namespace deletion removes them in the same pass as the Runs); released by
- * run-artifact-gc (docs/adr/0012-sec-gc-run-fencing-and-artifact-cleanup.md). */
+ * run-artifact-gc (docs/adr/0011-run-fencing-and-artifact-cleanup.md). */
 export const IDENTITY_FINALIZER = 'kruntimes.io/artifact-cleanup';
 
 const networkPolicies: Resource = {

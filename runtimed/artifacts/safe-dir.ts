@@ -1,5 +1,5 @@
 /**
- * openat(2)-style access to directories a Run can write (ADR 0013): every component below a
+ * openat(2)-style access to directories a Run can write (ADR 0014): every component below a
  * trusted root is opened relative to the descriptor of its parent, with O_NOFOLLOW|O_DIRECTORY,
  * so a symbolic link planted anywhere on the way (or swapped in while runtimed works) is never
  * followed. Node has no openat, so the parent descriptor is named by its /proc/self/fd/<fd> link:

@@ -4,7 +4,7 @@
  * than FENCE_MS after the heartbeat's lastProbeTime. When it lapses, every execution is killed
  * and new ones are refused until runtimed renews again, so a runtimed that is stopped or cut off
  * from the API server cannot keep a Run executing past the reaper's staleness bound
- * (docs/adr/0012-sec-gc-run-fencing-and-artifact-cleanup.md has the timing argument).
+ * (docs/adr/0011-run-fencing-and-artifact-cleanup.md has the timing argument).
  * Until the first renewal the lease is not armed (nothing is fenced).
  */
 export interface LeaseClock {
