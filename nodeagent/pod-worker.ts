@@ -429,7 +429,11 @@ export class PodWorker {
   private cleanup(): void {
     this.stopped = true;
     for (const t of this.timers) clearTimeout(t);
-    removePodDir(this.d.podDir);
+    try {
+      removePodDir(this.d.podDir);
+    } catch (err) {
+      this.d.log.warn({ err, podDir: this.d.podDir }, 'pod directory removal failed');
+    }
     this.d.onGone();
   }
 

@@ -219,6 +219,10 @@ async function prepareDataVolume(ctx: VolumeContext, v: Volume, base: PreparedVo
   );
 }
 
+/**
+ * Removes a Pod's directory. A process that outlived its container (a straggling log write) can
+ * add a file while the tree is removed, so ENOTEMPTY/EBUSY are retried as rm -rf would be.
+ */
 export function removePodDir(podDir: string): void {
-  rmSync(podDir, { recursive: true, force: true });
+  rmSync(podDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
 }
