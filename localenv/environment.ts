@@ -26,6 +26,7 @@ import { installKruntimes } from './install.ts';
 import { ensureClusterPki } from './pki.ts';
 import { freePorts } from './ports.ts';
 import { isAlive, spawnDetached, stopGroup, waitFor } from './process.ts';
+import { buildBundle } from './bundle.ts';
 import { REPO_ROOT } from './paths.ts';
 import type { NodeAgentConfig } from '../nodeagent/config.ts';
 
@@ -280,6 +281,8 @@ export async function up(opts: UpOptions): Promise<Env> {
   const binDir = opts.binDir ?? (await buildControlPlane(progress));
   const l = layout(opts.root);
   mkdirSync(l.logs, { recursive: true });
+  progress('bundling the per-Pod components');
+  await buildBundle();
   const s = await initialState(opts, binDir);
   progress('generating PKI and kubeconfigs');
   ensureClusterPki(l.pki, s.nodes);
