@@ -24,7 +24,13 @@ export const D = {
   workspaces: dev('workspaces', 'Workspace'),
   operations: dev('operations', 'Operation'),
   leases: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true },
-  pvcs: { group: '', version: 'v1', resource: 'persistentvolumeclaims', kind: 'PersistentVolumeClaim', namespaced: true },
+  pvcs: {
+    group: '',
+    version: 'v1',
+    resource: 'persistentvolumeclaims',
+    kind: 'PersistentVolumeClaim',
+    namespaced: true,
+  },
   pods: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true },
 } satisfies Record<string, Resource>;
 

@@ -11,9 +11,7 @@ export const SNAPSHOT_NOT_READY_MS = 10_000;
 /** Waits after the 1st and 2nd failed clone; the 3rd failure fails the operation. */
 export const CLONE_BACKOFF_MS = [5_000, 10_000];
 
-export type FreezeOutcome =
-  | { kind: 'frozen'; status: OperationStatus }
-  | { kind: 'parked'; status: OperationStatus };
+export type FreezeOutcome = { kind: 'frozen'; status: OperationStatus } | { kind: 'parked'; status: OperationStatus };
 
 /**
  * Freezes the clone input on entering (or claiming) a clone step whose input is not frozen yet.
@@ -58,7 +56,8 @@ export function assertDispatchInput(s: OperationStatus, dispatched: CloneInput):
     f.snapshotRef === dispatched.snapshotRef &&
     f.baseCommit === dispatched.baseCommit &&
     f.workspaceBranch === dispatched.workspaceBranch;
-  if (!same) throw new DevwsError('clone_input_conflict', 409, 'the dispatched clone input differs from the frozen one');
+  if (!same)
+    throw new DevwsError('clone_input_conflict', 409, 'the dispatched clone input differs from the frozen one');
 }
 
 export type CloneResult = { kind: 'succeeded'; commit: string } | { kind: 'failed' } | { kind: 'unknown' };
@@ -80,12 +79,16 @@ export interface CloneOutcome {
 export function applyCloneResult(s: OperationStatus, r: CloneResult, now: Date): CloneOutcome {
   if (r.kind === 'succeeded') {
     if (r.commit !== s.cloneInput?.baseCommit) {
-      throw new DevwsError('base_commit_mismatch', 400, `clone returned ${r.commit}, the frozen input is ${s.cloneInput?.baseCommit ?? 'unset'}`);
+      throw new DevwsError(
+        'base_commit_mismatch',
+        400,
+        `clone returned ${r.commit}, the frozen input is ${s.cloneInput?.baseCommit ?? 'unset'}`,
+      );
     }
     // A late result of a parked (blocked) operation makes it claimable again; a live one runs on.
     const state = s.state === 'blocked' ? ('queued' as const) : ('running' as const);
     const cleared = { ...s, cloneUnknown: undefined, state, retryAt: undefined };
-    return { status: advance(cleared), baseCommitId: r.commit };
+    return { status: advance(cleared, true), baseCommitId: r.commit };
   }
   if (r.kind === 'unknown') {
     return { status: { ...block(s, 'clone_result_unknown'), cloneUnknown: true } };

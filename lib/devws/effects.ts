@@ -49,11 +49,20 @@ function sameResult(e: Effect, o: EffectObservation): boolean {
  * (external_state_conflict). Recording the same result again is a no-op. The effect is stamped
  * with the epoch of the controller that observed it.
  */
-export function recordEffect(s: OperationStatus, id: string, o: EffectObservation, leaseEpoch: number): OperationStatus {
+export function recordEffect(
+  s: OperationStatus,
+  id: string,
+  o: EffectObservation,
+  leaseEpoch: number,
+): OperationStatus {
   const e = findEffect(s, id);
   if (!e) throw new DevwsError('effect_not_planned', 409, `effect ${id} was not planned`);
   if (e.externalId && e.externalId !== o.externalId) {
-    throw new DevwsError('external_binding_conflict', 409, `effect ${id} is bound to ${e.externalId}, not ${o.externalId}`);
+    throw new DevwsError(
+      'external_binding_conflict',
+      409,
+      `effect ${id} is bound to ${e.externalId}, not ${o.externalId}`,
+    );
   }
   if (e.outcome === 'succeeded' && !sameResult(e, o)) {
     throw new DevwsError('external_state_conflict', 409, `effect ${id} already succeeded with another result`);

@@ -29,7 +29,11 @@ export interface NodeReport {
 /** A Node report must belong to the current generation and the live sandbox. */
 export function assertCurrentNode(ws: WorkspaceStatus, r: NodeReport): void {
   if (r.generation !== (ws.runtimeGeneration ?? 0)) {
-    throw new DevwsError('stale_node', 409, `report of generation ${r.generation}, current is ${ws.runtimeGeneration ?? 0}`);
+    throw new DevwsError(
+      'stale_node',
+      409,
+      `report of generation ${r.generation}, current is ${ws.runtimeGeneration ?? 0}`,
+    );
   }
   const sb = ws.sandbox;
   if (!sb || sb.terminated || sb.id !== r.sandboxId) {
@@ -67,11 +71,21 @@ export function nextGeneration(ws: WorkspaceStatus): number {
 export function nodeDisconnected(ws: WorkspaceStatus): WorkspaceStatus {
   const node = ws.node ? { ...ws.node, connected: false } : undefined;
   if (ws.observedState !== 'ready') return { ...ws, node };
-  return { ...ws, node, observedState: 'unavailable', admissionOpen: false, admissionEpoch: (ws.admissionEpoch ?? 0) + 1 };
+  return {
+    ...ws,
+    node,
+    observedState: 'unavailable',
+    admissionOpen: false,
+    admissionEpoch: (ws.admissionEpoch ?? 0) + 1,
+  };
 }
 
 /** The same initialised Node (same nodeId and incarnation) reconnects: an unavailable Workspace is ready again. */
-export function nodeReconnected(ws: WorkspaceStatus, r: NodeReport & { incarnation: string }, now: Date): WorkspaceStatus {
+export function nodeReconnected(
+  ws: WorkspaceStatus,
+  r: NodeReport & { incarnation: string },
+  now: Date,
+): WorkspaceStatus {
   assertCurrentNode(ws, r);
   const n = ws.node;
   const same = !!n && n.initialized && n.nodeId === r.nodeId && n.incarnation === r.incarnation;

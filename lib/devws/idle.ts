@@ -43,7 +43,8 @@ export function decideQuiesce(ws: WorkspaceStatus, op: OperationStatus, now: Dat
   if (!live) return { kind: 'advance', operation: advance(op) };
   if (!nodeIsLive(ws, now)) return { kind: 'wait', why: 'no live Node with a fresh heartbeat' };
   const proof = ws.idleProof;
-  if (!proof || proof.epoch !== ws.admissionEpoch) return { kind: 'wait', why: 'no idle proof for the current admission epoch' };
+  if (!proof || proof.epoch !== ws.admissionEpoch)
+    return { kind: 'wait', why: 'no idle proof for the current admission epoch' };
   if (proof.idle) return { kind: 'advance', operation: advance(op) };
   return {
     kind: 'refused',

@@ -26,7 +26,11 @@ export function projectAfter(p: ProjectStatus, kind: OperationKind, state: 'succ
 export function assertRequestAllowed(kind: OperationKind, ws: Workspace): void {
   const st = ws.status ?? {};
   if (kind === 'start' && (!st.baseCommitId || st.observedState !== 'stopped')) {
-    throw new DevwsError('workspace_not_startable', 409, 'start needs an initialised (base_commit_id set), stopped Workspace');
+    throw new DevwsError(
+      'workspace_not_startable',
+      409,
+      'start needs an initialised (base_commit_id set), stopped Workspace',
+    );
   }
   if (kind === 'delete_workspace' && ws.spec.kind === 'main') {
     throw new DevwsError('main_workspace_not_deletable', 409, 'the main Workspace is deleted only with its Project');
@@ -63,7 +67,8 @@ export function observedAfterSuccess(kind: OperationKind): ObservedState | undef
  * check (409 node_not_live otherwise, and admission stays closed).
  */
 export function commitReady(ws: WorkspaceStatus, op: Operation, now: Date): WorkspaceStatus {
-  if (!nodeIsLive(ws, now)) throw new DevwsError('node_not_live', 409, 'the Node is gone or its heartbeat is stale; admission stays closed');
+  if (!nodeIsLive(ws, now))
+    throw new DevwsError('node_not_live', 409, 'the Node is gone or its heartbeat is stale; admission stays closed');
   return {
     ...ws,
     observedState: 'ready',

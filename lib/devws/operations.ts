@@ -3,7 +3,14 @@
  * one unfinished operation per Project, claim, advance, deferral, blocking and explicit retry.
  * Every function returns a new status; none mutates its input. Time is injected.
  */
-import { DevwsError, type Operation, type OperationKind, type OperationState, type OperationStatus, type Step } from './api.ts';
+import {
+  DevwsError,
+  type Operation,
+  type OperationKind,
+  type OperationState,
+  type OperationStatus,
+  type Step,
+} from './api.ts';
 
 /** The step list of each operation kind, exactly as the seed's table. */
 export const STEPS: Record<OperationKind, Step[]> = {
@@ -67,16 +74,27 @@ export function claim(s: OperationStatus, now: Date): OperationStatus | undefine
   return undefined;
 }
 
-/** The current step is proven: move to the next; past the last real step the operation succeeds. */
-export function advance(s: OperationStatus): OperationStatus {
+/**
+ * The current step is proven: move to the next; past the last real step the operation succeeds,
+ * except when it ends with the Workspace ready (holdAtDone): then it waits on step done for the
+ * commit point (lifecycle.commitReady) that makes both true together.
+ */
+export function advance(s: OperationStatus, holdAtDone = false): OperationStatus {
   const steps = s.steps ?? [];
   const current = s.step ?? steps[0] ?? 'done';
   const next = steps[steps.indexOf(current) + 1] ?? 'done';
+  if (next === 'done' && holdAtDone) return { ...s, step: 'done', reason: undefined, message: undefined };
   if (next === 'done') return { ...s, step: 'done', state: 'succeeded', reason: undefined, message: undefined };
   return { ...s, step: next, reason: undefined, message: undefined };
 }
 
-export function deferRetry(s: OperationStatus, reason: string, now: Date, delayMs: number, message?: string): OperationStatus {
+export function deferRetry(
+  s: OperationStatus,
+  reason: string,
+  now: Date,
+  delayMs: number,
+  message?: string,
+): OperationStatus {
   return { ...s, state: 'retry_wait', reason, message, retryAt: new Date(now.getTime() + delayMs).toISOString() };
 }
 
@@ -95,7 +113,11 @@ export function fail(s: OperationStatus, reason: string, message?: string): Oper
  */
 export function explicitRetry(s: OperationStatus): OperationStatus {
   if (s.state !== 'blocked' && s.state !== 'retry_wait') {
-    throw new DevwsError('operation_not_retryable', 409, `an operation in state ${s.state ?? 'queued'} cannot be retried`);
+    throw new DevwsError(
+      'operation_not_retryable',
+      409,
+      `an operation in state ${s.state ?? 'queued'} cannot be retried`,
+    );
   }
   return { ...s, state: 'queued', retryAt: undefined, cloneUnknown: undefined };
 }

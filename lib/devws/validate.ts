@@ -36,7 +36,8 @@ export function validateRefName(ref: string): void {
     throw new DevwsError('invalid_ref', 400, `ref "${ref}" ${why}`);
   };
   if (ref === '' || ref === '@') bad('is empty or "@"');
-  if (ref.startsWith('-') || ref.startsWith('/') || ref.endsWith('/') || ref.endsWith('.')) bad('has a bad start or end');
+  if (ref.startsWith('-') || ref.startsWith('/') || ref.endsWith('/') || ref.endsWith('.'))
+    bad('has a bad start or end');
   if (ref.startsWith('refs/')) bad('is a full ref; give the short branch name');
   // eslint-disable-next-line no-control-regex
   if (/[\x00-\x20\x7f~^:?*[\\]/.test(ref)) bad('contains a character Git refuses');
