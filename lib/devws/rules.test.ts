@@ -3,7 +3,7 @@
  * maps every rule to its test.
  */
 import assert from 'node:assert/strict';
-import type { Operation, OperationStatus, Project, WorkspaceStatus } from './api.ts';
+import type { Operation, OperationStatus, Project, Workspace, WorkspaceStatus } from './api.ts';
 import { DevwsError } from './api.ts';
 import { applyCloneResult, assertDispatchInput, freezeCloneInput, mayDispatchClone } from './clone.ts';
 import {
@@ -210,7 +210,7 @@ describe('seed 002 rules (lib/devws)', () => {
       assertRequestAllowed('delete_workspace', { ...ws, spec: { ...ws.spec, kind: 'isolated' } });
     });
     it('start_needs_initialised_stopped_workspace', () => {
-      const ws = (status: WorkspaceStatus) => ({
+      const ws = (status: WorkspaceStatus): Workspace => ({
         metadata: { name: 'w' },
         spec: { project: 'p1', kind: 'main' as const, desiredState: 'running' as const },
         status,
