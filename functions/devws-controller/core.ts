@@ -59,7 +59,7 @@ export function initProject(p: Project): FnOp[] {
     {
       op: 'status',
       resource: D.projects,
-      object: { ...p, status: { lifecycle: 'provisioning', bindingId: p.metadata.uid } },
+      object: { ...p, status: { ...p.status, lifecycle: 'provisioning', bindingId: p.metadata.uid } },
     },
   ];
 }

@@ -165,7 +165,9 @@ function idleReport(c: Ctx): WorkspaceStatus['idleProof'] {
   const raw = c.ws.metadata.annotations?.[IDLE_REPORT];
   if (!raw) return undefined;
   try {
-    const r = JSON.parse(raw) as { epoch?: number; idle?: boolean };
+    const r = JSON.parse(raw) as { epoch?: number; idle?: boolean; generation?: number };
+    // A report of another generation is stale (stale_node) and never counts.
+    if (r.generation !== (c.ws.status?.runtimeGeneration ?? 0)) return undefined;
     return typeof r.epoch === 'number' && typeof r.idle === 'boolean' ? { epoch: r.epoch, idle: r.idle } : undefined;
   } catch {
     return undefined;
@@ -180,7 +182,11 @@ export function stepQuiesce(c: Ctx, s: OperationStatus): FnOp[] {
   }
   const ws2 = { ...(observeNode(c) ?? wst), idleProof: idleReport(c) ?? wst.idleProof };
   const d = decideQuiesce(ws2, s, c.now);
-  if (d.kind === 'wait') return [writeWs(c.ws, ws2), requeue(2000)];
+  if (d.kind === 'wait') {
+    // Persist only a new idle report (fenced by epoch in decideQuiesce); the heartbeat is re-observed each time.
+    const changed = JSON.stringify(ws2.idleProof) !== JSON.stringify(wst.idleProof);
+    return changed ? [writeWs(c.ws, ws2), requeue(2000)] : [requeue(2000)];
+  }
   if (d.kind === 'refused') return both(c, d.operation, d.workspace);
   return both(c, d.operation, ws2);
 }
