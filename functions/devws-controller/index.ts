@@ -10,7 +10,7 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { contextFor, initProject, initWorkspace, leaseEpoch, reconcileOperation, type LeaseLike } from './core.ts';
 import { WORKSPACE_LABEL } from './substrate.ts';
 
-const RELAY_NS = process.env.KRT_NAMESPACE ?? 'kruntimes';
+const RELAY_NS = process.env.POD_NAMESPACE ?? 'kruntimes-system';
 const RELAY_LEASE = 'kruntimes-relay';
 const GIT_SERVER = process.env.KRT_DEVWS_GIT_SERVER_URL || undefined;
 

@@ -9,7 +9,7 @@ import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 
 export const WORKSPACE_LABEL = `${GROUP}/workspace`;
-export const SANDBOX_IMAGE = process.env.KRT_DEVWS_SANDBOX_IMAGE ?? 'busybox:1.36';
+export const SANDBOX_IMAGE = process.env.KRT_DEVWS_SANDBOX_IMAGE ?? 'bash';
 
 export const pvcName = (ws: Workspace): string => `devws-${ws.metadata.name ?? ''}-data`;
 
