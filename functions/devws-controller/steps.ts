@@ -56,9 +56,16 @@ const opRef = (c: Ctx, s: OperationStatus): WorkspaceStatus['operation'] => ({
   step: s.step,
 });
 
-/** Writes the Operation and mirrors its state onto the Workspace (the Workspace is written second). */
+/**
+ * Writes the Operation and mirrors its state onto the Workspace. While the operation goes on, the
+ * Operation (the durable intent) is written first; when it finishes, the Workspace is written
+ * first: its status.operation is the commit point, so a finished Operation always has its
+ * Workspace outcome written, and a failed Operation write only repeats the (idempotent) step.
+ */
 function both(c: Ctx, s: OperationStatus, ws: WorkspaceStatus): FnOp[] {
-  return [writeOp(c.op, s), writeWs(c.ws, { ...ws, operation: opRef(c, s) })];
+  const w = writeWs(c.ws, { ...ws, operation: opRef(c, s) });
+  const o = writeOp(c.op, s);
+  return s.state === 'succeeded' || s.state === 'failed' ? [w, o] : [o, w];
 }
 
 export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
