@@ -16,8 +16,15 @@ const COMMIT = 'c'.repeat(40);
 let clock = new Date('2026-12-01T12:00:00Z');
 let uid = 0;
 
+/** The status writes in the order the relay would apply them: "<Kind>/<name>:<state>". */
+const writes: string[] = [];
+
 function apply(state: FakeState, ops: FnOp[]): void {
   for (const o of ops) {
+    if (o.op === 'status') {
+      const st = o.object.status as { state?: string; observedState?: string };
+      writes.push(`${o.resource.kind}/${o.object.metadata.name ?? ''}:${st.state ?? st.observedState ?? ''}`);
+    }
     if (o.op === 'create' && !state.get(o.resource, o.object.metadata.namespace, o.object.metadata.name ?? '')) {
       state.put(o.resource, {
         ...o.object,
@@ -139,6 +146,10 @@ describe('devws-controller (in-memory state)', () => {
     settle(s);
     assert.equal(op(s, 'stop1').status?.state, 'succeeded');
     assert.equal(ws(s).status?.observedState, 'stopped');
+    assert.ok(
+      writes.indexOf('Workspace/p1-main:stopped') < writes.indexOf('Operation/stop1:succeeded'),
+      'the Workspace (commit point) is written before the Operation is finished',
+    );
     assert.equal(s.list(D.pods, NS).length, 0);
     assert.equal(s.list(D.pvcs, NS).length, 1, 'stop keeps the data');
     apply(s, [
