@@ -8,6 +8,7 @@ import type { AdmissionContext, AdmissionRequest, AdmissionResult, FunctionDef }
 import { resourcePath } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { D, GROUP, type Operation, type Project, type Workspace } from '../../lib/devws/api.ts';
+import { userMay } from '../../lib/fn/access.ts';
 import { reviewOperation, reviewProject, reviewRetry, reviewWorkspace } from './core.ts';
 
 interface OperationList extends KubeObject {
@@ -16,6 +17,11 @@ interface OperationList extends KubeObject {
 
 async function operationsIn(ns: string, ctx: AdmissionContext): Promise<Operation[]> {
   return (await ctx.get<OperationList>(resourcePath(D.operations, ns)))?.items ?? [];
+}
+
+/** Project delete is for admins only: the requester needs `delete` on the Project (SubjectAccessReview). */
+function mayDeleteProject(req: AdmissionRequest, ns: string, name: string, ctx: AdmissionContext): Promise<boolean> {
+  return userMay(ctx, req.userInfo, { namespace: ns, verb: 'delete', group: GROUP, resource: 'projects', name });
 }
 
 export async function admit(req: AdmissionRequest, ctx: AdmissionContext): Promise<AdmissionResult> {
@@ -30,6 +36,14 @@ export async function admit(req: AdmissionRequest, ctx: AdmissionContext): Promi
   }
   if (kind === 'Operation' && req.operation === 'CREATE') {
     const op = req.object as Operation;
+    if (op.spec.kind === 'delete_project' && !(await mayDeleteProject(req, ns, op.spec.project, ctx))) {
+      return {
+        allowed: false,
+        code: 403,
+        reason: 'Forbidden',
+        message: `admin_required: ${req.userInfo.username} may not delete Project ${op.spec.project} (needs delete on projects.${GROUP}, the admin role)`,
+      };
+    }
     const ws = op.spec.workspace
       ? await ctx.get<Workspace>(resourcePath(D.workspaces, ns, op.spec.workspace))
       : undefined;
@@ -67,7 +81,10 @@ const fn: FunctionDef = {
       },
     ],
   },
-  rbac: [{ apiGroups: [GROUP], resources: ['projects', 'workspaces', 'operations'], verbs: ['get', 'list'] }],
+  rbac: [
+    { apiGroups: [GROUP], resources: ['projects', 'workspaces', 'operations'], verbs: ['get', 'list'] },
+    { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  ],
   handler: admit,
 };
 export default fn;
