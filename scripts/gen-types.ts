@@ -1,7 +1,8 @@
 /**
  * Generates TypeScript types from the CRDs with openapi-typescript into lib/api/generated/:
  * crds/*.yaml (kruntimes.io) -> kruntimes.ts, crds/execution/*.yaml
- * (execution.ayatori.ddupan.top, the JobClass API) -> execution.ts.
+ * (execution.ayatori.ddupan.top, the JobClass API) -> execution.ts, crds/dev/*.yaml
+ * (dev.kruntimes.io, developer workspaces) -> dev.ts.
  * `--check` fails when a committed file is stale (CI runs it).
  */
 import { readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
@@ -50,6 +51,7 @@ async function render(dir: string, source: string): Promise<string> {
 const OUTPUTS = [
   { dir: 'crds', source: 'crds/*.yaml', file: 'kruntimes.ts' },
   { dir: join('crds', 'execution'), source: 'crds/execution/*.yaml', file: 'execution.ts' },
+  { dir: join('crds', 'dev'), source: 'crds/dev/*.yaml', file: 'dev.ts' },
 ];
 
 async function main(): Promise<void> {

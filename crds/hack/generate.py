@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generates the kruntimes.io/v1alpha1 CustomResourceDefinitions in crds/.
+"""Generates the kruntimes.io/v1alpha1 CustomResourceDefinitions in crds/ and the
+dev.kruntimes.io/v1alpha1 ones (developer workspaces, ADR 0016, devws_kinds.py) in crds/dev/.
 
     python3 crds/hack/generate.py            # rewrite crds/*.yaml
     python3 crds/hack/generate.py --check    # fail if crds/*.yaml are stale
@@ -28,6 +29,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from core_schemas import CoreSchemas  # noqa: E402
+from devws_kinds import build_devws  # noqa: E402
 from kinds import build_all  # noqa: E402
 
 CRD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,8 +67,10 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="only verify the files are current")
     args = parser.parse_args()
     stale = []
-    for crd in build_all(CoreSchemas()):
-        path = os.path.join(CRD_DIR, f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml")
+    outputs = [(CRD_DIR, crd) for crd in build_all(CoreSchemas())]
+    outputs += [(os.path.join(CRD_DIR, "dev"), crd) for crd in build_devws()]
+    for directory, crd in outputs:
+        path = os.path.join(directory, f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml")
         text = render(crd)
         current = open(path, encoding="utf-8").read() if os.path.exists(path) else None
         if current == text:

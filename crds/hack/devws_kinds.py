@@ -1,0 +1,299 @@
+"""The dev.kruntimes.io/v1alpha1 API (developer workspaces, ADR 0016): Project, Workspace,
+Operation. Rules that span objects or need parsing (repository URL, ref names,
+operation_in_progress, base_ref_not_synced) are enforced by the devws-admission function; the
+rules here are the ones a single object can check. docs/workspaces-dev.md maps every rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schema import (DNS_SUBDOMAIN, Schema, array, boolean, conditions, date_time, integer, obj,
+                    rule, string)
+
+GROUP = "dev.kruntimes.io"
+VERSION = "v1alpha1"
+CATEGORIES = ["devws"]
+AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+OBSERVED = ["provisioning", "starting", "ready", "stopping", "stopped", "deleting", "deleted",
+            "unavailable"]
+OP_KINDS = ["create_project", "create_workspace", "start", "restart", "stop", "delete_workspace",
+            "delete_project", "install_plugin", "remove_plugin"]
+OP_STATES = ["queued", "running", "retry_wait", "blocked", "succeeded", "failed"]
+STEPS = ["sandbox", "node", "clone", "plugin", "quiesce", "terminate", "cleanup", "done"]
+EFFECT_KINDS = ["sandbox_ensure", "sandbox_terminate", "workspace_data_delete"]
+REASON_RE = r"^[a-z][a-z0-9_]*$"
+
+
+def column(name: str, path: str, kind: str = "string", priority: int = 0) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": name, "type": kind, "jsonPath": path}
+    if priority:
+        c["priority"] = priority
+    return c
+
+
+def name_ref(description: str) -> Schema:
+    return string(description, min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)
+
+
+def immutable(field: str) -> Schema:
+    return rule(f"self.{field} == oldSelf.{field}", f"{field} is immutable",
+                field_path=f".{field}", reason="FieldValueForbidden")
+
+
+def reason(description: str) -> Schema:
+    return string(description, max_length=64, pattern=REASON_RE)
+
+
+def envelope(kind: str, plural: str, short: list[str], columns: list[dict[str, Any]],
+             spec: Schema, status: Schema, description: str) -> dict[str, Any]:
+    version: dict[str, Any] = {
+        "name": VERSION, "served": True, "storage": True, "subresources": {"status": {}},
+        "additionalPrinterColumns": columns + [AGE],
+        "schema": {"openAPIV3Schema": obj(description, {
+            "apiVersion": string("APIVersion defines the versioned schema of this representation "
+                                 "of an object."),
+            "kind": string("Kind is a string value representing the REST resource this object "
+                           "represents."),
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        }, required=["spec"])},
+    }
+    names = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower(),
+             "categories": CATEGORIES, "shortNames": short}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {"group": GROUP, "names": names, "scope": "Namespaced", "versions": [version]},
+    }
+
+
+def project_crd() -> dict[str, Any]:
+    repository = obj("Repository is the Project's single repository binding.", {
+        "url": string("URL of the external repository: https or ssh, without query, fragment "
+                      "or embedded password (checked by admission: invalid_repository_url).",
+                      min_length=1, max_length=2048),
+        "defaultBranch": string("DefaultBranch is the one concrete branch the binding syncs "
+                                "(not HEAD: default_branch_required; a valid ref name: "
+                                "invalid_ref). It is also the short name of every Workspace "
+                                "branch.", min_length=1, max_length=255),
+        "credentialRef": name_ref("CredentialRef names a Git credential reference used only by "
+                                  "the repository sync; never a secret value."),
+    }, required=["url", "defaultBranch"])
+    spec = obj("ProjectSpec is a Git repository's development environment.", {
+        "displayName": string("DisplayName may be changed at any time.", max_length=256),
+        "repository": repository,
+    }, required=["repository"], rules=[
+        rule("self.repository.url == oldSelf.repository.url && "
+             "self.repository.defaultBranch == oldSelf.repository.defaultBranch",
+             "repository url and defaultBranch are immutable", field_path=".repository",
+             reason="FieldValueForbidden"),
+    ])
+    status = obj("ProjectStatus is the Project's observed lifecycle and binding.", {
+        "lifecycle": string("Lifecycle: provisioning -> active -> deleting -> deleted.",
+                            enum=["provisioning", "active", "deleting", "deleted"]),
+        "bindingId": string("BindingId identifies the repository binding (its snapshot refs "
+                            "are refs/ora/upstreams/<bindingId>/snapshots/<commit>).",
+                            max_length=128),
+        "snapshot": obj("Snapshot is the binding's current snapshot on the Git Server.", {
+            "ref": string("Ref of the snapshot.", max_length=512),
+            "commit": string("Commit of the snapshot.", max_length=64,
+                             pattern="^[0-9a-f]{40}([0-9a-f]{24})?$"),
+        }, required=["ref", "commit"]),
+        "sync": obj("Sync is the binding's last repository operation.", {
+            "operationId": string("OperationId of the last sync or publish.", max_length=253),
+            "state": string("State of that operation.",
+                            enum=["running", "succeeded", "failed"]),
+        }, required=["state"]),
+        "conditions": conditions("Conditions of the Project."),
+    })
+    return envelope("Project", "projects", ["proj"], [
+        column("Lifecycle", ".status.lifecycle"),
+        column("Branch", ".spec.repository.defaultBranch"),
+        column("Repository", ".spec.repository.url", priority=1),
+    ], spec, status, "Project is a Git repository's development environment; it owns exactly "
+        "one main Workspace.")
+
+
+def sandbox_status() -> Schema:
+    return obj("Sandbox is the Workspace's one live (unterminated) sandbox instance.", {
+        "id": string("ID is the sandbox instance ID (= its sandbox_ensure effect ID).",
+                     max_length=253),
+        "generation": integer("Generation is the runtime generation it belongs to.",
+                              fmt="int64", minimum=0),
+        "nodeId": string("NodeId the Node in it must present.", max_length=253),
+        "terminated": boolean("Terminated is true once termination is confirmed."),
+    }, required=["id", "generation"])
+
+
+def node_status() -> Schema:
+    return obj("Node is the Workspace's one live Node instance.", {
+        "nodeId": string("NodeId presented by the Node.", max_length=253),
+        "incarnation": string("Incarnation of the Node process.", max_length=253),
+        "sandboxId": string("SandboxId it runs in.", max_length=253),
+        "generation": integer("Generation it registered for.", fmt="int64", minimum=0),
+        "initialized": boolean("Initialized Node."),
+        "connected": boolean("Connected Node."),
+        "heartbeatAt": date_time("HeartbeatAt is the last heartbeat."),
+    })
+
+
+def workspace_status() -> Schema:
+    return obj("WorkspaceStatus is the state Cloud confirmed from evidence.", {
+        "observedState": string("ObservedState confirmed from evidence.", enum=OBSERVED),
+        "admissionOpen": boolean("AdmissionOpen: new executions are accepted."),
+        "admissionEpoch": integer("AdmissionEpoch grows each time admission closes; idle proofs "
+                                  "of an older epoch are void.", fmt="int64", minimum=0),
+        "runtimeGeneration": integer("RuntimeGeneration grows with each planned sandbox.",
+                                     fmt="int64", minimum=0),
+        "requestedRef": string("RequestedRef is the Project's default branch.", max_length=255),
+        "workspaceBranch": string("WorkspaceBranch is refs/heads/workspaces/<workspaceId>/"
+                                  "<requestedRef> on the Git Server.", max_length=1024),
+        "baseCommitId": string("BaseCommitId is the snapshot commit the Workspace was cloned "
+                               "from.", max_length=64),
+        "sandbox": sandbox_status(),
+        "node": node_status(),
+        "idleProof": obj("IdleProof is the Node's last idle report.", {
+            "epoch": integer("Epoch it was given for.", fmt="int64", minimum=0),
+            "idle": boolean("Idle is the Node's answer."),
+        }, required=["epoch", "idle"]),
+        "operation": obj("Operation is the operation that last changed this Workspace; its "
+                         "state here is the commit point of 'ready and succeeded together'.", {
+            "name": string("Name of the Operation.", max_length=253),
+            "state": string("State of it.", enum=OP_STATES),
+            "step": string("Step of it.", enum=STEPS),
+        }, required=["name"]),
+        "conditions": conditions("Conditions of the Workspace."),
+    }, rules=[
+        rule("!has(oldSelf.admissionEpoch) || (has(self.admissionEpoch) && "
+             "self.admissionEpoch >= oldSelf.admissionEpoch)",
+             "admissionEpoch may not decrease", field_path=".admissionEpoch",
+             reason="FieldValueForbidden"),
+        rule("!has(oldSelf.runtimeGeneration) || (has(self.runtimeGeneration) && "
+             "self.runtimeGeneration >= oldSelf.runtimeGeneration)",
+             "runtimeGeneration may not decrease", field_path=".runtimeGeneration",
+             reason="FieldValueForbidden"),
+        rule("!has(oldSelf.baseCommitId) || (has(self.baseCommitId) && "
+             "self.baseCommitId == oldSelf.baseCommitId)",
+             "baseCommitId is immutable once set", field_path=".baseCommitId",
+             reason="FieldValueForbidden"),
+    ])
+
+
+def workspace_crd() -> dict[str, Any]:
+    spec = obj("WorkspaceSpec is a runtime of a Project.", {
+        "project": name_ref("Project is the owning Project (same namespace)."),
+        "kind": string("Kind: main (one per Project, created with it) or isolated (one task).",
+                       enum=["main", "isolated"]),
+        "desiredState": string("DesiredState is what the user wants.", default="running",
+                               enum=["running", "stopped", "deleted"]),
+        "taskTitle": string("TaskTitle of an isolated Workspace.", max_length=256),
+        "baseRef": string("BaseRef of an isolated Workspace: empty, HEAD or the Project's "
+                          "default branch (else base_ref_not_synced).", max_length=255),
+        "creator": string("Creator is the user who created the Workspace (set by admission).",
+                          max_length=512),
+    }, required=["project", "kind"], rules=[
+        immutable("project"), immutable("kind"),
+        rule("(has(self.baseRef) ? self.baseRef : '') == (has(oldSelf.baseRef) ? oldSelf.baseRef "
+             ": '')", "baseRef is immutable", field_path=".baseRef", reason="FieldValueForbidden"),
+        rule("(has(self.creator) ? self.creator : '') == (has(oldSelf.creator) ? oldSelf.creator "
+             ": '')", "creator is immutable", field_path=".creator", reason="FieldValueForbidden"),
+        rule("self.kind == 'isolated' || !has(self.taskTitle)",
+             "taskTitle is only for isolated Workspaces", field_path=".taskTitle"),
+    ])
+    return envelope("Workspace", "workspaces", ["ws"], [
+        column("Project", ".spec.project"),
+        column("Kind", ".spec.kind"),
+        column("Desired", ".spec.desiredState"),
+        column("Observed", ".status.observedState"),
+        column("Gen", ".status.runtimeGeneration", kind="integer"),
+        column("Operation", ".status.operation.name", priority=1),
+        column("Step", ".status.operation.step"),
+    ], spec, workspace_status(), "Workspace is a runtime of a Project: its own persistent data, "
+        "its own clone, and the sandbox and Node that mount it.")
+
+
+def effect() -> Schema:
+    return obj("Effect is a durable intent of one external action.", {
+        "id": string("ID is the external idempotency key (for sandbox_ensure also the sandbox "
+                     "instance ID).", min_length=1, max_length=253),
+        "kind": string("Kind of the effect.", enum=EFFECT_KINDS),
+        "workspace": string("Workspace the effect acts on.", max_length=253),
+        "generation": integer("Generation it was planned for.", fmt="int64", minimum=0),
+        "leaseEpoch": integer("LeaseEpoch that last reconciled it.", fmt="int64", minimum=0),
+        "externalId": string("ExternalId once recorded; never changed.", max_length=253),
+        "outcome": string("Outcome once known.", enum=["succeeded", "failed"]),
+        "nodeId": string("NodeId returned by sandbox_ensure.", max_length=253),
+        "terminated": boolean("Terminated returned by sandbox_terminate."),
+        "removed": boolean("Removed returned by workspace_data_delete."),
+    }, required=["id", "kind", "leaseEpoch"])
+
+
+def operation_status() -> Schema:
+    clone_input = obj("CloneInput is frozen once per operation.", {
+        "repositoryUrl": string("Git Server repository URL.", max_length=2048),
+        "snapshotRef": string("Snapshot ref.", max_length=512),
+        "baseCommit": string("Snapshot commit.", max_length=64),
+        "workspaceBranch": string("Workspace branch.", max_length=1024),
+    }, required=["repositoryUrl", "snapshotRef", "baseCommit", "workspaceBranch"])
+    return obj("OperationStatus is the durable progress of the operation.", {
+        "state": string("State of the operation.", enum=OP_STATES),
+        "step": string("Step the operation is on.", enum=STEPS),
+        "steps": array("Steps of this kind of operation, in order.", string(enum=STEPS),
+                       max_items=8),
+        "retryAt": date_time("RetryAt: when a retry_wait operation may be claimed again."),
+        "reason": reason("Reason of the last deferral or of the failure."),
+        "message": string("Message for people.", max_length=4096),
+        "cloneAttempts": integer("CloneAttempts: failed clone executions so far.", minimum=0),
+        "cloneUnknown": boolean("CloneUnknown: the last clone's result is unknown."),
+        "cloneInput": clone_input,
+        "retriesSeen": integer("RetriesSeen is the spec.retryRequests already honoured.",
+                               minimum=0),
+        "effects": array("Effects planned by this operation.", effect(), max_items=32),
+        "workspaceBefore": string("WorkspaceBefore is the observed state to restore on "
+                                  "resource_in_use.", enum=OBSERVED),
+        "conditions": conditions("Conditions of the Operation."),
+    }, rules=[
+        rule("!has(oldSelf.cloneInput) || (has(self.cloneInput) && "
+             "self.cloneInput == oldSelf.cloneInput)",
+             "cloneInput is frozen once set", field_path=".cloneInput",
+             reason="FieldValueForbidden"),
+        rule("!has(oldSelf.state) || !(oldSelf.state in ['succeeded', 'failed']) || "
+             "self.state == oldSelf.state", "a finished operation stays finished",
+             field_path=".state", reason="FieldValueForbidden"),
+    ])
+
+
+def operation_crd() -> dict[str, Any]:
+    spec = obj("OperationSpec is one lifecycle request.", {
+        "project": name_ref("Project the operation belongs to."),
+        "workspace": name_ref("Workspace it acts on (unset for delete_project)."),
+        "kind": string("Kind of the operation.", enum=OP_KINDS),
+        "retryRequests": integer("RetryRequests: bump it to retry a blocked or retry_wait "
+                                 "operation explicitly.", minimum=0),
+    }, required=["project", "kind"], rules=[
+        immutable("project"), immutable("kind"),
+        rule("(has(self.workspace) ? self.workspace : '') == (has(oldSelf.workspace) ? "
+             "oldSelf.workspace : '')", "workspace is immutable", field_path=".workspace",
+             reason="FieldValueForbidden"),
+        rule("self.kind == 'delete_project' || has(self.workspace)",
+             "workspace is required for this kind", field_path=".workspace",
+             reason="FieldValueRequired"),
+        rule("!has(oldSelf.retryRequests) || (has(self.retryRequests) && "
+             "self.retryRequests >= oldSelf.retryRequests)", "retryRequests may not decrease",
+             field_path=".retryRequests", reason="FieldValueForbidden"),
+    ])
+    return envelope("Operation", "operations", ["wsop"], [
+        column("Kind", ".spec.kind"),
+        column("Workspace", ".spec.workspace"),
+        column("State", ".status.state"),
+        column("Step", ".status.step"),
+        column("Reason", ".status.reason"),
+    ], spec, operation_status(), "Operation is a durable lifecycle operation of a Project or "
+        "Workspace, advanced step by step by the devws-controller.")
+
+
+def build_devws() -> list[dict[str, Any]]:
+    return [project_crd(), workspace_crd(), operation_crd()]

@@ -1,0 +1,68 @@
+/**
+ * The pure admission review of dev.kruntimes.io objects (seed 002's 400/409 refusals): a refusal
+ * is a DevwsError whose stable reason starts the message; the HTTP code is the seed's.
+ */
+import type { AdmissionResult } from '../../lib/fn/types.ts';
+import { DevwsError, type Operation, type Project, type Workspace } from '../../lib/devws/api.ts';
+import { assertRequestAllowed } from '../../lib/devws/lifecycle.ts';
+import { assertNoOperationInProgress, explicitRetry } from '../../lib/devws/operations.ts';
+import { resolveBaseRef, validateDefaultBranch, validateRepositoryUrl } from '../../lib/devws/validate.ts';
+
+export function denial(e: DevwsError): AdmissionResult {
+  return { allowed: false, code: e.code, reason: e.code === 409 ? 'Conflict' : 'BadRequest', message: e.message };
+}
+
+/** Runs checks; a DevwsError becomes a denial, anything else propagates (the webhook fails closed). */
+export function verdict(check: () => void): AdmissionResult {
+  try {
+    check();
+    return { allowed: true };
+  } catch (e) {
+    if (e instanceof DevwsError) return denial(e);
+    throw e;
+  }
+}
+
+export function reviewProject(p: Project): AdmissionResult {
+  return verdict(() => {
+    validateRepositoryUrl(p.spec.repository.url);
+    validateDefaultBranch(p.spec.repository.defaultBranch);
+  });
+}
+
+/** A new Workspace: an isolated one implies a create_workspace operation (one per Project at a time) and a synced baseRef. */
+export function reviewWorkspace(ws: Workspace, project: Project | undefined, ops: Operation[]): AdmissionResult {
+  return verdict(() => {
+    if (!project) throw new DevwsError('project_not_found', 400, `Project ${ws.spec.project} does not exist`);
+    if (project.status?.lifecycle === 'deleting' || project.status?.lifecycle === 'deleted') {
+      throw new DevwsError('project_deleting', 409, `Project ${ws.spec.project} is being deleted`);
+    }
+    if (ws.spec.kind === 'main') return; // created by the controller with its Project
+    resolveBaseRef(ws.spec.baseRef, project.spec.repository.defaultBranch);
+    assertNoOperationInProgress(ws.spec.project, ops);
+  });
+}
+
+/** A new lifecycle Operation: one unfinished per Project, and the request must fit the Workspace. */
+export function reviewOperation(op: Operation, ws: Workspace | undefined, ops: Operation[]): AdmissionResult {
+  return verdict(() => {
+    assertNoOperationInProgress(op.spec.project, ops, op.metadata.name);
+    if (op.spec.kind === 'delete_project' || op.spec.kind === 'create_project') return;
+    if (!ws || ws.spec.project !== op.spec.project) {
+      throw new DevwsError(
+        'workspace_not_found',
+        400,
+        `Workspace ${op.spec.workspace ?? ''} of Project ${op.spec.project} does not exist`,
+      );
+    }
+    if (op.spec.kind !== 'create_workspace') assertRequestAllowed(op.spec.kind, ws);
+  });
+}
+
+/** An explicit retry (spec.retryRequests bumped) is allowed only for a blocked or retry_wait operation. */
+export function reviewRetry(op: Operation, old: Operation): AdmissionResult {
+  if ((op.spec.retryRequests ?? 0) <= (old.spec.retryRequests ?? 0)) return { allowed: true };
+  return verdict(() => {
+    explicitRetry(old.status ?? {});
+  });
+}

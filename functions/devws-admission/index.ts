@@ -1,0 +1,90 @@
+/**
+ * Validating admission for dev.kruntimes.io (ADR 0016), fail closed: Project input rules,
+ * isolated Workspace baseRef and operation_in_progress, lifecycle Operation requests and explicit
+ * retries. Reads the Project, the Workspace and the namespace's Operations with the admission
+ * context, then applies the pure review in core.ts.
+ */
+import type { AdmissionContext, AdmissionRequest, AdmissionResult, FunctionDef } from '../../lib/fn/types.ts';
+import { resourcePath } from '../../lib/fn/types.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
+import { D, GROUP, type Operation, type Project, type Workspace } from '../../lib/devws/api.ts';
+import { userMay } from '../../lib/fn/access.ts';
+import { reviewOperation, reviewProject, reviewRetry, reviewWorkspace } from './core.ts';
+
+interface OperationList extends KubeObject {
+  items: Operation[];
+}
+
+async function operationsIn(ns: string, ctx: AdmissionContext): Promise<Operation[]> {
+  return (await ctx.get<OperationList>(resourcePath(D.operations, ns)))?.items ?? [];
+}
+
+/** Project delete is for admins only: the requester needs `delete` on the Project (SubjectAccessReview). */
+function mayDeleteProject(req: AdmissionRequest, ns: string, name: string, ctx: AdmissionContext): Promise<boolean> {
+  return userMay(ctx, req.userInfo, { namespace: ns, verb: 'delete', group: GROUP, resource: 'projects', name });
+}
+
+export async function admit(req: AdmissionRequest, ctx: AdmissionContext): Promise<AdmissionResult> {
+  if (!req.object || req.subResource) return { allowed: true };
+  const ns = req.object.metadata.namespace ?? req.namespace ?? '';
+  const kind = req.kind.kind;
+  if (kind === 'Project' && req.operation === 'CREATE') return reviewProject(req.object as Project);
+  if (kind === 'Workspace' && req.operation === 'CREATE') {
+    const ws = req.object as Workspace;
+    const project = await ctx.get<Project>(resourcePath(D.projects, ns, ws.spec.project));
+    return reviewWorkspace(ws, project, ws.spec.kind === 'isolated' ? await operationsIn(ns, ctx) : []);
+  }
+  if (kind === 'Operation' && req.operation === 'CREATE') {
+    const op = req.object as Operation;
+    if (op.spec.kind === 'delete_project' && !(await mayDeleteProject(req, ns, op.spec.project, ctx))) {
+      return {
+        allowed: false,
+        code: 403,
+        reason: 'Forbidden',
+        message: `admin_required: ${req.userInfo.username} may not delete Project ${op.spec.project} (needs delete on projects.${GROUP}, the admin role)`,
+      };
+    }
+    const ws = op.spec.workspace
+      ? await ctx.get<Workspace>(resourcePath(D.workspaces, ns, op.spec.workspace))
+      : undefined;
+    return reviewOperation(op, ws, await operationsIn(ns, ctx));
+  }
+  if (kind === 'Operation' && req.operation === 'UPDATE' && req.oldObject) {
+    return reviewRetry(req.object as Operation, req.oldObject as Operation);
+  }
+  return { allowed: true };
+}
+
+const fn: FunctionDef = {
+  name: 'devws-admission',
+  description:
+    'Refuses invalid Projects (repository URL, default branch), isolated Workspaces with an unsynced baseRef, lifecycle Operations while another is unfinished for the Project or that do not fit the Workspace, and retries of operations that are not blocked or retry_wait.',
+  trigger: {
+    type: 'admission',
+    webhook: 'validating',
+    timeoutSeconds: 5,
+    failurePolicy: 'Fail',
+    rules: [
+      {
+        apiGroups: [GROUP],
+        apiVersions: ['v1alpha1'],
+        resources: ['projects', 'workspaces'],
+        operations: ['CREATE'],
+        scope: 'Namespaced',
+      },
+      {
+        apiGroups: [GROUP],
+        apiVersions: ['v1alpha1'],
+        resources: ['operations'],
+        operations: ['CREATE', 'UPDATE'],
+        scope: 'Namespaced',
+      },
+    ],
+  },
+  rbac: [
+    { apiGroups: [GROUP], resources: ['projects', 'workspaces', 'operations'], verbs: ['get', 'list'] },
+    { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  ],
+  handler: admit,
+};
+export default fn;

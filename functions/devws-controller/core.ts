@@ -1,0 +1,169 @@
+/**
+ * devws-controller's decisions (ADR 0016): initialise Projects (main Workspace + create_project
+ * Operation) and isolated Workspaces (create_workspace Operation), then drive each Operation one
+ * step at a time: explicit retry, the one-unfinished-per-Project fence, reconciliation of effects
+ * of an older lease epoch, claim, and the step functions of steps.ts.
+ */
+import {
+  API_VERSION,
+  D,
+  type Operation,
+  type OperationStatus,
+  type Project,
+  type Workspace,
+} from '../../lib/devws/api.ts';
+import { effectsToReconcile, reconcileAbsent, recordEffect } from '../../lib/devws/effects.ts';
+import { projectAfter } from '../../lib/devws/lifecycle.ts';
+import {
+  claim,
+  explicitRetry,
+  fail,
+  initialStatus,
+  isUnfinished,
+  oldestUnfinished,
+} from '../../lib/devws/operations.ts';
+import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
+import { getSandbox } from './substrate.ts';
+import {
+  stepClone,
+  stepCleanup,
+  stepDone,
+  stepNode,
+  stepQuiesce,
+  stepSandbox,
+  stepTerminate,
+  writeOp,
+  type Ctx,
+} from './steps.ts';
+
+export function initProject(p: Project): FnOp[] {
+  if (p.status?.lifecycle) return [];
+  const ns = p.metadata.namespace ?? '';
+  const name = p.metadata.name ?? '';
+  const owner = [{ apiVersion: API_VERSION, kind: 'Project', name, uid: p.metadata.uid ?? '', controller: true }];
+  const ws: Workspace = {
+    apiVersion: API_VERSION,
+    kind: 'Workspace',
+    metadata: { name: `${name}-main`, namespace: ns, ownerReferences: owner },
+    spec: { project: name, kind: 'main', desiredState: 'running' },
+  };
+  const op: Operation = {
+    apiVersion: API_VERSION,
+    kind: 'Operation',
+    metadata: { name: `${name}-create`, namespace: ns, ownerReferences: owner },
+    spec: { project: name, workspace: `${name}-main`, kind: 'create_project' },
+  };
+  return [
+    { op: 'create', resource: D.workspaces, object: ws },
+    { op: 'create', resource: D.operations, object: op },
+    {
+      op: 'status',
+      resource: D.projects,
+      object: { ...p, status: { ...p.status, lifecycle: 'provisioning', bindingId: p.metadata.uid } },
+    },
+  ];
+}
+
+export function initWorkspace(ws: Workspace, p: Project | undefined): FnOp[] {
+  if (ws.status?.observedState || !p) return [];
+  const opName = ws.spec.kind === 'main' ? `${p.metadata.name ?? ''}-create` : `${ws.metadata.name ?? ''}-create`;
+  const init: FnOp = {
+    op: 'status',
+    resource: D.workspaces,
+    object: {
+      ...ws,
+      status: {
+        observedState: 'provisioning',
+        admissionOpen: false,
+        admissionEpoch: 0,
+        runtimeGeneration: 0,
+        operation: { name: opName },
+      },
+    },
+  };
+  if (ws.spec.kind === 'main') return [init];
+  const op: Operation = {
+    apiVersion: API_VERSION,
+    kind: 'Operation',
+    metadata: { name: opName, namespace: ws.metadata.namespace },
+    spec: { project: ws.spec.project, workspace: ws.metadata.name, kind: 'create_workspace' },
+  };
+  return [{ op: 'create', resource: D.operations, object: op }, init];
+}
+
+/** Effects of an older epoch are re-observed by ID (get without creating) before anything else. */
+function reconcileEffects(c: Ctx, s: OperationStatus): OperationStatus {
+  let out = s;
+  for (const e of effectsToReconcile(s, c.epoch)) {
+    const ns = c.op.metadata.namespace ?? '';
+    const pod = e.kind === 'sandbox_ensure' ? getSandbox(c.state, ns, e.id) : undefined;
+    out = pod
+      ? recordEffect(
+          out,
+          e.id,
+          { externalId: e.id, outcome: 'succeeded', nodeId: pod.metadata.annotations?.['dev.kruntimes.io/node-id'] },
+          c.epoch,
+        )
+      : reconcileAbsent(out, e.id, c.epoch);
+  }
+  return out;
+}
+
+function finished(c: Ctx, s: OperationStatus): FnOp[] {
+  const p = c.project;
+  const st = s.state === 'succeeded' ? 'succeeded' : 'failed';
+  const next = projectAfter(p.status ?? {}, c.op.spec.kind, st);
+  return next.lifecycle !== p.status?.lifecycle
+    ? [{ op: 'status', resource: D.projects, object: { ...p, status: next } }]
+    : [];
+}
+
+const STEP_FNS: Partial<Record<NonNullable<OperationStatus['step']>, (c: Ctx, s: OperationStatus) => FnOp[]>> = {
+  sandbox: stepSandbox,
+  node: stepNode,
+  clone: stepClone,
+  done: stepDone,
+  quiesce: stepQuiesce,
+  terminate: stepTerminate,
+  cleanup: stepCleanup,
+};
+
+export function reconcileOperation(c: Ctx): FnOp[] {
+  if (!c.op.status?.state) return [writeOp(c.op, initialStatus(c.op.spec.kind, false))];
+  const s = c.op.status;
+  if (!isUnfinished(c.op)) return finished(c, s);
+  if ((c.op.spec.retryRequests ?? 0) > (s.retriesSeen ?? 0)) {
+    const base = { ...s, retriesSeen: c.op.spec.retryRequests };
+    return [writeOp(c.op, s.state === 'blocked' || s.state === 'retry_wait' ? explicitRetry(base) : base)];
+  }
+  const oldest = oldestUnfinished(
+    c.op.spec.project,
+    c.state.list(D.operations, c.op.metadata.namespace) as Operation[],
+  );
+  if (oldest && oldest.metadata.name !== c.op.metadata.name) return [writeOp(c.op, fail(s, 'operation_in_progress'))];
+  if (effectsToReconcile(s, c.epoch).length > 0) return [writeOp(c.op, reconcileEffects(c, s))];
+  if (s.state !== 'running') {
+    const claimed = claim(s, c.now);
+    if (!claimed)
+      return s.retryAt ? [{ op: 'requeue', afterMs: Math.max(500, Date.parse(s.retryAt) - c.now.getTime()) }] : [];
+    return [writeOp(c.op, claimed)];
+  }
+  const step = STEP_FNS[s.step ?? 'done'];
+  return step ? step(c, s) : [];
+}
+
+export interface LeaseLike {
+  spec?: { leaseTransitions?: number };
+}
+
+export function leaseEpoch(lease: LeaseLike | undefined): number {
+  return lease?.spec?.leaseTransitions ?? 0;
+}
+
+export function contextFor(op: Operation, state: State, now: Date, epoch: number, gitServer?: string): Ctx | undefined {
+  const ns = op.metadata.namespace ?? '';
+  const project = state.get(D.projects, ns, op.spec.project) as Project | undefined;
+  const ws = op.spec.workspace ? (state.get(D.workspaces, ns, op.spec.workspace) as Workspace | undefined) : undefined;
+  if (!project || !ws) return undefined;
+  return { op, ws, project, state, now, epoch, gitServer };
+}

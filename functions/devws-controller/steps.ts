@@ -1,0 +1,250 @@
+/**
+ * One function per step of an operation (seed 002's step table), each deciding from the observed
+ * Operation, Workspace and substrate objects with the pure core in lib/devws, and returning the
+ * writes: the Operation's status (the durable intent) first, then the Workspace, then the
+ * substrate calls.
+ */
+import {
+  GROUP,
+  DevwsError,
+  type Operation,
+  type OperationStatus,
+  type Project,
+  type Workspace,
+  type WorkspaceStatus,
+} from '../../lib/devws/api.ts';
+import { applyCloneResult, freezeCloneInput, type CloneResult } from '../../lib/devws/clone.ts';
+import { effectId, planEffect, recordEffect } from '../../lib/devws/effects.ts';
+import { nextGeneration, nodeIsLive, registerNode } from '../../lib/devws/fencing.ts';
+import { beginQuiesce, decideQuiesce } from '../../lib/devws/idle.ts';
+import { commitReady, observedAfterSuccess, observedWhileRunning } from '../../lib/devws/lifecycle.ts';
+import { advance, block } from '../../lib/devws/operations.ts';
+import { workspaceBranch } from '../../lib/devws/validate.ts';
+import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
+import { D } from '../../lib/devws/api.ts';
+import { ensureSandbox, getData, getSandbox, sandboxReady, terminateSandbox, deleteData } from './substrate.ts';
+
+export const CLONE_REPORT = `${GROUP}/clone-report`;
+export const IDLE_REPORT = `${GROUP}/idle-report`;
+
+export interface Ctx {
+  op: Operation;
+  ws: Workspace;
+  project: Project;
+  state: State;
+  now: Date;
+  epoch: number;
+  gitServer?: string;
+}
+
+const ns = (c: Ctx): string => c.op.metadata.namespace ?? '';
+export const writeOp = (op: Operation, status: OperationStatus): FnOp => ({
+  op: 'status',
+  resource: D.operations,
+  object: { ...op, status },
+});
+export const writeWs = (ws: Workspace, status: WorkspaceStatus): FnOp => ({
+  op: 'status',
+  resource: D.workspaces,
+  object: { ...ws, status },
+});
+const requeue = (ms: number): FnOp => ({ op: 'requeue', afterMs: ms });
+const endsReady = (c: Ctx): boolean => observedAfterSuccess(c.op.spec.kind) === 'ready';
+const opRef = (c: Ctx, s: OperationStatus): WorkspaceStatus['operation'] => ({
+  name: c.op.metadata.name ?? '',
+  state: s.state,
+  step: s.step,
+});
+
+/**
+ * Writes the Operation and mirrors its state onto the Workspace. While the operation goes on, the
+ * Operation (the durable intent) is written first; when it finishes, the Workspace is written
+ * first: its status.operation is the commit point, so a finished Operation always has its
+ * Workspace outcome written, and a failed Operation write only repeats the (idempotent) step.
+ */
+function both(c: Ctx, s: OperationStatus, ws: WorkspaceStatus): FnOp[] {
+  const w = writeWs(c.ws, { ...ws, operation: opRef(c, s) });
+  const o = writeOp(c.op, s);
+  return s.state === 'succeeded' || s.state === 'failed' ? [w, o] : [o, w];
+}
+
+export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
+  const wst = c.ws.status ?? {};
+  const planned = (s.effects ?? []).find((e) => e.kind === 'sandbox_ensure');
+  if (!planned) {
+    let gen: number;
+    try {
+      gen = nextGeneration(wst);
+    } catch (e) {
+      if (e instanceof DevwsError) return [writeOp(c.op, block(s, e.reason, e.message))];
+      throw e;
+    }
+    const id = effectId(c.op.metadata.uid ?? c.op.metadata.name ?? '', 'sandbox_ensure', c.ws.metadata.name ?? '', gen);
+    const s2 = planEffect(s, { id, kind: 'sandbox_ensure', workspace: c.ws.metadata.name, generation: gen }, c.epoch);
+    const observed =
+      observedWhileRunning(c.op.spec.kind) === 'stopping' ? 'starting' : observedWhileRunning(c.op.spec.kind);
+    const ws2: WorkspaceStatus = {
+      ...wst,
+      observedState: observed,
+      runtimeGeneration: gen,
+      sandbox: { id, generation: gen },
+      node: undefined,
+    };
+    return [...both(c, s2, ws2), ...ensureSandbox(c.ws, id, `${id}-node`)];
+  }
+  const pod = getSandbox(c.state, ns(c), planned.id);
+  if (!pod) return [...ensureSandbox(c.ws, planned.id, `${planned.id}-node`), requeue(2000)];
+  const nodeId = pod.metadata.annotations?.[`${GROUP}/node-id`] ?? '';
+  const s2 = recordEffect(
+    s,
+    planned.id,
+    { externalId: pod.metadata.name ?? '', outcome: 'succeeded', nodeId },
+    c.epoch,
+  );
+  const sandbox = { ...(wst.sandbox ?? { id: planned.id, generation: planned.generation ?? 0 }), nodeId };
+  return both(c, advance(s2, endsReady(c)), { ...wst, sandbox });
+}
+
+/** Node registration and heartbeat, as the controller observes the sandbox Pod (ADR 0016: no Node agent yet). */
+export function observeNode(c: Ctx): WorkspaceStatus | undefined {
+  const wst = c.ws.status ?? {};
+  const sb = wst.sandbox;
+  if (!sb || sb.terminated) return undefined;
+  const pod = getSandbox(c.state, ns(c), sb.id);
+  if (!sandboxReady(pod)) return undefined;
+  const nodeId = pod?.metadata.annotations?.[`${GROUP}/node-id`] ?? '';
+  const report = { generation: sb.generation, sandboxId: sb.id, nodeId, incarnation: pod?.metadata.uid ?? '' };
+  return registerNode(wst, report, c.now);
+}
+
+export function stepNode(c: Ctx, s: OperationStatus): FnOp[] {
+  const ws2 = observeNode(c);
+  if (!ws2 || !nodeIsLive(ws2, c.now)) return [requeue(1000)];
+  const s2 = advance(s, endsReady(c));
+  const ref = c.project.spec.repository.defaultBranch;
+  return both(c, s2, { ...ws2, requestedRef: ref, workspaceBranch: workspaceBranch(c.ws.metadata.name ?? '', ref) });
+}
+
+function cloneReport(c: Ctx, attempt: number): CloneResult | undefined {
+  const raw = c.op.metadata.annotations?.[CLONE_REPORT];
+  if (!raw) return undefined;
+  try {
+    const r = JSON.parse(raw) as { attempt?: number; result?: string; commit?: string };
+    if (r.attempt !== attempt) return undefined;
+    if (r.result === 'succeeded' && r.commit) return { kind: 'succeeded', commit: r.commit };
+    if (r.result === 'failed') return { kind: 'failed' };
+    if (r.result === 'unknown') return { kind: 'unknown' };
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+export function stepClone(c: Ctx, s: OperationStatus): FnOp[] {
+  const wst = c.ws.status ?? {};
+  if (!s.cloneInput) {
+    const branch = workspaceBranch(c.ws.metadata.name ?? '', c.project.spec.repository.defaultBranch);
+    return [writeOp(c.op, freezeCloneInput(s, c.project, branch, c.gitServer, c.now).status)];
+  }
+  const report = cloneReport(c, s.cloneAttempts ?? 0);
+  if (!report) return [requeue(2000)];
+  try {
+    const out = applyCloneResult(s, report, c.now);
+    const ws2: WorkspaceStatus = out.workspaceUnavailable
+      ? { ...wst, observedState: 'unavailable', admissionOpen: false }
+      : { ...wst, baseCommitId: out.baseCommitId ?? wst.baseCommitId };
+    return both(c, out.status, ws2);
+  } catch (e) {
+    if (e instanceof DevwsError) return [requeue(2000)]; // base_commit_mismatch: not recorded
+    throw e;
+  }
+}
+
+export function stepDone(c: Ctx, s: OperationStatus): FnOp[] {
+  const ws2 = observeNode(c) ?? c.ws.status ?? {};
+  if (!nodeIsLive(ws2, c.now)) return [requeue(1000)];
+  const ready = commitReady(ws2, c.op, c.now);
+  // The Workspace write is the commit point; the Operation mirrors it.
+  return [writeWs(c.ws, ready), writeOp(c.op, { ...s, state: 'succeeded' })];
+}
+
+function idleReport(c: Ctx): WorkspaceStatus['idleProof'] {
+  const raw = c.ws.metadata.annotations?.[IDLE_REPORT];
+  if (!raw) return undefined;
+  try {
+    const r = JSON.parse(raw) as { epoch?: number; idle?: boolean; generation?: number };
+    // A report of another generation is stale (stale_node) and never counts.
+    if (r.generation !== (c.ws.status?.runtimeGeneration ?? 0)) return undefined;
+    return typeof r.epoch === 'number' && typeof r.idle === 'boolean' ? { epoch: r.epoch, idle: r.idle } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function stepQuiesce(c: Ctx, s: OperationStatus): FnOp[] {
+  const wst = c.ws.status ?? {};
+  if (!s.workspaceBefore) {
+    const q = beginQuiesce(wst, s, 0);
+    return q.workspace ? both(c, q.operation, q.workspace) : [writeOp(c.op, q.operation)];
+  }
+  const ws2 = { ...(observeNode(c) ?? wst), idleProof: idleReport(c) ?? wst.idleProof };
+  const d = decideQuiesce(ws2, s, c.now);
+  if (d.kind === 'wait') {
+    // Persist only a new idle report (fenced by epoch in decideQuiesce); the heartbeat is re-observed each time.
+    const changed = JSON.stringify(ws2.idleProof) !== JSON.stringify(wst.idleProof);
+    return changed ? [writeWs(c.ws, ws2), requeue(2000)] : [requeue(2000)];
+  }
+  if (d.kind === 'refused') return both(c, d.operation, d.workspace);
+  return both(c, d.operation, ws2);
+}
+
+export function stepTerminate(c: Ctx, s: OperationStatus): FnOp[] {
+  const wst = c.ws.status ?? {};
+  const sb = wst.sandbox;
+  if (!sb || sb.terminated) return finishOrAdvance(c, advance(s, endsReady(c)), wst);
+  const id = effectId(
+    c.op.metadata.uid ?? c.op.metadata.name ?? '',
+    'sandbox_terminate',
+    c.ws.metadata.name ?? '',
+    sb.generation,
+  );
+  const planned = planEffect(
+    s,
+    { id, kind: 'sandbox_terminate', workspace: c.ws.metadata.name, generation: sb.generation },
+    c.epoch,
+  );
+  if (planned !== s) return [writeOp(c.op, planned)];
+  const pod = getSandbox(c.state, ns(c), sb.id);
+  if (pod) return [terminateSandbox(ns(c), sb.id, pod.metadata.uid), requeue(2000)];
+  const s2 = recordEffect(s, id, { externalId: sb.id, outcome: 'succeeded', terminated: true }, c.epoch);
+  return finishOrAdvance(c, advance(s2, endsReady(c)), {
+    ...wst,
+    sandbox: { ...sb, terminated: true },
+    node: undefined,
+  });
+}
+
+export function stepCleanup(c: Ctx, s: OperationStatus): FnOp[] {
+  const wst = c.ws.status ?? {};
+  const id = effectId(
+    c.op.metadata.uid ?? c.op.metadata.name ?? '',
+    'workspace_data_delete',
+    c.ws.metadata.name ?? '',
+    wst.runtimeGeneration ?? 0,
+  );
+  const planned = planEffect(s, { id, kind: 'workspace_data_delete', workspace: c.ws.metadata.name }, c.epoch);
+  if (planned !== s) return [writeOp(c.op, planned)];
+  if (getData(c.state, ns(c), c.ws)) return [deleteData(c.ws), requeue(2000)];
+  const s2 = recordEffect(s, id, { externalId: id, outcome: 'succeeded', removed: true }, c.epoch);
+  return finishOrAdvance(c, advance(s2), wst);
+}
+
+/** After an advance: a finished operation leaves the Workspace in its after-success state. */
+function finishOrAdvance(c: Ctx, s: OperationStatus, ws: WorkspaceStatus): FnOp[] {
+  if (s.state !== 'succeeded') return both(c, s, ws);
+  return both(c, s, {
+    ...ws,
+    observedState: observedAfterSuccess(c.op.spec.kind) ?? ws.observedState,
+    admissionOpen: false,
+  });
+}
