@@ -25,3 +25,5 @@ python3 -c 'import yaml' 2>/dev/null || python3 -m pip install --quiet pyyaml
 source scripts/ensure-node.sh
 if [ "${CI:-}" = true ] || [ ! -d node_modules/tsx ]; then npm ci --no-audit --no-fund --loglevel=error; fi
 bash scripts/build-control-plane.sh >/dev/null
+# The dashboard bundle (ui/ → ui/dist/, esbuild, under a second).
+npx tsx scripts/build-ui.ts --if-stale

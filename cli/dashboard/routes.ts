@@ -24,8 +24,6 @@ function handle(fn: Handler): Handler {
   };
 }
 
-const q = (req: Request): Record<string, unknown> => req.query as Record<string, unknown>;
-
 export interface AccessCheck {
   namespace: string;
   verb: string;
@@ -63,7 +61,7 @@ async function access(client: KubeClient, checks: AccessCheck[]): Promise<boolea
 }
 
 function actions(client: KubeClient, r: Router): void {
-  const cancel = (plural: string) =>
+  const cancel = (plural: string): Handler =>
     handle(async (req, res) => {
       const ns = checkName('namespace', req.params.ns);
       const name = checkName(plural, req.params.name);
@@ -118,14 +116,14 @@ export function apiRoutes(client: KubeClient, namespace: string): Router {
   r.get(
     '/get',
     handle(async (req, res) => {
-      const { path, query } = allowedRead(req.query.path, q(req));
+      const { path, query } = allowedRead(req.query.path, req.query);
       res.json(await client.request('GET', path, { query }));
     }),
   );
   r.get(
     '/watch',
     handle((req, res) => {
-      const { path, query } = allowedRead(req.query.path, q(req));
+      const { path, query } = allowedRead(req.query.path, req.query);
       watchToStream(client, path, query, req, res);
     }),
   );

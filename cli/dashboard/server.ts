@@ -59,7 +59,7 @@ function guard(state: { host: string; origin: string; session: string; login: st
       return;
     }
     if (req.path === '/login') {
-      if (!sameSecret(String(req.query.token ?? ''), state.login)) {
+      if (!sameSecret(typeof req.query.token === 'string' ? req.query.token : '', state.login)) {
         res.status(401).type('text/plain').send('invalid login token: open the address krt dashboard printed');
         return;
       }
