@@ -7,6 +7,7 @@ export interface Meta {
   uid?: string;
   creationTimestamp?: string;
   labels?: Record<string, string>;
+  annotations?: Record<string, string>;
 }
 export interface Condition {
   type: string;

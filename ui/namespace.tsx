@@ -68,6 +68,57 @@ function heartbeat(pod: Obj): { ok: boolean; at: string } {
   return { ok: c?.status === 'True', at: probe ?? c?.lastTransitionTime ?? '' };
 }
 
+function PodRow({ pod, used, cap }: { pod: Obj; used: number; cap: number }) {
+  const hb = heartbeat(pod);
+  const c = Number(pod.metadata.annotations?.['kruntimes.io/capacity.runs'] ?? cap);
+  return (
+    <tr>
+      <td>{pod.metadata.name}</td>
+      <td>{str(pod.status?.phase)}</td>
+      <td>
+        <span class="slots">
+          {Array.from({ length: c }, (_, i) => (
+            <span key={i} class={i < used ? 'slot used' : 'slot'} />
+          ))}
+        </span>{' '}
+        {used}/{c}
+      </td>
+      <td class={hb.ok ? 'ok' : 'bad'}>{hb.ok ? `ready, ${ago(hb.at)} ago` : 'not ready'}</td>
+    </tr>
+  );
+}
+
+function RuntimeCard({ rt, pods, used }: { rt: Obj; pods: Obj[]; used: Map<string, number> }) {
+  const name = rt.metadata.name;
+  const cap = Number(
+    (rt.spec?.capacity as { resources?: { runs?: number | string } } | undefined)?.resources?.runs ?? 2,
+  );
+  return (
+    <div class="card" data-runtime={name}>
+      <h3>
+        {name} <span class="muted">{str(rt.status?.readyReplicas ?? 0)} ready</span>
+      </h3>
+      <table>
+        <thead>
+          <tr>
+            <th>Pod</th>
+            <th>Phase</th>
+            <th>Slots used</th>
+            <th>Heartbeat</th>
+          </tr>
+        </thead>
+        <tbody>
+          {pods
+            .filter((p) => p.metadata.labels?.['kruntimes.io/runtime'] === name)
+            .map((p) => (
+              <PodRow key={p.metadata.name} pod={p} used={used.get(p.metadata.name) ?? 0} cap={cap} />
+            ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 function Runtimes({ ns, runs }: { ns: string; runs: Obj[] }) {
   const rts = useWatch(`${KRT}/namespaces/${ns}/runtimes`);
   const pods = useWatch(`/api/v1/namespaces/${ns}/pods`, { labelSelector: 'kruntimes.io/runtime' });
@@ -79,52 +130,10 @@ function Runtimes({ ns, runs }: { ns: string; runs: Obj[] }) {
   return (
     <div class="cards">
       <Loading synced={rts.synced} />
-      {rts.items.map((rt) => {
-        const name = rt.metadata.name;
-        const cap = Number(
-          (rt.spec?.capacity as { resources?: { runs?: number | string } } | undefined)?.resources?.runs ?? 2,
-        );
-        const mine = pods.items.filter((p) => p.metadata.labels?.['kruntimes.io/runtime'] === name);
-        return (
-          <div class="card" key={name}>
-            <h3>
-              {name} <span class="muted">{str(rt.status?.readyReplicas ?? 0)} ready</span>
-            </h3>
-            {pods.error && <Refused error={pods.error} what="list Runtime Pods" />}
-            <table>
-              <thead>
-                <tr>
-                  <th>Pod</th>
-                  <th>Phase</th>
-                  <th>Slots used</th>
-                  <th>Heartbeat</th>
-                </tr>
-              </thead>
-              <tbody>
-                {mine.map((p) => {
-                  const hb = heartbeat(p);
-                  const u = used.get(p.metadata.name) ?? 0;
-                  return (
-                    <tr key={p.metadata.name}>
-                      <td>{p.metadata.name}</td>
-                      <td>{str(p.status?.phase)}</td>
-                      <td>
-                        <span class="slots">
-                          {Array.from({ length: cap }, (_, i) => (
-                            <span class={i < u ? 'slot used' : 'slot'} />
-                          ))}
-                        </span>{' '}
-                        {u}/{cap}
-                      </td>
-                      <td class={hb.ok ? 'ok' : 'bad'}>{hb.ok ? `ready, ${ago(hb.at)} ago` : 'not ready'}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-        );
-      })}
+      {pods.error && <Refused error={pods.error} what="list Runtime Pods" />}
+      {rts.items.map((rt) => (
+        <RuntimeCard key={rt.metadata.name} rt={rt} pods={pods.items} used={used} />
+      ))}
     </div>
   );
 }
