@@ -95,6 +95,7 @@ export async function startDashboard(
     login: randomBytes(24).toString('base64url'),
   };
   app.use(guard(state));
+  app.get('/favicon.ico', (_req, res) => void res.status(204).end());
   app.use('/api', apiRoutes(client, opts.namespace ?? 'default'));
   app.use(express.static(UI_DIST, { index: 'index.html', maxAge: 0 }));
   const server = app.listen(opts.port ?? 0, '127.0.0.1');
