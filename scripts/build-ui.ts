@@ -37,4 +37,9 @@ export async function buildUi(opts: { ifStale?: boolean } = {}): Promise<void> {
   copyFileSync(join(UI, 'app.css'), join(OUT, 'app.css'));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await buildUi({ ifStale: process.argv.includes('--if-stale') });
+// No top-level await: the e2e spec imports this module, and mocha may load it through require().
+if (import.meta.url === `file://${process.argv[1]}`)
+  buildUi({ ifStale: process.argv.includes('--if-stale') }).catch((err: unknown) => {
+    process.stderr.write(`build-ui: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
