@@ -11,7 +11,9 @@
  *   without the CSRF header, and sends the strict CSP.
  */
 import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
 import http from 'node:http';
+import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { clientFromKubeconfig } from '../lib/kube/config.ts';
 import { startDashboard, type Dashboard } from '../cli/dashboard/server.ts';
@@ -21,6 +23,8 @@ import { grant, saKubeconfig } from './krt.ts';
 import { bashRuntime, createRun, createRuntime, finished, GROUP, phase, runtimePods } from './runs-helpers.ts';
 
 const CHROMIUM = process.env.KRT_CHROMIUM ?? '/usr/bin/chromium';
+/** KRT_DASHBOARD_SCREENSHOTS=<dir>: also save the pages this spec visits (docs/screenshots is made so). */
+const SHOTS = process.env.KRT_DASHBOARD_SCREENSHOTS;
 const LOGS = (ns: string, run: string): string => `/apis/logs.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/log`;
 const read = (verbs = ['get', 'list', 'watch']): { apiGroups: string[]; verbs: string[] } => ({
   apiGroups: ['kruntimes.io'],
@@ -38,14 +42,35 @@ function statusWithHost(origin: string, path: string, cookie: string, host: stri
   });
 }
 
+/** Waits for `selector`; on a timeout the error carries what the page showed. */
+async function waitShown(page: Page, selector: string, timeout = 60_000): Promise<void> {
+  try {
+    await page.waitForSelector(selector, { timeout });
+  } catch (err) {
+    const shown = await page
+      .locator('main')
+      .innerText()
+      .catch(() => '(no main)');
+    throw new Error(`${err instanceof Error ? err.message.split('\n')[0] : String(err)}; the page showed:\n${shown}`);
+  }
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  if (!SHOTS) return;
+  await mkdir(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
 describe('dashboard in a real browser', function () {
   let ns: string;
   let browser: Browser;
   let full: Dashboard;
   let limited: Dashboard;
 
+  const contexts: { close: () => Promise<void> }[] = [];
   async function open(d: Dashboard, hash: string): Promise<Page> {
-    const ctx = await browser.newContext();
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    contexts.push(ctx);
     const page = await ctx.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -79,6 +104,9 @@ describe('dashboard in a real browser', function () {
     await runtimePods(ns, 'bash', 1);
     await apiServiceAvailable('logs.kruntimes.io');
   });
+  afterEach(async () => {
+    for (const c of contexts.splice(0)) await c.close();
+  });
   after(async () => {
     await browser?.close();
     await full?.close();
@@ -94,7 +122,17 @@ describe('dashboard in a real browser', function () {
       spec: {
         jobs: {
           build: { 'runs-on': 'bash', steps: [{ name: 'compile', run: 'echo built' }] },
-          test: { 'runs-on': 'bash', needs: ['build'], steps: [{ name: 'unit', run: 'sleep 3; echo tested' }] },
+          test: {
+            'runs-on': 'bash',
+            needs: ['build'],
+            outputs: { coverage: '${{ steps.report.outputs.coverage }}' },
+            steps: [
+              { name: 'unit', run: 'sleep 3; echo tested' },
+              { name: 'report', id: 'report', run: 'echo "coverage=87" >> "$KRUNTIME_OUTPUTS"' },
+            ],
+          },
+          lint: { 'runs-on': 'bash', needs: ['build'], steps: [{ name: 'eslint', run: 'echo clean' }] },
+          package: { 'runs-on': 'bash', needs: ['test', 'lint'], steps: [{ name: 'tar', run: 'echo packaged' }] },
         },
       },
     });
@@ -102,11 +140,12 @@ describe('dashboard in a real browser', function () {
     await page.getByRole('button', { name: 'Trigger' }).click();
     await page.waitForURL(/#\/ns\/.*\/workflowruns\//);
     await page.evaluate(() => ((globalThis as unknown as { marker: number }).marker = 42));
-    await page.waitForSelector('[data-job="build"][data-phase="Succeeded"]', { timeout: 60_000 });
+    await waitShown(page, '[data-job="build"][data-phase="Succeeded"]', 60_000);
     // build is green while test (3 s of sleep after build) is not yet: the colours follow the run.
     assert.notEqual(await page.getAttribute('[data-job="test"]', 'data-phase'), 'Succeeded');
-    await page.waitForSelector('[data-job="test"][data-phase="Succeeded"]', { timeout: 60_000 });
-    await page.waitForSelector('.facts [data-phase="Succeeded"]', { timeout: 30_000 });
+    await shot(page, 'workflowrun-running');
+    await waitShown(page, '[data-job="package"][data-phase="Succeeded"]', 60_000);
+    await waitShown(page, '.facts [data-phase="Succeeded"]', 30_000);
     assert.equal(
       await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker),
       42,
@@ -114,6 +153,8 @@ describe('dashboard in a real browser', function () {
     );
     assert.equal((await page.locator('svg.gantt .bar').count()) >= 4, true, 'a Gantt bar per job and step');
     assert.deepEqual((page as Page & { errors?: string[] }).errors, []);
+    await page.locator('[data-job="test"]').click();
+    await shot(page, 'workflowrun');
   });
 
   it("shows a Run's log lines written after the page opened, each once and in order", async () => {
@@ -124,23 +165,24 @@ describe('dashboard in a real browser', function () {
     );
     await phase(ns, 'ticker', 'Running');
     const page = await open(full, `#/ns/${ns}/runs/ticker`);
-    await page.waitForSelector('pre.log div');
+    await waitShown(page, 'pre.log div');
     const atOpen = await admin().request<{ items: { message: string }[] }>('GET', LOGS(ns, 'ticker'));
     assert.ok(!atOpen.items.some((i) => i.message === 'tick 20'), 'tick 20 was not written when the page opened');
-    await page.waitForSelector('.log-state[data-state="ended"]', { timeout: 60_000 });
+    await waitShown(page, '.log-state[data-state="ended"]', 60_000);
     const shown = await page.locator('pre.log div').allTextContents();
     assert.deepEqual(
       shown,
       Array.from({ length: 20 }, (_, i) => `tick ${i + 1}`),
     );
-    await page.waitForSelector('.facts [data-phase="Succeeded"]', { timeout: 30_000 });
+    await waitShown(page, '.facts [data-phase="Succeeded"]', 30_000);
+    await shot(page, 'run');
   });
 
   it('cancels a Run for a user with patch on Runs; hides and refuses it for one without', async () => {
     await createRun(ns, { runtime: 'bash', source: { inline: 'echo started; sleep 300' } }, { name: 'long' });
     await phase(ns, 'long', 'Running');
     const reader = await open(limited, `#/ns/${ns}/runs/long`);
-    await reader.waitForSelector('.no-cancel');
+    await waitShown(reader, '.no-cancel');
     assert.equal(await reader.getByRole('button', { name: 'Cancel Run' }).count(), 0);
     const refused = await reader.evaluate(async (n) => {
       const r = await fetch(`/api/runs/${n}/long/cancel`, { method: 'POST', headers: { 'X-Krt-Csrf': '1' } });
@@ -150,8 +192,14 @@ describe('dashboard in a real browser', function () {
     assert.equal(refused.body.reason, 'Forbidden');
     const op = await open(full, `#/ns/${ns}/runs/long`);
     await op.getByRole('button', { name: 'Cancel Run' }).click();
-    await op.waitForSelector('.facts [data-phase="Cancelled"]', { timeout: 60_000 });
+    await waitShown(op, '.facts [data-phase="Cancelled"]');
     assert.equal((await finished(ns, 'long')).status?.phase, 'Cancelled');
+    await op.goto(`${full.origin}/#/ns/${ns}/runs`);
+    await waitShown(op, 'tr[data-run="long"]');
+    await shot(op, 'runs');
+    await op.goto(`${full.origin}/#/ns/${ns}/runtimes`);
+    await waitShown(op, '.slots');
+    await shot(op, 'runtimes');
   });
 
   it('a user without runs/log sees a clear refusal, not an empty pane', async () => {
@@ -163,6 +211,7 @@ describe('dashboard in a real browser', function () {
     assert.match(text ?? '', /Forbidden \(HTTP 403\)/);
     assert.match(text ?? '', /runs\/log/);
     assert.equal(await page.locator('pre.log').count(), 0);
+    await shot(page, 'refused-logs');
   });
 
   it('refuses requests without the session cookie, with a foreign Host or without the CSRF header', async () => {
