@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { registerLocal } from './local/commands.ts';
 import { registerRuns } from './runs/commands.ts';
 import { registerWorkflows } from './wf/commands.ts';
+import { registerDashboard } from './dashboard/commands.ts';
 import { UsageError } from './kube.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { VERSION } from '../lib/version.ts';
@@ -22,6 +23,7 @@ program
 registerLocal(program);
 registerRuns(program);
 registerWorkflows(program);
+registerDashboard(program);
 
 /** Exit codes: 0 ok, 1 error (the API server's Status message is shown), 2 usage, 3 a waited-for Run did not succeed. */
 program.parseAsync(process.argv).catch((err: unknown) => {

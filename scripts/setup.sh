@@ -10,6 +10,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing system packages for: ${missing[*]}" >&2
   apt-get update -qq && apt-get install -y -qq openssl util-linux git python3 >/dev/null
 fi
+# Chromium (Debian's package, never a browser download) for the dashboard's browser tests.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "setup: installing chromium (dashboard browser tests)" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 # Go (>= 1.24) builds the pinned control plane; it comes with machines of this kind.
 if ! go version 2>/dev/null | grep -qE 'go1\.(2[4-9]|[3-9][0-9])'; then
   echo "setup: Go 1.24 or newer is required to build the control plane (found: $(go version 2>/dev/null || echo none))" >&2
@@ -20,3 +25,5 @@ python3 -c 'import yaml' 2>/dev/null || python3 -m pip install --quiet pyyaml
 source scripts/ensure-node.sh
 if [ "${CI:-}" = true ] || [ ! -d node_modules/tsx ]; then npm ci --no-audit --no-fund --loglevel=error; fi
 bash scripts/build-control-plane.sh >/dev/null
+# The dashboard bundle (ui/ → ui/dist/, esbuild, under a second).
+npx tsx scripts/build-ui.ts --if-stale

@@ -9,7 +9,7 @@ bash scripts/setup.sh
 source scripts/ensure-node.sh
 echo "node $(node --version), npm $(npm --version)"
 
-echo "== type-check"; npx tsc --noEmit -p .
+echo "== type-check"; npx tsc --noEmit -p . && npx tsc --noEmit -p ui
 echo "== format"; npx prettier --check --log-level=warn .
 echo "== lint"; npx eslint .
 echo "== control plane"; KRT_BIN_DIR=$(bash scripts/build-control-plane.sh | tail -n 1); export KRT_BIN_DIR

@@ -1,0 +1,240 @@
+/**
+ * The web dashboard in a real headless Chromium (Debian's package via playwright-core, no
+ * browser download) against the real cluster, each dashboard acting as a ServiceAccount's
+ * kubeconfig identity (issue 16):
+ * - a WorkflowRun triggered from the page: its DAG turns green job by job, live, no reload;
+ * - a Run's live log shows lines written after the page opened, each once, in order;
+ * - a user without runs/log sees a clear refusal, not an empty pane;
+ * - cancel works for a user with patch on Runs, and is hidden (and refused by the API server)
+ *   for one without it;
+ * - the server refuses requests without its session cookie, with a foreign Host, or actions
+ *   without the CSRF header, and sends the strict CSP.
+ */
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import http from 'node:http';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { clientFromKubeconfig } from '../lib/kube/config.ts';
+import { startDashboard, type Dashboard } from '../cli/dashboard/server.ts';
+import { buildUi } from '../scripts/build-ui.ts';
+import { admin, apiServiceAvailable, deleteNamespace, newNamespace } from './helpers.ts';
+import { grant, saKubeconfig } from './krt.ts';
+import { bashRuntime, createRun, createRuntime, finished, GROUP, phase, runtimePods } from './runs-helpers.ts';
+
+const CHROMIUM = process.env.KRT_CHROMIUM ?? '/usr/bin/chromium';
+/** KRT_DASHBOARD_SCREENSHOTS=<dir>: also save the pages this spec visits (docs/screenshots is made so). */
+const SHOTS = process.env.KRT_DASHBOARD_SCREENSHOTS;
+const LOGS = (ns: string, run: string): string => `/apis/logs.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/log`;
+const read = (verbs = ['get', 'list', 'watch']): { apiGroups: string[]; verbs: string[] } => ({
+  apiGroups: ['kruntimes.io'],
+  verbs,
+});
+
+/** A GET with a chosen Host header (fetch would set its own). */
+function statusWithHost(origin: string, path: string, cookie: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${origin}${path}`, { headers: { cookie, host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+  });
+}
+
+/** Waits for `selector`; on a timeout the error carries what the page showed. */
+async function waitShown(page: Page, selector: string, timeout = 60_000): Promise<void> {
+  try {
+    await page.waitForSelector(selector, { timeout });
+  } catch (err) {
+    const shown = await page
+      .locator('main')
+      .innerText()
+      .catch(() => '(no main)');
+    throw new Error(`${err instanceof Error ? err.message.split('\n')[0] : String(err)}; the page showed:\n${shown}`);
+  }
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  if (!SHOTS) return;
+  await mkdir(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+describe('dashboard in a real browser', function () {
+  let ns: string;
+  let browser: Browser;
+  let full: Dashboard;
+  let limited: Dashboard;
+
+  const contexts: { close: () => Promise<void> }[] = [];
+  async function open(d: Dashboard, hash: string): Promise<Page> {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    contexts.push(ctx);
+    const page = await ctx.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    await page.goto(d.loginUrl);
+    await page.goto(`${d.origin}/${hash}`);
+    (page as Page & { errors?: string[] }).errors = errors;
+    return page;
+  }
+
+  before(async () => {
+    await buildUi();
+    ns = await newNamespace('dash');
+    await createRuntime(ns, 'bash', bashRuntime({ replicas: 1, capacity: { resources: { runs: '4' } } }));
+    const events = { apiGroups: [''], resources: ['events', 'pods'], verbs: ['list', 'watch'] };
+    await grant(
+      ns,
+      'operator',
+      'operator',
+      { ...read(['get', 'list', 'watch', 'patch', 'update']), resources: ['runs', 'workflowruns'] },
+      { ...read(['create']), resources: ['workflowruns'] },
+      { ...read(), resources: ['workflows', 'runtimes', 'persistentworkspaces'] },
+      { apiGroups: ['logs.kruntimes.io'], resources: ['runs/log'], verbs: ['get'] },
+      { apiGroups: ['artifacts.kruntimes.io'], resources: ['runs/artifacts'], verbs: ['get'] },
+      events,
+    );
+    await grant(ns, 'reader', 'reader', { ...read(), resources: ['runs'] }, events);
+    full = await startDashboard(clientFromKubeconfig(await saKubeconfig(ns, 'operator')), { namespace: ns });
+    limited = await startDashboard(clientFromKubeconfig(await saKubeconfig(ns, 'reader')), { namespace: ns });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    await runtimePods(ns, 'bash', 1);
+    await apiServiceAvailable('logs.kruntimes.io');
+  });
+  afterEach(async () => {
+    for (const c of contexts.splice(0)) await c.close();
+  });
+  after(async () => {
+    await browser?.close();
+    await full?.close();
+    await limited?.close();
+    if (ns) await deleteNamespace(ns);
+  });
+
+  it('triggers a WorkflowRun whose DAG turns green job by job, live', async () => {
+    await admin().create(`${GROUP}/namespaces/${ns}/workflows`, {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Workflow',
+      metadata: { name: 'pipeline' },
+      spec: {
+        jobs: {
+          build: { 'runs-on': 'bash', steps: [{ name: 'compile', run: 'echo built' }] },
+          test: {
+            'runs-on': 'bash',
+            needs: ['build'],
+            outputs: { coverage: '${{ steps.report.outputs.coverage }}' },
+            steps: [
+              { name: 'unit', run: 'sleep 3; echo tested' },
+              { name: 'report', id: 'report', run: 'echo "coverage=87" >> "$KRUNTIME_OUTPUTS"' },
+            ],
+          },
+          lint: { 'runs-on': 'bash', needs: ['build'], steps: [{ name: 'eslint', run: 'echo clean' }] },
+          package: { 'runs-on': 'bash', needs: ['test', 'lint'], steps: [{ name: 'tar', run: 'echo packaged' }] },
+        },
+      },
+    });
+    const page = await open(full, `#/ns/${ns}/workflows`);
+    await page.getByRole('button', { name: 'Trigger' }).click();
+    await page.waitForURL(/#\/ns\/.*\/workflowruns\//);
+    await page.evaluate(() => ((globalThis as unknown as { marker: number }).marker = 42));
+    await waitShown(page, '[data-job="build"][data-phase="Succeeded"]', 60_000);
+    // build is green while test (3 s of sleep after build) is not yet: the colours follow the run.
+    assert.notEqual(await page.getAttribute('[data-job="test"]', 'data-phase'), 'Succeeded');
+    await shot(page, 'workflowrun-running');
+    await waitShown(page, '[data-job="package"][data-phase="Succeeded"]', 60_000);
+    await waitShown(page, '.facts [data-phase="Succeeded"]', 30_000);
+    assert.equal(
+      await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker),
+      42,
+      'no page reload',
+    );
+    assert.equal((await page.locator('svg.gantt .bar').count()) >= 4, true, 'a Gantt bar per job and step');
+    assert.deepEqual((page as Page & { errors?: string[] }).errors, []);
+    await page.locator('[data-job="test"]').click();
+    await shot(page, 'workflowrun');
+  });
+
+  it("shows a Run's log lines written after the page opened, each once and in order", async () => {
+    await createRun(
+      ns,
+      { runtime: 'bash', source: { inline: 'for i in $(seq 1 20); do echo "tick $i"; sleep 0.4; done' } },
+      { name: 'ticker' },
+    );
+    await phase(ns, 'ticker', 'Running');
+    const page = await open(full, `#/ns/${ns}/runs/ticker`);
+    await waitShown(page, 'pre.log div');
+    const atOpen = await admin().request<{ items: { message: string }[] }>('GET', LOGS(ns, 'ticker'));
+    assert.ok(!atOpen.items.some((i) => i.message === 'tick 20'), 'tick 20 was not written when the page opened');
+    await waitShown(page, '.log-state[data-state="ended"]', 60_000);
+    const shown = await page.locator('pre.log div').allTextContents();
+    assert.deepEqual(
+      shown,
+      Array.from({ length: 20 }, (_, i) => `tick ${i + 1}`),
+    );
+    await waitShown(page, '.facts [data-phase="Succeeded"]', 30_000);
+    await shot(page, 'run');
+  });
+
+  it('cancels a Run for a user with patch on Runs; hides and refuses it for one without', async () => {
+    await createRun(ns, { runtime: 'bash', source: { inline: 'echo started; sleep 300' } }, { name: 'long' });
+    await phase(ns, 'long', 'Running');
+    const reader = await open(limited, `#/ns/${ns}/runs/long`);
+    await waitShown(reader, '.no-cancel');
+    assert.equal(await reader.getByRole('button', { name: 'Cancel Run' }).count(), 0);
+    const refused = await reader.evaluate(async (n) => {
+      const r = await fetch(`/api/runs/${n}/long/cancel`, { method: 'POST', headers: { 'X-Krt-Csrf': '1' } });
+      return { status: r.status, body: (await r.json()) as { reason: string } };
+    }, ns);
+    assert.equal(refused.status, 403, 'the API server still decides');
+    assert.equal(refused.body.reason, 'Forbidden');
+    const op = await open(full, `#/ns/${ns}/runs/long`);
+    await op.getByRole('button', { name: 'Cancel Run' }).click();
+    await waitShown(op, '.facts [data-phase="Cancelled"]');
+    assert.equal((await finished(ns, 'long')).status?.phase, 'Cancelled');
+    await op.goto(`${full.origin}/#/ns/${ns}/runs`);
+    await waitShown(op, 'tr[data-run="long"]');
+    await shot(op, 'runs');
+    await op.goto(`${full.origin}/#/ns/${ns}/runtimes`);
+    await waitShown(op, '.slots');
+    await shot(op, 'runtimes');
+  });
+
+  it('a user without runs/log sees a clear refusal, not an empty pane', async () => {
+    const page = await open(limited, `#/ns/${ns}/runs/ticker`);
+    const alert = page.locator('.refused', { hasText: "read this Run's logs" });
+    await alert.waitFor();
+    const text = await alert.textContent();
+    assert.match(text ?? '', /not allowed to read this Run's logs/);
+    assert.match(text ?? '', /Forbidden \(HTTP 403\)/);
+    assert.match(text ?? '', /runs\/log/);
+    assert.equal(await page.locator('pre.log').count(), 0);
+    await shot(page, 'refused-logs');
+  });
+
+  it('refuses requests without the session cookie, with a foreign Host or without the CSRF header', async () => {
+    const noCookie = await fetch(`${full.origin}/api/config`);
+    assert.equal(noCookie.status, 401);
+    const badToken = await fetch(`${full.origin}/login?token=nope`, { redirect: 'manual' });
+    assert.equal(badToken.status, 401);
+    assert.equal(badToken.headers.get('set-cookie'), null);
+    const login = await fetch(full.loginUrl, { redirect: 'manual' });
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    assert.match(login.headers.get('set-cookie') ?? '', /HttpOnly; SameSite=Strict/);
+    const ok = await fetch(`${full.origin}/api/config`, { headers: { cookie } });
+    assert.equal(ok.status, 200);
+    assert.match(ok.headers.get('content-security-policy') ?? '', /script-src 'self'/);
+    const html = await (await fetch(`${full.origin}/`, { headers: { cookie } })).text();
+    assert.doesNotMatch(html, /<script>(?!<\/script>)|<script [^>]*>[^<]+<\/script>/, 'no inline script');
+    assert.equal(await statusWithHost(full.origin, '/api/config', cookie, 'evil.example:80'), 421, 'DNS rebinding');
+    const csrf = await fetch(`${full.origin}/api/runs/${ns}/ticker/cancel`, {
+      method: 'POST',
+      headers: { cookie, origin: full.origin },
+    });
+    assert.equal(csrf.status, 403);
+    const secret = await fetch(`${full.origin}/api/get?path=/api/v1/namespaces/${ns}/secrets`, { headers: { cookie } });
+    assert.equal(secret.status, 400, 'not an open proxy');
+  });
+});
