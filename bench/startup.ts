@@ -16,6 +16,7 @@ import { BUNDLE_DIR } from '../localenv/bundle.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { cpuTicks, cpuTotalMs } from './cpu.ts';
+import { benchRuntime } from './runtime.ts';
 import { ratio, summary } from './stats.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? '3');
@@ -78,21 +79,6 @@ async function runtimeServerCase(): Promise<void> {
 
 type Pod = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
 
-function runtime(name: string): object {
-  return {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'Runtime',
-    metadata: { name },
-    spec: {
-      replicas: 2,
-      capacity: { resources: { runs: '4' } },
-      template: {
-        spec: { containers: [{ name: 'runtime', image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3' }] },
-      },
-    },
-  };
-}
-
 async function podsReady(env: Env, name: string): Promise<void> {
   for (;;) {
     const pods = await env.admin.list<Pod>(`/api/v1/namespaces/${NS}/pods`, { labelSelector: `runtime=${name}` });
@@ -120,7 +106,7 @@ async function runtimeOnce(env: Env, root: string, name: string): Promise<{ ms: 
   const mine = (cmd: string): boolean => cmd.includes(root);
   const before = cpuTicks(mine);
   const t0 = performance.now();
-  await env.admin.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, runtime(name));
+  await env.admin.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, benchRuntime(name, 2, 4));
   await podsReady(env, name);
   const ms = performance.now() - t0;
   const after = cpuTicks(mine);
