@@ -228,8 +228,11 @@ export class PodWorker {
     const nonRoot = verifyRunAsNonRoot(this.pod, c, image.config.user);
     const user = containerIdentity(this.pod, c, image.config.user);
     if (nonRoot || typeof user === 'string') {
-      const reason = nonRoot ? 'CreateContainerConfigError' : 'CreateContainerError';
-      s.view.state = { waiting: { reason, message: nonRoot ?? String(user) } };
+      s.view.state = {
+        waiting: nonRoot
+          ? { reason: 'CreateContainerConfigError', message: nonRoot }
+          : { reason: 'CreateContainerError', message: user as string },
+      };
       this.markDirty();
       return false;
     }

@@ -75,7 +75,7 @@ describe('node agent container identity (runAsUser/runAsGroup, fsGroup, image US
   });
 
   it('refuses a non-numeric image user it cannot resolve, unless runAsUser is set', () => {
-    assert.match(String(containerIdentity(pod(), c(), 'app')), /not numeric/);
+    assert.match(containerIdentity(pod(), c(), 'app') as string, /not numeric/);
     assert.equal(typeof containerIdentity(pod({ runAsUser: 3 }), c(), 'app'), 'object');
   });
 

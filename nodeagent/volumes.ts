@@ -126,10 +126,9 @@ function writeItems(
   ctx: VolumeContext,
   dir: string,
   data: Record<string, string>,
-  items: KeyToPath[] | undefined,
-  mode: number,
-  what: string,
+  src: { items: KeyToPath[] | undefined; mode: number; what: string },
 ): void {
+  const { items, mode, what } = src;
   const entries: KeyToPath[] = items ?? Object.keys(data).map((key) => ({ key, path: key }));
   for (const it of entries) {
     if (!(it.key in data)) throw new VolumeError('CreateContainerConfigError', `${what}: key "${it.key}" not found`);
@@ -193,10 +192,11 @@ async function writeProjected(
       refreshAt = Math.min(refreshAt ?? Infinity, t.refreshAt);
     } else if (s.configMap) {
       const data = await keyedSource(ctx, 'configMap', s.configMap.name, s.configMap.optional);
-      if (data) writeItems(ctx, dir, data, s.configMap.items, mode, `configmap ${s.configMap.name}`);
+      if (data)
+        writeItems(ctx, dir, data, { items: s.configMap.items, mode: mode, what: `configmap ${s.configMap.name}` });
     } else if (s.secret) {
       const data = await keyedSource(ctx, 'secret', s.secret.name, s.secret.optional);
-      if (data) writeItems(ctx, dir, data, s.secret.items, mode, `secret ${s.secret.name}`);
+      if (data) writeItems(ctx, dir, data, { items: s.secret.items, mode: mode, what: `secret ${s.secret.name}` });
     } else if (s.downwardAPI) {
       writeDownward(ctx, dir, s.downwardAPI.items);
     }
@@ -278,13 +278,21 @@ async function prepareDataVolume(ctx: VolumeContext, v: Volume, base: PreparedVo
   if (v.configMap) {
     const data = await keyedSource(ctx, 'configMap', v.configMap.name, v.configMap.optional);
     if (data)
-      writeItems(ctx, dir, data, v.configMap.items, v.configMap.defaultMode ?? 0o644, `configmap ${v.configMap.name}`);
+      writeItems(ctx, dir, data, {
+        items: v.configMap.items,
+        mode: v.configMap.defaultMode ?? 0o644,
+        what: `configmap ${v.configMap.name}`,
+      });
     return { ...base, readOnly: true };
   }
   if (v.secret) {
     const data = await keyedSource(ctx, 'secret', v.secret.secretName, v.secret.optional);
     if (data)
-      writeItems(ctx, dir, data, v.secret.items, v.secret.defaultMode ?? 0o644, `secret ${v.secret.secretName}`);
+      writeItems(ctx, dir, data, {
+        items: v.secret.items,
+        mode: v.secret.defaultMode ?? 0o644,
+        what: `secret ${v.secret.secretName}`,
+      });
     return { ...base, readOnly: true };
   }
   if (v.downwardAPI) {

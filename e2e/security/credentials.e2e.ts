@@ -75,6 +75,22 @@ hostkeys=0; ls "$HOSTROOT/pki" >/dev/null 2>&1 && hostkeys=1
 printf 'uid=%s\\ntoken=%s\\nenviron=%s\\ncwd=%s\\nhostkeys=%s\\n' "$(id -u)" $token $env $cwd $hostkeys >> "$KRUNTIME_OUTPUTS"
 `;
 
+/**
+ * A Run's script: replace the Runtime Server's socket with its own listener (putting the original
+ * back, so the Pod keeps working when the attack succeeds), at the old and the current path.
+ */
+const REPLACE_SOCKET = `
+n=0; visible=0
+for p in /workspace/.kruntimes/runtime.sock /run/kruntimes/runtime.sock; do
+  [ -S "$p" ] || continue
+  visible=$((visible+1))
+  if python3 -c 'import os, socket, sys; p = sys.argv[1]; os.rename(p, p + ".orig"); socket.socket(socket.AF_UNIX).bind(p)' "$p" 2>/dev/null; then
+    n=$((n+1)); mv -f "$p.orig" "$p"
+  fi
+done
+printf 'visible=%s\\nreplaced=%s\\n' $visible $n >> "$KRUNTIME_OUTPUTS"
+`;
+
 /** Opens runtimed's session port with a bearer token: 401 refused, 409 accepted (no such session), -1 no connection. */
 function sessionPort(pod: Pod, port: number, token: string): Promise<number> {
   return new Promise((resolve) => {
@@ -295,5 +311,14 @@ describe('Security: a Run holds no platform credential (issue 11: 1, 3, 10, 12)'
       createRun(ns, { runtime: 'bash', source: { inline: 'true' }, workspace: { name: 'nope' } }, { name: 'ws-run' }),
       /PersistentWorkspace "nope" does not exist/,
     );
+  });
+
+  it("d: a Run can neither replace nor plant the Runtime Server's socket (runtimed listens in its own directory)", async () => {
+    await createRun(ns, { runtime: 'bash', source: { inline: REPLACE_SOCKET } }, { name: 'replace-socket' });
+    const r = await finished(ns, 'replace-socket');
+    assert.equal(r.status?.phase, 'Succeeded', r.status?.message);
+    assert.deepEqual(r.status?.outputs, { visible: '1', replaced: '0' }, JSON.stringify(r.status?.outputs));
+    await createRun(ns, { runtime: 'bash', source: { inline: 'echo ok=1 >> "$KRUNTIME_OUTPUTS"' } }, { name: 'after' });
+    assert.deepEqual((await finished(ns, 'after')).status?.outputs, { ok: '1' });
   });
 });

@@ -1,23 +1,27 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DialIn } from '../dial-in.ts';
 import { RuntimeClient } from '../runtime-client.ts';
-import { startRuntimeServer } from './server.ts';
+import { startRuntimeServer, type RuntimeServer } from './server.ts';
 
 describe('runtime server: execution lease (fencing) with real processes', () => {
   let dir: string;
-  let srv: Server;
+  let srv: RuntimeServer;
+  let channel: DialIn;
   let client: RuntimeClient;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'krt-lease-'));
-    srv = await startRuntimeServer(join(dir, 'rt.sock'), 'bash', {});
-    client = new RuntimeClient(join(dir, 'rt.sock'));
+    channel = new DialIn(join(dir, 'rt.sock'));
+    await channel.listen();
+    srv = startRuntimeServer(join(dir, 'rt.sock'), 'bash', {});
+    client = new RuntimeClient(channel);
   });
   afterEach(() => {
     client.close();
     srv.close();
+    channel.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
