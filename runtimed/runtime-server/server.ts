@@ -118,7 +118,7 @@ async function route(req: IncomingMessage, res: ServerResponse, ex: Executions, 
   return json(res, 405, { message: 'method not allowed' });
 }
 
-/** A running Runtime Server: `ready` resolves once a connection to runtimed is up. */
+/** A running Runtime Server and its channel to runtimed. */
 export interface RuntimeServer {
   server: Server;
   channel: DialOut;
@@ -134,11 +134,14 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
   // are group-writable so runtimed can read and clean up.
   process.umask(0o002);
   const ex = new Executions(lang, baseEnv);
+  // Session operations are fenced with the executions (issue 11 c): none runs past the lease.
+  const sessions = new SessionOperations(lang, baseEnv, () => lease.expired());
   const lease = new ExecutionLease(() => {
     const killed = ex.fence();
-    if (killed.length)
+    const operations = sessions.fence();
+    if (killed.length || operations)
       process.stderr.write(
-        `${JSON.stringify({ level: 40, component: 'runtime-server', killed, msg: 'execution lease lapsed: executions fenced' })}\n`,
+        `${JSON.stringify({ level: 40, component: 'runtime-server', killed, sessionOperations: operations, msg: 'execution lease lapsed: executions and session operations fenced' })}\n`,
       );
   });
   const srv = createServer((req, res) => {
@@ -146,7 +149,6 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
       json(res, 400, { message: err instanceof Error ? err.message : String(err) }),
     );
   });
-  const sessions = new SessionOperations(lang, baseEnv);
   srv.on('upgrade', (req, socket, head) => {
     if (new URL(req.url ?? '/', 'http://runtime').pathname === '/v1/sessions')
       sessions.handleUpgrade(req, socket, head);
