@@ -66,7 +66,10 @@ fetch(process.env.WEBHOOK, {
 const THROUGH_PROC = `
 token=0; env=0; cwd=0
 for d in /proc/[0-9]*; do
-  cat "$d/root${SA_DIR}/token" >/dev/null 2>&1 && token=$((token+1))
+  # /var/run is a link to /run: an absolute link resolves in the reader's root, so try both.
+  for t in "$d/root${SA_DIR}/token" "$d/root${SA_DIR.replace('/var/run', '/run')}/token"; do
+    cat "$t" >/dev/null 2>&1 && token=$((token+1))
+  done
   case "$(tr '\\0' ' ' < "$d/cmdline" 2>/dev/null)" in *kruntimes.ts\\ runtimed*) ;; *) continue ;; esac
   grep -qa KRT_SESSION_PORT= "$d/environ" 2>/dev/null && env=$((env+1))
   ls "$d/cwd/" >/dev/null 2>&1 && cwd=$((cwd+1))
