@@ -62,9 +62,10 @@ export async function runtimeServer(args: string[]): Promise<number> {
     process.stderr.write(`runtime-server: --language must be bash or python, got ${language}\n`);
     return 2;
   }
-  const socket = process.env.KRT_RUNTIME_SOCKET ?? `${flag('work-dir', '/workspace')}/.kruntimes/runtime.sock`;
+  const { RUNTIME_SOCKET } = await import('../runtimed/config.ts');
+  const socket = process.env.KRT_RUNTIME_SOCKET ?? RUNTIME_SOCKET;
   const { startRuntimeServer } = await import('../runtimed/runtime-server/server.ts');
-  const srv = await startRuntimeServer(socket, language, process.env);
+  const srv = startRuntimeServer(socket, language, process.env);
   process.stderr.write(
     `${JSON.stringify({ level: 30, component: 'runtime-server', language, socket, msg: 'runtime server listening' })}\n`,
   );
@@ -85,7 +86,10 @@ export async function runtimed(): Promise<number> {
   const log = pino({ base: { component: 'runtimed', version: VERSION } }, pino.destination(2));
   const cfg = loadRuntimedConfig(process.env);
   const client = defaultClient(process.env, `kruntimes-runtimed/${VERSION}`);
-  const runtime = new RuntimeClient(cfg.socketPath);
+  const { DialIn } = await import('../runtimed/dial-in.ts');
+  const channel = new DialIn(cfg.socketPath);
+  await channel.listen();
+  const runtime = new RuntimeClient(channel);
   const { recorderFor } = await import('../runtimed/runner.ts');
   const daemon = await startDaemon({
     client,

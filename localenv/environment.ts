@@ -5,7 +5,7 @@
  * what up started, and tests run their own instance in their own directory.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
@@ -283,6 +283,10 @@ export async function up(opts: UpOptions): Promise<Env> {
   mkdirSync(l.logs, { recursive: true });
   progress('bundling the per-Pod components');
   await buildBundle();
+  // The environment's keys, etcd data, node and volume directories are the host's, as
+  // /etc/kubernetes and /var/lib/kubelet are on a node: containers running as non-root users
+  // see their volumes through their mounts only, never these paths.
+  chmodSync(opts.root, 0o700);
   const s = await initialState(opts, binDir);
   progress('generating PKI and kubeconfigs');
   ensureClusterPki(l.pki, s.nodes);

@@ -18,6 +18,8 @@ export interface LaunchSpec {
   workingDir: string;
   mounts: Mount[];
   logFile: string;
+  /** setpriv arguments switching to the container's user (empty: stays root), see security-context.ts. */
+  user?: string[];
 }
 
 export interface Exit {
@@ -66,7 +68,13 @@ export function launch(spec: LaunchSpec): Running {
   mkdirSync(dirname(spec.logFile), { recursive: true });
   const out = createWriteStream(spec.logFile, { flags: 'a' });
   const logger = new LineLogger(out);
-  const env = { ...spec.env, KRT_MOUNTS: mountsEnv(spec.mounts) };
+  const env = {
+    ...spec.env,
+    KRT_MOUNTS: mountsEnv(spec.mounts),
+    // A non-root container gets its own /proc instance with hidepid=invisible: other users'
+    // processes (another container's, the node's) are not even listed, as in a PID namespace.
+    ...(spec.user?.length ? { KRT_HIDEPID: '1' } : {}),
+  };
   // setpriv --pdeathsig: if the node agent dies, the kernel kills the container process instead of
   // leaving an orphan running host process behind (exec keeps the setting through unshare and sh).
   const child = spawn(
@@ -83,6 +91,7 @@ export function launch(spec: LaunchSpec): Running {
       '/bin/sh',
       LAUNCHER,
       spec.workingDir,
+      ...(spec.user ?? []),
       ...spec.argv,
     ],
     {

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Runs inside a private mount namespace (unshare --mount --propagation private):
 # bind-mounts the Pod's volumes at their mount paths, enters the working directory and
-# execs the container's argv. KRT_MOUNTS holds "src<TAB>dst<TAB>ro|rw" lines.
+# execs the container's argv. KRT_MOUNTS holds "src<TAB>dst<TAB>ro|rw" lines. For a non-root
+# container the argv starts with "setpriv --reuid=... --" (the switch happens after the mounts)
+# and KRT_HIDEPID=1 mounts a private /proc that lists only the container user's processes.
 set -eu
 tab=$(printf '\t')
 while IFS="$tab" read -r src dst mode; do
@@ -18,6 +20,8 @@ done <<MOUNTS
 ${KRT_MOUNTS:-}
 MOUNTS
 unset KRT_MOUNTS
+if [ "${KRT_HIDEPID:-}" = 1 ]; then mount -t proc -o hidepid=invisible,nosuid,nodev,noexec proc /proc; fi
+unset KRT_HIDEPID
 workdir=$1
 shift
 mkdir -p "$workdir"

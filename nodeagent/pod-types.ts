@@ -51,7 +51,13 @@ export interface Container {
   livenessProbe?: Probe;
   startupProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; [k: string]: unknown };
+  securityContext?: {
+    runAsNonRoot?: boolean;
+    runAsUser?: number;
+    runAsGroup?: number;
+    allowPrivilegeEscalation?: boolean;
+    [k: string]: unknown;
+  };
 }
 export interface KeyToPath {
   key: string;
@@ -84,7 +90,14 @@ export interface PodSpec {
   initContainers?: Container[];
   volumes?: Volume[];
   hostNetwork?: boolean;
-  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; [k: string]: unknown };
+  securityContext?: {
+    runAsNonRoot?: boolean;
+    runAsUser?: number;
+    runAsGroup?: number;
+    fsGroup?: number;
+    supplementalGroups?: number[];
+    [k: string]: unknown;
+  };
 }
 export interface ContainerStatus {
   name: string;

@@ -2,7 +2,7 @@
  * Runs one Pod: volumes, init containers, containers with restart policy and probes, status
  * reporting, graceful termination and the final delete the kubelet owes the API server.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { PatchType, type KubeClient } from '../lib/kube/client.ts';
@@ -13,7 +13,7 @@ import { effectiveArgv, resolveImage } from './images.ts';
 import { buildPodStatus, restartBackoffMs, shouldRestart, type ContainerView, type PodView } from './pod-status.ts';
 import type { Container, Pod } from './pod-types.ts';
 import { ProbeState, runProbe } from './probes.ts';
-import { verifyRunAsNonRoot } from './security-context.ts';
+import { containerIdentity, setprivArgs, verifyRunAsNonRoot, type Identity } from './security-context.ts';
 import { prepareVolume, removePodDir, VolumeError, type PreparedVolume } from './volumes.ts';
 
 /** How often configMap/secret/projected volume contents are re-synced (the kubelet does about every minute). */
@@ -39,6 +39,7 @@ interface Slot {
   running?: Running;
   timers: NodeJS.Timeout[];
   env: Record<string, string>;
+  user?: Identity;
 }
 
 export class PodWorker {
@@ -225,17 +226,25 @@ export class PodWorker {
       return false;
     }
     const nonRoot = verifyRunAsNonRoot(this.pod, c, image.config.user);
-    if (nonRoot) {
-      s.view.state = { waiting: { reason: 'CreateContainerConfigError', message: nonRoot } };
+    const user = containerIdentity(this.pod, c, image.config.user);
+    if (nonRoot || typeof user === 'string') {
+      s.view.state = {
+        waiting: nonRoot
+          ? { reason: 'CreateContainerConfigError', message: nonRoot }
+          : { reason: 'CreateContainerError', message: user as string },
+      };
       this.markDirty();
       return false;
     }
+    s.user = user;
+    // As a runtime does for a user without a passwd entry: HOME=/ (unwritable), never root's.
+    const home: Record<string, string> = user.uid === 0 ? {} : { HOME: '/' };
     try {
       s.env = await containerEnv(
         this.pod,
         c,
         this.d.data,
-        { ...this.d.baseEnv, ...image.config.env, PATH: image.config.path.join(':') },
+        { ...this.d.baseEnv, ...home, ...image.config.env, PATH: image.config.path.join(':') },
         { pod: this.d.podIP, host: this.d.hostIP },
       );
     } catch (err) {
@@ -262,7 +271,7 @@ export class PodWorker {
   }
 
   private mounts(c: Container): Mount[] {
-    return (c.volumeMounts ?? []).map((m) => {
+    const mounts = (c.volumeMounts ?? []).map((m) => {
       const v = this.volumes.get(m.name);
       if (!v) throw new Error(`volumeMount ${m.name}: no such volume`);
       return {
@@ -271,13 +280,24 @@ export class PodWorker {
         readOnly: v.readOnly || !!m.readOnly,
       };
     });
+    if (mounts.some((m) => m.mountPath.replace(/\/+$/, '') === '/tmp')) return mounts;
+    // Each container has its own /tmp, as its own root filesystem gives it on a kubelet: a
+    // shared host /tmp would let one container plant files another one's tools read.
+    return [{ hostPath: containerTmp(this.d.podDir, c.name), mountPath: '/tmp', readOnly: false }, ...mounts];
   }
 
   private launchSlot(s: Slot, argv: string[]): void {
     const c = s.view.spec;
     const startedAt = this.d.now().toISOString();
     const logFile = join(this.d.podDir, 'logs', c.name, `${s.view.restartCount}.log`);
-    const r = launch({ argv, env: s.env, workingDir: c.workingDir ?? '/', mounts: this.mounts(c), logFile });
+    const r = launch({
+      argv,
+      env: s.env,
+      workingDir: c.workingDir ?? '/',
+      mounts: this.mounts(c),
+      logFile,
+      user: s.user ? setprivArgs(s.user) : [],
+    });
     s.running = r;
     writePidFile(join(this.d.podDir, 'pids', c.name), r.pid);
     s.view.containerID = `kruntimes://${this.uid}/${c.name}/${s.view.restartCount}`;
@@ -292,7 +312,13 @@ export class PodWorker {
 
   private startProbes(s: Slot): void {
     const c = s.view.spec;
-    const target = { podIP: this.d.podIP, env: s.env, container: c, pid: () => s.running?.pid ?? 0 };
+    const target = {
+      podIP: this.d.podIP,
+      env: s.env,
+      container: c,
+      pid: () => s.running?.pid ?? 0,
+      user: s.user ? setprivArgs(s.user) : [],
+    };
     const loop = (
       probe: NonNullable<Container['readinessProbe']>,
       onFlip: (ok: boolean) => void,
@@ -490,6 +516,14 @@ export class PodWorker {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A container's private /tmp (sticky, world-writable like a root filesystem's). */
+function containerTmp(podDir: string, container: string): string {
+  const dir = join(podDir, 'tmp', container);
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o1777);
+  return dir;
 }
 
 /** The container's main pid, for operators and tests (like a CRI's container state). */

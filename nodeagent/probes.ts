@@ -11,6 +11,8 @@ export interface ProbeTarget {
   env: Record<string, string>;
   container: Container;
   pid: () => number;
+  /** setpriv arguments of the container's user: exec probes run as the container does. */
+  user?: string[];
 }
 
 function port(p: number | string, c: Container): number {
@@ -27,7 +29,7 @@ export function runProbe(probe: Probe, t: ProbeTarget): Promise<boolean> {
     return new Promise((resolve) => {
       execFile(
         'nsenter',
-        ['--target', String(pid), '--mount', '--', ...probe.exec!.command],
+        ['--target', String(pid), '--mount', '--', ...(t.user ?? []), ...probe.exec!.command],
         { env: t.env, timeout: timeoutMs },
         (err) => resolve(!err),
       );

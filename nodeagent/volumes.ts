@@ -3,12 +3,24 @@
  * which outlives Pods), configMap, secret, downwardAPI and projected (incl. the bound
  * service-account token, refreshed before it expires). Files are written atomically.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { fieldValue, type DataSource } from './env.ts';
 import type { KeyToPath, Pod, ProjectedSource, Volume } from './pod-types.ts';
+import { podFsUser } from './security-context.ts';
 
 export class VolumeError extends Error {
   constructor(
@@ -47,31 +59,81 @@ function safeRelative(p: string): string {
   return n;
 }
 
-/** Writes via rename; an unchanged file is left alone so readers watching mtime see no churn. */
-export function writeAtomic(file: string, content: string | Buffer, mode = 0o644): void {
+/** Who owns a volume file: uid and gid (root unless the Pod's fsUser/fsGroup say otherwise). */
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+/**
+ * Writes via rename; an unchanged file is left alone so readers watching mtime see no churn
+ * (unless its owner or mode must change).
+ */
+export function writeAtomic(file: string, content: string | Buffer, mode = 0o644, owner?: Owner): void {
   try {
-    if (readFileSync(file).equals(Buffer.from(content))) return;
+    const st = lstatSync(file);
+    const same = !owner || (st.uid === owner.uid && st.gid === owner.gid);
+    if (same && (st.mode & 0o7777) === mode && readFileSync(file).equals(Buffer.from(content))) return;
   } catch {
     /* new file */
   }
   mkdirSync(dirname(file), { recursive: true });
   const tmp = `${file}.tmp-${process.pid}`;
   writeFileSync(tmp, content, { mode });
+  if (owner) chownSync(tmp, owner.uid, owner.gid);
   chmodSync(tmp, mode);
   renameSync(tmp, file);
 }
 
+/**
+ * The kubelet's SetVolumeOwnership for a Pod with an fsGroup: files of read-only (data) volumes
+ * get the fsGroup and group read; the service-account token is 0600 for the Pod's fsUser (the
+ * runAsUser all its containers share), 0640 with an fsGroup, else the volume's mode.
+ */
+function dataOwner(ctx: VolumeContext, mode: number): { mode: number; owner?: Owner } {
+  const fsGroup = ctx.pod.spec.securityContext?.fsGroup;
+  if (fsGroup === undefined) return { mode };
+  return { mode: mode | 0o440, owner: { uid: 0, gid: fsGroup } };
+}
+
+function tokenOwner(ctx: VolumeContext, mode: number): { mode: number; owner?: Owner } {
+  const fsGroup = ctx.pod.spec.securityContext?.fsGroup;
+  const fsUser = podFsUser(ctx.pod);
+  if (fsGroup === undefined && fsUser === undefined) return { mode };
+  return { mode: fsGroup === undefined ? 0o600 : 0o640, owner: { uid: fsUser ?? 0, gid: fsGroup ?? 0 } };
+}
+
+/**
+ * A writable volume's ownership with an fsGroup (kubelet SetVolumeOwnership, policy
+ * OnRootMismatch): every file gets the group and group rw, directories the setgid bit so what
+ * containers create inherits the group. Without an fsGroup the directory is left as it is.
+ */
+export function applyFsGroup(dir: string, fsGroup: number | undefined): void {
+  if (fsGroup === undefined) return;
+  const root = lstatSync(dir);
+  if (root.gid === fsGroup && (root.mode & 0o2070) === 0o2070) return;
+  const walk = (p: string): void => {
+    const st = lstatSync(p);
+    if (st.isSymbolicLink()) return;
+    chownSync(p, st.uid, fsGroup);
+    chmodSync(p, (st.mode & 0o7777) | 0o660 | (st.isDirectory() ? 0o2110 : 0));
+    if (st.isDirectory()) for (const e of readdirSync(p)) walk(join(p, e));
+  };
+  walk(dir);
+}
+
 function writeItems(
+  ctx: VolumeContext,
   dir: string,
   data: Record<string, string>,
-  items: KeyToPath[] | undefined,
-  mode: number,
-  what: string,
+  src: { items: KeyToPath[] | undefined; mode: number; what: string },
 ): void {
+  const { items, mode, what } = src;
   const entries: KeyToPath[] = items ?? Object.keys(data).map((key) => ({ key, path: key }));
   for (const it of entries) {
     if (!(it.key in data)) throw new VolumeError('CreateContainerConfigError', `${what}: key "${it.key}" not found`);
-    writeAtomic(join(dir, safeRelative(it.path)), data[it.key] ?? '', it.mode ?? mode);
+    const own = dataOwner(ctx, it.mode ?? mode);
+    writeAtomic(join(dir, safeRelative(it.path)), data[it.key] ?? '', own.mode, own.owner);
   }
 }
 
@@ -125,14 +187,16 @@ async function writeProjected(
     if (s.serviceAccountToken) {
       if (ctx.refreshTokens === false) continue;
       const t = await saToken(ctx, s.serviceAccountToken);
-      writeAtomic(join(dir, safeRelative(s.serviceAccountToken.path)), t.token, 0o600);
+      const own = tokenOwner(ctx, mode);
+      writeAtomic(join(dir, safeRelative(s.serviceAccountToken.path)), t.token, own.mode, own.owner);
       refreshAt = Math.min(refreshAt ?? Infinity, t.refreshAt);
     } else if (s.configMap) {
       const data = await keyedSource(ctx, 'configMap', s.configMap.name, s.configMap.optional);
-      if (data) writeItems(dir, data, s.configMap.items, mode, `configmap ${s.configMap.name}`);
+      if (data)
+        writeItems(ctx, dir, data, { items: s.configMap.items, mode: mode, what: `configmap ${s.configMap.name}` });
     } else if (s.secret) {
       const data = await keyedSource(ctx, 'secret', s.secret.name, s.secret.optional);
-      if (data) writeItems(dir, data, s.secret.items, mode, `secret ${s.secret.name}`);
+      if (data) writeItems(ctx, dir, data, { items: s.secret.items, mode: mode, what: `secret ${s.secret.name}` });
     } else if (s.downwardAPI) {
       writeDownward(ctx, dir, s.downwardAPI.items);
     }
@@ -145,9 +209,15 @@ function writeDownward(
   dir: string,
   items: { path: string; fieldRef?: { fieldPath: string } }[],
 ): void {
+  const own = dataOwner(ctx, 0o644);
   for (const it of items) {
     if (it.fieldRef)
-      writeAtomic(join(dir, safeRelative(it.path)), fieldValue(ctx.pod, it.fieldRef.fieldPath, ctx.podIP, ctx.hostIP));
+      writeAtomic(
+        join(dir, safeRelative(it.path)),
+        fieldValue(ctx.pod, it.fieldRef.fieldPath, ctx.podIP, ctx.hostIP),
+        own.mode,
+        own.owner,
+      );
   }
 }
 
@@ -167,7 +237,13 @@ async function pvcPath(ctx: VolumeContext, claimName: string): Promise<string> {
       'VolumeNotSupported',
       `persistentvolume "${pvc.spec.volumeName}" is neither hostPath nor local`,
     );
-  mkdirSync(path, { recursive: true });
+  // A new local volume is world-writable, as local-dir provisioners create them; the Pod's
+  // fsGroup then owns it like a kubelet's local volume.
+  if (!existsSync(path)) {
+    mkdirSync(path, { recursive: true });
+    chmodSync(path, 0o777);
+  }
+  applyFsGroup(path, ctx.pod.spec.securityContext?.fsGroup);
   return path;
 }
 
@@ -188,7 +264,12 @@ export async function prepareVolume(ctx: VolumeContext, v: Volume): Promise<Prep
       readOnly: !!v.persistentVolumeClaim.readOnly,
     };
   mkdirSync(dir, { recursive: true });
-  if (v.emptyDir) return base;
+  if (v.emptyDir) {
+    // kubelet: an emptyDir is 0777, with the Pod's fsGroup and setgid when it has one.
+    chmodSync(dir, 0o777);
+    applyFsGroup(dir, ctx.pod.spec.securityContext?.fsGroup);
+    return base;
+  }
   return prepareDataVolume(ctx, v, base);
 }
 
@@ -197,12 +278,21 @@ async function prepareDataVolume(ctx: VolumeContext, v: Volume, base: PreparedVo
   if (v.configMap) {
     const data = await keyedSource(ctx, 'configMap', v.configMap.name, v.configMap.optional);
     if (data)
-      writeItems(dir, data, v.configMap.items, v.configMap.defaultMode ?? 0o644, `configmap ${v.configMap.name}`);
+      writeItems(ctx, dir, data, {
+        items: v.configMap.items,
+        mode: v.configMap.defaultMode ?? 0o644,
+        what: `configmap ${v.configMap.name}`,
+      });
     return { ...base, readOnly: true };
   }
   if (v.secret) {
     const data = await keyedSource(ctx, 'secret', v.secret.secretName, v.secret.optional);
-    if (data) writeItems(dir, data, v.secret.items, v.secret.defaultMode ?? 0o644, `secret ${v.secret.secretName}`);
+    if (data)
+      writeItems(ctx, dir, data, {
+        items: v.secret.items,
+        mode: v.secret.defaultMode ?? 0o644,
+        what: `secret ${v.secret.secretName}`,
+      });
     return { ...base, readOnly: true };
   }
   if (v.downwardAPI) {

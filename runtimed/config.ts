@@ -1,5 +1,4 @@
 /** runtimed settings, read once from its environment (the Runtime controller sets them). */
-import { join } from 'node:path';
 
 export interface RuntimedConfig {
   podName: string;
@@ -24,6 +23,12 @@ export interface RuntimedConfig {
   drainMs: number;
 }
 
+/**
+ * The socket runtimed listens on and the Runtime Server dials: in the `kruntimes-socket` emptyDir,
+ * writable by runtimed only (read-only in the runtime container), never in the Run-writable workspace.
+ */
+export const RUNTIME_SOCKET = '/run/kruntimes/runtime.sock';
+
 export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
   const need = (k: string): string => {
     const v = env[k];
@@ -40,7 +45,7 @@ export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     namespace: need('POD_NAMESPACE'),
     runtime: need('KRT_RUNTIME'),
     workspaceRoot,
-    socketPath: env.KRT_RUNTIME_SOCKET ?? join(workspaceRoot, '.kruntimes', 'runtime.sock'),
+    socketPath: env.KRT_RUNTIME_SOCKET ?? RUNTIME_SOCKET,
     workers,
     heartbeatMs: Number(env.KRT_HEARTBEAT_MS ?? '5000'),
     healthAddress: env.POD_IP ?? '0.0.0.0',

@@ -152,14 +152,14 @@ async function serveHealth(cfg: RuntimedConfig, runtime: RuntimeClient): Promise
 
 /** runtimed's TLS session port: session operations and artifact reads for the extension server. */
 function serveSessions(
-  o: { client: KubeClient; cfg: RuntimedConfig; finisher: Finisher; log: Logger },
+  o: { client: KubeClient; cfg: RuntimedConfig; finisher: Finisher; log: Logger; runtime: RuntimeClient },
   runner: Runner,
 ): ReturnType<typeof startSessionServer> {
   const { cfg, finisher } = o;
   return startSessionServer({
     address: cfg.healthAddress,
     port: cfg.sessionPort,
-    socketPath: cfg.socketPath,
+    channel: o.runtime.channel,
     subject: cfg.sessionSubject,
     podUID: cfg.podUID,
     jwks: new Jwks(o.client),

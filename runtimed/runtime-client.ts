@@ -1,11 +1,14 @@
-/** runtimed's client of the Runtime Server on its Unix socket (keep-alive HTTP/1.1). */
+/** runtimed's client of the Runtime Server over the connections it dials in (keep-alive HTTP/1.1). */
 import http, { type IncomingMessage } from 'node:http';
+import type { DialIn } from './dial-in.ts';
 import type { ExecRequest } from './runtime-server/command.ts';
 import type { OutputRecord, Summary } from './runtime-server/executions.ts';
 
 export class RuntimeClient {
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  constructor(private readonly socketPath: string) {}
+  private readonly agent: http.Agent;
+  constructor(readonly channel: DialIn) {
+    this.agent = channel.agent();
+  }
 
   private request(
     method: string,
@@ -17,7 +20,7 @@ export class RuntimeClient {
     return new Promise((resolve, reject) => {
       const req = http.request(
         {
-          socketPath: this.socketPath,
+          host: 'runtime',
           path,
           method,
           agent: this.agent,

@@ -14,13 +14,14 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket, { WebSocketServer, type ClientOptions } from 'ws';
 import { PROTOCOLS } from '../lib/session/channel.ts';
 import { MAX_FRAME_BYTES, sessionWebSocketServer } from '../lib/session/frames.ts';
 import { podAudience, refuseUpgrade, relay, SESSION_CONDITION } from '../lib/session/relay.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import { SESSION_HEADER, type SessionSpec } from './runtime-server/sessions.ts';
 import { TokenError, type Jwks } from './session-auth.ts';
+import type { DialIn } from './dial-in.ts';
 import { isArtifactError } from './artifacts/errors.ts';
 
 export { SESSION_CONDITION };
@@ -40,7 +41,8 @@ export interface SessionRefusal {
 export interface SessionServerDeps {
   address: string;
   port: number;
-  socketPath: string;
+  /** The Runtime Server's dialled-in connections. */
+  channel: DialIn;
   subject: string;
   /** This Pod's UID: only tokens minted for it (podAudience) are accepted. */
   podUID: string;
@@ -225,7 +227,8 @@ function upgrader(
       String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0])
         .split(',')[0]
         ?.trim() ?? PROTOCOLS[0];
-    const inner = new WebSocket(`ws+unix://${d.socketPath}:/v1/sessions`, [protocol ?? ''], {
+    const inner = new WebSocket('ws://runtime/v1/sessions', [protocol ?? ''], {
+      createConnection: d.channel.createConnection as unknown as ClientOptions['createConnection'],
       headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') },
       maxPayload: MAX_FRAME_BYTES,
     });

@@ -6,6 +6,7 @@
  * when following, each record with an opaque cursor to resume exactly after it.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Readable, Writable } from 'node:stream';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../lib/kube/client.ts';
@@ -20,6 +21,7 @@ import {
   parseEnd,
   parseRecord,
   parseTail,
+  LineSplitter,
   RecordTail,
   MAX_TAIL,
   type CursorPos,
@@ -159,33 +161,37 @@ async function follow(
   await new Promise<void>((r) => res.on('close', () => r()));
 }
 
-interface RelayState {
+export interface RelayState {
   lastDataAt: number;
   endedAttempt: number;
   onEnd: () => void;
+  /** Characters of an unfinished log line held (at most MAX_LINE_BYTES). */
+  buffered: () => number;
 }
 
 /**
  * Writes the Run's records from the Pod log stream to the caller, each after the cursor once,
  * pausing the stream while the caller is not reading (no unbounded buffering here).
  */
-function relayRecords(
-  upstream: IncomingMessage,
-  res: Response,
+export function relayRecords(
+  upstream: Readable,
+  res: Writable,
   uid: string,
   cursor: CursorPos | undefined,
 ): RelayState {
-  const state: RelayState = { lastDataAt: Date.now(), endedAttempt: 0, onEnd: () => undefined };
+  const lines = new LineSplitter();
+  const state: RelayState = {
+    lastDataAt: Date.now(),
+    endedAttempt: 0,
+    onEnd: () => undefined,
+    buffered: () => lines.held,
+  };
   let last = cursor;
-  let buf = '';
-  upstream.on('data', (chunk: Buffer) => {
+  upstream.setEncoding('utf8');
+  upstream.on('data', (chunk: string) => {
     state.lastDataAt = Date.now();
-    buf += chunk.toString('utf8');
-    let nl: number;
     let ended = false;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
+    for (const line of lines.push(chunk)) {
       const r = parseRecord(line, uid);
       if (r && after(r, last)) {
         last = r;

@@ -123,6 +123,47 @@ export function snapshot(
 export const MAX_LINE_BYTES = 8 << 20;
 
 /**
+ * Splits a stream into lines while holding at most MAX_LINE_BYTES of an unfinished line: a line
+ * longer than that is dropped (up to its newline) instead of buffered, so a Pod log cannot grow
+ * this process's memory without bound.
+ */
+export class LineSplitter {
+  private partial = '';
+  private skipping = false;
+
+  constructor(private readonly maxLine = MAX_LINE_BYTES) {}
+
+  /** Characters of an unfinished line held right now. */
+  get held(): number {
+    return this.partial.length;
+  }
+
+  /** The complete lines in `chunk` (over-long ones left out). */
+  push(chunk: string): string[] {
+    const lines = (this.partial + chunk).split('\n');
+    this.partial = lines.pop() ?? '';
+    const out: string[] = [];
+    for (const line of lines) {
+      if (!this.skipping) out.push(line);
+      this.skipping = false;
+    }
+    if (this.partial.length > this.maxLine) {
+      this.partial = '';
+      this.skipping = true;
+    }
+    return out;
+  }
+
+  /** The unfinished last line, if any (the stream ended without a newline). */
+  end(): string | undefined {
+    const rest = this.skipping ? '' : this.partial;
+    this.partial = '';
+    this.skipping = false;
+    return rest || undefined;
+  }
+}
+
+/**
  * Builds a snapshot from a log stream without holding the log: only the newest `tail` records
  * of one Run (and not much more than `maxBytes` of them) are kept while reading, and a line
  * longer than MAX_LINE_BYTES is skipped instead of buffered.
@@ -132,8 +173,7 @@ export class RecordTail {
   private readonly sizes: number[] = [];
   private bytes = 0;
   private pos: CursorPos | undefined;
-  private partial = '';
-  private skipping = false;
+  private readonly lines = new LineSplitter();
 
   constructor(
     private readonly runUID: string,
@@ -150,22 +190,13 @@ export class RecordTail {
   }
 
   write(chunk: string): void {
-    const lines = (this.partial + chunk).split('\n');
-    this.partial = lines.pop() ?? '';
-    for (const line of lines) {
-      if (!this.skipping) this.line(line);
-      this.skipping = false;
-    }
-    if (this.partial.length > MAX_LINE_BYTES) {
-      this.partial = '';
-      this.skipping = true;
-    }
+    for (const line of this.lines.push(chunk)) this.line(line);
   }
 
   /** The snapshot: the last `tail` records that fit in maxBytes, and the cursor after the last record read. */
   end(): { items: LogRecord[]; cursor?: string } {
-    if (this.partial && !this.skipping) this.line(this.partial);
-    this.partial = '';
+    const rest = this.lines.end();
+    if (rest !== undefined) this.line(rest);
     return snapshot(this.items, this.tail, this.maxBytes);
   }
 

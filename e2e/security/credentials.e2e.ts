@@ -59,6 +59,41 @@ fetch(process.env.WEBHOOK, {
 ' | sed 's/^/status=/' >> "$KRUNTIME_OUTPUTS"
 `;
 
+/**
+ * A Run's script: reach runtimed's token, environment and working directory through /proc (and the
+ * node's own key directory), as a Run could when every container ran as root in one PID namespace.
+ */
+const THROUGH_PROC = `
+token=0; env=0; cwd=0
+for d in /proc/[0-9]*; do
+  # /var/run is a link to /run: an absolute link resolves in the reader's root, so try both.
+  for t in "$d/root${SA_DIR}/token" "$d/root${SA_DIR.replace('/var/run', '/run')}/token"; do
+    cat "$t" >/dev/null 2>&1 && token=$((token+1))
+  done
+  case "$(tr '\\0' ' ' < "$d/cmdline" 2>/dev/null)" in *kruntimes.ts\\ runtimed*) ;; *) continue ;; esac
+  grep -qa KRT_SESSION_PORT= "$d/environ" 2>/dev/null && env=$((env+1))
+  ls "$d/cwd/" >/dev/null 2>&1 && cwd=$((cwd+1))
+done
+hostkeys=0; ls "$HOSTROOT/pki" >/dev/null 2>&1 && hostkeys=1
+printf 'uid=%s\\ntoken=%s\\nenviron=%s\\ncwd=%s\\nhostkeys=%s\\n' "$(id -u)" $token $env $cwd $hostkeys >> "$KRUNTIME_OUTPUTS"
+`;
+
+/**
+ * A Run's script: replace the Runtime Server's socket with its own listener (putting the original
+ * back, so the Pod keeps working when the attack succeeds), at the old and the current path.
+ */
+const REPLACE_SOCKET = `
+n=0; visible=0
+for p in /workspace/.kruntimes/runtime.sock /run/kruntimes/runtime.sock; do
+  [ -S "$p" ] || continue
+  visible=$((visible+1))
+  if python3 -c 'import os, socket, sys; p = sys.argv[1]; os.rename(p, p + ".orig"); socket.socket(socket.AF_UNIX).bind(p)' "$p" 2>/dev/null; then
+    n=$((n+1)); mv -f "$p.orig" "$p"
+  fi
+done
+printf 'visible=%s\\nreplaced=%s\\n' $visible $n >> "$KRUNTIME_OUTPUTS"
+`;
+
 /** Opens runtimed's session port with a bearer token: 401 refused, 409 accepted (no such session), -1 no connection. */
 function sessionPort(pod: Pod, port: number, token: string): Promise<number> {
   return new Promise((resolve) => {
@@ -109,6 +144,25 @@ describe('Security: a Run holds no platform credential (issue 11: 1, 3, 10, 12)'
     assert.equal(fresh.status?.podIP, pod.status?.podIP);
     const runtime = fresh.spec.containers.find((c) => c.name === 'runtime');
     assert.ok(!runtime?.volumeMounts?.some((m) => m.mountPath.startsWith(SA_DIR)), 'no token mount in the runtime');
+  });
+
+  it("1d: a Run runs as its image's user and cannot reach runtimed's token, environment or cwd through /proc", async () => {
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        source: { inline: THROUGH_PROC },
+        env: [{ name: 'HOSTROOT', value: cluster().state.root }],
+      },
+      { name: 'through-proc' },
+    );
+    const r = await finished(ns, 'through-proc');
+    assert.equal(r.status?.phase, 'Succeeded', r.status?.message);
+    assert.deepEqual(
+      r.status?.outputs,
+      { uid: '1000', token: '0', environ: '0', cwd: '0', hostkeys: '0' },
+      JSON.stringify(r.status?.outputs),
+    );
   });
 
   it("1b: runtimed's token (if stolen) may write only runtimed's own conditions, never podIP or others", async () => {
@@ -260,5 +314,14 @@ describe('Security: a Run holds no platform credential (issue 11: 1, 3, 10, 12)'
       createRun(ns, { runtime: 'bash', source: { inline: 'true' }, workspace: { name: 'nope' } }, { name: 'ws-run' }),
       /PersistentWorkspace "nope" does not exist/,
     );
+  });
+
+  it("d: a Run can neither replace nor plant the Runtime Server's socket (runtimed listens in its own directory)", async () => {
+    await createRun(ns, { runtime: 'bash', source: { inline: REPLACE_SOCKET } }, { name: 'replace-socket' });
+    const r = await finished(ns, 'replace-socket');
+    assert.equal(r.status?.phase, 'Succeeded', r.status?.message);
+    assert.deepEqual(r.status?.outputs, { visible: '1', replaced: '0' }, JSON.stringify(r.status?.outputs));
+    await createRun(ns, { runtime: 'bash', source: { inline: 'echo ok=1 >> "$KRUNTIME_OUTPUTS"' } }, { name: 'after' });
+    assert.deepEqual((await finished(ns, 'after')).status?.outputs, { ok: '1' });
   });
 });

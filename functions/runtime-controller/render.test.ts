@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
-import { podTemplate, RUNTIMED_TOKEN_VOLUME, type Runtime } from './render.ts';
+import { podTemplate, RUNTIME_SOCKET_VOLUME, RUNTIMED_TOKEN_VOLUME, type Runtime } from './render.ts';
 
 type Spec = {
   automountServiceAccountToken?: boolean;
   securityContext?: { fsGroup?: number };
-  containers: { name: string; volumeMounts?: { name: string; mountPath: string }[]; securityContext?: object }[];
-  volumes: { name: string; projected?: { sources: object[] } }[];
+  containers: {
+    name: string;
+    volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+    securityContext?: object;
+  }[];
+  volumes: { name: string; projected?: { sources: object[] }; emptyDir?: object }[];
 };
 
 const rt = (spec: Partial<Runtime['spec']> = {}): Runtime => ({
@@ -20,6 +24,8 @@ const rt = (spec: Partial<Runtime['spec']> = {}): Runtime => ({
             volumeMounts: [
               { name: RUNTIMED_TOKEN_VOLUME, mountPath: '/steal' },
               { name: 'mine', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' },
+              { name: RUNTIME_SOCKET_VOLUME, mountPath: '/rw-socket' },
+              { name: 'mine', mountPath: '/run/kruntimes' },
             ],
           },
           { name: 'sidecar', image: 'busybox', volumeMounts: [{ name: 'artifact-store', mountPath: '/store' }] },
@@ -65,5 +71,21 @@ describe('runtime-controller Pod template credentials', () => {
       seccompProfile: { type: 'RuntimeDefault' },
     });
     assert.equal(spec.securityContext?.fsGroup, 65532);
+  });
+
+  it('puts the Runtime Server socket in its own emptyDir, writable by runtimed only (issue 11 d)', () => {
+    assert.deepEqual(
+      spec.volumes.filter((v) => v.name === RUNTIME_SOCKET_VOLUME),
+      [{ name: RUNTIME_SOCKET_VOLUME, emptyDir: {} }],
+    );
+    const socketMounts = (n: string): object[] =>
+      (container(n).volumeMounts ?? []).filter(
+        (m) => m.name === RUNTIME_SOCKET_VOLUME || m.mountPath === '/run/kruntimes',
+      );
+    assert.deepEqual(socketMounts('runtimed'), [{ name: RUNTIME_SOCKET_VOLUME, mountPath: '/run/kruntimes' }]);
+    assert.deepEqual(socketMounts('runtime'), [
+      { name: RUNTIME_SOCKET_VOLUME, mountPath: '/run/kruntimes', readOnly: true },
+    ]);
+    assert.deepEqual(socketMounts('sidecar'), []);
   });
 });

@@ -15,6 +15,13 @@ export const RUNTIME_LABEL = 'kruntimes.io/runtime';
 /** runtimed's uid and gid (the kruntimes image's USER). */
 export const RUNTIMED_UID = 65532;
 export const RUNTIMED_TOKEN_VOLUME = 'kruntimes-runtimed-token';
+/**
+ * The Runtime Server channel's directory: runtimed listens on runtime.sock there and the Runtime
+ * Server dials in. Writable in runtimed only; the runtime container mounts it read-only, so a Run
+ * can neither replace nor plant the socket (it is not in the Run-writable workspace).
+ */
+export const RUNTIME_SOCKET_VOLUME = 'kruntimes-socket';
+export const RUNTIME_SOCKET_DIR = '/run/kruntimes';
 const SA_TOKEN_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 type Json = Record<string, unknown>;
@@ -93,6 +100,7 @@ function runtimedContainer(rt: Runtime): Container {
   const mounts: Json[] = [
     { name: 'workspace', mountPath: '/workspace' },
     { name: RUNTIMED_TOKEN_VOLUME, mountPath: SA_TOKEN_DIR, readOnly: true },
+    { name: RUNTIME_SOCKET_VOLUME, mountPath: RUNTIME_SOCKET_DIR },
   ];
   const c: Container = {
     name: 'runtimed',
@@ -129,7 +137,7 @@ function runtimedContainer(rt: Runtime): Container {
 }
 
 /** Volumes only the controller may define: the template's own of these names are dropped. */
-const RESERVED_VOLUMES = new Set(['workspace', 'artifact-store', RUNTIMED_TOKEN_VOLUME]);
+const RESERVED_VOLUMES = new Set(['workspace', 'artifact-store', RUNTIMED_TOKEN_VOLUME, RUNTIME_SOCKET_VOLUME]);
 
 /**
  * The runtime container (where Runs execute) never holds a platform credential: the Pod does not
@@ -137,17 +145,24 @@ const RESERVED_VOLUMES = new Set(['workspace', 'artifact-store', RUNTIMED_TOKEN_
  * the artifact store) nor anything at the service-account path.
  */
 function withoutReservedMounts(c: Container): Container {
+  const reservedPath = (p: unknown): boolean =>
+    typeof p === 'string' && [SA_TOKEN_DIR, RUNTIME_SOCKET_DIR].some((dir) => p.replace(/\/+$/, '').startsWith(dir));
   const mounts = (c.volumeMounts ?? []).filter(
-    (m) =>
-      !RESERVED_VOLUMES.has(String(m.name)) &&
-      !(typeof m.mountPath === 'string' && m.mountPath.replace(/\/+$/, '').startsWith(SA_TOKEN_DIR)),
+    (m) => !RESERVED_VOLUMES.has(String(m.name)) && !reservedPath(m.mountPath),
   );
   return { ...c, volumeMounts: mounts };
 }
 
 function runtimeContainer(c: Container): Container {
   const clean = withoutReservedMounts(c);
-  return { ...clean, volumeMounts: [...(clean.volumeMounts ?? []), { name: 'workspace', mountPath: '/workspace' }] };
+  return {
+    ...clean,
+    volumeMounts: [
+      ...(clean.volumeMounts ?? []),
+      { name: 'workspace', mountPath: '/workspace' },
+      { name: RUNTIME_SOCKET_VOLUME, mountPath: RUNTIME_SOCKET_DIR, readOnly: true },
+    ],
+  };
 }
 
 /** What the ServiceAccount admission plugin would mount into every container, for runtimed only. */
@@ -179,6 +194,7 @@ export function podTemplate(rt: Runtime): Json {
   ];
   const volumes = (spec.volumes ?? []).filter((v) => !RESERVED_VOLUMES.has(String(v.name)));
   volumes.push(runtimedTokenVolume());
+  volumes.push({ name: RUNTIME_SOCKET_VOLUME, emptyDir: {} });
   volumes.push({
     name: 'workspace',
     ...(rt.spec.workspace && Object.keys(rt.spec.workspace).length ? rt.spec.workspace : { emptyDir: {} }),

@@ -1,23 +1,32 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import WebSocket, { type ClientOptions } from 'ws';
+import { Channel, PROTOCOL } from '../../lib/session/channel.ts';
+import { DialIn } from '../dial-in.ts';
 import { RuntimeClient } from '../runtime-client.ts';
-import { startRuntimeServer } from './server.ts';
+import { startRuntimeServer, type RuntimeServer } from './server.ts';
+import { SESSION_HEADER } from './sessions.ts';
+
+type Status = { status?: string; reason?: string };
 
 describe('runtime server: execution lease (fencing) with real processes', () => {
   let dir: string;
-  let srv: Server;
+  let srv: RuntimeServer;
+  let channel: DialIn;
   let client: RuntimeClient;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'krt-lease-'));
-    srv = await startRuntimeServer(join(dir, 'rt.sock'), 'bash', {});
-    client = new RuntimeClient(join(dir, 'rt.sock'));
+    channel = new DialIn(join(dir, 'rt.sock'));
+    await channel.listen();
+    srv = startRuntimeServer(join(dir, 'rt.sock'), 'bash', {});
+    client = new RuntimeClient(channel);
   });
   afterEach(() => {
     client.close();
     srv.close();
+    channel.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -63,5 +72,48 @@ describe('runtime server: execution lease (fencing) with real processes', () => 
     await client.renewLease(60_000);
     await start('b', 'true');
     assert.equal((await client.follow('b', 0, () => undefined)).state, 'SUCCEEDED');
+  });
+
+  /** Opens a session operation; resolves with its status frame, or the HTTP status it was refused with. */
+  const operation = (
+    command: string[],
+  ): { opened: Promise<void>; done: Promise<{ status?: Status; refused?: number }> } => {
+    const ws = new WebSocket('ws://runtime/v1/sessions', [PROTOCOL], {
+      createConnection: channel.createConnection as unknown as ClientOptions['createConnection'],
+      headers: {
+        [SESSION_HEADER]: Buffer.from(JSON.stringify({ id: 's', command, workingDir: dir, env: {} })).toString(
+          'base64',
+        ),
+      },
+    });
+    let status: Status | undefined;
+    ws.on('message', (m: Buffer) => {
+      if (m[0] === Channel.Status) status = JSON.parse(m.subarray(1).toString('utf8')) as Status;
+    });
+    return {
+      opened: new Promise((r) => ws.once('open', () => r())),
+      done: new Promise((resolve) => {
+        ws.once('unexpected-response', (_q, res) => resolve({ refused: res.statusCode ?? 0 }));
+        ws.once('close', () => resolve(status ? { status } : {}));
+        ws.on('error', () => undefined);
+      }),
+    };
+  };
+
+  it('fences session operations with the lease: running ones are killed, new ones refused until renewed (issue 11 c)', async () => {
+    await client.renewLease(60_000);
+    const mark = join(dir, 'sess');
+    const op = operation(['bash', '-c', `${loop(mark)}`]);
+    await op.opened;
+    while (!existsSync(`${mark}.pid`)) await new Promise((r) => setTimeout(r, 20));
+    const pid = Number(readFileSync(`${mark}.pid`, 'utf8'));
+    await client.renewLease(0);
+    const end = await op.done;
+    assert.equal(end.status?.reason, 'Fenced', JSON.stringify(end));
+    while (alive(pid)) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(await operation(['true']).done, { refused: 503 });
+    await client.renewLease(60_000);
+    const ok = await operation(['true']).done;
+    assert.equal(ok.status?.status, 'Success', JSON.stringify(ok));
   });
 });

@@ -12,8 +12,7 @@
  *   GET    /healthz
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { mkdirSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dialOut, type DialOut } from './dial-out.ts';
 import type { ExecRequest, Language } from './command.ts';
 import { Executions, type Execution, type OutputRecord, type Summary } from './executions.ts';
 import { SessionOperations } from './sessions.ts';
@@ -119,16 +118,30 @@ async function route(req: IncomingMessage, res: ServerResponse, ex: Executions, 
   return json(res, 405, { message: 'method not allowed' });
 }
 
-export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: NodeJS.ProcessEnv): Promise<Server> {
+/** A running Runtime Server and its channel to runtimed. */
+export interface RuntimeServer {
+  server: Server;
+  channel: DialOut;
+  close: () => void;
+}
+
+/**
+ * Starts the Runtime Server, dialling runtimed's socket (runtimed listens in a directory the
+ * runtime container mounts read-only; see runtimed/dial-in.ts).
+ */
+export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: NodeJS.ProcessEnv): RuntimeServer {
   // The runtime container and runtimed run as different uids sharing the Pod's fsGroup: files
-  // and the socket are group-writable so runtimed can read, connect and clean up.
+  // are group-writable so runtimed can read and clean up.
   process.umask(0o002);
   const ex = new Executions(lang, baseEnv);
+  // Session operations are fenced with the executions (issue 11 c): none runs past the lease.
+  const sessions = new SessionOperations(lang, baseEnv, () => lease.expired());
   const lease = new ExecutionLease(() => {
     const killed = ex.fence();
-    if (killed.length)
+    const operations = sessions.fence();
+    if (killed.length || operations)
       process.stderr.write(
-        `${JSON.stringify({ level: 40, component: 'runtime-server', killed, msg: 'execution lease lapsed: executions fenced' })}\n`,
+        `${JSON.stringify({ level: 40, component: 'runtime-server', killed, sessionOperations: operations, msg: 'execution lease lapsed: executions and session operations fenced' })}\n`,
       );
   });
   const srv = createServer((req, res) => {
@@ -136,16 +149,21 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
       json(res, 400, { message: err instanceof Error ? err.message : String(err) }),
     );
   });
-  const sessions = new SessionOperations(lang, baseEnv);
   srv.on('upgrade', (req, socket, head) => {
     if (new URL(req.url ?? '/', 'http://runtime').pathname === '/v1/sessions')
       sessions.handleUpgrade(req, socket, head);
     else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
   });
-  mkdirSync(dirname(socketPath), { recursive: true });
-  rmSync(socketPath, { force: true });
-  return new Promise((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(socketPath, () => resolve(srv));
-  });
+  // Connections come from runtimed's socket only, and may wait idle until runtimed uses them.
+  srv.headersTimeout = 0;
+  srv.requestTimeout = 0;
+  const channel = dialOut(socketPath, srv);
+  return {
+    server: srv,
+    channel,
+    close: () => {
+      channel.close();
+      srv.close();
+    },
+  };
 }

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import WebSocket from 'ws';
+import WebSocket, { type ClientOptions } from 'ws';
 import { Channel, exitCodeOf, frame, PROTOCOL } from '../../lib/session/channel.ts';
 import { MAX_FRAME_BYTES } from '../../lib/session/frames.ts';
-import { startRuntimeServer } from './server.ts';
+import { DialIn } from '../dial-in.ts';
+import { startRuntimeServer, type RuntimeServer } from './server.ts';
 import { OUTPUT_HIGH_WATER, parseSessionSpec, SESSION_HEADER, type SessionSpec } from './sessions.ts';
 
 interface Result {
@@ -16,11 +16,17 @@ interface Result {
   status: { status?: string; reason?: string; message?: string };
 }
 
-function operate(socket: string, spec: SessionSpec, input: (ws: WebSocket) => void): Promise<Result> {
+/** A WebSocket to the Runtime Server over a connection it dialled in (as runtimed opens one). */
+function connectSession(channel: DialIn, spec: SessionSpec): WebSocket {
+  return new WebSocket('ws://runtime/v1/sessions', [PROTOCOL], {
+    createConnection: channel.createConnection as unknown as ClientOptions['createConnection'],
+    headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') },
+  });
+}
+
+function operate(channel: DialIn, spec: SessionSpec, input: (ws: WebSocket) => void): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws+unix://${socket}:/v1/sessions`, [PROTOCOL], {
-      headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') },
-    });
+    const ws = connectSession(channel, spec);
     const out = { stdout: '', stderr: '', code: -1, status: {} };
     ws.on('open', () => input(ws));
     ws.on('message', (m: Buffer) => {
@@ -40,15 +46,17 @@ function operate(socket: string, spec: SessionSpec, input: (ws: WebSocket) => vo
 
 describe('runtime server: session operations', () => {
   let dir: string;
-  let srv: Server;
-  let socket: string;
+  let srv: RuntimeServer;
+  let socket: DialIn;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'krt-sess-'));
-    socket = join(dir, 'runtime.sock');
-    srv = await startRuntimeServer(socket, 'bash', {});
+    socket = new DialIn(join(dir, 'runtime.sock'));
+    await socket.listen();
+    srv = startRuntimeServer(socket.path, 'bash', {});
   });
   after(() => {
     srv.close();
+    socket.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -169,13 +177,7 @@ describe('runtime server: session operations', () => {
   });
 
   it('closes an operation that sends a frame larger than MAX_FRAME_BYTES with 1009 (issue 11 item 8)', async () => {
-    const ws = new WebSocket(`ws+unix://${socket}:/v1/sessions`, [PROTOCOL], {
-      headers: {
-        [SESSION_HEADER]: Buffer.from(
-          JSON.stringify({ id: 'big', command: ['bash', '-c', 'sleep 5'], workingDir: dir, env: {} }),
-        ).toString('base64'),
-      },
-    });
+    const ws = connectSession(socket, { id: 'big', command: ['bash', '-c', 'sleep 5'], workingDir: dir, env: {} });
     await new Promise((r) => ws.once('open', r));
     ws.send(frame(Channel.Stdin, Buffer.alloc(MAX_FRAME_BYTES)));
     const code = await new Promise<number>((r) => ws.once('close', (c: number) => r(c)));

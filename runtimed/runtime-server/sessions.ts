@@ -6,7 +6,7 @@
  * the process runs on a pseudo-terminal (pty-bridge.py) and resize frames resize it. Closing the
  * socket kills the process group, so no operation outlives its connection.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -56,14 +56,39 @@ export function parseSessionSpec(raw: string | undefined): SessionSpec | string 
   }
 }
 
+/** Why a new session operation may not start: the execution lease lapsed (ADR 0011). */
+export const FENCED_MESSAGE = 'fenced: the execution lease lapsed; runtimed must renew it first';
+
 export class SessionOperations {
   private readonly wss = sessionWebSocketServer();
+  private readonly active = new Set<() => void>();
+  /**
+   * @param fenced whether the execution lease has lapsed: session operations are fenced like
+   * task executions, so a runtimed cut off from the API server stops serving sessions too.
+   */
   constructor(
     private readonly lang: Language,
     private readonly baseEnv: NodeJS.ProcessEnv,
+    private readonly fenced: () => boolean = () => false,
   ) {}
 
+  /** Operations running now. */
+  get running(): number {
+    return this.active.size;
+  }
+
+  /** Ends every operation at once (SIGKILL, a Fenced status); returns how many were running. */
+  fence(): number {
+    const all = [...this.active];
+    for (const f of all) f();
+    return all.length;
+  }
+
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (this.fenced()) {
+      socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\n${FENCED_MESSAGE}\n`);
+      return;
+    }
     const spec = parseSessionSpec(req.headers[SESSION_HEADER] as string | undefined);
     if (typeof spec === 'string') {
       socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\n${spec}\n`);
@@ -97,6 +122,11 @@ export class SessionOperations {
       ws.close(1000);
     };
     const kill = (): void => killGroup(child.pid);
+    const fence = (): void => {
+      killGroup(child.pid, 'SIGKILL');
+      end(errorStatus('Fenced', FENCED_MESSAGE, 503));
+    };
+    this.active.add(fence);
     const out = flowControlled(ws, child);
     child.stdout.on('data', out(Channel.Stdout));
     child.stderr.on('data', out(Channel.Stderr));
@@ -115,27 +145,37 @@ export class SessionOperations {
       const exit = code ?? (signal === 'SIGKILL' ? 137 : signal ? 143 : 1);
       end(exitStatus(exit));
     });
-    ws.on('message', (msg: Buffer, isBinary: boolean) => {
-      const f = parseFrame(isBinary ? msg : Buffer.from(msg));
-      if (!f) return;
-      if (f.channel === Channel.Stdin) child.stdin.write(f.data);
-      else if (f.channel === Channel.Close && f.data[0] === Channel.Stdin) child.stdin.end();
-      else if (f.channel === Channel.Resize) {
-        const size = parseResize(f.data);
-        if (size && spec.tty) resize?.write(`${JSON.stringify(size)}\n`); // without a terminal there is nothing to resize
-      }
-    });
+    ws.on('message', input(child, spec, resize));
     // A protocol error (e.g. a frame over MAX_FRAME_BYTES) closes the operation; without a listener it would crash the server.
     ws.on('error', () => ws.terminate());
     ws.on('close', () => {
       ended = true;
+      this.active.delete(fence);
       kill();
     });
   }
 }
 
-/** SIGTERM to the operation's process group, SIGKILL 2 s later if it is still there. */
-function killGroup(pid: number | undefined): void {
+/** The client's frames: stdin, its close, and terminal resizes. */
+function input(
+  child: ChildProcess & { stdin: Writable },
+  spec: SessionSpec,
+  resize: Writable | null | undefined,
+): (msg: Buffer, isBinary: boolean) => void {
+  return (msg, isBinary) => {
+    const f = parseFrame(isBinary ? msg : Buffer.from(msg));
+    if (!f) return;
+    if (f.channel === Channel.Stdin) child.stdin.write(f.data);
+    else if (f.channel === Channel.Close && f.data[0] === Channel.Stdin) child.stdin.end();
+    else if (f.channel === Channel.Resize) {
+      const size = parseResize(f.data);
+      if (size && spec.tty) resize?.write(`${JSON.stringify(size)}\n`); // without a terminal there is nothing to resize
+    }
+  };
+}
+
+/** SIGTERM to the operation's process group, SIGKILL 2 s later if it is still there (or SIGKILL at once). */
+function killGroup(pid: number | undefined, first: NodeJS.Signals = 'SIGTERM'): void {
   const sig = (s: NodeJS.Signals): void => {
     try {
       if (pid) process.kill(-pid, s);
@@ -143,8 +183,8 @@ function killGroup(pid: number | undefined): void {
       /* gone */
     }
   };
-  sig('SIGTERM');
-  setTimeout(() => sig('SIGKILL'), 2000).unref();
+  sig(first);
+  if (first !== 'SIGKILL') setTimeout(() => sig('SIGKILL'), 2000).unref();
 }
 
 /**
