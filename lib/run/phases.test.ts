@@ -38,11 +38,11 @@ describe('lib/run function-mode transitions (issue 15)', () => {
   it('a registration error is retried per the policy (attempt counts registrations), then Failed', () => {
     const policy = { maxAttempts: 2 };
     const first = claimed({}, 't0');
-    assert.equal(shouldRetry(policy, first.attempt, 'FunctionRegistration'), true);
+    assert.equal(shouldRetry(policy, first.attempt ?? 1, 'FunctionRegistration'), true);
     const second = retryScheduled(first, 't1', 'FunctionRegistration', 'ModuleNotFoundError');
     assert.equal(second.attempt, 2);
     assert.equal(second.phase, 'Running');
-    assert.equal(shouldRetry(policy, second.attempt, 'FunctionRegistration'), false);
+    assert.equal(shouldRetry(policy, second.attempt ?? 1, 'FunctionRegistration'), false);
     assert.equal(functionEnded(second, 't2', 'FunctionRegistration', 'm').phase, 'Failed');
   });
 });

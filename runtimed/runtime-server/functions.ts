@@ -42,7 +42,7 @@ export function splitHandler(handler: string): { module: string; fn: string } {
 }
 
 /** The bash script of a `file.function` handler inside the working directory (`file` or `file.sh`). */
-export function bashScript(workingDir: string, module: string, exists = existsSync): string {
+export function bashScript(workingDir: string, module: string, exists: (p: string) => boolean = existsSync): string {
   const rel = normalize(module);
   if (isAbsolute(rel) || rel.startsWith('..'))
     throw new RegistrationError(`handler file ${JSON.stringify(module)} must be inside the working directory`);
