@@ -79,6 +79,11 @@ export class KubeClient {
     );
   }
 
+  /** The bearer token this client sends, if it uses one (for a gateway that takes Kubernetes tokens). */
+  bearerToken(): string | undefined {
+    return typeof this.token === 'function' ? this.token() : this.token;
+  }
+
   /** Closes idle keep-alive sockets. */
   close(): void {
     this.agent.destroy();
