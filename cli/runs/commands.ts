@@ -87,7 +87,9 @@ function sourceFromFlags(o: RunFlags, args: string[]): Record<string, string> | 
   if (o.function && !o.handler)
     throw new UsageError('--function needs --handler (file.function or pkg.module.function)');
   if (o.function && (o.session || args.length)) throw new UsageError('--function takes no command and no --session');
-  const inlinePath = o.function ? { inlinePath: o.inlinePath ?? defaultInlinePath(o.handler ?? '', o.script) } : {};
+  const inlinePath: Record<string, string> = o.function
+    ? { inlinePath: o.inlinePath ?? defaultInlinePath(o.handler ?? '', o.script) }
+    : {};
   if (o.inline !== undefined) return { inline: o.inline, ...inlinePath };
   if (o.script) return { inline: readFileSync(o.script, 'utf8'), ...inlinePath };
   if (o.repo) return { repoURL: o.repo, ...(o.commit ? { commitSHA: o.commit } : {}) };
