@@ -22,7 +22,7 @@ import {
 } from './runs-helpers.ts';
 
 type Endpoint = { url: string; caBundle?: string };
-type FnRun = Awaited<ReturnType<typeof getRun>> & { status?: { endpoint?: Endpoint } };
+const endpointIn = (r: { status?: object }): Endpoint | undefined => (r.status as { endpoint?: Endpoint }).endpoint;
 
 const slowBash = (seconds: number): Record<string, unknown> => ({
   inlinePath: 'slow.sh',
@@ -74,9 +74,9 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
 
   it('a bash function goes Ready with FunctionRegistered, an endpoint and its finalizer', async () => {
     await admin().create(`${GROUP}/namespaces/${ns}/runs`, example('examples/functions/bash-greet.yaml'));
-    const ready = (await phase(ns, 'greet-bash', 'Ready')) as FnRun;
+    const ready = await phase(ns, 'greet-bash', 'Ready');
     assert.equal(cond(ready, 'Ready')?.reason, 'FunctionRegistered');
-    assert.match(ready.status?.endpoint?.url ?? '', /^https:\/\/.+\/invoke$/);
+    assert.match(endpointIn(ready)?.url ?? '', /^https:\/\/.+\/invoke$/);
     assert.ok(ready.metadata.finalizers?.includes('kruntimes.io/function-cleanup'));
     const ep = await endpointOf(admin(), ns, 'greet-bash');
     const r = await invokeEndpoint(ep, caller, { name: 'Ada' });
@@ -172,6 +172,6 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
     const r = await finished(ns, 'idle');
     assert.equal(r.status?.phase, 'Timeout');
     assert.equal(cond(r, 'Ready')?.reason, 'IdleTimeout');
-    assert.equal((r as FnRun).status?.endpoint, undefined);
+    assert.equal(endpointIn(r), undefined);
   });
 });
