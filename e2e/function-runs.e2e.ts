@@ -3,7 +3,8 @@
  * (FunctionRegistered, status.endpoint, finalizer), calls of bash and python handlers through the
  * Runtime Gateway (python stays warm: one import, one process), RBAC at the gateway both ways,
  * 429 for a concurrent call, cancel with a call in flight, 404 for the old UID after the Run was
- * recreated, registration retry then Failed, and the idle timeout.
+ * recreated, registration retry then Failed, Pod loss (retried elsewhere, or Failed), and the
+ * idle timeout.
  */
 import assert from 'node:assert/strict';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, InvokeError } from '../lib/invoke/client.ts';
@@ -166,6 +167,32 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
     assert.equal(cond(r, 'Ready')?.reason, 'FunctionRegistration');
     assert.equal(r.status?.attempt, 2);
     assert.match(r.status?.message ?? '', /no bash function "missing"/);
+  });
+
+  it('after Pod loss: a Run with retries is Ready again on the new Pod with a new endpoint; one without fails without it', async () => {
+    const python = example('examples/functions/python-greet.yaml') as { spec: Record<string, unknown> };
+    await createRun(ns, { ...python.spec, retryPolicy: { maxAttempts: 3, backoff: '100ms' } }, { name: 'survivor' });
+    const before = await phase(ns, 'survivor', 'Ready');
+    const oldUrl = endpointIn(before)?.url;
+    const [pod] = await runtimePods(ns, 'python', 1);
+    await admin().delete(`/api/v1/namespaces/${ns}/pods/${pod?.metadata.name}`, { gracePeriodSeconds: 0 });
+    const again = await eventually(
+      'survivor Ready on the new Pod',
+      async () => {
+        const r = await getRun(ns, 'survivor');
+        return r.status?.phase === 'Ready' && r.status.assignedPod !== pod?.metadata.name ? r : undefined;
+      },
+      90_000,
+      200,
+    );
+    assert.equal(again.status?.attempt, 2);
+    assert.notEqual(endpointIn(again)?.url, oldUrl);
+    const out = (await invokeEndpoint(await endpointOf(admin(), ns, 'survivor'), caller, { name: 'Di' })).output;
+    assert.equal((out as { calls: number }).calls, 1);
+    const lost = await finished(ns, 'greet-python');
+    assert.equal(lost.status?.phase, 'Failed');
+    assert.equal(cond(lost, 'Ready')?.reason, 'PodGone');
+    assert.equal(endpointIn(lost), undefined);
   });
 
   it('ends a function without calls after its idle timeout: Timeout, reason IdleTimeout', async () => {
