@@ -187,7 +187,12 @@ export class FunctionRuns {
   private async becomeReady(a: FunctionActive): Promise<void> {
     const fn = a.fn;
     const endpoint = this.h.endpointFor(a.run);
-    if (!fn || fn.ended) return;
+    if (!fn || fn.ended) {
+      // Ended (cancel, timeout, taken away) while the registration was in flight: it may have
+      // registered after the end's unregister, so unregister again.
+      await this.d.runtime.unregisterFunction(a.run.metadata.uid ?? '').catch(() => undefined);
+      return;
+    }
     if (!endpoint) {
       await this.end(a, 'FunctionRegistration', 'this Runtime Pod has no Runtime Gateway');
       return;
