@@ -130,7 +130,10 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
     assert.equal(done.status?.phase, 'Cancelled');
     const err = await first;
     assert.ok(err instanceof InvokeError && err.code === 503, `the in-flight call ended with ${String(err)}`);
-    assert.ok(!(await getRun(ns, 'slow')).metadata.finalizers?.includes('kruntimes.io/function-cleanup'));
+    // The finalizer goes last, after the terminal status (the handler is unregistered by then).
+    await eventually('the function-cleanup finalizer to be removed', async () =>
+      (await getRun(ns, 'slow')).metadata.finalizers?.includes('kruntimes.io/function-cleanup') ? undefined : true,
+    );
   });
 
   it('refuses the old UID with 404 after the Run was recreated with the same name', async () => {
