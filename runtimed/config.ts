@@ -17,6 +17,8 @@ export interface RuntimedConfig {
   /** The TLS session port on the Pod IP and the only identity allowed to open operations on it. */
   sessionPort: number;
   sessionSubject: string;
+  /** The Runtime Gateway's HTTPS port on the Pod IP (function calls, issue 15). */
+  gatewayPort: number;
   /** Concurrent operations one session Run may have on this Pod. */
   sessionMaxOperations: number;
   /** How long runtimed keeps cleaning up deleted Runs' artifacts after SIGTERM (below the Pod's grace period). */
@@ -54,6 +56,7 @@ export function loadRuntimedConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     artifactRoot: env.KRT_ARTIFACT_ROOT ?? '/var/lib/kruntimes/artifacts',
     sessionPort: Number(env.KRT_SESSION_PORT ?? '9095'),
     sessionSubject: env.KRT_SESSION_SUBJECT ?? 'system:serviceaccount:kruntimes-system:kruntimes-run-extension-api',
+    gatewayPort: Number(env.KRT_GATEWAY_PORT ?? '9096'),
     sessionMaxOperations: Number(env.KRT_SESSION_MAX_OPERATIONS ?? '16'),
     drainMs: Number(env.KRT_DRAIN_MS ?? '25000'),
   });

@@ -19,6 +19,7 @@ import { Jwks } from './session-auth.ts';
 import { SESSION_CONDITION, startSessionServer } from './session-server.ts';
 import type { Run } from './types.ts';
 import { removeBeneath } from './artifacts/safe-dir.ts';
+import { startGateway } from './gateway.ts';
 
 export interface Daemon {
   /** Keeps cleaning up deleted Runs' artifacts while the namespace or Runtime is going away (bounded). */
@@ -196,6 +197,15 @@ export async function startDaemon(o: {
   // are taken only once the Runtime Server answers.
   const sessionsStarted = serveSessions(o, runner);
   sessionsStarted.catch(() => undefined); // awaited below; its failure fails the start there
+  const gateway = await startGateway({
+    address: cfg.healthAddress,
+    port: cfg.gatewayPort,
+    namespace: cfg.namespace,
+    client,
+    log: log.child({ part: 'gateway' }),
+    target: (name, uid) => runner.functionTarget(name, uid),
+  });
+  runner.endpointFor = (run) => gateway.endpoint(run);
   await waitForRuntime(runtime, log);
   let recheck = (): void => undefined;
   const watch = await watchAssignedRuns(client, cfg, runner, log, () => recheck());
@@ -223,6 +233,7 @@ export async function startDaemon(o: {
       for (const part of [watch, gc, cleaner]) part.stop();
       health.close();
       sessions.close();
+      gateway.close();
       await Promise.resolve();
     },
   };

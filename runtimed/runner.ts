@@ -41,6 +41,14 @@ import {
 } from './artifacts/safe-dir.ts';
 import type { SessionRefusal, SessionTarget } from './session-server.ts';
 import { takenAway } from './fence.ts';
+import {
+  FUNCTION_FINALIZER,
+  FunctionRuns,
+  type CallTarget,
+  type FunctionHost,
+  type FunctionState,
+} from './function-runs.ts';
+import type { FunctionEndpoint } from '../lib/run/phases.ts';
 
 /** A bad artifact input: terminal with its own reason (never retried). */
 export class InputError extends Error {
@@ -67,6 +75,7 @@ interface Active {
   claim?: Promise<Run | undefined>;
   startedAt: string;
   session?: Session;
+  fn?: FunctionState;
   /** The Run was taken away (rescheduled): this execution ends without another status write. */
   lost?: boolean;
   released?: boolean;
@@ -133,15 +142,41 @@ const rvNum = (r: Run): bigint => {
   }
 };
 
-export class Runner {
+export class Runner implements FunctionHost {
   readonly active = new Map<string, Active>();
+  readonly functions: FunctionRuns = new FunctionRuns(this);
+  /** The Runtime Gateway's endpoint for a function Run of this Pod (set when the gateway listens). */
+  endpointFor: (run: Run) => FunctionEndpoint | undefined = () => undefined;
   /** Called after a Run was released (its workspace may now be cleaned up). */
   onRelease: () => void = () => undefined;
   private readonly waiting = new Set<string>();
   /** When this runtimed started (seconds precision like creationTimestamp, rounded down, with a margin). */
   private readonly bornAt = Math.floor(Date.now() / 1000) * 1000 + 1000;
 
-  constructor(private readonly d: RunnerDeps) {}
+  constructor(readonly d: RunnerDeps) {}
+
+  event(run: Run, type: 'Normal' | 'Warning', reason: string, message: string, key: string): void {
+    runEvent(this.d, run, { type, reason, message, key });
+  }
+
+  /** Function mode: the source stays at the workspace root (a referenced PersistentWorkspace's
+   * root, else the Run directory) so handler module resolution is relative to the working directory. */
+  async stageFunction(run: Run): Promise<string> {
+    const ws = run.spec.workspace?.name;
+    if (!ws) return this.prepare(run, 'function', () => this.stageInputs(run));
+    const staged = await withDirBeneath(this.d.cfg.workspaceRoot, ['persistent', ws], { create: 0o775 }, (dir) =>
+      prepareSource(dir, this.workspaceDir(ws), run.spec.source, 'function'),
+    );
+    if (staged === undefined) throw new InputError('UnsafePath', `workspace ${ws} could not be opened`);
+    await this.stageInputs(run);
+    return staged;
+  }
+
+  /** The Runtime Gateway's call target for `name` with `uid` in this Pod's namespace. */
+  functionTarget(name: string, uid: string): CallTarget {
+    const a = [...this.active.values()].find((x) => x.fn && x.run.metadata.name === name);
+    return this.functions.target(a, name, uid);
+  }
 
   private path(run: Run, sub = ''): string {
     return `/apis/kruntimes.io/v1alpha1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}${sub}`;
@@ -215,13 +250,15 @@ export class Runner {
       this.onActive(a, run);
       return;
     }
+    if (this.functionLeftover(run)) return;
     if (!this.mine(run) || run.metadata.deletionTimestamp || isTerminal(run.status?.phase)) return;
     if (run.status?.phase === 'Scheduled' && run.spec.cancelRequested) {
       void this.terminal(run, 'Cancelled', 'cancelled by user');
       return;
     }
     const phase = run.status?.phase;
-    if (phase !== 'Scheduled' && phase !== 'Running' && !(phase === 'Ready' && run.spec.mode?.session)) return;
+    const ready = phase === 'Ready' && (run.spec.mode?.session || run.spec.mode?.function);
+    if (phase !== 'Scheduled' && phase !== 'Running' && !ready) return;
     if (this.active.size >= this.d.cfg.workers) {
       this.retryLater(run);
       return;
@@ -229,6 +266,16 @@ export class Runner {
     void this.start(run).catch((err: unknown) =>
       this.d.log.error({ err, run: run.metadata.name }, 'run handling failed'),
     );
+  }
+
+  /** A function Run of this Pod that ended or is being deleted while nothing runs it here: unregister, drop the finalizer. */
+  private functionLeftover(run: Run): boolean {
+    if (!this.mine(run) || !(run.metadata.finalizers ?? []).includes(FUNCTION_FINALIZER)) return false;
+    if (!run.metadata.deletionTimestamp && !isTerminal(run.status?.phase)) return false;
+    void this.functions
+      .deleted(undefined, run)
+      .catch((err: unknown) => this.d.log.warn({ err, run: run.metadata.name }, 'function cleanup failed'));
+    return true;
   }
 
   private onActive(a: Active, run: Run): void {
@@ -245,6 +292,7 @@ export class Runner {
     }
     if (run.spec.cancelRequested && !a.cancelling) {
       if (a.session) void this.endSession(a, 'Cancelled', 'cancelled by user');
+      else if (a.fn) void this.functions.end(a, 'Cancelled', 'cancelled by user');
       else void this.cancel(a);
     }
   }
@@ -331,6 +379,10 @@ export class Runner {
       await this.startSession(a);
       return;
     }
+    if (run.spec.mode?.function) {
+      await this.functions.start(a);
+      return;
+    }
     if (run.status?.phase === 'Running') {
       await this.recover(a);
       return;
@@ -401,7 +453,7 @@ export class Runner {
   }
 
   /** Stages spec.artifactInputs into the working directory (opened without following links); bad inputs are terminal (InputError). */
-  private async stageInputs(run: Run): Promise<void> {
+  async stageInputs(run: Run): Promise<void> {
     if (!run.spec.artifactInputs?.length) return;
     if (!this.d.finisher.store)
       throw new InputError(
@@ -570,7 +622,7 @@ export class Runner {
   }
 
   /** Status as if claimed: a Run that ends before its claim write still reports startTime and attempt. */
-  private started(a: Active, s: RunStatus): RunStatus {
+  started(a: { run: Run; startedAt: string }, s: RunStatus): RunStatus {
     return { ...s, startTime: s.startTime ?? a.startedAt, attempt: s.attempt && s.attempt > 0 ? s.attempt : 1 };
   }
 
@@ -607,11 +659,15 @@ export class Runner {
   }
 
   private async abandon(a: Active): Promise<void> {
+    if (a.fn) {
+      await this.functions.abandon(a);
+      return;
+    }
     await this.d.runtime.cancel(a.run.metadata.uid ?? '').catch(() => undefined);
     await this.release(a);
   }
 
-  private async release(a: Active): Promise<void> {
+  async release(a: Active): Promise<void> {
     if (a.released) return;
     a.released = true;
     clearTimeout(a.timer);
@@ -751,6 +807,11 @@ export class Runner {
   /** The Run object was deleted: stop its execution without writing status. */
   async onDeleted(run: Run): Promise<void> {
     const a = this.active.get(run.metadata.uid ?? '');
+    if (a?.fn || (run.metadata.finalizers ?? []).includes(FUNCTION_FINALIZER)) {
+      if (a?.fn?.ended) return;
+      await this.functions.deleted(a, run);
+      return;
+    }
     if (!a) return;
     a.cancelling = true;
     await this.abandon(a);

@@ -3,6 +3,17 @@ import http, { type IncomingMessage } from 'node:http';
 import type { DialIn } from './dial-in.ts';
 import type { ExecRequest } from './runtime-server/command.ts';
 import type { OutputRecord, Summary } from './runtime-server/executions.ts';
+import { REGISTER_TIMEOUT_MS, type FunctionSpec, type InvokeResult } from './runtime-server/functions.ts';
+
+/** The Runtime Server refused a function handler (422): a registration error, retried per the Run's policy. */
+export class FunctionRegistrationError extends Error {
+  readonly reason = 'FunctionRegistration';
+}
+
+/** A body that is already JSON text (a function payload): sent as is. */
+class RawJson {
+  constructor(readonly text: string) {}
+}
 
 export class RuntimeClient {
   private readonly agent: http.Agent;
@@ -16,7 +27,7 @@ export class RuntimeClient {
     body?: unknown,
     timeoutMs = 10_000,
   ): Promise<{ code: number; res: IncomingMessage }> {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const payload = body === undefined ? undefined : body instanceof RawJson ? body.text : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = http.request(
         {
@@ -34,8 +45,13 @@ export class RuntimeClient {
     });
   }
 
-  private async json<T>(method: string, path: string, body?: unknown): Promise<{ code: number; body: T }> {
-    const { code, res } = await this.request(method, path, body);
+  private async json<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    timeoutMs?: number,
+  ): Promise<{ code: number; body: T }> {
+    const { code, res } = await this.request(method, path, body, timeoutMs);
     const chunks: Buffer[] = [];
     for await (const c of res) chunks.push(c as Buffer);
     return { code, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as T };
@@ -72,6 +88,34 @@ export class RuntimeClient {
   async renewLease(validForMs: number): Promise<void> {
     const r = await this.json<{ message?: string }>('POST', '/v1/lease', { validForMs });
     if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
+  }
+
+  /** Registers a function handler (idempotent per id); FunctionRegistrationError when the handler cannot be used. */
+  async registerFunction(spec: FunctionSpec): Promise<void> {
+    const r = await this.json<{ message?: string }>('POST', '/v1/functions', spec, REGISTER_TIMEOUT_MS + 5000);
+    if (r.code === 422) throw new FunctionRegistrationError(r.body.message ?? 'the handler cannot be registered');
+    if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
+  }
+
+  /** One call of a registered function; `payload` is JSON text (at most 1 MiB). No timeout: the Run's bounds the call. */
+  async invokeFunction(id: string, payload: string): Promise<InvokeResult> {
+    const r = await this.json<InvokeResult & { message?: string }>(
+      'POST',
+      `/v1/functions/${encodeURIComponent(id)}/invoke`,
+      new RawJson(payload),
+      0,
+    );
+    if (r.code === 404) return { ok: false, reason: 'NotRegistered', error: r.body.message ?? 'not registered' };
+    if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
+    return r.body;
+  }
+
+  async cancelFunctionCall(id: string): Promise<void> {
+    await this.json('POST', `/v1/functions/${encodeURIComponent(id)}/cancel`);
+  }
+
+  async unregisterFunction(id: string): Promise<void> {
+    await this.json('DELETE', `/v1/functions/${encodeURIComponent(id)}`);
   }
 
   async forget(id: string): Promise<void> {

@@ -9,7 +9,7 @@ export interface RunSpec {
   source?: Source;
   mode?: {
     task?: { entrypoint?: string; args?: string[] };
-    function?: { handler?: string };
+    function?: { handler?: string; idleTimeoutSeconds?: number };
     session?: { command?: string[]; idleTimeoutSeconds?: number };
   };
   env?: { name: string; value?: string }[];

@@ -9,6 +9,7 @@ import { age, parseFormat, render, table } from '../output.ts';
 import { downloadArtifacts, listArtifacts } from './artifacts.ts';
 import { followLogs, snapshotLogs } from './logs.ts';
 import { attach, SessionEnded, waitReady } from './session.ts';
+import { registerInvoke } from './invoke.ts';
 
 const G = '/apis/kruntimes.io/v1alpha1';
 type Run = KubeObject & {
@@ -63,35 +64,44 @@ function kindPath(kind: string): { plural: 'runs' | 'runtimes'; table: (o: never
   throw new UsageError(`unknown kind ${JSON.stringify(kind)}: use runs or runtimes`);
 }
 
+type RunFlags = {
+  file?: string;
+  runtime?: string;
+  inline?: string;
+  script?: string;
+  repo?: string;
+  commit?: string;
+  entrypoint?: string;
+  env?: string[];
+  timeout?: string;
+  name?: string;
+  session?: boolean;
+  function?: boolean;
+  handler?: string;
+  inlinePath?: string;
+  idleTimeout?: string;
+};
+
+/** spec.source from --inline, --script or --repo (a function's inline source gets its inlinePath). */
+function sourceFromFlags(o: RunFlags, args: string[]): Record<string, string> | undefined {
+  if (o.function && !o.handler)
+    throw new UsageError('--function needs --handler (file.function or pkg.module.function)');
+  if (o.function && (o.session || args.length)) throw new UsageError('--function takes no command and no --session');
+  const inlinePath: Record<string, string> = o.function
+    ? { inlinePath: o.inlinePath ?? defaultInlinePath(o.handler ?? '', o.script) }
+    : {};
+  if (o.inline !== undefined) return { inline: o.inline, ...inlinePath };
+  if (o.script) return { inline: readFileSync(o.script, 'utf8'), ...inlinePath };
+  if (o.repo) return { repoURL: o.repo, ...(o.commit ? { commitSHA: o.commit } : {}) };
+  return undefined;
+}
+
 /** Builds a Run from flags, or reads it from -f. */
-export function runFromFlags(
-  o: {
-    file?: string;
-    runtime?: string;
-    inline?: string;
-    script?: string;
-    repo?: string;
-    commit?: string;
-    entrypoint?: string;
-    env?: string[];
-    timeout?: string;
-    name?: string;
-    session?: boolean;
-    idleTimeout?: string;
-  },
-  args: string[],
-): Record<string, unknown> {
+export function runFromFlags(o: RunFlags, args: string[]): Record<string, unknown> {
   if (o.file) return parse(readFileSync(o.file, 'utf8')) as Record<string, unknown>;
   if (!o.runtime) throw new UsageError('--runtime is required (or give a manifest with -f)');
-  const source =
-    o.inline !== undefined
-      ? { inline: o.inline }
-      : o.script
-        ? { inline: readFileSync(o.script, 'utf8') }
-        : o.repo
-          ? { repoURL: o.repo, ...(o.commit ? { commitSHA: o.commit } : {}) }
-          : undefined;
-  if (!source && !args.length && !o.session)
+  const source = sourceFromFlags(o, args);
+  if (!source && !args.length && !o.session && !o.function)
     throw new UsageError('give a script: --inline, --script FILE, --repo URL, or a command after -- (or --session)');
   if (o.session && o.entrypoint)
     throw new UsageError(
@@ -117,6 +127,14 @@ export function runFromFlags(
   };
 }
 
+/** Where a function's inline source goes: the handler's module file (`h.f` -> h.sh or h.py, `pkg.mod.f` -> pkg/mod.py). */
+export function defaultInlinePath(handler: string, script: string | undefined): string {
+  const module = handler.slice(0, Math.max(0, handler.lastIndexOf('.')));
+  if (script?.endsWith('.py') || (!script?.endsWith('.sh') && module.includes('.')))
+    return `${module.replace(/\./g, '/')}.py`;
+  return script?.endsWith('.sh') || !script ? `${module}.sh` : module;
+}
+
 function idleSeconds(flag: string | undefined): number | undefined {
   if (flag === undefined) return undefined;
   const n = Number(flag);
@@ -125,10 +143,12 @@ function idleSeconds(flag: string | undefined): number | undefined {
 }
 
 function modeFromFlags(
-  o: { session?: boolean; entrypoint?: string },
+  o: { session?: boolean; entrypoint?: string; function?: boolean; handler?: string },
   args: string[],
   idle: number | undefined,
 ): { mode?: object } {
+  if (o.function)
+    return { mode: { function: { handler: o.handler ?? '', ...(idle ? { idleTimeoutSeconds: idle } : {}) } } };
   if (o.session)
     return {
       mode: { session: { ...(args.length ? { command: args } : {}), ...(idle ? { idleTimeoutSeconds: idle } : {}) } },
@@ -169,7 +189,13 @@ function registerRun(program: Command): void {
     .option('--timeout <duration>')
     .option('-f, --file <manifest>')
     .option('--session', 'create a session Run (Ready for `krt session`; the command after -- becomes its default)')
-    .option('--idle-timeout <seconds>', 'session: end after this long without an operation (default 600)')
+    .option('--function', 'create a function Run (Ready for `krt invoke`); needs --handler')
+    .option('--handler <handler>', 'function: file.function (bash) or pkg.module.function (python)')
+    .option('--inline-path <path>', 'function: where the inline source is written (default: from the handler)')
+    .option(
+      '--idle-timeout <seconds>',
+      'session or function: end after this long without an operation or call (default 600)',
+    )
     .option('-w, --wait', 'wait until the Run ends; exit 0 only if it Succeeded')
     .option('--follow', 'follow its logs until it ends (implies --wait)')
     .action(
@@ -244,6 +270,7 @@ function registerGet(program: Command): void {
 export function registerRuns(program: Command): void {
   registerRun(program);
   registerGet(program);
+  registerInvoke(program);
   program
     .command('cancel')
     .description('request cancellation of a Run')

@@ -340,10 +340,15 @@ def run_spec(core: CoreSchemas) -> Schema:
             "args": string_list("Args are passed to the runtime for non-inline sources.",
                                 max_items=256, item_max_length=8192),
         }),
-        "function": obj("Function configures callable function execution.", {
-            "handler": string("Handler is the module.function to call.", max_length=512),
-            "idleTimeoutSeconds": integer("IdleTimeoutSeconds is reserved for the function "
-                                          "lifecycle.", minimum=1),
+        "function": obj("Function keeps the Run Ready on its Runtime Pod with its handler "
+                        "registered, callable through the Runtime Gateway at status.endpoint, "
+                        "until it is cancelled, times out or stays idle.", {
+            "handler": string("Handler is file.function (bash: the function of that file in the "
+                              "working directory) or pkg.module.function (python: imported once "
+                              "at registration).", max_length=512),
+            "idleTimeoutSeconds": integer("IdleTimeoutSeconds ends the Run (Timeout, reason "
+                                          "IdleTimeout) after this long without a call; default "
+                                          "600.", minimum=1),
         }),
         "session": obj("Session keeps the Run Ready on its Runtime Pod for interactive "
                        "operations through sessions.kruntimes.io (seed 004) until it is "

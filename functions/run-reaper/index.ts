@@ -56,15 +56,29 @@ function judgeHealth(pod: PodObj, now: number, staleMs: number): Verdict {
   return { stale: false, recheckAt: beat + staleMs };
 }
 
-function reset(run: RunObj, reason: string, message: string, now: string): RunStatus {
+/** Back to Pending for another Pod; a Ready function or session Run also loses its endpoint and Ready. */
+export function reset(run: RunObj, reason: string, message: string, now: string): RunStatus {
   const s = run.status ?? {};
-  const { assignedPod: _p, assignedPodUID: _u, startTime: _t, ...rest } = s;
+  const { assignedPod: _p, assignedPodUID: _u, startTime: _t, endpoint: _e, ...rest } = s;
+  let conditions = setCondition(s.conditions, { type: 'Running', status: 'False', reason, message }, now);
+  if (conditions.some((c) => c.type === 'Ready'))
+    conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason, message }, now);
   return {
     ...rest,
     phase: 'Pending',
     attempt: currentAttempt(s.attempt) + 1,
     message,
-    conditions: setCondition(s.conditions, { type: 'Running', status: 'False', reason, message }, now),
+    conditions,
+  };
+}
+
+/** The terminal status of a lost Run; a Ready function or session Run also loses its endpoint and Ready. */
+export function ended(run: RunObj, reason: string, message: string, now: string): RunStatus {
+  const { endpoint: _e, ...failed } = terminalFailure(run.status ?? {}, now, reason, message);
+  if (!failed.conditions?.some((c) => c.type === 'Ready')) return failed;
+  return {
+    ...failed,
+    conditions: setCondition(failed.conditions, { type: 'Ready', status: 'False', reason, message }, now),
   };
 }
 
@@ -87,7 +101,7 @@ export function reap({ key, state, now }: ReconcileInput): Operation[] {
     const retry = shouldRetry(run.spec.retryPolicy, currentAttempt(run.status?.attempt), v.reason);
     const status = retry
       ? reset(run, v.reason, v.message, now.toISOString())
-      : terminalFailure(run.status ?? {}, now.toISOString(), v.reason, v.message);
+      : ended(run, v.reason, v.message, now.toISOString());
     ops.push(
       { op: 'status', resource: R.runs, object: { ...run, status } },
       eventOp(

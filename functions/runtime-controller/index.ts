@@ -1,7 +1,8 @@
 /**
  * Runtime controller: materialises each Runtime as a DaemonSet (or Deployment) of Runtime Pods
  * with the runtimed sidecar, least-privilege RBAC for runtimed in the namespace, a NetworkPolicy
- * that admits only the extension API server to runtimed's session port, and reports ready replicas and a Ready condition.
+ * that admits only the extension API server to runtimed's session port (and anyone to the Runtime
+ * Gateway's port, where every call is authorised with the caller's token), and reports ready replicas and a Ready condition.
  */
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput, Resource } from '../../lib/fn/types.ts';
@@ -10,6 +11,7 @@ import {
   RUNTIME_LABEL,
   RUNTIMED_CLUSTER_ROLE,
   SESSION_PORT,
+  GATEWAY_PORT,
   RUNTIMED_SA,
   selectorLabels,
   workload,
@@ -47,6 +49,9 @@ export const sessionIngress = {
   ],
   ports: [{ protocol: 'TCP', port: SESSION_PORT }],
 };
+
+/** The Runtime Gateway admits any source: every call carries a Kubernetes token the gateway checks (ADR 0016). */
+export const gatewayIngress = { ports: [{ protocol: 'TCP', port: GATEWAY_PORT }] };
 
 type Workload = KubeObject & {
   status?: { readyReplicas?: number; numberReady?: number; desiredNumberScheduled?: number; replicas?: number };
@@ -123,7 +128,11 @@ export function reconcileRuntime({ object, state, now }: ReconcileInput): Operat
       resource: networkPolicies,
       object: {
         metadata: { name: workloadName(rt), namespace: ns, ownerReferences: wl.metadata.ownerReferences },
-        spec: { podSelector: { matchLabels: selectorLabels(rt) }, policyTypes: ['Ingress'], ingress: [sessionIngress] },
+        spec: {
+          podSelector: { matchLabels: selectorLabels(rt) },
+          policyTypes: ['Ingress'],
+          ingress: [sessionIngress, gatewayIngress],
+        },
       },
     },
   ];

@@ -75,6 +75,9 @@ export function capacityAnnotations(rt: Runtime): Record<string, string> {
 /** runtimed's TLS session port (sessions.kruntimes.io operations arrive here from the extension API server only). */
 export const SESSION_PORT = 9095;
 
+/** runtimed's Runtime Gateway port: function calls from any client with a Kubernetes token (issue 15). */
+export const GATEWAY_PORT = 9096;
+
 export function workers(rt: Runtime): number {
   return Number(capacityAnnotations(rt)['kruntimes.io/capacity.runs'] ?? 2);
 }
@@ -96,6 +99,7 @@ function runtimedContainer(rt: Runtime): Container {
     { name: 'KRT_RUNTIME', value: rt.metadata.name },
     { name: 'KRT_WORKERS', value: String(workers(rt)) },
     { name: 'KRT_SESSION_PORT', value: String(SESSION_PORT) },
+    { name: 'KRT_GATEWAY_PORT', value: String(GATEWAY_PORT) },
   ];
   const mounts: Json[] = [
     { name: 'workspace', mountPath: '/workspace' },
@@ -111,6 +115,7 @@ function runtimedContainer(rt: Runtime): Container {
     ports: [
       { name: 'health', containerPort: 9094 },
       { name: 'session', containerPort: SESSION_PORT },
+      { name: 'gateway', containerPort: GATEWAY_PORT },
     ],
     readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 1 },
     livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 10, failureThreshold: 6 },

@@ -49,10 +49,13 @@ export class KubeClient {
   private readonly userAgent: string;
   private readonly opts: ClientOptions;
 
-  constructor(opts: ClientOptions) {
+  private bearerAgent?: https.Agent;
+
+  constructor(opts: ClientOptions, agent?: https.Agent) {
     this.opts = opts;
     this.server = new URL(opts.server);
-    this.agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: opts.ca, cert: opts.cert, key: opts.key });
+    this.agent =
+      agent ?? new https.Agent({ keepAlive: true, maxSockets: 64, ca: opts.ca, cert: opts.cert, key: opts.key });
     this.token = opts.token;
     this.userAgent = opts.userAgent ?? 'kruntimes';
   }
@@ -62,9 +65,29 @@ export class KubeClient {
     return new KubeClient({ ...this.opts, impersonate: user });
   }
 
+  /**
+   * The same server and CA acting only as the holder of `token` (a caller's bearer token): never
+   * this client's own token, client certificate or impersonation. Connections are shared among
+   * such clients (their agent has no client certificate, so only the token authenticates).
+   */
+  withToken(token: string): KubeClient {
+    this.bearerAgent ??= new https.Agent({ keepAlive: true, maxSockets: 64, ca: this.opts.ca });
+    const { server, ca, userAgent } = this.opts;
+    return new KubeClient(
+      { server, token, ...(ca ? { ca } : {}), ...(userAgent ? { userAgent } : {}) },
+      this.bearerAgent,
+    );
+  }
+
+  /** The bearer token this client sends, if it uses one (for a gateway that takes Kubernetes tokens). */
+  bearerToken(): string | undefined {
+    return typeof this.token === 'function' ? this.token() : this.token;
+  }
+
   /** Closes idle keep-alive sockets. */
   close(): void {
     this.agent.destroy();
+    this.bearerAgent?.destroy();
   }
 
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {

@@ -17,11 +17,20 @@ export interface RunStatus {
   artifactStore?: unknown;
   attempt?: number;
   conditions?: Condition[];
+  /** The invoke endpoint of a Ready function Run; null removes it (merge patch). */
+  endpoint?: FunctionEndpoint | null;
+}
+
+export interface FunctionEndpoint {
+  protocol: 'HTTPS';
+  url: string;
+  /** base64 of the PEM trust bundle of the endpoint's certificate. */
+  caBundle?: string;
 }
 
 /** Phase for a terminal failure reason. */
 export function phaseFor(reason: string): 'Failed' | 'Timeout' | 'Cancelled' {
-  if (reason === 'Timeout') return 'Timeout';
+  if (reason === 'Timeout' || reason === 'IdleTimeout') return 'Timeout';
   if (reason === 'Cancelled') return 'Cancelled';
   return 'Failed';
 }
@@ -153,4 +162,41 @@ export function sessionEnded(s: RunStatus, now: string, reason: string, message:
   let conditions = setCondition(s.conditions, { type: 'Ready', status: 'False', reason, message }, now);
   conditions = setCondition(conditions, { type: 'Completed', status: 'True', reason, message }, now);
   return { ...s, phase: 'Succeeded', message, completionTime: now, conditions };
+}
+
+/** A function Run's handler is registered and callable: phase Ready, Ready=True/FunctionRegistered, the endpoint set. */
+export function functionReady(s: RunStatus, now: string, endpoint: FunctionEndpoint, gen?: number): RunStatus {
+  return {
+    ...s,
+    phase: 'Ready',
+    message: 'function is registered and ready for calls',
+    startTime: s.startTime ?? now,
+    attempt: s.attempt && s.attempt > 0 ? s.attempt : 1,
+    endpoint,
+    conditions: setCondition(
+      s.conditions,
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'FunctionRegistered',
+        message: 'function is registered and ready for calls',
+        ...(gen ? { observedGeneration: gen } : {}),
+      },
+      now,
+    ),
+  };
+}
+
+/** A function Run's end (cancel, timeout, idle timeout, registration failure): its terminal phase, Ready=False, no endpoint. */
+export function functionEnded(s: RunStatus, now: string, reason: string, message: string): RunStatus {
+  const failed = terminalFailure(s, now, reason, message);
+  return {
+    ...failed,
+    endpoint: null,
+    conditions: setCondition(
+      failed.conditions,
+      { type: 'Ready', status: 'False', reason, message: failed.message ?? message },
+      now,
+    ),
+  };
 }

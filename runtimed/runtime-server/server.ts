@@ -7,6 +7,10 @@
  *   GET    /v1/executions/:id/records?from=N&follow=1   NDJSON records, then {"end":summary}
  *   POST   /v1/executions/:id/cancel       cancel
  *   DELETE /v1/executions/:id              forget (409 while running)
+ *   POST   /v1/functions                   register a function handler (idempotent per id; 422 when unusable)
+ *   POST   /v1/functions/:id/invoke        one call: JSON payload in, {ok, output | reason, error} out
+ *   POST   /v1/functions/:id/cancel        kill the in-flight call
+ *   DELETE /v1/functions/:id               unregister (kills an in-flight call)
  *   POST   /v1/lease                       {"validForMs": n}: renew the execution lease (lease.ts)
  *   GET    /v1/sessions                    WebSocket: one interactive operation (sessions.ts)
  *   GET    /healthz
@@ -17,6 +21,7 @@ import type { ExecRequest, Language } from './command.ts';
 import { Executions, type Execution, type OutputRecord, type Summary } from './executions.ts';
 import { SessionOperations } from './sessions.ts';
 import { ExecutionLease } from './lease.ts';
+import { FUNCTION_IO_LIMIT, Functions, RegistrationError, type FunctionSpec } from './functions.ts';
 
 function json(res: ServerResponse, code: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -25,23 +30,21 @@ function json(res: ServerResponse, code: number, body: unknown): void {
 }
 
 function readBody(req: IncomingMessage): Promise<unknown> {
+  return readRaw(req, 4 << 20).then((text) => JSON.parse(text || '{}') as unknown);
+}
+
+function readRaw(req: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > 4 << 20) {
+      if (size > limit) {
         reject(new Error('request too large'));
         req.destroy();
       } else chunks.push(c);
     });
-    req.on('end', () => {
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}'));
-      } catch (e) {
-        reject(e instanceof Error ? e : new Error(String(e)));
-      }
-    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
 }
@@ -94,11 +97,56 @@ async function renewLease(req: IncomingMessage, res: ServerResponse, lease: Exec
   return json(res, 200, { remainingMs: lease.remainingMs() });
 }
 
-async function route(req: IncomingMessage, res: ServerResponse, ex: Executions, lease: ExecutionLease): Promise<void> {
+async function registerFunction(res: ServerResponse, fns: Functions, body: FunctionSpec): Promise<void> {
+  if (!body.id || !body.workingDir || !body.handler)
+    return json(res, 400, { message: 'id, handler and workingDir are required' });
+  try {
+    const { created } = await fns.register(body);
+    return json(res, created ? 201 : 200, { id: body.id });
+  } catch (err) {
+    if (err instanceof RegistrationError) return json(res, 422, { message: err.message });
+    throw err;
+  }
+}
+
+async function functionRoute(
+  req: IncomingMessage,
+  res: ServerResponse,
+  fns: Functions,
+  lease: ExecutionLease,
+  parts: string[],
+): Promise<void> {
+  const id = parts[2] ? decodeURIComponent(parts[2]) : undefined;
+  if (lease.expired() && req.method === 'POST' && parts[3] !== 'cancel')
+    return json(res, 503, { message: 'fenced: the execution lease lapsed; runtimed must renew it first' });
+  if (!id) {
+    if (req.method !== 'POST') return json(res, 405, { message: 'method not allowed' });
+    return registerFunction(res, fns, (await readBody(req)) as FunctionSpec);
+  }
+  const f = fns.get(id);
+  if (req.method === 'DELETE') return json(res, 200, { unregistered: fns.unregister(id) });
+  if (!f) return json(res, 404, { message: `function ${id} not registered` });
+  if (req.method === 'POST' && parts[3] === 'cancel') {
+    f.close();
+    return json(res, 200, {});
+  }
+  if (req.method !== 'POST' || parts[3] !== 'invoke') return json(res, 405, { message: 'method not allowed' });
+  const payload = await readRaw(req, FUNCTION_IO_LIMIT);
+  return json(res, 200, await f.invoke(payload || 'null'));
+}
+
+async function route(
+  req: IncomingMessage,
+  res: ServerResponse,
+  ex: Executions,
+  lease: ExecutionLease,
+  fns: Functions,
+): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://runtime');
   const parts = url.pathname.split('/').filter(Boolean);
   if (url.pathname === '/healthz') return json(res, 200, { healthy: true });
   if (url.pathname === '/v1/lease') return renewLease(req, res, lease);
+  if (parts[0] === 'v1' && parts[1] === 'functions') return functionRoute(req, res, fns, lease, parts);
   if (parts[0] !== 'v1' || parts[1] !== 'executions') return json(res, 404, { message: 'not found' });
   const id = parts[2] ? decodeURIComponent(parts[2]) : undefined;
   if (!id) return collection(req, res, ex, lease);
@@ -134,10 +182,11 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
   // are group-writable so runtimed can read and clean up.
   process.umask(0o002);
   const ex = new Executions(lang, baseEnv);
+  const fns = new Functions(lang, baseEnv);
   // Session operations are fenced with the executions (issue 11 c): none runs past the lease.
   const sessions = new SessionOperations(lang, baseEnv, () => lease.expired());
   const lease = new ExecutionLease(() => {
-    const killed = ex.fence();
+    const killed = [...ex.fence(), ...fns.fence()];
     const operations = sessions.fence();
     if (killed.length || operations)
       process.stderr.write(
@@ -145,7 +194,7 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
       );
   });
   const srv = createServer((req, res) => {
-    route(req, res, ex, lease).catch((err: unknown) =>
+    route(req, res, ex, lease, fns).catch((err: unknown) =>
       json(res, 400, { message: err instanceof Error ? err.message : String(err) }),
     );
   });

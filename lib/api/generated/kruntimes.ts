@@ -381,13 +381,13 @@ export interface components {
                  *     }
                  */
                 mode: {
-                    /** @description Function configures callable function execution. */
+                    /** @description Function keeps the Run Ready on its Runtime Pod with its handler registered, callable through the Runtime Gateway at status.endpoint, until it is cancelled, times out or stays idle. */
                     function?: {
-                        /** @description Handler is the module.function to call. */
+                        /** @description Handler is file.function (bash: the function of that file in the working directory) or pkg.module.function (python: imported once at registration). */
                         handler?: string;
                         /**
                          * Format: int32
-                         * @description IdleTimeoutSeconds is reserved for the function lifecycle.
+                         * @description IdleTimeoutSeconds ends the Run (Timeout, reason IdleTimeout) after this long without a call; default 600.
                          */
                         idleTimeoutSeconds?: number;
                     };

@@ -1,0 +1,207 @@
+/**
+ * Function-mode Runs (issue 15) on the real local cluster: the lifecycle to Ready
+ * (FunctionRegistered, status.endpoint, finalizer), calls of bash and python handlers through the
+ * Runtime Gateway (python stays warm: one import, one process), RBAC at the gateway both ways,
+ * 429 for a concurrent call, cancel with a call in flight, 404 for the old UID after the Run was
+ * recreated, registration retry then Failed, Pod loss (retried elsewhere, or Failed), and the
+ * idle timeout.
+ */
+import assert from 'node:assert/strict';
+import { closeInvokeAgents, endpointOf, invokeEndpoint, InvokeError } from '../lib/invoke/client.ts';
+import { deleteNamespace, eventually, newNamespace, serviceAccountClient, admin } from './helpers.ts';
+import { grant, krt, saKubeconfig } from './krt.ts';
+import {
+  cond,
+  createRun,
+  createRuntime,
+  example,
+  finished,
+  getRun,
+  GROUP,
+  phase,
+  runtimePods,
+} from './runs-helpers.ts';
+
+type Endpoint = { url: string; caBundle?: string };
+const endpointIn = (r: { status?: object }): Endpoint | undefined => (r.status as { endpoint?: Endpoint }).endpoint;
+
+const slowBash = (seconds: number): Record<string, unknown> => ({
+  inlinePath: 'slow.sh',
+  inline: `slow() { sleep ${seconds}; echo '"slept"'; }\n`,
+});
+
+async function refused(p: Promise<unknown>): Promise<InvokeError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof InvokeError, `expected a refused call, got ${String(err)}`);
+  return err;
+}
+
+describe('Function-mode Runs through the Runtime Gateway', function () {
+  let ns: string;
+  let caller: string;
+  let stranger: string;
+  let callerKubeconfig: string;
+  before(async () => {
+    ns = await newNamespace('fnruns');
+    const bash = example('examples/runtimes/bash.yaml') as { spec: Record<string, unknown> };
+    const python = example('examples/runtimes/python.yaml') as { spec: Record<string, unknown> };
+    await createRuntime(ns, 'bash', { ...bash.spec, replicas: 1, capacity: { resources: { runs: '6' } } });
+    await createRuntime(ns, 'python', { ...python.spec, replicas: 1, capacity: { resources: { runs: '2' } } });
+    await grant(ns, 'caller', 'caller', { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get'] });
+    await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'stranger' },
+    });
+    callerKubeconfig = await saKubeconfig(ns, 'caller');
+    caller = (await serviceAccountClient(ns, 'caller')).bearerToken() ?? '';
+    stranger = (await serviceAccountClient(ns, 'stranger')).bearerToken() ?? '';
+    // Started first, checked last: ends on its own after 2 s without a call.
+    await createRun(
+      ns,
+      { runtime: 'bash', mode: { function: { handler: 'slow.slow', idleTimeoutSeconds: 2 } }, source: slowBash(0) },
+      { name: 'idle' },
+    );
+    await runtimePods(ns, 'bash', 1);
+    await runtimePods(ns, 'python', 1);
+  });
+  after(async () => {
+    closeInvokeAgents();
+    await deleteNamespace(ns);
+  });
+
+  it('a bash function goes Ready with FunctionRegistered, an endpoint and its finalizer', async () => {
+    await admin().create(`${GROUP}/namespaces/${ns}/runs`, example('examples/functions/bash-greet.yaml'));
+    const ready = await phase(ns, 'greet-bash', 'Ready');
+    assert.equal(cond(ready, 'Ready')?.reason, 'FunctionRegistered');
+    assert.match(endpointIn(ready)?.url ?? '', /^https:\/\/.+\/invoke$/);
+    assert.ok(ready.metadata.finalizers?.includes('kruntimes.io/function-cleanup'));
+    const ep = await endpointOf(admin(), ns, 'greet-bash');
+    const r = await invokeEndpoint(ep, caller, { name: 'Ada' });
+    assert.deepEqual(r.output, { greeting: 'hello Ada' });
+    assert.match(r.invocationId, /^[0-9a-f-]{36}$/);
+  });
+
+  it('authorises at the gateway with the caller token: get on the Run is needed (403 without, 401 for a bad token)', async () => {
+    const ep = await endpointOf(admin(), ns, 'greet-bash');
+    assert.equal((await refused(invokeEndpoint(ep, stranger, {}))).code, 403);
+    assert.equal((await refused(invokeEndpoint(ep, 'not-a-token', {}))).code, 401);
+    assert.deepEqual((await invokeEndpoint(ep, caller, {})).output, { greeting: 'hello world' });
+  });
+
+  it('a python function imports its module once and stays warm; a failing call leaves it Ready; krt invoke calls it', async () => {
+    await admin().create(`${GROUP}/namespaces/${ns}/runs`, example('examples/functions/python-greet.yaml'));
+    await phase(ns, 'greet-python', 'Ready');
+    const ep = await endpointOf(admin(), ns, 'greet-python');
+    const a = (await invokeEndpoint(ep, caller, { name: 'Ada' })).output as { calls: number; pid: number };
+    const failed = await refused(invokeEndpoint(ep, caller, 'not-an-object'));
+    assert.deepEqual([failed.code, failed.reason], [500, 'FunctionError']);
+    assert.match(failed.message, /AttributeError/);
+    const b = (await invokeEndpoint(ep, caller, { name: 'Bob' })).output as { calls: number; pid: number };
+    assert.deepEqual([a.calls, b.calls, b.pid], [1, 3, a.pid]);
+    assert.equal((await getRun(ns, 'greet-python')).status?.phase, 'Ready');
+    const cli = await krt(['invoke', 'greet-python', '-d', '{"name":"Cy"}'], callerKubeconfig);
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.equal((JSON.parse(cli.stdout) as { greeting: string; calls: number }).calls, 4);
+  });
+
+  it('answers 429 to a second call while one is in flight; cancel drains, then cancels the call', async () => {
+    await createRun(
+      ns,
+      { runtime: 'bash', mode: { function: { handler: 'slow.slow' } }, source: slowBash(60) },
+      { name: 'slow' },
+    );
+    await phase(ns, 'slow', 'Ready');
+    const ep = await endpointOf(admin(), ns, 'slow');
+    const first = invokeEndpoint(ep, caller, 1).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const busy = await eventually('a 429 for the second call', async () => {
+      const e = await refused(invokeEndpoint(ep, caller, 2));
+      return e.code === 429 ? e : undefined;
+    });
+    assert.equal(busy.reason, 'TooManyRequests');
+    await admin().patch(`${GROUP}/namespaces/${ns}/runs/slow`, { spec: { cancelRequested: true } });
+    const done = await finished(ns, 'slow');
+    assert.equal(done.status?.phase, 'Cancelled');
+    const err = await first;
+    assert.ok(err instanceof InvokeError && err.code === 503, `the in-flight call ended with ${String(err)}`);
+    // The finalizer goes last, after the terminal status (the handler is unregistered by then).
+    await eventually('the function-cleanup finalizer to be removed', async () =>
+      (await getRun(ns, 'slow')).metadata.finalizers?.includes('kruntimes.io/function-cleanup') ? undefined : true,
+    );
+  });
+
+  it('refuses the old UID with 404 after the Run was recreated with the same name', async () => {
+    const old = await endpointOf(admin(), ns, 'greet-bash');
+    await admin().delete(`${GROUP}/namespaces/${ns}/runs/greet-bash`);
+    await eventually('greet-bash to be deleted', async () =>
+      getRun(ns, 'greet-bash').then(
+        () => false,
+        () => true,
+      ),
+    );
+    await admin().create(`${GROUP}/namespaces/${ns}/runs`, example('examples/functions/bash-greet.yaml'));
+    await phase(ns, 'greet-bash', 'Ready');
+    const e = await refused(invokeEndpoint(old, caller, {}));
+    assert.equal(e.code, 404);
+    assert.match(e.message, /recreated/);
+    const fresh = await endpointOf(admin(), ns, 'greet-bash');
+    assert.deepEqual((await invokeEndpoint(fresh, caller, { name: 'Ada' })).output, { greeting: 'hello Ada' });
+  });
+
+  it('retries a registration error per the retry policy, counting attempts, then fails', async () => {
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        mode: { function: { handler: 'slow.missing' } },
+        source: slowBash(0),
+        retryPolicy: { maxAttempts: 2, backoff: '100ms' },
+      },
+      { name: 'unregistrable' },
+    );
+    const r = await finished(ns, 'unregistrable');
+    assert.equal(r.status?.phase, 'Failed');
+    assert.equal(cond(r, 'Ready')?.reason, 'FunctionRegistration');
+    assert.equal(r.status?.attempt, 2);
+    assert.match(r.status?.message ?? '', /no bash function "missing"/);
+  });
+
+  it('after Pod loss: a Run with retries is Ready again on the new Pod with a new endpoint; one without fails without it', async () => {
+    const python = example('examples/functions/python-greet.yaml') as { spec: Record<string, unknown> };
+    await createRun(ns, { ...python.spec, retryPolicy: { maxAttempts: 3, backoff: '100ms' } }, { name: 'survivor' });
+    const before = await phase(ns, 'survivor', 'Ready');
+    const oldUrl = endpointIn(before)?.url;
+    const [pod] = await runtimePods(ns, 'python', 1);
+    await admin().delete(`/api/v1/namespaces/${ns}/pods/${pod?.metadata.name}`, { gracePeriodSeconds: 0 });
+    const again = await eventually(
+      'survivor Ready on the new Pod',
+      async () => {
+        const r = await getRun(ns, 'survivor');
+        return r.status?.phase === 'Ready' && r.status.assignedPod !== pod?.metadata.name ? r : undefined;
+      },
+      90_000,
+      200,
+    );
+    assert.equal(again.status?.attempt, 2);
+    assert.notEqual(endpointIn(again)?.url, oldUrl);
+    const out = (await invokeEndpoint(await endpointOf(admin(), ns, 'survivor'), caller, { name: 'Di' })).output;
+    assert.equal((out as { calls: number }).calls, 1);
+    const lost = await finished(ns, 'greet-python');
+    assert.equal(lost.status?.phase, 'Failed');
+    assert.equal(cond(lost, 'Ready')?.reason, 'PodGone');
+    assert.equal(endpointIn(lost), undefined);
+  });
+
+  it('ends a function without calls after its idle timeout: Timeout, reason IdleTimeout', async () => {
+    const r = await finished(ns, 'idle');
+    assert.equal(r.status?.phase, 'Timeout');
+    assert.equal(cond(r, 'Ready')?.reason, 'IdleTimeout');
+    assert.equal(endpointIn(r), undefined);
+  });
+});

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import https from 'node:https';
+import pino from 'pino';
+import type { KubeClient } from '../lib/kube/client.ts';
+import type { CallTarget } from './function-runs.ts';
+import { INVOCATION_HEADER, parseInvokePath, ReviewCache, startGateway, type Gateway, type Review } from './gateway.ts';
+import type { Run } from './types.ts';
+
+const run = { metadata: { name: 'fn', namespace: 'ns', uid: 'u1' }, spec: { runtime: 'r' } } as Run;
+
+function post(
+  gw: Gateway,
+  path: string,
+  body: string,
+  token?: string,
+): Promise<{ code: number; body: string; id?: string }> {
+  const ep = gw.endpoint(run);
+  const url = new URL(path, ep.url);
+  const ca = Buffer.from(ep.caBundle ?? '', 'base64').toString();
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      url,
+      { method: 'POST', ca, headers: token ? { Authorization: `Bearer ${token}` } : {} },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            code: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString(),
+            id: res.headers[INVOCATION_HEADER.toLowerCase()] as string | undefined,
+          }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('runtimed Runtime Gateway (issue 15)', () => {
+  let gw: Gateway;
+  const reviews: string[] = [];
+  let target: CallTarget = { code: 503, message: 'not ready' };
+  before(async () => {
+    gw = await startGateway({
+      address: '127.0.0.1',
+      port: 0,
+      namespace: 'ns',
+      client: {} as KubeClient,
+      log: pino({ level: 'silent' }),
+      target: () => target,
+      review: (token): Promise<Review> => {
+        reviews.push(token);
+        return Promise.resolve(token === 'good' ? 'allowed' : token === 'other' ? 'denied' : 'unauthenticated');
+      },
+    });
+  });
+  after(() => gw.close());
+  const path = '/v1/namespaces/ns/runs/fn/u1/invoke';
+
+  it('parses only invoke paths', () => {
+    assert.deepEqual(parseInvokePath(path), { namespace: 'ns', name: 'fn', uid: 'u1' });
+    assert.equal(parseInvokePath('/v1/namespaces/ns/runs/fn/u1'), undefined);
+    assert.equal(parseInvokePath('/v1/namespaces/NS/runs/fn/u1/invoke'), undefined);
+  });
+
+  it('refuses without a token (401), an unknown token (401) and a caller without get (403), before revealing the Run', async () => {
+    target = { code: 404, message: 'other UID' };
+    assert.equal((await post(gw, path, '{}')).code, 401);
+    assert.equal((await post(gw, path, '{}', 'bad')).code, 401);
+    assert.equal((await post(gw, path, '{}', 'other')).code, 403);
+    assert.equal((await post(gw, '/v1/namespaces/elsewhere/runs/fn/u1/invoke', '{}', 'good')).code, 404);
+  });
+
+  it('caches a review per token digest and Run: one review for repeated calls', async () => {
+    reviews.length = 0;
+    await post(gw, path, '{}', 'good');
+    await post(gw, path, '{}', 'good');
+    assert.deepEqual(reviews, ['good']);
+    await post(gw, '/v1/namespaces/ns/runs/fn2/u1/invoke', '{}', 'good');
+    assert.deepEqual(reviews, ['good', 'good']);
+  });
+
+  it('passes the target refusal through (404 UID mismatch, 429 busy, 503 not ready)', async () => {
+    for (const code of [404, 429, 503] as const) {
+      target = { code, message: 'why' };
+      assert.equal((await post(gw, path, '{}', 'good')).code, code);
+    }
+  });
+
+  it('calls with compact JSON, answers the output with an invocation id; function errors are 500', async () => {
+    const seen: string[] = [];
+    target = {
+      code: 200,
+      run,
+      call: (p) => {
+        seen.push(p);
+        return Promise.resolve(
+          p.includes('fail')
+            ? { ok: false, reason: 'FunctionError', error: 'boom' }
+            : { ok: true, output: { echo: JSON.parse(p) as unknown } },
+        );
+      },
+    };
+    const r = await post(gw, path, '{ "a" :\n 1 }', 'good');
+    assert.equal(r.code, 200);
+    assert.deepEqual(JSON.parse(r.body), { echo: { a: 1 } });
+    assert.match(r.id ?? '', /^[0-9a-f-]{36}$/);
+    assert.deepEqual(seen, ['{"a":1}']);
+    const f = await post(gw, path, '"fail"', 'good');
+    assert.equal(f.code, 500);
+    assert.equal((JSON.parse(f.body) as { reason: string }).reason, 'FunctionError');
+  });
+
+  it('refuses non-JSON (400) and bodies over 1 MiB (413)', async () => {
+    assert.equal((await post(gw, path, '{nope', 'good')).code, 400);
+    assert.equal((await post(gw, path, `"${'x'.repeat(1 << 20)}"`, 'good')).code, 413);
+  });
+
+  it('expires cached reviews', () => {
+    const c = new ReviewCache(1000);
+    c.set('k', 'allowed', 0);
+    assert.equal(c.get('k', 999), 'allowed');
+    assert.equal(c.get('k', 1000), undefined);
+  });
+});
