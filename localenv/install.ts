@@ -52,6 +52,21 @@ export function localizePorts(docs: Doc[], port: number): Doc[] {
   return docs;
 }
 
+/**
+ * On the kubelet node kind Pods have their own network namespaces, but the API server reaches
+ * the extension server on 127.0.0.1:<port> (ExternalName localhost): that one Deployment joins
+ * the host's network, exactly where the node agent runs every Pod.
+ */
+export function localizeForKubelet(docs: Doc[]): Doc[] {
+  for (const d of docs) {
+    if (d.kind !== 'Deployment' || d.metadata.name !== EXTENSION_SERVICE) continue;
+    const spec = (d.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+    spec.hostNetwork = true;
+    spec.dnsPolicy = 'ClusterFirstWithHostNet';
+  }
+  return docs;
+}
+
 export const LOCAL_OVERLAY = 'kustomize/overlays/local';
 
 export async function renderLocal(kubectl: string, port: number, overlay = LOCAL_OVERLAY): Promise<Doc[]> {
@@ -75,9 +90,11 @@ export async function installKruntimes(o: {
   progress: (m: string) => void;
   /** Relative to the repository root; the e2e suite adds its sample functions (e2e/fixtures/kustomize). */
   overlay?: string;
+  nodeKind?: 'agent' | 'kubelet';
 }): Promise<void> {
   const overlay = o.overlay ?? LOCAL_OVERLAY;
-  const docs = await renderLocal(o.kubectl, o.port, overlay);
+  const rendered = await renderLocal(o.kubectl, o.port, overlay);
+  const docs = o.nodeKind === 'kubelet' ? localizeForKubelet(rendered) : rendered;
   o.progress(`installing kruntimes from ${overlay} (${docs.length} objects)`);
   const env = { ...process.env, KUBECONFIG: o.kubeconfig };
   const crds = docs.filter((d) => d.kind === 'CustomResourceDefinition');
