@@ -379,7 +379,12 @@ function controlPlaneSpecs(s: EnvState, l: Layout, binDir: string, admin: KubeCl
 }
 
 /** The kubelet kind's binaries, ports and host preparation (before containerd starts). */
-async function prepareKubeletKind(s: EnvState, l: Layout, opts: UpOptions, progress: (m: string) => void) {
+async function prepareKubeletKind(
+  s: EnvState,
+  l: Layout,
+  opts: UpOptions,
+  progress: (m: string) => void,
+): Promise<void> {
   const binDir = opts.kubeletBinDir ?? s.kubelet?.binDir ?? (await buildKubeletNode(progress));
   checkKubeletHost(binDir);
   s.kubelet = { binDir, healthzPort: s.kubelet?.healthzPort ?? (await freePorts(1))[0]! };

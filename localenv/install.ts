@@ -77,6 +77,16 @@ export async function renderLocal(kubectl: string, port: number, overlay = LOCAL
   return localizePorts(docs, port);
 }
 
+async function renderForNode(
+  kubectl: string,
+  port: number,
+  overlay: string,
+  kind?: 'agent' | 'kubelet',
+): Promise<Doc[]> {
+  const docs = await renderLocal(kubectl, port, overlay);
+  return kind === 'kubelet' ? localizeForKubelet(docs) : docs;
+}
+
 async function condition(api: KubeClient, path: string, type: string): Promise<boolean> {
   const o = await api.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(path);
   return !!o.status?.conditions?.some((c) => c.type === type && c.status === 'True');
@@ -93,8 +103,7 @@ export async function installKruntimes(o: {
   nodeKind?: 'agent' | 'kubelet';
 }): Promise<void> {
   const overlay = o.overlay ?? LOCAL_OVERLAY;
-  const rendered = await renderLocal(o.kubectl, o.port, overlay);
-  const docs = o.nodeKind === 'kubelet' ? localizeForKubelet(rendered) : rendered;
+  const docs = await renderForNode(o.kubectl, o.port, overlay, o.nodeKind);
   o.progress(`installing kruntimes from ${overlay} (${docs.length} objects)`);
   const env = { ...process.env, KUBECONFIG: o.kubeconfig };
   const crds = docs.filter((d) => d.kind === 'CustomResourceDefinition');

@@ -18,7 +18,7 @@ const ports = { etcdClient: 1, etcdPeer: 2, apiserver: 3, kcm: 4, scheduler: 5, 
 
 describe('kubelet node kind configuration', () => {
   it('keeps containerd, CNI and kubelet state under the environment root', () => {
-    for (const p of Object.values(k)) assert.ok(p.startsWith('/env/kubelet-node'), p);
+    for (const p of Object.values(k) as string[]) assert.ok(p.startsWith('/env/kubelet-node'), p);
     const toml = containerdConfig(k, '/bin-dir');
     assert.match(toml, /^version = 3$/m);
     assert.match(toml, /restrict_oom_score_adj = true/);
