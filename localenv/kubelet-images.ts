@@ -70,28 +70,39 @@ function tarDir(dir: string, out: string): void {
 /** Debian bookworm minbase with the packages and node:22-bookworm-slim's `node` user (1000:1000). */
 function rootfsLayer(packages: string[], progress: (m: string) => void): string {
   const pkgs = [...new Set(packages)].sort();
-  const out = join(cacheRoot(), `rootfs-${SUITE}-${sha(pkgs.join(',')).slice(0, 16)}.tar`);
-  if (existsSync(out)) return out;
-  progress(`assembling a Debian ${SUITE} rootfs with ${pkgs.join(' ') || 'no extra packages'} (mmdebstrap, once)`);
+  const key = `rootfs-${SUITE}-${sha(pkgs.join(',')).slice(0, 16)}`;
+  const out = join(cacheRoot(), `${key}.tar`);
+  if (existsSync(out) && statSync(out).isFile()) return out;
+  const dir = join(cacheRoot(), `${key}.dir`);
+  if (!existsSync(join(dir, 'etc', 'debian_version'))) {
+    progress(`assembling a Debian ${SUITE} rootfs with ${pkgs.join(' ') || 'no extra packages'} (mmdebstrap, once)`);
+    rmSync(dir, { recursive: true, force: true });
+    const r = spawnSync('nice', mmdebstrapArgs(pkgs, dir), { stdio: ['ignore', 'inherit', 'inherit'] });
+    if (r.status !== 0)
+      throw new Error(`mmdebstrap failed (exit ${r.status}); is it installed (scripts/setup.sh --kubelet)?`);
+  }
+  tarDir(dir, out);
+  rmSync(dir, { recursive: true, force: true });
+  return out;
+}
+
+function mmdebstrapArgs(pkgs: string[], dir: string): string[] {
   const user = 'groupadd --gid 1000 node && useradd --uid 1000 --gid node --shell /bin/bash --create-home node';
-  const args = [
+  return [
     '-n',
     '10',
     'mmdebstrap',
     '--quiet',
+    '--mode=root',
+    '--format=directory',
     '--variant=minbase',
     '--aptopt=APT::Install-Recommends "false"',
     ...(pkgs.length ? [`--include=${pkgs.join(',')}`] : []),
     `--customize-hook=chroot "$1" sh -c '${user}'`,
     '--customize-hook=rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*',
     SUITE,
-    `${out}.tmp`,
+    dir,
   ];
-  const r = spawnSync('nice', args, { stdio: ['ignore', 'inherit', 'inherit'] });
-  if (r.status !== 0)
-    throw new Error(`mmdebstrap failed (exit ${r.status}); is it installed (scripts/setup.sh --kubelet)?`);
-  renameSync(`${out}.tmp`, out);
-  return out;
 }
 
 /** The project's Node 22 at /usr/local/bin/node, where node:22-bookworm-slim has it. */
