@@ -16,7 +16,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   CNI_BIN_DIR,
   CNI_BRIDGE,
@@ -190,6 +190,11 @@ export function cleanupKubeletHost(k: KubeletLayout): void {
   removeContainerLogLinks(k);
   removePodCgroups();
   rmSync(SHIM_SOCKETS, { recursive: true, force: true });
+  try {
+    rmdirSync(dirname(SHIM_SOCKETS));
+  } catch {
+    /* not empty: something else's */
+  }
   removeCniResults();
   tryIp(['link', 'del', CNI_BRIDGE]);
   tryIp(['addr', 'del', `${FIRST_SERVICE_IP}/32`, 'dev', 'lo']);
