@@ -18,15 +18,22 @@ export const E2E_OVERLAY = 'e2e/fixtures/kustomize';
 
 export async function startCluster(): Promise<Env> {
   const t0 = Date.now();
-  current = await up({
-    root: E2E_ROOT,
-    nodes: E2E_NODES,
-    overlay: E2E_OVERLAY,
-    nodeKind: E2E_NODE_KIND,
-    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
-    ...(process.env.KRT_KUBELET_BIN_DIR ? { kubeletBinDir: process.env.KRT_KUBELET_BIN_DIR } : {}),
-    progress: (m) => process.stderr.write(`  [e2e cluster] ${m}\n`),
-  });
+  try {
+    current = await up({
+      root: E2E_ROOT,
+      nodes: E2E_NODES,
+      overlay: E2E_OVERLAY,
+      nodeKind: E2E_NODE_KIND,
+      ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+      ...(process.env.KRT_KUBELET_BIN_DIR ? { kubeletBinDir: process.env.KRT_KUBELET_BIN_DIR } : {}),
+      progress: (m) => process.stderr.write(`  [e2e cluster] ${m}\n`),
+    });
+  } catch (err) {
+    // Mocha runs no global teardown after a failed setup: stop what was started (logs are
+    // kept with KRT_KEEP_E2E=1).
+    await stopCluster();
+    throw err;
+  }
   process.stderr.write(`  [e2e cluster] ready in ${Date.now() - t0} ms at ${current.server}\n`);
   return current;
 }

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   aptPackagesOf,
@@ -78,5 +80,30 @@ describe('image definitions (Dockerfile, local assembly, node agent)', () => {
       );
     }
     assert.deepEqual(aptPackagesOf('apt-get update && apt-get install -y a b'), ['a', 'b']);
+  });
+
+  it('starts the kruntimes entrypoint under a read-only TMPDIR (readOnlyRootFilesystem on a kubelet)', function () {
+    if (process.getuid?.() !== 0) this.skip();
+    const dir = mkdtempSync(join(tmpdir(), 'krt-ro-'));
+    try {
+      // A private mount namespace with a read-only tmpfs as TMPDIR: what a container with
+      // readOnlyRootFilesystem sees at /tmp. tsx's cache must not stop the program.
+      const out = execFileSync(
+        'unshare',
+        [
+          '--mount',
+          'sh',
+          '-c',
+          'mount -t tmpfs -o ro tmpfs "$1" && TMPDIR="$1" "$2" version',
+          'sh',
+          dir,
+          join(REPO_ROOT, 'images/kruntimes/bin/kruntimes'),
+        ],
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 },
+      );
+      assert.match(out, /^kruntimes \d+\.\d+\.\d+/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
