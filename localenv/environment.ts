@@ -27,7 +27,7 @@ import {
 } from './components.ts';
 import { pkiKubeconfig } from './kubeconfig.ts';
 import { applyBootstrap } from './bootstrap.ts';
-import { installKruntimes } from './install.ts';
+import { EXTENSION_SERVICE, installKruntimes, KRUNTIMES_NS } from './install.ts';
 import { ensureClusterPki, FIRST_SERVICE_IP } from './pki.ts';
 import { freePorts } from './ports.ts';
 import { isAlive, spawnDetached, stopGroup, waitFor } from './process.ts';
@@ -314,6 +314,15 @@ function nodeServicesConfig(l: Layout, s: EnvState): string {
     servicePort: 443,
     apiserverPort: s.ports.apiserver,
     provisioner: { kubeconfig: join(l.root, 'local-provisioner.kubeconfig'), root: join(l.root, 'volumes') },
+    ...(s.ports.extension
+      ? {
+          extension: {
+            port: s.ports.extension,
+            namespace: KRUNTIMES_NS,
+            labelSelector: `app.kubernetes.io/name=${EXTENSION_SERVICE}`,
+          },
+        }
+      : {}),
   };
   const p = join(l.root, 'node-services.json');
   writeFileSync(p, JSON.stringify(cfg, null, 2));
@@ -414,7 +423,7 @@ export async function up(opts: UpOptions): Promise<Env> {
   const admin = adminClient(l, s.ports);
   for (const spec of componentSpecs(s, l, binDir, admin)) {
     await ensureRunning(s, l, spec, progress);
-    if (spec.component === 'kube-apiserver') await applyBootstrap(admin);
+    if (spec.component === 'kube-apiserver') await applyBootstrap(admin, s.nodeKind);
     if (spec.component === 'containerd')
       await importImages(join(s.kubelet!.binDir, 'ctr'), kubeletLayout(l.root).containerdSocket, progress);
   }

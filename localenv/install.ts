@@ -53,16 +53,17 @@ export function localizePorts(docs: Doc[], port: number): Doc[] {
 }
 
 /**
- * On the kubelet node kind Pods have their own network namespaces, but the API server reaches
- * the extension server on 127.0.0.1:<port> (ExternalName localhost): that one Deployment joins
- * the host's network, exactly where the node agent runs every Pod.
+ * On the kubelet node kind Pods have their own network namespaces, and kruntimes-system's
+ * `restricted` Pod Security forbids hostNetwork: the extension server listens on its Pod IP
+ * (all addresses, not the overlay's 127.0.0.1) and node-services relays 127.0.0.1:<port>,
+ * where the API server calls it (ExternalName localhost), to that Pod.
  */
 export function localizeForKubelet(docs: Doc[]): Doc[] {
   for (const d of docs) {
     if (d.kind !== 'Deployment' || d.metadata.name !== EXTENSION_SERVICE) continue;
-    const spec = (d.spec as { template: { spec: Record<string, unknown> } }).template.spec;
-    spec.hostNetwork = true;
-    spec.dnsPolicy = 'ClusterFirstWithHostNet';
+    const c = (d.spec as { template: { spec: { containers: { env?: { name: string }[] }[] } } }).template.spec
+      .containers[0];
+    if (c) c.env = (c.env ?? []).filter((e) => e.name !== 'KRT_LISTEN_ADDRESS');
   }
   return docs;
 }

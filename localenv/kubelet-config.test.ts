@@ -12,6 +12,7 @@ import {
   kubeletLayout,
 } from './kubelet-config.ts';
 import { mountsUnder } from './kubelet-node.ts';
+import { readyPodIP } from './node-services.ts';
 
 const k = kubeletLayout('/env');
 const ports = { etcdClient: 1, etcdPeer: 2, apiserver: 3, kcm: 4, scheduler: 5, nodes: [6] };
@@ -90,20 +91,45 @@ describe('kubelet node kind configuration', () => {
     ]);
   });
 
-  it('puts only the extension server on the host network', () => {
+  it('has the extension server listen on its Pod IP, never on the host network', () => {
+    const env = [
+      { name: 'KRT_LISTEN_ADDRESS', value: '127.0.0.1' },
+      { name: 'KRT_HTTPS_PORT', value: '4443' },
+    ];
     const docs = localizeForKubelet([
       {
         apiVersion: 'apps/v1',
         kind: 'Deployment',
         metadata: { name: 'kruntimes-extension' },
-        spec: { template: { spec: {} } },
+        spec: { template: { spec: { containers: [{ env }] } } },
       },
-      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'other' }, spec: { template: { spec: {} } } },
     ]);
-    const spec = (i: number): Record<string, unknown> =>
-      (docs[i]!.spec as { template: { spec: Record<string, unknown> } }).template.spec;
-    assert.equal(spec(0).hostNetwork, true);
-    assert.equal(spec(0).dnsPolicy, 'ClusterFirstWithHostNet');
-    assert.equal(spec(1).hostNetwork, undefined);
+    const spec = (docs[0]!.spec as { template: { spec: { hostNetwork?: boolean; containers: { env: unknown[] }[] } } })
+      .template.spec;
+    assert.equal(spec.hostNetwork, undefined);
+    assert.deepEqual(spec.containers[0]!.env, [{ name: 'KRT_HTTPS_PORT', value: '4443' }]);
+  });
+
+  it('relays to the newest ready, not terminating Pod', () => {
+    const pod = (
+      ip: string,
+      ready: boolean,
+      created: string,
+      deleting = false,
+    ): Parameters<typeof readyPodIP>[0][0] => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: ip, creationTimestamp: created, ...(deleting ? { deletionTimestamp: created } : {}) },
+      status: { podIP: ip, conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+    });
+    assert.equal(
+      readyPodIP([pod('10.88.0.2', true, '2026-01-01T00:00:00Z'), pod('10.88.0.3', true, '2026-01-02T00:00:00Z')]),
+      '10.88.0.3',
+    );
+    assert.equal(
+      readyPodIP([pod('10.88.0.2', true, '2026-01-01T00:00:00Z'), pod('10.88.0.3', false, '2026-01-02T00:00:00Z')]),
+      '10.88.0.2',
+    );
+    assert.equal(readyPodIP([pod('10.88.0.3', true, '2026-01-02T00:00:00Z', true)]), undefined);
   });
 });
