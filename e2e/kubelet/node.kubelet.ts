@@ -63,9 +63,7 @@ describe('kubelet node kind', function () {
       90_000,
     );
     assert.match(pod.status?.podIP ?? '', /^10\.88\./);
-    const log = await admin().request<string>('GET', `/api/v1/namespaces/${ns}/pods/plain/log`, {
-      accept: 'text/plain',
-    });
+    const log = await admin().getText(`/api/v1/namespaces/${ns}/pods/plain/log`);
     // The image's USER, its own Node 22, and PID 1 is the container's process (a real PID namespace).
     assert.match(log, /uid=65532 node=v22\.\d+\.\d+ pid1=sh/);
   });
