@@ -15,7 +15,7 @@ export KRT_NODE_KIND=kubelet
 # The specs that hold on real containers today (docs/kubelet-node.md lists the others and why).
 specs=("$@")
 if [ ${#specs[@]} -eq 0 ]; then
-  specs=(e2e/kubelet/node.kubelet.ts e2e/security/credentials.e2e.ts e2e/security/paths.e2e.ts)
+  specs=(e2e/kubelet/node.kubelet.ts e2e/security/rbac.e2e.ts)
 fi
 summary=$(mktemp)
 set +e
