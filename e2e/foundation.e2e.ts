@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
-import { E2E_ROOT } from './cluster.ts';
+import { E2E_NODES, E2E_ROOT } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, serviceAccountClient, type Obj } from './helpers.ts';
 
 const IMAGE = 'ghcr.io/kruntimes/kruntimes:dev';
@@ -48,7 +48,7 @@ describe('foundation: the real control plane with the node agent', function () {
     const sa = await admin().get(`/api/v1/namespaces/${ns}/serviceaccounts/worker`);
     assert.equal(sa.metadata.name, 'worker');
     const nodes = await admin().list('/api/v1/nodes');
-    assert.deepEqual(nodes.items.map((n) => n.metadata.name).sort(), ['e2e-node-a', 'e2e-node-b']);
+    assert.deepEqual(nodes.items.map((n) => n.metadata.name).sort(), E2E_NODES);
   });
 
   it('runs a batch/v1 Job to completion and serves its logs through pods/log', async () => {

@@ -4,7 +4,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 export const PROVISIONER_USER = 'system:kruntimes:local-provisioner';
 const MANAGER = 'kruntimes-local';
 
-export async function applyBootstrap(admin: KubeClient): Promise<void> {
+export async function applyBootstrap(admin: KubeClient, nodeKind?: 'agent' | 'kubelet'): Promise<void> {
   await admin.apply(
     '/apis/rbac.authorization.k8s.io/v1/clusterroles/kruntimes:local-provisioner',
     {
@@ -16,6 +16,8 @@ export async function applyBootstrap(admin: KubeClient): Promise<void> {
         { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch'] },
         { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'] },
         { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+        // The kubelet kind's node-services relays to the extension Pod it finds by label.
+        ...(nodeKind === 'kubelet' ? [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] }] : []),
       ],
     },
     MANAGER,

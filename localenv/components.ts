@@ -88,7 +88,16 @@ export function etcdArgs(l: Layout, p: Ports): string[] {
   ];
 }
 
-export function apiserverArgs(l: Layout, p: Ports): string[] {
+/**
+ * The node agent reports InternalIP 127.0.0.1. A kubelet refuses a loopback node IP, so it
+ * reports the host's address while serving on 127.0.0.1 only: the API server dials its
+ * Hostname (the node name, which the kubelet kind maps to 127.0.0.1 in /etc/hosts).
+ */
+export function kubeletAddressTypes(kind: 'agent' | 'kubelet' | undefined): string {
+  return kind === 'kubelet' ? 'Hostname,InternalIP' : 'InternalIP';
+}
+
+export function apiserverArgs(l: Layout, p: Ports, kind?: 'agent' | 'kubelet'): string[] {
   const k = (f: string): string => join(l.pki, f);
   return [
     `--etcd-servers=http://127.0.0.1:${p.etcdClient}`,
@@ -118,7 +127,7 @@ export function apiserverArgs(l: Layout, p: Ports): string[] {
     '--enable-aggregator-routing=false',
     `--kubelet-client-certificate=${k('apiserver-kubelet-client.crt')}`,
     `--kubelet-client-key=${k('apiserver-kubelet-client.key')}`,
-    '--kubelet-preferred-address-types=InternalIP',
+    `--kubelet-preferred-address-types=${kubeletAddressTypes(kind)}`,
     '--allow-privileged=true',
     '--v=1',
   ];

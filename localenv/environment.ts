@@ -9,7 +9,12 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync }
 import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
+import { createConnection } from 'node:net';
 import { KubeClient } from '../lib/kube/client.ts';
+import { kubeletArgs, kubeletLayout } from './kubelet-config.ts';
+import { checkKubeletHost, cleanupKubeletHost, killPodProcesses, prepareKubeletHost } from './kubelet-node.ts';
+import { importImages } from './kubelet-images.ts';
+import type { NodeServicesConfig } from './node-services.ts';
 import {
   apiserverArgs,
   etcdArgs,
@@ -22,22 +27,31 @@ import {
 } from './components.ts';
 import { pkiKubeconfig } from './kubeconfig.ts';
 import { applyBootstrap } from './bootstrap.ts';
-import { installKruntimes } from './install.ts';
-import { ensureClusterPki } from './pki.ts';
+import { EXTENSION_SERVICE, installKruntimes, KRUNTIMES_NS } from './install.ts';
+import { ensureClusterPki, FIRST_SERVICE_IP } from './pki.ts';
 import { freePorts } from './ports.ts';
 import { isAlive, spawnDetached, stopGroup, waitFor } from './process.ts';
 import { buildBundle } from './bundle.ts';
 import { REPO_ROOT } from './paths.ts';
 import type { NodeAgentConfig } from '../nodeagent/config.ts';
 
-export type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'node-agent';
-export const COMPONENTS: Component[] = [
-  'etcd',
-  'kube-apiserver',
-  'kube-controller-manager',
-  'kube-scheduler',
-  'node-agent',
-];
+export type Component =
+  | 'etcd'
+  | 'kube-apiserver'
+  | 'kube-controller-manager'
+  | 'kube-scheduler'
+  | 'node-agent'
+  | 'containerd'
+  | 'kubelet'
+  | 'node-services';
+const CONTROL_PLANE: Component[] = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
+/** Which node runs the Pods: the TypeScript node agent (default) or a real kubelet + containerd. */
+export type NodeKind = 'agent' | 'kubelet';
+export const NODE_KINDS: NodeKind[] = ['agent', 'kubelet'];
+export const COMPONENTS: Component[] = [...CONTROL_PLANE, 'node-agent'];
+export const KUBELET_COMPONENTS: Component[] = [...CONTROL_PLANE, 'containerd', 'kubelet', 'node-services'];
+export const componentsOf = (kind: NodeKind | undefined): Component[] =>
+  kind === 'kubelet' ? KUBELET_COMPONENTS : COMPONENTS;
 
 export interface EnvState {
   root: string;
@@ -45,6 +59,10 @@ export interface EnvState {
   ports: Ports;
   nodes: string[];
   pids: Partial<Record<Component, number>>;
+  /** Absent in state written before the kubelet kind existed: the node agent. */
+  nodeKind?: NodeKind;
+  /** The kubelet kind's binaries (scripts/build-kubelet.sh) and its healthz port. */
+  kubelet?: { binDir: string; healthzPort: number };
 }
 
 export interface UpOptions {
@@ -57,6 +75,10 @@ export interface UpOptions {
   install?: boolean;
   /** The kustomize overlay to install, relative to the repository root (default kustomize/overlays/local). */
   overlay?: string;
+  /** The node kind of a new environment (default: the node agent); an existing one keeps its own. */
+  nodeKind?: NodeKind;
+  /** Skip the kubelet kind's build and use this directory of binaries. */
+  kubeletBinDir?: string;
 }
 
 export interface Env {
@@ -79,19 +101,23 @@ function writeState(s: EnvState): void {
 
 /** Builds (or finds in the cache) the control-plane binaries; returns their directory. */
 export function buildControlPlane(progress: (m: string) => void): Promise<string> {
+  return runBuildScript('scripts/build-control-plane.sh', 'control-plane', progress);
+}
+
+/** Builds (or finds in the cache) kubelet, containerd and runc; returns their directory. */
+export function buildKubeletNode(progress: (m: string) => void): Promise<string> {
+  return runBuildScript('scripts/build-kubelet.sh', 'kubelet node', progress);
+}
+
+function runBuildScript(script: string, what: string, progress: (m: string) => void): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = execFile(
-      'bash',
-      [join(REPO_ROOT, 'scripts/build-control-plane.sh')],
-      { maxBuffer: 1 << 24 },
-      (err, stdout) => {
-        if (err) {
-          reject(new Error(`control-plane build failed: ${err.message}`));
-          return;
-        }
-        resolve(stdout.trim().split('\n').pop() ?? '');
-      },
-    );
+    const child = execFile('bash', [join(REPO_ROOT, script)], { maxBuffer: 1 << 24 }, (err, stdout) => {
+      if (err) {
+        reject(new Error(`${what} build failed: ${err.message}`));
+        return;
+      }
+      resolve(stdout.trim().split('\n').pop() ?? '');
+    });
     child.stderr?.on('data', (d: Buffer) => {
       for (const l of d.toString().split('\n')) if (l.trim()) progress(l.trim());
     });
@@ -111,7 +137,10 @@ export function adminClient(l: Layout, ports: Ports): KubeClient {
 async function initialState(opts: UpOptions, binDir: string): Promise<EnvState> {
   const old = readState(opts.root);
   if (old) return { ...old, binDir };
-  const nodes = opts.nodes ?? ['kruntimes-node-1'];
+  const nodeKind = opts.nodeKind ?? 'agent';
+  // One real kubelet per machine: the kubelet kind has exactly one node.
+  const nodes =
+    nodeKind === 'kubelet' ? (opts.nodes ?? ['kruntimes-node-1']).slice(0, 1) : (opts.nodes ?? ['kruntimes-node-1']);
   const [etcdClient, etcdPeer, apiserver, kcm, scheduler, ...nodePorts] = await freePorts(5 + nodes.length);
   const ports: Ports = {
     etcdClient: etcdClient!,
@@ -121,7 +150,7 @@ async function initialState(opts: UpOptions, binDir: string): Promise<EnvState> 
     scheduler: scheduler!,
     nodes: nodePorts,
   };
-  return { root: opts.root, binDir, ports, nodes, pids: {} };
+  return { root: opts.root, binDir, ports, nodes, pids: {}, nodeKind };
 }
 
 function writeKubeconfigs(l: Layout, s: EnvState): string {
@@ -178,6 +207,7 @@ interface StartSpec {
   args: string[];
   health: () => Promise<boolean>;
   timeoutMs: number;
+  env?: NodeJS.ProcessEnv;
 }
 
 async function ensureRunning(s: EnvState, l: Layout, spec: StartSpec, progress: (m: string) => void): Promise<void> {
@@ -191,6 +221,7 @@ async function ensureRunning(s: EnvState, l: Layout, spec: StartSpec, progress: 
     args: spec.args,
     logFile: join(l.logs, `${spec.component}.log`),
     cwd: REPO_ROOT,
+    ...(spec.env ? { env: spec.env } : {}),
   });
   writeState(s);
   await waitFor(
@@ -232,6 +263,94 @@ async function nodesReady(admin: KubeClient, nodes: string[]): Promise<boolean> 
 
 /** The local environment's components in start order, each with its health check. */
 function componentSpecs(s: EnvState, l: Layout, binDir: string, admin: KubeClient): StartSpec[] {
+  const control = controlPlaneSpecs(s, l, binDir, admin);
+  if (s.nodeKind === 'kubelet') return [...control, ...kubeletSpecs(s, l, admin)];
+  return [
+    ...control,
+    {
+      component: 'node-agent',
+      command: process.execPath,
+      args: ['--import', 'tsx', join(REPO_ROOT, 'nodeagent/main.ts'), nodeAgentConfig(l, s)],
+      timeoutMs: 60_000,
+      health: () => nodesReady(admin, s.nodes),
+    },
+  ];
+}
+
+/** containerd, the kubelet and node-services (provisioner, kubernetes Service relay). */
+function kubeletSpecs(s: EnvState, l: Layout, admin: KubeClient): StartSpec[] {
+  const k = kubeletLayout(l.root);
+  const binDir = s.kubelet?.binDir ?? '';
+  const node = s.nodes[0] ?? '';
+  return [
+    {
+      component: 'containerd',
+      command: join(binDir, 'containerd'),
+      args: ['--config', k.containerdConfig, '--log-level', 'warn'],
+      env: { ...process.env, PATH: `${binDir}:${process.env.PATH ?? ''}` },
+      timeoutMs: 60_000,
+      health: () => commandOk(join(binDir, 'ctr'), ['--address', k.containerdSocket, 'version']),
+    },
+    {
+      component: 'kubelet',
+      command: join(binDir, 'kubelet'),
+      args: kubeletArgs(k, node, join(l.root, `node-${node}.kubeconfig`)),
+      env: { ...process.env, PATH: `${binDir}:${process.env.PATH ?? ''}` },
+      timeoutMs: 120_000,
+      health: () => nodesReady(admin, s.nodes),
+    },
+    {
+      component: 'node-services',
+      command: process.execPath,
+      args: ['--import', 'tsx', join(REPO_ROOT, 'localenv/node-services-main.ts'), nodeServicesConfig(l, s)],
+      timeoutMs: 60_000,
+      health: () => tcpOk(FIRST_SERVICE_IP, 443),
+    },
+  ];
+}
+
+function nodeServicesConfig(l: Layout, s: EnvState): string {
+  const cfg: NodeServicesConfig = {
+    serviceHost: FIRST_SERVICE_IP,
+    servicePort: 443,
+    apiserverPort: s.ports.apiserver,
+    provisioner: { kubeconfig: join(l.root, 'local-provisioner.kubeconfig'), root: join(l.root, 'volumes') },
+    ...(s.ports.extension
+      ? {
+          extension: {
+            port: s.ports.extension,
+            namespace: KRUNTIMES_NS,
+            labelSelector: `app.kubernetes.io/name=${EXTENSION_SERVICE}`,
+          },
+        }
+      : {}),
+  };
+  const p = join(l.root, 'node-services.json');
+  writeFileSync(p, JSON.stringify(cfg, null, 2));
+  return p;
+}
+
+function commandOk(cmd: string, args: string[]): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { timeout: 5000 }, (err) => resolve(!err));
+  });
+}
+
+function tcpOk(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = createConnection({ host, port, timeout: 2000 }, () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.on('error', () => resolve(false));
+    sock.on('timeout', () => {
+      sock.destroy();
+      resolve(false);
+    });
+  });
+}
+
+function controlPlaneSpecs(s: EnvState, l: Layout, binDir: string, admin: KubeClient): StartSpec[] {
   const bin = (c: string): string => join(binDir, c);
   const https =
     (port: number | undefined): (() => Promise<boolean>) =>
@@ -248,7 +367,7 @@ function componentSpecs(s: EnvState, l: Layout, binDir: string, admin: KubeClien
     {
       component: 'kube-apiserver',
       command: bin('kube-apiserver'),
-      args: apiserverArgs(l, s.ports),
+      args: apiserverArgs(l, s.ports, s.nodeKind),
       timeoutMs: 120_000,
       health: () => readyz(admin),
     },
@@ -266,14 +385,27 @@ function componentSpecs(s: EnvState, l: Layout, binDir: string, admin: KubeClien
       timeoutMs: 60_000,
       health: https(s.ports.scheduler),
     },
-    {
-      component: 'node-agent',
-      command: process.execPath,
-      args: ['--import', 'tsx', join(REPO_ROOT, 'nodeagent/main.ts'), nodeAgentConfig(l, s)],
-      timeoutMs: 60_000,
-      health: () => nodesReady(admin, s.nodes),
-    },
   ];
+}
+
+/** The kubelet kind's binaries, ports and host preparation (before containerd starts). */
+async function prepareKubeletKind(
+  s: EnvState,
+  l: Layout,
+  opts: UpOptions,
+  progress: (m: string) => void,
+): Promise<void> {
+  const binDir = opts.kubeletBinDir ?? s.kubelet?.binDir ?? (await buildKubeletNode(progress));
+  checkKubeletHost(binDir);
+  s.kubelet = { binDir, healthzPort: s.kubelet?.healthzPort ?? (await freePorts(1))[0]! };
+  const node = s.nodes[0] ?? '';
+  prepareKubeletHost(kubeletLayout(l.root), binDir, node, {
+    port: s.ports.nodes[0] ?? 0,
+    healthzPort: s.kubelet.healthzPort,
+    clientCaFile: join(l.pki, 'ca.crt'),
+    servingCertFile: join(l.pki, `node-${node}-serving.crt`),
+    servingKeyFile: join(l.pki, `node-${node}-serving.key`),
+  });
 }
 
 export async function up(opts: UpOptions): Promise<Env> {
@@ -293,12 +425,14 @@ export async function up(opts: UpOptions): Promise<Env> {
   // Allocated before the API server starts: its webhook client configuration names the port.
   if (opts.install !== false && !s.ports.extension) s.ports.extension = (await freePorts(1))[0];
   const kubeconfig = writeKubeconfigs(l, s);
+  if (s.nodeKind === 'kubelet') await prepareKubeletKind(s, l, opts, progress);
   writeState(s);
   const admin = adminClient(l, s.ports);
-  const specs = componentSpecs(s, l, binDir, admin);
-  for (const spec of specs) {
+  for (const spec of componentSpecs(s, l, binDir, admin)) {
     await ensureRunning(s, l, spec, progress);
-    if (spec.component === 'kube-apiserver') await applyBootstrap(admin);
+    if (spec.component === 'kube-apiserver') await applyBootstrap(admin, s.nodeKind);
+    if (spec.component === 'containerd')
+      await importImages(join(s.kubelet!.binDir, 'ctr'), kubeletLayout(l.root).containerdSocket, progress);
   }
   await waitFor(
     'the default ServiceAccount',
@@ -317,14 +451,25 @@ export async function up(opts: UpOptions): Promise<Env> {
       port: s.ports.extension!,
       progress,
       ...(opts.overlay ? { overlay: opts.overlay } : {}),
+      ...(s.nodeKind === 'kubelet' ? { nodeKind: 'kubelet' as const } : {}),
     });
   }
   return { state: s, kubeconfig, server: `https://127.0.0.1:${s.ports.apiserver}`, admin };
 }
 
+/** Stops the kubelet kind's node: Pods' processes outlive the kubelet and containerd. */
+async function downKubeletNode(s: EnvState): Promise<void> {
+  await stopGroup(s.pids['node-services']);
+  await stopGroup(s.pids.kubelet, 20_000);
+  killPodProcesses();
+  await stopGroup(s.pids.containerd, 20_000);
+  cleanupKubeletHost(kubeletLayout(s.root));
+}
+
 export async function down(root: string, opts: { purge?: boolean } = {}): Promise<void> {
   const s = readState(root);
   if (s) {
+    if (s.nodeKind === 'kubelet') await downKubeletNode(s);
     const order: Component[] = ['node-agent', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
     for (const c of order) await stopGroup(s.pids[c], c === 'node-agent' ? 40_000 : 10_000);
     s.pids = {};
@@ -341,7 +486,11 @@ export interface ComponentStatus {
 
 export function status(root: string): { state?: EnvState; components: ComponentStatus[] } {
   const s = readState(root);
-  const components = COMPONENTS.map((c) => ({ component: c, pid: s?.pids[c], running: isAlive(s?.pids[c]) }));
+  const components = componentsOf(s?.nodeKind).map((c) => ({
+    component: c,
+    pid: s?.pids[c],
+    running: isAlive(s?.pids[c]),
+  }));
   return { ...(s ? { state: s } : {}), components };
 }
 

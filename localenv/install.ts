@@ -52,6 +52,22 @@ export function localizePorts(docs: Doc[], port: number): Doc[] {
   return docs;
 }
 
+/**
+ * On the kubelet node kind Pods have their own network namespaces, and kruntimes-system's
+ * `restricted` Pod Security forbids hostNetwork: the extension server listens on its Pod IP
+ * (all addresses, not the overlay's 127.0.0.1) and node-services relays 127.0.0.1:<port>,
+ * where the API server calls it (ExternalName localhost), to that Pod.
+ */
+export function localizeForKubelet(docs: Doc[]): Doc[] {
+  for (const d of docs) {
+    if (d.kind !== 'Deployment' || d.metadata.name !== EXTENSION_SERVICE) continue;
+    const c = (d.spec as { template: { spec: { containers: { env?: { name: string }[] }[] } } }).template.spec
+      .containers[0];
+    if (c) c.env = (c.env ?? []).filter((e) => e.name !== 'KRT_LISTEN_ADDRESS');
+  }
+  return docs;
+}
+
 export const LOCAL_OVERLAY = 'kustomize/overlays/local';
 
 export async function renderLocal(kubectl: string, port: number, overlay = LOCAL_OVERLAY): Promise<Doc[]> {
@@ -60,6 +76,16 @@ export async function renderLocal(kubectl: string, port: number, overlay = LOCAL
     .map((d) => d.toJSON() as Doc)
     .filter(Boolean);
   return localizePorts(docs, port);
+}
+
+async function renderForNode(
+  kubectl: string,
+  port: number,
+  overlay: string,
+  kind?: 'agent' | 'kubelet',
+): Promise<Doc[]> {
+  const docs = await renderLocal(kubectl, port, overlay);
+  return kind === 'kubelet' ? localizeForKubelet(docs) : docs;
 }
 
 async function condition(api: KubeClient, path: string, type: string): Promise<boolean> {
@@ -75,9 +101,10 @@ export async function installKruntimes(o: {
   progress: (m: string) => void;
   /** Relative to the repository root; the e2e suite adds its sample functions (e2e/fixtures/kustomize). */
   overlay?: string;
+  nodeKind?: 'agent' | 'kubelet';
 }): Promise<void> {
   const overlay = o.overlay ?? LOCAL_OVERLAY;
-  const docs = await renderLocal(o.kubectl, o.port, overlay);
+  const docs = await renderForNode(o.kubectl, o.port, overlay, o.nodeKind);
   o.progress(`installing kruntimes from ${overlay} (${docs.length} objects)`);
   const env = { ...process.env, KUBECONFIG: o.kubeconfig };
   const crds = docs.filter((d) => d.kind === 'CustomResourceDefinition');

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh machine of this kind: system packages (apt),
 # the project-local Node 22, npm packages and the pinned control plane (Go modules).
+# `--kubelet` also installs what the opt-in kubelet node kind needs (`krt local up --node=kubelet`,
+# docs/kubelet-node.md): its apt packages, then kubelet, containerd and runc (scripts/build-kubelet.sh).
+# `make test` never needs them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -27,3 +30,15 @@ if [ "${CI:-}" = true ] || [ ! -d node_modules/tsx ]; then npm ci --no-audit --n
 bash scripts/build-control-plane.sh >/dev/null
 # The dashboard bundle (ui/ → ui/dist/, esbuild, under a second).
 npx tsx scripts/build-ui.ts --if-stale
+if [ "${1:-}" = --kubelet ]; then
+  # libseccomp-dev: runc's seccomp (cgo); containernetworking-plugins: CNI bridge/host-local/portmap;
+  # mmdebstrap: the local images' Debian rootfs; gcc + libc6-dev: the static pause binary.
+  kubelet_pkgs=(libseccomp-dev pkg-config containernetworking-plugins mmdebstrap gcc libc6-dev iproute2 iptables)
+  need=()
+  for p in "${kubelet_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "setup: installing the kubelet node kind's packages: ${need[*]}" >&2
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+  bash scripts/build-kubelet.sh >/dev/null
+fi

@@ -1,6 +1,6 @@
 /** `krt local up|down|status`: the embedded local environment. */
 import type { Command } from 'commander';
-import { down, status, up, apiHealthy } from '../../localenv/environment.ts';
+import { down, status, up, apiHealthy, NODE_KINDS, type NodeKind } from '../../localenv/environment.ts';
 import { LOCAL_ENV_DIR } from '../../localenv/paths.ts';
 import { runDemo } from './demo.ts';
 
@@ -14,10 +14,24 @@ export function registerLocal(program: Command): void {
     .command('up')
     .description('build (once) and start etcd, kube-apiserver, controller-manager, scheduler and the node agent')
     .option('--demo', 'run the main demo once the environment is up')
-    .action(async (opts: { demo?: boolean }) => {
+    .option(
+      '--node <kind>',
+      'node kind of a new environment: agent (the TypeScript node agent) or kubelet (kubelet + containerd + runc, ' +
+        'root, scripts/setup.sh --kubelet; docs/kubelet-node.md)',
+    )
+    .action(async (opts: { demo?: boolean; node?: string }) => {
       const t0 = Date.now();
+      if (opts.node !== undefined && !NODE_KINDS.includes(opts.node as NodeKind)) {
+        process.stderr.write(`krt local up: --node must be one of ${NODE_KINDS.join(', ')} (got "${opts.node}")\n`);
+        process.exitCode = 2;
+        return;
+      }
       process.stderr.write('krt local up\n');
-      const env = await up({ root: LOCAL_ENV_DIR, progress: say });
+      const env = await up({
+        root: LOCAL_ENV_DIR,
+        progress: say,
+        ...(opts.node ? { nodeKind: opts.node as NodeKind } : {}),
+      });
       process.stderr.write(
         `environment ready in ${((Date.now() - t0) / 1000).toFixed(1)}s: API server ${env.server}\n`,
       );

@@ -1,0 +1,273 @@
+/**
+ * The kubelet node kind's images, assembled without Docker or a registry and imported into
+ * containerd's k8s.io namespace: the project's images (images/<name>/Dockerfile, read by
+ * image-spec.ts) as an OCI layout of three layers — a Debian bookworm rootfs with the
+ * Dockerfile's apt packages (mmdebstrap, cached per package set), the project's Node 22 at
+ * /usr/local/bin/node, and the application at /app (this checkout's files and node_modules) —
+ * plus the sandbox image (upstream's pause.c, compiled statically). See docs/kubelet-node.md.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  copyFileSync,
+  createReadStream,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { ociImageConfig, parseDockerfile, type ImageSpec } from './image-spec.ts';
+import { PAUSE_IMAGE } from './kubelet-config.ts';
+import { REPO_ROOT } from './paths.ts';
+
+export const PROJECT_REGISTRY = 'ghcr.io/kruntimes/';
+/** Every tag the project's manifests, examples and tests name; all point at the local build. */
+export const LOCAL_TAGS = ['dev', '0.1.0', 'v0.0.3', 'v1'];
+const SUITE = 'bookworm';
+const TAR_FLAGS = ['--sort=name', '--mtime=@0', '--owner=0', '--group=0', '--numeric-owner', '--xattrs'];
+const MT = {
+  manifest: 'application/vnd.oci.image.manifest.v1+json',
+  config: 'application/vnd.oci.image.config.v1+json',
+  layer: 'application/vnd.oci.image.layer.v1.tar',
+};
+
+interface Blob {
+  digest: string;
+  size: number;
+  path: string;
+}
+
+const cacheRoot = (): string => process.env.KRUNTIMES_CACHE ?? join(homedir(), '.cache', 'kruntimes');
+const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+function fileDigest(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const h = createHash('sha256');
+    createReadStream(path)
+      .on('data', (d) => h.update(d))
+      .on('end', () => resolve(`sha256:${h.digest('hex')}`))
+      .on('error', reject);
+  });
+}
+
+async function blobOf(path: string): Promise<Blob> {
+  return { digest: await fileDigest(path), size: statSync(path).size, path };
+}
+
+function tarDir(dir: string, out: string): void {
+  execFileSync('tar', [...TAR_FLAGS, '-C', dir, '-cf', `${out}.tmp`, '.'], { stdio: 'inherit' });
+  renameSync(`${out}.tmp`, out);
+}
+
+/** Debian bookworm minbase with the packages and node:22-bookworm-slim's `node` user (1000:1000). */
+function rootfsLayer(packages: string[], progress: (m: string) => void): string {
+  const pkgs = [...new Set(packages)].sort();
+  const key = `rootfs-${SUITE}-${sha(pkgs.join(',')).slice(0, 16)}`;
+  const out = join(cacheRoot(), `${key}.tar`);
+  if (existsSync(out) && statSync(out).isFile()) return out;
+  const dir = join(cacheRoot(), `${key}.dir`);
+  if (!existsSync(join(dir, 'etc', 'debian_version'))) {
+    progress(`assembling a Debian ${SUITE} rootfs with ${pkgs.join(' ') || 'no extra packages'} (mmdebstrap, once)`);
+    rmSync(dir, { recursive: true, force: true });
+    const r = spawnSync('nice', mmdebstrapArgs(pkgs, dir), { stdio: ['ignore', 'inherit', 'inherit'] });
+    if (r.status !== 0)
+      throw new Error(`mmdebstrap failed (exit ${r.status}); is it installed (scripts/setup.sh --kubelet)?`);
+  }
+  tarDir(dir, out);
+  rmSync(dir, { recursive: true, force: true });
+  return out;
+}
+
+function mmdebstrapArgs(pkgs: string[], dir: string): string[] {
+  const user = 'groupadd --gid 1000 node && useradd --uid 1000 --gid node --shell /bin/bash --create-home node';
+  return [
+    '-n',
+    '10',
+    'mmdebstrap',
+    '--quiet',
+    '--mode=root',
+    '--format=directory',
+    '--variant=minbase',
+    '--aptopt=APT::Install-Recommends "false"',
+    ...(pkgs.length ? [`--include=${pkgs.join(',')}`] : []),
+    `--customize-hook=chroot "$1" sh -c '${user}'`,
+    '--customize-hook=rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*',
+    SUITE,
+    dir,
+  ];
+}
+
+/** The project's Node 22 at /usr/local/bin/node, where node:22-bookworm-slim has it. */
+function nodeLayer(nodeBin: string): string {
+  const version = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
+  const out = join(cacheRoot(), `node-layer-${version}.tar`);
+  if (existsSync(out)) return out;
+  const stage = join(cacheRoot(), `node-layer-${version}.stage`);
+  rmSync(stage, { recursive: true, force: true });
+  mkdirSync(join(stage, 'usr/local/bin'), { recursive: true });
+  copyFileSync(nodeBin, join(stage, 'usr/local/bin/node'));
+  tarDir(stage, out);
+  rmSync(stage, { recursive: true, force: true });
+  return out;
+}
+
+/** The files `COPY . .` and `npm ci` put under /app, and the kruntimes entrypoint. */
+function appLayer(spec: ImageSpec, work: string): string {
+  const stage = join(work, 'app-stage');
+  rmSync(stage, { recursive: true, force: true });
+  const app = join(stage, spec.workdir.replace(/^\//, ''));
+  mkdirSync(app, { recursive: true });
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  })
+    .split('\0')
+    .filter((f) => f && f !== 'node_modules' && existsSync(join(REPO_ROOT, f)));
+  spawnSync('sh', ['-c', `tar -C "$1" --null -T "$2" -cf - | tar -C "$3" -xf -`, 'sh', REPO_ROOT, '-', app], {
+    input: files.join('\0'),
+    stdio: ['pipe', 'inherit', 'inherit'],
+  });
+  execFileSync('cp', ['-al', realpathSync(join(REPO_ROOT, 'node_modules')), join(app, 'node_modules')]);
+  for (const c of spec.copies.filter(
+    (x) => x.src !== '.' && x.src !== 'package.json' && x.src !== 'package-lock.json',
+  )) {
+    const dst = join(stage, c.dst.replace(/^\//, ''));
+    mkdirSync(join(dst, '..'), { recursive: true });
+    copyFileSync(join(REPO_ROOT, c.src), dst);
+    execFileSync('chmod', ['--reference', join(REPO_ROOT, c.src), dst]);
+  }
+  const out = join(work, 'app-layer.tar');
+  tarDir(stage, out);
+  rmSync(stage, { recursive: true, force: true });
+  return out;
+}
+
+/** Upstream's pause.c (from the pinned k8s.io/kubernetes module), static, as uid 65535. */
+function pauseLayer(): string {
+  const out = join(cacheRoot(), 'pause-layer.tar');
+  if (existsSync(out)) return out;
+  const modDir = execFileSync('go', ['env', 'GOMODCACHE'], { encoding: 'utf8' }).trim();
+  const k8s = readdirSync(join(modDir, 'k8s.io')).filter((d) => d.startsWith('kubernetes@'));
+  const src = k8s.map((d) => join(modDir, 'k8s.io', d, 'build/pause/linux/pause.c')).find((p) => existsSync(p));
+  if (!src) throw new Error('pause.c not found: run scripts/build-kubelet.sh first (it downloads k8s.io/kubernetes)');
+  const stage = join(cacheRoot(), 'pause-layer.stage');
+  rmSync(stage, { recursive: true, force: true });
+  mkdirSync(stage, { recursive: true });
+  execFileSync('gcc', ['-Os', '-static', '-DVERSION=3.10.1', '-o', join(stage, 'pause'), src]);
+  tarDir(stage, out);
+  rmSync(stage, { recursive: true, force: true });
+  return out;
+}
+
+interface LocalImage {
+  name: string;
+  refs: string[];
+  layers: string[];
+  config: (diffIds: string[]) => Record<string, unknown>;
+}
+
+/** Every image: the project's (from its Dockerfile) and the sandbox image. */
+function localImages(work: string, nodeBin: string, progress: (m: string) => void): LocalImage[] {
+  const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
+  const out: LocalImage[] = [];
+  const apps = new Map<string, string>();
+  for (const name of readdirSync(join(REPO_ROOT, 'images')).sort()) {
+    const dockerfile = join(REPO_ROOT, 'images', name, 'Dockerfile');
+    if (!existsSync(dockerfile)) continue;
+    const spec = parseDockerfile(readFileSync(dockerfile, 'utf8'));
+    const appKey = JSON.stringify([spec.workdir, spec.copies]);
+    if (!apps.has(appKey)) apps.set(appKey, appLayer(spec, join(work, `app-${apps.size}`)));
+    out.push({
+      name,
+      refs: LOCAL_TAGS.map((t) => `${PROJECT_REGISTRY}${name}:${t}`),
+      layers: [rootfsLayer(spec.aptPackages, progress), nodeLayer(nodeBin), apps.get(appKey)!],
+      config: (diffIds) => ociImageConfig(spec, diffIds, nodeVersion),
+    });
+  }
+  out.push({
+    name: 'pause',
+    refs: [PAUSE_IMAGE],
+    layers: [pauseLayer()],
+    config: (diffIds) => ({
+      architecture: 'amd64',
+      os: 'linux',
+      created: '1970-01-01T00:00:00Z',
+      config: { User: '65535:65535', Entrypoint: ['/pause'] },
+      rootfs: { type: 'layers', diff_ids: diffIds },
+    }),
+  });
+  return out;
+}
+
+function putBlob(layout: string, b: Blob): void {
+  const p = join(layout, 'blobs', 'sha256', b.digest.slice('sha256:'.length));
+  if (existsSync(p)) return;
+  try {
+    linkSync(b.path, p);
+  } catch {
+    copyFileSync(b.path, p);
+  }
+}
+
+function putJson(layout: string, work: string, obj: unknown): Blob {
+  const text = JSON.stringify(obj);
+  const digest = `sha256:${sha(text)}`;
+  const path = join(work, digest.slice('sha256:'.length));
+  writeFileSync(path, text);
+  const b = { digest, size: Buffer.byteLength(text), path };
+  putBlob(layout, b);
+  return b;
+}
+
+/** One OCI image layout holding every image, each tag an index entry named for containerd. */
+export async function buildImageLayout(nodeBin: string, progress: (m: string) => void): Promise<string> {
+  const work = join(cacheRoot(), 'images-work');
+  rmSync(work, { recursive: true, force: true });
+  const layout = join(work, 'layout');
+  mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
+  const manifests: Record<string, unknown>[] = [];
+  for (const img of localImages(work, nodeBin, progress)) {
+    const layers = await Promise.all(img.layers.map(blobOf));
+    for (const l of layers) putBlob(layout, l);
+    const config = putJson(layout, work, img.config(layers.map((l) => l.digest)));
+    const manifest = putJson(layout, work, {
+      schemaVersion: 2,
+      mediaType: MT.manifest,
+      config: { mediaType: MT.config, digest: config.digest, size: config.size },
+      layers: layers.map((l) => ({ mediaType: MT.layer, digest: l.digest, size: l.size })),
+    });
+    for (const ref of img.refs)
+      manifests.push({
+        mediaType: MT.manifest,
+        digest: manifest.digest,
+        size: manifest.size,
+        platform: { architecture: 'amd64', os: 'linux' },
+        annotations: { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': ref.split(':').pop() },
+      });
+  }
+  writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+  writeFileSync(join(layout, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests }));
+  return layout;
+}
+
+/** Builds the layout and imports it into containerd's k8s.io namespace (unpacked for overlayfs). */
+export async function importImages(ctr: string, socket: string, progress: (m: string) => void): Promise<void> {
+  const nodeBin = process.execPath;
+  const layout = await buildImageLayout(nodeBin, progress);
+  progress('importing the local images into containerd');
+  const r = spawnSync(
+    'sh',
+    ['-c', 'tar -C "$1" -cf - . | "$2" --address "$3" -n k8s.io images import -', 'sh', layout, ctr, socket],
+    { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+  );
+  if (r.status !== 0) throw new Error(`ctr images import failed: ${r.stderr}`);
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The e2e specs on the kubelet node kind (a real kubelet + containerd + runc, docs/kubelet-node.md):
+# `make test-kubelet`, or `bash scripts/test-kubelet.sh e2e/<file>.e2e.ts ...` for other files.
+# Opt-in and not part of `make test`: it needs root and the kind's apt packages, which
+# `scripts/setup.sh --kubelet` installs. Output ends with "N passed, N failed".
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash scripts/setup.sh --kubelet
+source scripts/ensure-node.sh
+KRT_BIN_DIR=$(bash scripts/build-control-plane.sh | tail -n 1); export KRT_BIN_DIR
+KRT_KUBELET_BIN_DIR=$(bash scripts/build-kubelet.sh | tail -n 1); export KRT_KUBELET_BIN_DIR
+KRT_S3_BIN=$(bash scripts/build-s3-server.sh | tail -n 1); export KRT_S3_BIN
+export KRT_NODE_KIND=kubelet
+# The specs that hold on real containers today (docs/kubelet-node.md lists the others and why).
+specs=("$@")
+if [ ${#specs[@]} -eq 0 ]; then
+  specs=(e2e/kubelet/node.kubelet.ts e2e/security/rbac.e2e.ts)
+fi
+summary=$(mktemp)
+set +e
+KRT_SUMMARY_FILE="$summary" npx mocha --no-config --node-option import=tsx --extension ts \
+  --reporter scripts/mocha-reporter.cjs --timeout 120000 --require e2e/setup.ts "${specs[@]}"
+rc=$?
+set -e
+if [ ! -s "$summary" ]; then echo "0 passed, 1 failed"; exit 1; fi
+cat "$summary"
+rm -f "$summary"
+exit $rc
