@@ -31,6 +31,10 @@ describe('image definitions (Dockerfile, local assembly, node agent)', () => {
         spec.copies.some((c) => c.dst === '/usr/local/bin/kruntimes'),
         name,
       );
+      assert.ok(
+        spec.copies.some((c) => c.src === 'dist' && c.dst === './dist'),
+        `${name}: the per-Pod components' bundle from the bundle stage`,
+      );
     }
   });
 
@@ -72,6 +76,8 @@ describe('image definitions (Dockerfile, local assembly, node agent)', () => {
       `FROM ${BASE_IMAGE}\nRUN curl -o x https://example.invalid`,
       `FROM ${BASE_IMAGE}\nENTRYPOINT kruntimes`,
       `FROM ${BASE_IMAGE}\nADD x /x`,
+      `FROM ${BASE_IMAGE} AS bundle\nRUN make\nFROM ${BASE_IMAGE}`,
+      `FROM ${BASE_IMAGE} AS other\nRUN npm ci\nFROM ${BASE_IMAGE}\nCOPY --from=other /src/dist ./dist`,
     ]) {
       assert.throws(
         () => parseDockerfile(bad),

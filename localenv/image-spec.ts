@@ -23,6 +23,13 @@ export interface ImageSpec {
   copies: { src: string; dst: string }[];
   /** RUN lines that install the npm dependencies (`npm ci ...`). */
   npmInstall: boolean;
+  /** Build stages (`FROM ... AS <name>`) that run `npm run bundle`: their dist/ is the repository's. */
+  bundleStages: string[];
+}
+
+/** Parser state: the build stage being read (undefined: the final stage). */
+interface ParseState {
+  stage?: string;
 }
 
 export class DockerfileError extends Error {
@@ -82,12 +89,39 @@ function applyRun(spec: ImageSpec, arg: string): void {
   throw new DockerfileError(`RUN ${arg}: the local image assembly knows apt-get install and npm ci only`);
 }
 
-function applyInstruction(spec: ImageSpec, op: string, arg: string): void {
+/**
+ * A build stage may only produce the JavaScript bundle (`npm ci`, `COPY`, `WORKDIR`, `npm run
+ * bundle`): the local assembly builds the same bundle in the checkout (localenv/bundle.ts).
+ */
+function applyBuildStage(spec: ImageSpec, stage: string, op: string, arg: string): void {
+  if (op === 'WORKDIR' || op === 'COPY' || (op === 'RUN' && /^npm ci\b/.test(arg))) return;
+  if (op === 'RUN' && arg === 'npm run bundle') {
+    spec.bundleStages.push(stage);
+    return;
+  }
+  throw new DockerfileError(`${op} ${arg}: build stage "${stage}" may only run npm ci and npm run bundle`);
+}
+
+function applyFrom(spec: ImageSpec, state: ParseState, arg: string): void {
+  const m = /^(\S+)(?:\s+AS\s+([a-z0-9-]+))?$/i.exec(arg);
+  if (m?.[1] !== BASE_IMAGE) throw new DockerfileError(`FROM ${arg}: the local assembly builds ${BASE_IMAGE} only`);
+  state.stage = m[2];
+  if (!m[2]) spec.base = m[1];
+}
+
+/** `COPY --from=<bundle stage> <dir>/dist <dst>`: the checkout's dist/ (the same bundle). */
+function applyCopyFrom(spec: ImageSpec, arg: string): void {
+  const m = /^--from=([a-z0-9-]+)\s+(\S+)\s+(\S+)$/i.exec(arg);
+  if (!m || !spec.bundleStages.includes(m[1]!) || !m[2]!.endsWith('/dist'))
+    throw new DockerfileError(`COPY ${arg}: only COPY --from=<bundle stage> <dir>/dist <dst> is supported`);
+  spec.copies.push({ src: 'dist', dst: m[3]! });
+}
+
+function applyInstruction(spec: ImageSpec, state: ParseState, op: string, arg: string): void {
+  if (op === 'FROM') return applyFrom(spec, state, arg);
+  if (state.stage) return applyBuildStage(spec, state.stage, op, arg);
+  if (op === 'COPY' && arg.startsWith('--from=')) return applyCopyFrom(spec, arg);
   switch (op) {
-    case 'FROM':
-      if (arg !== BASE_IMAGE) throw new DockerfileError(`FROM ${arg}: the local assembly builds ${BASE_IMAGE} only`);
-      spec.base = arg;
-      return;
     case 'RUN':
       return applyRun(spec, arg);
     case 'WORKDIR':
@@ -132,11 +166,13 @@ export function parseDockerfile(text: string): ImageSpec {
     cmd: [],
     copies: [],
     npmInstall: false,
+    bundleStages: [],
   };
+  const state: ParseState = {};
   for (const ins of dockerfileInstructions(text)) {
     const m = /^([A-Za-z]+)\s+(.*)$/.exec(ins);
     if (!m) throw new DockerfileError(`cannot read instruction: ${ins}`);
-    applyInstruction(spec, m[1]!.toUpperCase(), m[2]!.trim());
+    applyInstruction(spec, state, m[1]!.toUpperCase(), m[2]!.trim());
   }
   if (!spec.base) throw new DockerfileError('no FROM');
   return spec;

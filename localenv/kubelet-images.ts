@@ -142,6 +142,12 @@ function appLayer(spec: ImageSpec, work: string): string {
   )) {
     const dst = join(stage, c.dst.replace(/^\//, ''));
     mkdirSync(join(dst, '..'), { recursive: true });
+    if (c.src === 'dist') {
+      // The bundle stage's output: the checkout's bundle, built by `up` (localenv/bundle.ts).
+      if (!existsSync(join(REPO_ROOT, 'dist', 'kruntimes.mjs'))) throw new Error('dist/ is missing: npm run bundle');
+      execFileSync('cp', ['-a', join(REPO_ROOT, 'dist'), join(app, 'dist')]);
+      continue;
+    }
     copyFileSync(join(REPO_ROOT, c.src), dst);
     execFileSync('chmod', ['--reference', join(REPO_ROOT, c.src), dst]);
   }
