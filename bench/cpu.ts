@@ -7,8 +7,8 @@ const NAMES: [RegExp, string][] = [
   [/kube-controller-manager/, 'kube-controller-manager'],
   [/kube-scheduler/, 'kube-scheduler'],
   [/nodeagent\/main\.ts/, 'node-agent'],
-  [/kruntimes\.ts apiserver/, 'extension-server'],
-  [/kruntimes\.ts runtimed/, 'runtimed'],
+  [/kruntimes\.(ts|mjs) apiserver/, 'extension-server'],
+  [/kruntimes\.(ts|mjs) runtimed/, 'runtimed'],
   [/runtime-server/, 'runtime-server'],
 ];
 

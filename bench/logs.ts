@@ -20,6 +20,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { cpuDelta, cpuTicks } from './cpu.ts';
 import { ms, ratio, summary } from './stats.ts';
+import { benchRuntime } from './runtime.ts';
 
 const NS = 'bench';
 const SNAPSHOTS = Number(process.env.BENCH_SNAPSHOTS ?? '100');
@@ -52,26 +53,7 @@ async function createRun(api: KubeClient, name: string, script: string): Promise
 
 async function setup(api: KubeClient): Promise<void> {
   await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'Runtime',
-    metadata: { name: 'bench-bash' },
-    spec: {
-      replicas: 1,
-      capacity: { resources: { runs: '8' } },
-      template: {
-        spec: {
-          containers: [
-            {
-              name: 'runtime',
-              image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3',
-              args: ['--port=9091', '--work-dir=/workspace'],
-            },
-          ],
-        },
-      },
-    },
-  });
+  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, benchRuntime('bench-bash', 1, 8));
   for (;;) {
     const s = await api
       .get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(

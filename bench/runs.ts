@@ -17,6 +17,7 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { ms, ratio, summary } from './stats.ts';
 import { cpuDelta, cpuTicks, cpuTotalMs } from './cpu.ts';
+import { benchRuntime } from './runtime.ts';
 
 const backlog = process.env.BENCH_CASE === 'backlog';
 /** sequential: one Run at a time (create, wait for its end), the pipeline latency without queueing. */
@@ -229,26 +230,10 @@ async function jobs(api: KubeClient, n: number): Promise<void> {
 async function setup(env: Env): Promise<void> {
   const api = env.admin;
   await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'Runtime',
-    metadata: { name: 'bench-bash', labels: { 'kruntimes.io/benchmark': 'true' } },
-    spec: {
-      replicas: PODS,
-      capacity: { resources: { runs: String(SLOTS) } },
-      template: {
-        spec: {
-          containers: [
-            {
-              name: 'runtime',
-              image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3',
-              args: ['--port=9091', '--work-dir=/workspace'],
-            },
-          ],
-        },
-      },
-    },
-  });
+  await api.create(
+    `/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`,
+    benchRuntime('bench-bash', PODS, SLOTS, { 'kruntimes.io/benchmark': 'true' }),
+  );
   await runtimeReady(api);
 }
 

@@ -13,6 +13,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { PROTOCOL } from '../lib/session/channel.ts';
 import { ms, ratio, summary } from './stats.ts';
+import { benchRuntime } from './runtime.ts';
 
 const N = Number(process.env.BENCH_OPS ?? '30');
 const NS = 'bench';
@@ -28,26 +29,7 @@ async function until<T>(f: () => Promise<T | undefined>): Promise<T> {
 
 async function setup(api: KubeClient): Promise<void> {
   await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'Runtime',
-    metadata: { name: 'bash' },
-    spec: {
-      replicas: 1,
-      capacity: { resources: { runs: '8' } },
-      template: {
-        spec: {
-          containers: [
-            {
-              name: 'runtime',
-              image: 'ghcr.io/kruntimes/bash-runtime:v0.0.3',
-              args: ['--port=9091', '--work-dir=/workspace'],
-            },
-          ],
-        },
-      },
-    },
-  });
+  await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, benchRuntime('bash', 1, 8));
   await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs`, {
     apiVersion: 'kruntimes.io/v1alpha1',
     kind: 'Run',

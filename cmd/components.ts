@@ -1,14 +1,17 @@
-/** Long-running and one-shot components of the kruntimes image. */
+/**
+ * Long-running and one-shot components of the kruntimes image. Each component imports its own
+ * modules when it starts, so a per-Pod component (runtimed, the Runtime Server) never loads the
+ * extension server's dependencies (the bundle splits them into separate chunks).
+ */
 import { pino } from 'pino';
 import { defaultClient } from '../lib/kube/config.ts';
-import { runCron } from '../lib/fn/cron.ts';
 import { VERSION } from '../lib/version.ts';
-import { loadServerConfig } from '../apiserver/config.ts';
-import { cronFunctions, loadFunctions } from '../apiserver/functions.ts';
-import { startServer } from '../apiserver/server.ts';
 
 /** `kruntimes apiserver`: runs until SIGTERM, then drains and exits 0. */
 export async function apiserver(): Promise<number> {
+  const { loadServerConfig } = await import('../apiserver/config.ts');
+  const { loadFunctions } = await import('../apiserver/functions.ts');
+  const { startServer } = await import('../apiserver/server.ts');
   const log = pino({ base: { component: 'extension-apiserver', version: VERSION } });
   const cfg = loadServerConfig(process.env);
   const client = defaultClient(process.env, `kruntimes-extension/${VERSION}`);
@@ -34,6 +37,8 @@ export async function fnRun(args: string[]): Promise<number> {
     process.stderr.write('usage: kruntimes fn run <function>\n');
     return 2;
   }
+  const { cronFunctions, loadFunctions } = await import('../apiserver/functions.ts');
+  const { runCron } = await import('../lib/fn/cron.ts');
   const fn = cronFunctions(await loadFunctions()).find((f) => f.name === name);
   if (!fn) {
     process.stderr.write(`kruntimes fn run: no cron function "${name}"\n`);

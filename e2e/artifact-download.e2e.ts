@@ -16,7 +16,7 @@ import { rawTgz } from '../runtimed/artifacts/test-support.ts';
 import { cluster } from './cluster.ts';
 import { admin, apiServiceAvailable, deleteNamespace, eventually, newNamespace } from './helpers.ts';
 import { grant, krt, saKubeconfig } from './krt.ts';
-import { GROUP, bashRuntime, createRun, createRuntime, finished, runtimePods } from './runs-helpers.ts';
+import { GROUP, bashRuntime, createRun, createRuntime, finished, runtimePods, withS3Store } from './runs-helpers.ts';
 import { startS3Server, type S3Server } from './s3-server.ts';
 
 type Ref = {
@@ -41,30 +41,7 @@ describe('Run artifact download through the aggregated API and krt', function ()
   before(async () => {
     ns = await newNamespace('artdl');
     s3 = await startS3Server('kruntimes-artifacts');
-    await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 's3-creds' },
-      stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey },
-    });
-    await createRuntime(
-      ns,
-      'bash',
-      bashRuntime({
-        replicas: 1,
-        artifactStore: {
-          driver: 's3',
-          s3: {
-            bucket: 'kruntimes-artifacts',
-            prefix: 'e2e',
-            region: 'us-east-1',
-            endpoint: s3.endpoint,
-            forcePathStyle: true,
-            credentialsSecretName: 's3-creds',
-          },
-        },
-      }),
-    );
+    await createRuntime(ns, 'bash', bashRuntime(await withS3Store(ns, s3, { replicas: 1 })));
     await runtimePods(ns, 'bash', 1);
     await apiServiceAvailable('artifacts.kruntimes.io');
     await createRun(ns, { runtime: 'bash', source: { inline: PRODUCE } }, { name: 'producer' });

@@ -22,6 +22,7 @@ import {
   getRun,
   runtimePods,
   type RunObj,
+  withS3Store,
 } from './runs-helpers.ts';
 import { startS3Server, type S3Server } from './s3-server.ts';
 
@@ -61,30 +62,7 @@ describe('artifacts: S3 store (versitygw)', function () {
   before(async () => {
     ns = await newNamespace('s3');
     s3 = await startS3Server('kruntimes-artifacts');
-    await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 's3-creds' },
-      stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey },
-    });
-    await createRuntime(
-      ns,
-      'bash',
-      bashRuntime({
-        replicas: 1,
-        artifactStore: {
-          driver: 's3',
-          s3: {
-            bucket: 'kruntimes-artifacts',
-            prefix: 'e2e',
-            region: 'us-east-1',
-            endpoint: s3.endpoint,
-            forcePathStyle: true,
-            credentialsSecretName: 's3-creds',
-          },
-        },
-      }),
-    );
+    await createRuntime(ns, 'bash', bashRuntime(await withS3Store(ns, s3, { replicas: 1 })));
     await runtimePods(ns, 'bash', 1);
   });
   after(async () => {

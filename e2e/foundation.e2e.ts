@@ -206,7 +206,7 @@ describe('foundation: the real control plane with the node agent', function () {
     );
     // As on a kubelet, the Pod's directory is removed after the object is gone, not before.
     const podDir = join(E2E_ROOT, 'nodes', pod.spec?.nodeName as string, 'pods', pod.metadata.uid ?? '');
-    await eventually('the pod directory to be cleaned up', async () => !existsSync(podDir));
+    await eventually('the pod directory to be cleaned up', () => Promise.resolve(!existsSync(podDir)));
   });
 
   it('RBAC denies a ServiceAccount what it was not granted and allows what it was', async () => {

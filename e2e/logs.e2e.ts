@@ -20,6 +20,23 @@ import { bashRuntime, createRun, createRuntime, finished, getRun, phase, runtime
 const LOGS = (ns: string, run: string): string => `/apis/logs.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/log`;
 type Snap = { items: { message: string; stream: string }[]; cursor?: string };
 
+/** Reads an NDJSON log stream to its end: how many records, and the last one's message. */
+async function countRecords(res: AsyncIterable<unknown>): Promise<{ count: number; lastMsg: string }> {
+  let buf = '';
+  let count = 0;
+  let lastMsg = '';
+  for await (const chunk of res) {
+    buf += (chunk as Buffer).toString();
+    const lines = buf.split('\n');
+    buf = lines.pop() ?? '';
+    for (const l of lines.filter(Boolean)) {
+      count++;
+      lastMsg = (JSON.parse(l) as { message: string }).message;
+    }
+  }
+  return { count, lastMsg };
+}
+
 describe('Run logs through the aggregated API and krt', function () {
   let ns: string;
   before(async () => {
@@ -124,18 +141,7 @@ describe('Run logs through the aggregated API and krt', function () {
     );
     await eventually('firehose to be assigned', async () => !!(await getRun(ns, 'firehose')).status?.assignedPod);
     const res = await admin().stream(LOGS(ns, 'firehose'), { query: { follow: 'true' } });
-    let buf = '';
-    let count = 0;
-    let lastMsg = '';
-    for await (const chunk of res) {
-      buf += (chunk as Buffer).toString();
-      const lines = buf.split('\n');
-      buf = lines.pop() ?? '';
-      for (const l of lines.filter(Boolean)) {
-        count++;
-        lastMsg = (JSON.parse(l) as { message: string }).message;
-      }
-    }
+    const { count, lastMsg } = await countRecords(res);
     assert.equal(count, N);
     assert.equal(lastMsg, `fast ${N}`);
   });
@@ -164,18 +170,7 @@ describe('Run logs through the aggregated API and krt', function () {
       async () => (await getRun(ns, 'slow-reader')).status?.phase === 'Succeeded',
     );
     await new Promise((r) => setTimeout(r, 3000));
-    let buf = '';
-    let count = 0;
-    let lastMsg = '';
-    for await (const chunk of res) {
-      buf += (chunk as Buffer).toString();
-      const lines = buf.split('\n');
-      buf = lines.pop() ?? '';
-      for (const l of lines.filter(Boolean)) {
-        count++;
-        lastMsg = (JSON.parse(l) as { message: string }).message;
-      }
-    }
+    const { count, lastMsg } = await countRecords(res);
     assert.equal(count, N);
     assert.ok([`s${N / 2}`, `e${N / 2}`].includes(lastMsg), `last record ${lastMsg}`);
   });

@@ -1,5 +1,5 @@
 /**
- * The repository is self-contained: no tracked file reads or links to the `../shared` folder that
+ * The repository is self-contained: no tracked file reads or links to the sibling `shared` folder that
  * sat beside the original checkout, to anything under /work, or (markdown) to a relative path
  * outside the repository. A clean clone must build, test and render its docs on its own.
  */
@@ -49,7 +49,7 @@ export function markdownLinks(text: string): string[] {
 describe('repository is self-contained', () => {
   const files = trackedTextFiles();
 
-  it('no tracked file references ../shared, the seeds folder or /work', () => {
+  it('no tracked file references the sibling shared folder, the seeds folder or /work', () => {
     const hits: string[] = [];
     for (const file of files) {
       const text = read(file);

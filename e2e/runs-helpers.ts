@@ -141,3 +141,34 @@ export async function runEvent(ns: string, run: string, reason: string, timeoutM
     100,
   );
 }
+
+/**
+ * A Runtime spec whose artifact store is the test S3 server `s3` (bucket kruntimes-artifacts,
+ * prefix e2e), its credentials in the Secret s3-creds created in `ns`.
+ */
+export async function withS3Store(
+  ns: string,
+  s3: { endpoint: string; accessKey: string; secretKey: string },
+  spec: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 's3-creds' },
+    stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey },
+  });
+  return {
+    ...spec,
+    artifactStore: {
+      driver: 's3',
+      s3: {
+        bucket: 'kruntimes-artifacts',
+        prefix: 'e2e',
+        region: 'us-east-1',
+        endpoint: s3.endpoint,
+        forcePathStyle: true,
+        credentialsSecretName: 's3-creds',
+      },
+    },
+  };
+}

@@ -26,6 +26,7 @@ import { installKruntimes } from './install.ts';
 import { ensureClusterPki } from './pki.ts';
 import { freePorts } from './ports.ts';
 import { isAlive, spawnDetached, stopGroup, waitFor } from './process.ts';
+import { buildBundle } from './bundle.ts';
 import { REPO_ROOT } from './paths.ts';
 import type { NodeAgentConfig } from '../nodeagent/config.ts';
 
@@ -284,6 +285,8 @@ export async function up(opts: UpOptions): Promise<Env> {
   // /etc/kubernetes and /var/lib/kubelet are on a node: containers running as non-root users
   // see their volumes through their mounts only, never these paths.
   chmodSync(opts.root, 0o700);
+  progress('bundling the per-Pod components');
+  await buildBundle();
   const s = await initialState(opts, binDir);
   progress('generating PKI and kubeconfigs');
   ensureClusterPki(l.pki, s.nodes);

@@ -181,7 +181,6 @@ export async function startDaemon(o: {
   const { client, cfg, runtime, log } = o;
   // Run directories runtimed prepares are written by the Run's uid (another uid, same fsGroup).
   process.umask(0o002);
-  await waitForRuntime(runtime, log);
   const runner = new Runner({
     client,
     cfg,
@@ -193,6 +192,11 @@ export async function startDaemon(o: {
     },
     finisher: o.finisher,
   });
+  // The session server (its key and certificate) starts while the Runtime Server starts; Runs
+  // are taken only once the Runtime Server answers.
+  const sessionsStarted = serveSessions(o, runner);
+  sessionsStarted.catch(() => undefined); // awaited below; its failure fails the start there
+  await waitForRuntime(runtime, log);
   let recheck = (): void => undefined;
   const watch = await watchAssignedRuns(client, cfg, runner, log, () => recheck());
   const gc = await startArtifactCleaner(client, cfg, o.finisher, log);
@@ -208,7 +212,7 @@ export async function startDaemon(o: {
   });
   recheck = (): void => cleaner.recheck();
   runner.onRelease = recheck;
-  const sessions = await serveSessions(o, runner);
+  const sessions = await sessionsStarted;
   const timer = startHeartbeat(client, cfg, runtime, sessions.fingerprint, log);
   const health = await serveHealth(cfg, runtime);
   log.info({ pod: cfg.podName, runtime: cfg.runtime, workers: cfg.workers }, 'runtimed ready');

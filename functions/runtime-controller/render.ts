@@ -112,7 +112,7 @@ function runtimedContainer(rt: Runtime): Container {
       { name: 'health', containerPort: 9094 },
       { name: 'session', containerPort: SESSION_PORT },
     ],
-    readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 2 },
+    readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, periodSeconds: 1 },
     livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, periodSeconds: 10, failureThreshold: 6 },
     resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
     securityContext: {

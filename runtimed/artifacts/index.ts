@@ -1,7 +1,7 @@
 /** The artifact layer of runtimed: staging validation, deterministic archives, safe extraction and the stores. */
 import { ArtifactError } from './errors.ts';
 import { DEFAULT_FILESYSTEM_ROOT, FilesystemArtifactStore } from './filesystem-store.ts';
-import { S3ArtifactStore, type S3StoreOptions } from './s3-store.ts';
+import type { S3StoreOptions } from './s3-store.ts';
 import type { ArtifactStore, RuntimeArtifactStoreSpec } from './store.ts';
 
 export * from './errors.ts';
@@ -25,7 +25,6 @@ export {
   type StageOptions,
 } from './stage.ts';
 export { FilesystemArtifactStore, DEFAULT_FILESYSTEM_ROOT } from './filesystem-store.ts';
-export { S3ArtifactStore, resolveS3Config, s3ClientConfig, objectKey, runKeyPrefix, keyRoot } from './s3-store.ts';
 
 export interface CreateStoreOptions {
   /** Filesystem store root (the PVC mount); /var/lib/kruntimes/artifacts by default. */
@@ -48,11 +47,14 @@ export async function createArtifactStore(
       ...(opts.maxArtifactBytes ? { maxArtifactBytes: opts.maxArtifactBytes } : {}),
     });
   }
-  if (spec.driver === 's3')
+  if (spec.driver === 's3') {
+    // The AWS SDK is loaded only by the Pods of a Runtime whose store is S3.
+    const { S3ArtifactStore } = await import('./s3-store.ts');
     return S3ArtifactStore.fromSpec(spec, {
       ...opts.s3,
       ...(opts.maxArtifactBytes ? { maxArtifactBytes: opts.maxArtifactBytes } : {}),
     });
+  }
   throw new ArtifactError(
     'ArtifactStoreConfigInvalid',
     'exactly one artifact store configuration matching driver must be set',
