@@ -1,0 +1,251 @@
+/**
+ * How the relay invokes a watch function: `inprocess` calls the handler in this process (the
+ * hot path); `webhook` POSTs a FunctionInvocation (lib/fn/wire.ts, docs/functions.md) over TLS
+ * to the function's own Service, resolved through its EndpointSlices (ready endpoints, round
+ * robin), and verifies the server's certificate against the kruntimes CA for the Service's DNS
+ * name. Which transport a function uses is configuration (KRT_FUNCTION_TRANSPORT[S]).
+ */
+import { randomUUID } from 'node:crypto';
+import https from 'node:https';
+import type { KubeClient } from '../lib/kube/client.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { ListWatch } from '../lib/kube/watch.ts';
+import { TransientError } from '../lib/fn/errors.ts';
+import type { Operation, ReconcileInput, WatchFunction } from '../lib/fn/types.ts';
+import {
+  answerReads,
+  decodeError,
+  fillTemplate,
+  MAX_ROUNDS,
+  readId,
+  templateOf,
+  WIRE_API_VERSION,
+  WIRE_KIND,
+  type InvocationRequest,
+  type InvocationResponse,
+  type ReadAnswer,
+  type ReadRef,
+} from '../lib/fn/wire.ts';
+
+export type TransportName = 'inprocess' | 'webhook';
+
+export interface Transport {
+  readonly name: TransportName;
+  invoke(fn: WatchFunction, input: ReconcileInput): Promise<Operation[]>;
+  start?(): Promise<void>;
+  stop?(): void;
+}
+
+export const inprocess: Transport = {
+  name: 'inprocess',
+  invoke: (fn, input) => Promise.resolve(fn.handler(input)),
+};
+
+export interface TransportConfig {
+  /** The transport of functions not named in `perFunction`. */
+  default: TransportName;
+  perFunction: Record<string, TransportName>;
+  /** Service name of a function's webhook; `{function}` is replaced by its name. */
+  serviceTemplate: string;
+  namespace: string;
+  /** PEM CA bundle that signs the function servers' certificates. */
+  caFile: string;
+  timeoutMs: number;
+}
+
+const TRANSPORTS: TransportName[] = ['inprocess', 'webhook'];
+
+function transportName(v: string, what: string): TransportName {
+  if ((TRANSPORTS as string[]).includes(v)) return v as TransportName;
+  throw new Error(`${what} must be one of ${TRANSPORTS.join(', ')}, got ${v}`);
+}
+
+/** KRT_FUNCTION_TRANSPORT (default for all), KRT_FUNCTION_TRANSPORTS (name=transport,...), KRT_FUNCTION_SERVICE. */
+export function loadTransportConfig(env: NodeJS.ProcessEnv, namespace: string): TransportConfig {
+  const perFunction: Record<string, TransportName> = {};
+  for (const pair of (env.KRT_FUNCTION_TRANSPORTS ?? '').split(',').map((s) => s.trim())) {
+    if (!pair) continue;
+    const [name, t] = pair.split('=').map((s) => s.trim());
+    if (!name || !t) throw new Error(`KRT_FUNCTION_TRANSPORTS: expected name=transport, got ${pair}`);
+    perFunction[name] = transportName(t, `KRT_FUNCTION_TRANSPORTS ${name}`);
+  }
+  const timeout = Number(env.KRT_FUNCTION_TIMEOUT_MS ?? 10_000);
+  if (!Number.isFinite(timeout) || timeout <= 0) throw new Error('KRT_FUNCTION_TIMEOUT_MS must be a positive number');
+  return {
+    default: transportName(env.KRT_FUNCTION_TRANSPORT || 'inprocess', 'KRT_FUNCTION_TRANSPORT'),
+    perFunction,
+    serviceTemplate: env.KRT_FUNCTION_SERVICE || 'kruntimes-fn-{function}',
+    namespace,
+    caFile: env.KRT_FUNCTION_CA ?? '/etc/kruntimes/tls/ca-bundle.crt',
+    timeoutMs: timeout,
+  };
+}
+
+export const transportOf = (cfg: TransportConfig, fn: string): TransportName => cfg.perFunction[fn] ?? cfg.default;
+export const serviceOf = (cfg: TransportConfig, fn: string): string => cfg.serviceTemplate.replaceAll('{function}', fn);
+
+interface Slice extends KubeObject {
+  endpoints?: { addresses: string[]; conditions?: { ready?: boolean; terminating?: boolean } }[];
+  ports?: { name?: string; port?: number }[];
+}
+
+const SERVICE_LABEL = 'kubernetes.io/service-name';
+
+/** Ready endpoints of Services in one namespace, from their EndpointSlices (one watch for all). */
+export class Endpoints {
+  private readonly lw: ListWatch<Slice>;
+  private next = 0;
+
+  constructor(client: KubeClient, namespace: string, onError: (err: unknown) => void) {
+    this.lw = new ListWatch<Slice>(
+      client,
+      {
+        path: `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`,
+        labelSelector: SERVICE_LABEL,
+        onError,
+      },
+      () => undefined,
+    );
+  }
+
+  start(): Promise<void> {
+    this.lw.start();
+    return this.lw.synced;
+  }
+
+  stop(): void {
+    this.lw.stop();
+  }
+
+  /** `ip:port` of a ready, not terminating endpoint of the Service (round robin), or undefined. */
+  pick(service: string): string | undefined {
+    const ready: string[] = [];
+    for (const s of this.lw.store.list()) {
+      if (s.metadata.labels?.[SERVICE_LABEL] !== service) continue;
+      const port = (s.ports ?? []).find((p) => p.name === 'https')?.port ?? s.ports?.[0]?.port;
+      if (!port) continue;
+      for (const e of s.endpoints ?? []) {
+        if (e.conditions?.ready === false || e.conditions?.terminating) continue;
+        for (const a of e.addresses) ready.push(a.includes(':') ? `[${a}]:${port}` : `${a}:${port}`);
+      }
+    }
+    if (!ready.length) return undefined;
+    this.next = (this.next + 1) % 1_000_000;
+    return ready[this.next % ready.length];
+  }
+}
+
+/** POSTs one FunctionInvocation and returns the response (TransientError on any transport failure). */
+export function post(
+  agent: https.Agent,
+  target: { address: string; servername: string; path: string },
+  body: InvocationRequest,
+  timeoutMs: number,
+): Promise<InvocationResponse> {
+  const payload = JSON.stringify({ apiVersion: WIRE_API_VERSION, kind: WIRE_KIND, request: body });
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      `https://${target.address}${target.path}`,
+      {
+        method: 'POST',
+        agent,
+        servername: target.servername,
+        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) },
+        timeout: timeoutMs,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', (err) => reject(new TransientError(`function ${body.function}: ${err.message}`)));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode !== 200)
+            return reject(
+              new TransientError(`function ${body.function}: HTTP ${res.statusCode}: ${text.slice(0, 200)}`),
+            );
+          try {
+            resolve(parseResponse(body, text));
+          } catch (err) {
+            reject(err instanceof Error ? err : new TransientError(String(err)));
+          }
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (err) =>
+      reject(new TransientError(`function ${body.function} at ${target.address}: ${err.message}`)),
+    );
+    req.end(payload);
+  });
+}
+
+function parseResponse(req: InvocationRequest, text: string): InvocationResponse {
+  const env = JSON.parse(text) as { apiVersion?: string; kind?: string; response?: InvocationResponse };
+  if (env.apiVersion !== WIRE_API_VERSION || env.kind !== WIRE_KIND || !env.response)
+    throw new TransientError(`function ${req.function}: not a ${WIRE_API_VERSION} ${WIRE_KIND} response`);
+  if (env.response.uid !== req.uid) throw new TransientError(`function ${req.function}: response uid mismatch`);
+  return env.response;
+}
+
+/** The webhook transport: one invocation may take several rounds while the function asks for reads. */
+export class WebhookTransport implements Transport {
+  readonly name = 'webhook' as const;
+  private readonly templates = new Map<string, ReadRef[]>();
+
+  constructor(
+    private readonly o: {
+      endpoints: Pick<Endpoints, 'pick'>;
+      agent: https.Agent;
+      cfg: TransportConfig;
+      /** Reads the function was sent per invocation (relay metrics). */
+      onRounds?: (fn: string, rounds: number) => void;
+    },
+  ) {}
+
+  async invoke(fn: WatchFunction, input: ReconcileInput): Promise<Operation[]> {
+    const template = this.templates.get(fn.name);
+    const answered = new Map<string, ReadAnswer>();
+    const answer = (refs: ReadRef[]): void => {
+      for (const a of answerReads(input.state, refs)) answered.set(readId(a), a);
+    };
+    if (template) answer(fillTemplate(template, input.key));
+    for (let round = 1; round <= MAX_ROUNDS; round++) {
+      const res = await this.once(fn, input, [...answered.values()]);
+      if (res.needs?.length) {
+        answer(res.needs);
+        continue;
+      }
+      if (res.error) throw decodeError(fn.name, res.error);
+      this.templates.set(fn.name, templateOf([...answered.values()].map(refOnly), input.key));
+      this.o.onRounds?.(fn.name, round);
+      return res.operations ?? [];
+    }
+    throw new TransientError(`function ${fn.name}: still asking for reads after ${MAX_ROUNDS} rounds`);
+  }
+
+  private once(fn: WatchFunction, input: ReconcileInput, reads: ReadAnswer[]): Promise<InvocationResponse> {
+    const service = serviceOf(this.o.cfg, fn.name);
+    const address = this.o.endpoints.pick(service);
+    if (!address) throw new TransientError(`function ${fn.name}: no ready endpoint of Service ${service}`);
+    const req: InvocationRequest = {
+      uid: randomUUID(),
+      function: fn.name,
+      trigger: { type: 'watch', resource: fn.trigger.resource },
+      key: input.key,
+      object: input.object ?? null,
+      now: input.now.toISOString(),
+      reads,
+    };
+    const target = {
+      address,
+      servername: `${service}.${this.o.cfg.namespace}.svc`,
+      path: `/${WIRE_API_VERSION}/${fn.name}`,
+    };
+    return post(this.o.agent, target, req, this.o.cfg.timeoutMs);
+  }
+}
+
+function refOnly(a: ReadAnswer): ReadRef {
+  const { object: _o, items: _i, ...ref } = a;
+  return ref;
+}
