@@ -16,7 +16,7 @@ import { ADMISSION_PREFIX, admissionRouter } from './admission.ts';
 import { verifyProxyCert, type RequestHeaderConfig, type RequestHeaderSource } from './aggregation/requestheader.ts';
 import { aggregationRouter } from './aggregation/router.ts';
 import type { ServerConfig } from './config.ts';
-import { admissionFunctions, watchFunctions } from './functions.ts';
+import { admissionFunctions, FUNCTION_SA_PREFIX, watchFunctions } from './functions.ts';
 import { LeaderElector } from './leader.ts';
 import { Relay } from './relay.ts';
 import {
@@ -173,9 +173,6 @@ function startRelay(
   });
   return { relay, elector, relayStarted, endpoints };
 }
-
-/** The ServiceAccount of watch function <name> is kruntimes-fn-<name> (scripts/gen-manifests.ts). */
-export const FUNCTION_SA_PREFIX = 'kruntimes-fn-';
 
 /** Each watch function's transport, from KRT_FUNCTION_TRANSPORT[S] (see apiserver/transport.ts). */
 function transports(
