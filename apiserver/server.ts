@@ -143,7 +143,7 @@ function startRelay(
   host: { state: HostState; metrics: FnMetrics },
 ): RelayHost {
   const watch = watchFunctions(selected);
-  const { transportFor, endpoints } = transports(cfg, watch, client, log);
+  const { transportFor, endpoints } = transports(cfg, watch, client, log, host.metrics);
   const relay = new Relay(watch, {
     client,
     // Every operation and live read of a function is made as its own ServiceAccount (the relay
@@ -180,6 +180,7 @@ function transports(
   watch: WatchFunction[],
   client: KubeClient,
   log: Logger,
+  metrics: FnMetrics,
 ): { transportFor: (fn: WatchFunction) => Transport; endpoints: Endpoints | undefined } {
   const tcfg = loadTransportConfig(process.env, cfg.namespace);
   const remote = watch.filter((f) => transportOf(tcfg, f.name) === 'webhook');
@@ -187,7 +188,13 @@ function transports(
   if (!remote.length) return { transportFor: () => inprocess, endpoints: undefined };
   const endpoints = new Endpoints(client, cfg.namespace, (err) => log.warn({ err }, 'endpointslice watch error'));
   const agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: readFileSync(tcfg.caFile) });
-  const webhook = new WebhookTransport({ endpoints, agent, cfg: tcfg });
+  const webhook = new WebhookTransport({
+    endpoints,
+    agent,
+    cfg: tcfg,
+    onRounds: (fn, rounds) =>
+      metrics.invocationRounds.inc({ function: fn, transport: 'webhook', rounds: rounds > 3 ? '4+' : String(rounds) }),
+  });
   return {
     transportFor: (fn) => (transportOf(tcfg, fn.name) === 'webhook' ? webhook : inprocess),
     endpoints,
