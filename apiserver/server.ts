@@ -186,7 +186,7 @@ function transports(
   const remote = watch.filter((f) => transportOf(tcfg, f.name) === 'webhook');
   log.info({ webhook: remote.map((f) => f.name), default: tcfg.default }, 'function transports');
   if (!remote.length) return { transportFor: () => inprocess, endpoints: undefined };
-  const endpoints = new Endpoints(client, cfg.namespace, (err) => log.warn({ err }, 'endpointslice watch error'));
+  const endpoints = new Endpoints(client, cfg.namespace, (err) => log.warn({ err }, 'function server Pod watch error'));
   const agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: readFileSync(tcfg.caFile) });
   const webhook = new WebhookTransport({
     endpoints,

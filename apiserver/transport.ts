@@ -1,8 +1,7 @@
 /**
  * How the relay invokes a watch function: `inprocess` calls the handler in this process (the
  * hot path); `webhook` POSTs a FunctionInvocation (lib/fn/wire.ts, docs/functions.md) over TLS
- * to the function's own Service, resolved through its EndpointSlices (ready endpoints, round
- * robin), and verifies the server's certificate against the kruntimes CA for the Service's DNS
+ * to the function's own Service, resolved through its ready Pods (round robin), and verifies the server's certificate against the kruntimes CA for the Service's DNS
  * name. Which transport a function uses is configuration (KRT_FUNCTION_TRANSPORT[S]).
  */
 import { randomUUID } from 'node:crypto';
@@ -84,26 +83,27 @@ export function loadTransportConfig(env: NodeJS.ProcessEnv, namespace: string): 
 export const transportOf = (cfg: TransportConfig, fn: string): TransportName => cfg.perFunction[fn] ?? cfg.default;
 export const serviceOf = (cfg: TransportConfig, fn: string): string => cfg.serviceTemplate.replaceAll('{function}', fn);
 
-interface Slice extends KubeObject {
-  endpoints?: { addresses: string[]; conditions?: { ready?: boolean; terminating?: boolean } }[];
-  ports?: { name?: string; port?: number }[];
+interface PodObj extends KubeObject {
+  spec?: { containers?: { ports?: { name?: string; containerPort?: number }[] }[] };
+  status?: { podIP?: string; conditions?: { type: string; status: string }[] };
 }
 
-const SERVICE_LABEL = 'kubernetes.io/service-name';
+/** The label a function server Pod carries: the name of the Service it serves (a webhook Deployment's template sets it). */
+export const FUNCTION_SERVICE_LABEL = 'kruntimes.io/function-service';
 
-/** Ready endpoints of Services in one namespace, from their EndpointSlices (one watch for all). */
+/**
+ * Ready endpoints of the function Services of one namespace, from their Pods (one watch for all:
+ * Pods labelled kruntimes.io/function-service=<service>). Pods rather than EndpointSlices: the
+ * same in a cluster and in the local environment, whose loopback Pod IPs EndpointSlices refuse.
+ */
 export class Endpoints {
-  private readonly lw: ListWatch<Slice>;
+  private readonly lw: ListWatch<PodObj>;
   private next = 0;
 
   constructor(client: KubeClient, namespace: string, onError: (err: unknown) => void) {
-    this.lw = new ListWatch<Slice>(
+    this.lw = new ListWatch<PodObj>(
       client,
-      {
-        path: `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`,
-        labelSelector: SERVICE_LABEL,
-        onError,
-      },
+      { path: `/api/v1/namespaces/${namespace}/pods`, labelSelector: FUNCTION_SERVICE_LABEL, onError },
       () => undefined,
     );
   }
@@ -117,17 +117,16 @@ export class Endpoints {
     this.lw.stop();
   }
 
-  /** `ip:port` of a ready, not terminating endpoint of the Service (round robin), or undefined. */
+  /** `ip:port` of a ready Pod of the Service that is not being deleted (round robin), or undefined. */
   pick(service: string): string | undefined {
     const ready: string[] = [];
-    for (const s of this.lw.store.list()) {
-      if (s.metadata.labels?.[SERVICE_LABEL] !== service) continue;
-      const port = (s.ports ?? []).find((p) => p.name === 'https')?.port ?? s.ports?.[0]?.port;
-      if (!port) continue;
-      for (const e of s.endpoints ?? []) {
-        if (e.conditions?.ready === false || e.conditions?.terminating) continue;
-        for (const a of e.addresses) ready.push(a.includes(':') ? `[${a}]:${port}` : `${a}:${port}`);
-      }
+    for (const p of this.lw.store.list()) {
+      if (p.metadata.labels?.[FUNCTION_SERVICE_LABEL] !== service || p.metadata.deletionTimestamp) continue;
+      const ip = p.status?.podIP;
+      if (!ip || !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) continue;
+      const ports = (p.spec?.containers ?? []).flatMap((c) => c.ports ?? []);
+      const port = ports.find((x) => x.name === 'https')?.containerPort;
+      if (port) ready.push(ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`);
     }
     if (!ready.length) return undefined;
     this.next = (this.next + 1) % 1_000_000;

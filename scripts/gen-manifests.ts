@@ -20,6 +20,7 @@ import {
 } from '../apiserver/functions.ts';
 import type { CronFunction, FunctionDef, Rule, WatchFunction } from '../lib/fn/types.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
+import { FUNCTION_SERVICE_LABEL } from '../apiserver/transport.ts';
 import { WEBHOOK_CONFIGURATIONS } from '../functions/tls-certificates/index.ts';
 
 export const NS = 'kruntimes-system';
@@ -194,8 +195,8 @@ function watchIdentity(fn: WatchFunction): Doc[] {
 
 /**
  * What the relay itself may do for its watch functions: list and watch the kinds it caches
- * (their triggers and `also` kinds; never a `fetch` kind such as Secrets), watch the functions'
- * EndpointSlices (webhook transport), and impersonate exactly their ServiceAccounts. Every write
+ * (their triggers and `also` kinds; never a `fetch` kind such as Secrets), watch the function
+ * server Pods of its namespace (webhook transport endpoints), and impersonate exactly their ServiceAccounts. Every write
  * and every live read is made as the function.
  */
 export function relayRules(watch: WatchFunction[]): Rule[] {
@@ -205,7 +206,7 @@ export function relayRules(watch: WatchFunction[]): Rule[] {
   const sorted = [...kinds.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, r]) => r);
   return [
     ...sorted,
-    { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'], scope: 'namespace' },
+    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'], scope: 'namespace' },
     ...(watch.length
       ? [
           {
@@ -256,7 +257,7 @@ export async function renderFixtures(): Promise<string> {
   const docs: Doc[] = [
     ...roles('kruntimes:extension:fixtures', 'kruntimes-extension', [
       ...admissionFunctions(fns).flatMap((f) => f.rbac),
-      ...relayRules(watch).filter((r) => r.resources[0] !== 'endpointslices'),
+      ...relayRules(watch).filter((r) => r.scope !== 'namespace' || r.verbs[0] === 'impersonate'),
     ]),
     ...watch.flatMap(watchIdentity),
     ...cronFunctions(fns).flatMap((f) => cron(f, env)),
@@ -285,7 +286,12 @@ const FN_TLS_ITEMS = [
 /** A watch function's own webhook Deployment (the generic function server serving it alone). */
 function fnDeployment(fn: WatchFunction): Doc {
   const name = `${FUNCTION_SA_PREFIX}${fn.name}`;
-  const labels = { 'app.kubernetes.io/name': name, 'kruntimes.io/function': fn.name, ...LABELS };
+  const labels = {
+    'app.kubernetes.io/name': name,
+    'kruntimes.io/function': fn.name,
+    [FUNCTION_SERVICE_LABEL]: name,
+    ...LABELS,
+  };
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
