@@ -208,16 +208,20 @@ export class WebhookTransport implements Transport {
       for (const a of answerReads(input.state, refs)) answered.set(readId(a), a);
     };
     if (template) answer(fillTemplate(template, input.key));
-    for (let round = 1; round <= MAX_ROUNDS; round++) {
-      const res = await this.once(fn, input, [...answered.values()]);
-      if (res.needs?.length) {
-        answer(res.needs);
-        continue;
+    try {
+      for (let round = 1; round <= MAX_ROUNDS; round++) {
+        const res = await this.once(fn, input, [...answered.values()]);
+        if (res.needs?.length) {
+          answer(res.needs);
+          continue;
+        }
+        if (res.error) throw decodeError(fn.name, res.error);
+        this.o.onRounds?.(fn.name, round);
+        return res.operations ?? [];
       }
-      if (res.error) throw decodeError(fn.name, res.error);
-      this.templates.set(fn.name, templateOf([...answered.values()].map(refOnly), input.key));
-      this.o.onRounds?.(fn.name, round);
-      return res.operations ?? [];
+    } finally {
+      // What this invocation read is the best guess of what the next one reads (even a failed one).
+      if (answered.size) this.templates.set(fn.name, templateOf([...answered.values()].map(refOnly), input.key));
     }
     throw new TransientError(`function ${fn.name}: still asking for reads after ${MAX_ROUNDS} rounds`);
   }

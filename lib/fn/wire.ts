@@ -7,9 +7,8 @@
  *
  * Reads are answered by the relay from its caches (and, for `fetch` kinds, from this
  * invocation's GETs made as the function's ServiceAccount). The function side runs the handler
- * against exactly the reads it was sent; the first read it was not sent aborts the handler and
- * is returned as `needs`, the relay answers it and invokes again (the handler is pure, so a
- * re-run is safe). The relay remembers the reads of the function's last invocation as a template
+ * against exactly the reads it was sent; the reads it was not sent are returned as `needs`, the
+ * relay answers them and invokes again (the handler is pure, so a re-run is safe). The relay remembers the reads of the function's last invocation as a template
  * for the next, so a steady stream of invocations needs one round each.
  */
 import type { KubeObject } from '../kube/types.ts';
@@ -73,7 +72,7 @@ export const readId = (r: ReadRef): string =>
     ? `list ${resourcePath(r.resource)} ${r.namespace ?? ''} ${JSON.stringify(Object.entries(r.labelSelector ?? {}).sort())}`
     : `get ${resourcePath(r.resource)} ${r.namespace ?? ''} ${r.name}`;
 
-/** Thrown inside the handler (function side) at the first read it was not sent. */
+/** A read the function was not sent (function side; serveInvocation records it). */
 export class MissingRead extends Error {
   constructor(readonly ref: ReadRef) {
     super(`read not supplied: ${readId(ref)}`);
@@ -139,38 +138,34 @@ export function decodeError(fn: string, e: WireError): Error {
   }
 }
 
-/** Function side: one invocation of a watch function's handler on a wire request. */
+/**
+ * Function side: one invocation of a watch function's handler on a wire request. A read that was
+ * not sent is answered as absent (a GET) or empty (a list), exactly what a cache that has not yet
+ * seen an object answers in process, and recorded; when any read was missing, the operations are
+ * discarded and the response lists every missing read, so one round answers all reads of a level.
+ */
 export async function serveInvocation(fn: WatchFunction, req: InvocationRequest): Promise<InvocationResponse> {
   const state = suppliedState(req.reads);
-  let missing: ReadRef | undefined;
-  const guarded: State = {
-    get: (r, ns, name) => {
-      try {
-        return state.get(r, ns, name);
-      } catch (err) {
-        if (err instanceof MissingRead) missing ??= err.ref;
-        throw err;
-      }
-    },
-    list: (r, ns, sel) => {
-      try {
-        return state.list(r, ns, sel);
-      } catch (err) {
-        if (err instanceof MissingRead) missing ??= err.ref;
-        throw err;
-      }
-    },
+  const missing = new Map<string, ReadRef>();
+  const miss = <T>(read: () => T, absent: T): T => {
+    try {
+      return read();
+    } catch (err) {
+      if (!(err instanceof MissingRead)) throw err;
+      missing.set(readId(err.ref), err.ref);
+      return absent;
+    }
   };
+  const recording: State = {
+    get: (r, ns, name) => miss(() => state.get(r, ns, name), undefined),
+    list: (r, ns, sel) => miss(() => state.list(r, ns, sel), []),
+  };
+  const input = { key: req.key, object: req.object ?? undefined, state: recording, now: new Date(req.now) };
   try {
-    const operations = await fn.handler({
-      key: req.key,
-      object: req.object ?? undefined,
-      state: guarded,
-      now: new Date(req.now),
-    });
-    return missing ? { uid: req.uid, needs: [missing] } : { uid: req.uid, operations };
+    const operations = await fn.handler(input);
+    return missing.size ? { uid: req.uid, needs: [...missing.values()] } : { uid: req.uid, operations };
   } catch (err) {
-    return missing ? { uid: req.uid, needs: [missing] } : { uid: req.uid, error: encodeError(err) };
+    return missing.size ? { uid: req.uid, needs: [...missing.values()] } : { uid: req.uid, error: encodeError(err) };
   }
 }
 
