@@ -12,6 +12,8 @@ import type { AdmissionFunction, CronFunction, FunctionDef, WatchFunction } from
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const FUNCTIONS_DIR = join(REPO_ROOT, 'functions');
 export const EXTRA_DIRS_ENV = 'KRT_EXTRA_FUNCTION_DIRS';
+/** The ServiceAccount of function <name> is kruntimes-fn-<name> (scripts/gen-manifests.ts renders it). */
+export const FUNCTION_SA_PREFIX = 'kruntimes-fn-';
 
 /** functions/ plus the extra directories named in the environment (test fixtures). */
 export function functionDirs(env: NodeJS.ProcessEnv = process.env): string[] {

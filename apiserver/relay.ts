@@ -18,9 +18,15 @@ import { fetchRefs, withFetched } from '../lib/fn/fetch.ts';
 import type { FnMetrics } from '../lib/fn/metrics.ts';
 import { WorkQueue } from '../lib/fn/queue.ts';
 import { keyOf, resourcePath, type Resource, type State, type WatchFunction } from '../lib/fn/types.ts';
+import type { Transport } from './transport.ts';
 
 export interface RelayOptions {
+  /** The relay's own client: list/watch of the declared kinds. */
   client: KubeClient;
+  /** The client a function's operations and live reads go through (its own ServiceAccount); default `client`. */
+  clientFor?: (fn: WatchFunction) => KubeClient;
+  /** How a function is invoked; default in process. */
+  transportFor?: (fn: WatchFunction) => Transport;
   log: Logger;
   metrics: FnMetrics;
   now?: () => Date;
@@ -83,12 +89,19 @@ export class Relay {
     ((d: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }) => void)[]
   >();
   private readonly now: () => Date;
+  private readonly clients = new Map<string, KubeClient>();
+  private readonly transports = new Map<string, Transport | undefined>();
 
   constructor(
     private readonly functions: WatchFunction[],
     private readonly o: RelayOptions,
   ) {
     this.now = o.now ?? (() => new Date());
+    for (const fn of functions) {
+      this.clients.set(fn.name, o.clientFor?.(fn) ?? o.client);
+      const t = o.transportFor?.(fn);
+      this.transports.set(fn.name, t?.name === 'inprocess' ? undefined : t);
+    }
   }
 
   readonly state: State = {
@@ -214,8 +227,10 @@ export class Relay {
     );
     try {
       const state = await this.stateFor(fn, key, object);
-      const ops = await fn.handler({ key, object, state, now: this.now() });
-      const res = await executeOperations(this.o.client, fn.name, ops);
+      const input = { key, object, state, now: this.now() };
+      const remote = this.transports.get(fn.name);
+      const ops = remote ? await remote.invoke(fn, input) : await fn.handler(input);
+      const res = await executeOperations(this.clients.get(fn.name) ?? this.o.client, fn.name, ops);
       await this.seeWrites(res.written);
       q.forget(key);
       if (res.requeueAfterMs !== undefined) q.addAfter(key, res.requeueAfterMs);
@@ -232,8 +247,9 @@ export class Relay {
   private async stateFor(fn: WatchFunction, key: string, object: KubeObject | undefined): Promise<State> {
     const f = fn.trigger.fetch;
     if (!f) return this.state;
+    const client = this.clients.get(fn.name) ?? this.o.client;
     const get = (path: string): Promise<KubeObject | undefined> =>
-      this.o.client.get<KubeObject>(path).catch((err: unknown) => {
+      client.get<KubeObject>(path).catch((err: unknown) => {
         if (isApiError(err, 404)) return undefined;
         throw err;
       });

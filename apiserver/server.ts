@@ -11,14 +11,22 @@ import express from 'express';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { FnMetrics } from '../lib/fn/metrics.ts';
-import type { FunctionDef } from '../lib/fn/types.ts';
+import type { FunctionDef, WatchFunction } from '../lib/fn/types.ts';
 import { ADMISSION_PREFIX, admissionRouter } from './admission.ts';
 import { verifyProxyCert, type RequestHeaderConfig, type RequestHeaderSource } from './aggregation/requestheader.ts';
 import { aggregationRouter } from './aggregation/router.ts';
 import type { ServerConfig } from './config.ts';
-import { admissionFunctions, watchFunctions } from './functions.ts';
+import { admissionFunctions, FUNCTION_SA_PREFIX, watchFunctions } from './functions.ts';
 import { LeaderElector } from './leader.ts';
 import { Relay } from './relay.ts';
+import {
+  Endpoints,
+  inprocess,
+  loadTransportConfig,
+  transportOf,
+  WebhookTransport,
+  type Transport,
+} from './transport.ts';
 import { SessionProxy, SessionTokens } from './sessions/handler.ts';
 
 export interface Running {
@@ -77,13 +85,15 @@ export async function startServer(
     'extension API server listening',
   );
 
-  const { relay, elector, relayStarted } = startRelay(cfg, selected, client, log, { state, metrics });
+  const relayHost = startRelay(cfg, selected, client, log, { state, metrics });
 
   return {
     stop: async () => {
       unwatchFile(cfg.certFile);
+      const { relay, elector, relayStarted } = relayHost;
       await Promise.race([relayStarted, new Promise((r) => setTimeout(r, 100))]);
       await relay.stop();
+      relayHost.endpoints?.stop();
       await elector?.release();
       await new Promise((r) => secure.close(r));
       await new Promise((r) => healthSrv.close(r));
@@ -119,6 +129,7 @@ interface HostState {
 
 interface RelayHost {
   relay: Relay;
+  endpoints: Endpoints | undefined;
   elector: LeaderElector | undefined;
   relayStarted: Promise<void>;
 }
@@ -131,8 +142,14 @@ function startRelay(
   log: Logger,
   host: { state: HostState; metrics: FnMetrics },
 ): RelayHost {
-  const relay = new Relay(watchFunctions(selected), {
+  const watch = watchFunctions(selected);
+  const { transportFor, endpoints } = transports(cfg, watch, client, log, host.metrics);
+  const relay = new Relay(watch, {
     client,
+    // Every operation and live read of a function is made as its own ServiceAccount (the relay
+    // may impersonate exactly those, by resourceNames): its generated role is all it can do.
+    clientFor: (fn) => client.as(`system:serviceaccount:${cfg.namespace}:${FUNCTION_SA_PREFIX}${fn.name}`),
+    transportFor,
     log: log.child({ host: 'relay' }),
     metrics: host.metrics,
   });
@@ -146,6 +163,7 @@ function startRelay(
         process.exit(1);
       });
     host.state.leader = true;
+    await endpoints?.start();
     await relay.start();
     host.state.relayRunning = true;
   };
@@ -153,7 +171,34 @@ function startRelay(
     log.error({ err }, 'relay failed to start');
     process.exit(1);
   });
-  return { relay, elector, relayStarted };
+  return { relay, elector, relayStarted, endpoints };
+}
+
+/** Each watch function's transport, from KRT_FUNCTION_TRANSPORT[S] (see apiserver/transport.ts). */
+function transports(
+  cfg: ServerConfig,
+  watch: WatchFunction[],
+  client: KubeClient,
+  log: Logger,
+  metrics: FnMetrics,
+): { transportFor: (fn: WatchFunction) => Transport; endpoints: Endpoints | undefined } {
+  const tcfg = loadTransportConfig(process.env, cfg.namespace);
+  const remote = watch.filter((f) => transportOf(tcfg, f.name) === 'webhook');
+  log.info({ webhook: remote.map((f) => f.name), default: tcfg.default }, 'function transports');
+  if (!remote.length) return { transportFor: () => inprocess, endpoints: undefined };
+  const endpoints = new Endpoints(client, cfg.namespace, (err) => log.warn({ err }, 'function server Pod watch error'));
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: readFileSync(tcfg.caFile) });
+  const webhook = new WebhookTransport({
+    endpoints,
+    agent,
+    cfg: tcfg,
+    onRounds: (fn, rounds) =>
+      metrics.invocationRounds.inc({ function: fn, transport: 'webhook', rounds: rounds > 3 ? '4+' : String(rounds) }),
+  });
+  return {
+    transportFor: (fn) => (transportOf(tcfg, fn.name) === 'webhook' ? webhook : inprocess),
+    endpoints,
+  };
 }
 
 /**

@@ -29,12 +29,34 @@ export async function apiserver(): Promise<number> {
   });
 }
 
-/** `kruntimes fn run <name>`: one invocation of a cron function; exit 0 ok, 1 terminal, 75 retry. */
+/** `kruntimes fn serve [name...]`: the function server of watch functions (all when none named); until SIGTERM. */
+export async function fnServe(names: string[]): Promise<number> {
+  const { loadFunctions, watchFunctions } = await import('../apiserver/functions.ts');
+  const { loadFnServerConfig, startFnServer } = await import('../apiserver/fnserver.ts');
+  const log = pino({ base: { component: 'fn-serve', version: VERSION } });
+  const all = watchFunctions(await loadFunctions());
+  const unknown = names.filter((n) => !all.some((f) => f.name === n));
+  if (unknown.length) {
+    process.stderr.write(`kruntimes fn serve: no watch function ${unknown.join(', ')}\n`);
+    return 2;
+  }
+  const served = names.length ? all.filter((f) => names.includes(f.name)) : all;
+  const srv = await startFnServer(loadFnServerConfig(process.env), served, log);
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => {
+      log.info('SIGTERM: finishing in-flight invocations');
+      void srv.stop().then(() => resolve(0));
+    });
+  });
+}
+
+/** `kruntimes fn run <name>` (one invocation of a cron function; exit 0 ok, 1 terminal, 75 retry) or `fn serve`. */
 export async function fnRun(args: string[]): Promise<number> {
   const [sub, name] = args;
+  if (sub === 'serve') return fnServe(args.slice(1));
   const log = pino({ base: { component: 'fn-run', function: name } });
   if (sub !== 'run' || !name) {
-    process.stderr.write('usage: kruntimes fn run <function>\n');
+    process.stderr.write('usage: kruntimes fn run <function> | kruntimes fn serve [function...]\n');
     return 2;
   }
   const { cronFunctions, loadFunctions } = await import('../apiserver/functions.ts');

@@ -30,10 +30,16 @@ describe('kustomize overlays and components', function () {
       fixtures.filter((i) => !local.includes(i)),
       [
         'ClusterRole//kruntimes:extension:fixtures',
+        'ClusterRole//kruntimes:fn:sample-echo',
         'ClusterRole//kruntimes:fn:sample-sweep',
         'ClusterRoleBinding//kruntimes:extension:fixtures',
+        'ClusterRoleBinding//kruntimes:fn:sample-echo',
         'ClusterRoleBinding//kruntimes:fn:sample-sweep',
         'CronJob/kruntimes-system/kruntimes-fn-sample-sweep',
+        // The relay may impersonate the sample watch function's own ServiceAccount.
+        'Role/kruntimes-system/kruntimes:extension:fixtures',
+        'RoleBinding/kruntimes-system/kruntimes:extension:fixtures',
+        'ServiceAccount/kruntimes-system/kruntimes-fn-sample-echo',
         'ServiceAccount/kruntimes-system/kruntimes-fn-sample-sweep',
       ],
     );
@@ -48,6 +54,11 @@ describe('kustomize overlays and components', function () {
 
   it('without-run-extension-api drops the aggregated APIServices and keeps everything else', async () => {
     const production = ids(await kubectl(['kustomize', join(REPO_ROOT, 'kustomize', 'overlays', 'production')]));
+    for (const kind of ['Deployment', 'Service', 'PodDisruptionBudget', 'NetworkPolicy'])
+      assert.ok(
+        production.includes(`${kind}/kruntimes-system/kruntimes-fn-run-scheduler`),
+        `production: ${kind} of a function`,
+      );
     const apiServices = production.filter((i) => i.startsWith('APIService/'));
     assert.deepEqual(apiServices, [
       'APIService//v1alpha1.artifacts.kruntimes.io',

@@ -196,9 +196,10 @@ describe('Sessions through the aggregated API and krt session', function () {
       { resource: 'secrets', verb: 'get' },
     ];
     for (const denied of deniedAttrs) assert.equal(await can(backend, denied), false, JSON.stringify(denied));
-    // The functions' identity may do what the backend may not (so the split is real).
+    // A function's identity (the scheduler's, which the relay impersonates) may do what the
+    // backend may not (so the split is real).
     assert.equal(
-      await can('system:serviceaccount:kruntimes-system:kruntimes-extension', {
+      await can('system:serviceaccount:kruntimes-system:kruntimes-fn-run-scheduler', {
         group: 'kruntimes.io',
         resource: 'runs',
         subresource: 'status',

@@ -199,7 +199,7 @@ describe('PersistentWorkspaces', function () {
 
   it('rejects a forged Workflow-controller reference', async () => {
     const tok = await admin().create<Obj & { status: { token: string } }>(
-      '/api/v1/namespaces/kruntimes-system/serviceaccounts/kruntimes-extension/token',
+      '/api/v1/namespaces/kruntimes-system/serviceaccounts/kruntimes-fn-workflowrun-controller/token',
       { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } },
     );
     const ctrl = new KubeClient({ server: cluster().server, ca: pkiFile('ca.crt'), token: tok.status.token });

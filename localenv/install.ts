@@ -67,6 +67,30 @@ export function localizeForKubelet(docs: Doc[]): Doc[] {
   }
   return docs;
 }
+export const FUNCTIONS_DEPLOYMENT = 'kruntimes-functions';
+
+/**
+ * KRT_FUNCTION_TRANSPORT=webhook: the relay invokes every watch function over the webhook
+ * transport and the local overlay's function server (idle by default) runs one replica.
+ * Configuration only: the same manifests with an env var and a replica count changed.
+ */
+export function functionTransport(docs: Doc[], transport: string | undefined): Doc[] {
+  if (!transport || transport === 'inprocess') return docs;
+  if (transport !== 'webhook') throw new Error(`KRT_FUNCTION_TRANSPORT must be inprocess or webhook, got ${transport}`);
+  for (const d of docs) {
+    if (d.kind !== 'Deployment') continue;
+    const spec = d.spec as { replicas?: number; template: { spec: { containers: { env?: EnvVar[] }[] } } };
+    if (d.metadata.name === FUNCTIONS_DEPLOYMENT) spec.replicas = Math.max(1, spec.replicas ?? 0);
+    const c = spec.template.spec.containers[0];
+    if (d.metadata.name === EXTENSION_SERVICE && c)
+      c.env = [
+        ...(c.env ?? []).filter((e) => e.name !== 'KRT_FUNCTION_TRANSPORT'),
+        { name: 'KRT_FUNCTION_TRANSPORT', value: transport },
+      ];
+  }
+  return docs;
+}
+type EnvVar = { name: string; value?: string };
 
 export const LOCAL_OVERLAY = 'kustomize/overlays/local';
 
@@ -75,7 +99,7 @@ export async function renderLocal(kubectl: string, port: number, overlay = LOCAL
   const docs = parseAllDocuments(yaml)
     .map((d) => d.toJSON() as Doc)
     .filter(Boolean);
-  return localizePorts(docs, port);
+  return functionTransport(localizePorts(docs, port), process.env.KRT_FUNCTION_TRANSPORT);
 }
 
 async function renderForNode(

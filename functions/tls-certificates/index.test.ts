@@ -15,6 +15,8 @@ function secretOf(
     data: {
       'tls.crt': b64(m.serving.cert),
       'tls.key': b64(m.serving.key),
+      'functions.crt': b64(m.functions.cert),
+      'functions.key': b64(m.functions.key),
       'ca.crt': b64(m.ca.cert),
       'ca.key': b64(m.ca.key),
       'ca-bundle.crt': b64(m.caBundle),
@@ -33,6 +35,21 @@ describe('tls-certificates function', () => {
     assert.ok(leaf.verify(ca.publicKey));
     assert.match(leaf.subjectAltName ?? '', /DNS:kruntimes-extension\.kruntimes-system\.svc/);
     assert.match(leaf.subjectAltName ?? '', /IP Address:127\.0\.0\.1/);
+    const fnLeaf = new X509Certificate(material.functions.cert);
+    assert.ok(fnLeaf.verify(ca.publicKey));
+    assert.ok(fnLeaf.checkHost('kruntimes-fn-run-scheduler.kruntimes-system.svc'), 'any Service of the namespace');
+    assert.equal(fnLeaf.checkHost('kruntimes-fn-run-scheduler.other.svc'), undefined, 'no other namespace');
+  });
+
+  it('adds the function servers certificate to an existing Secret without touching the rest', async () => {
+    const first = (await desiredMaterial(undefined, t0)).material;
+    const old = secretOf(first);
+    delete old.data['functions.crt'];
+    delete old.data['functions.key'];
+    const next = await desiredMaterial(old, new Date(t0.getTime() + DAY));
+    assert.ok(next.changed);
+    assert.equal(next.material.serving.cert, first.serving.cert);
+    assert.equal(next.material.ca.cert, first.ca.cert);
   });
 
   it('keeps valid material, renews the leaf 30 days before expiry, and keeps the old CA in the bundle while it is valid', async () => {

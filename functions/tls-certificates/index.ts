@@ -37,7 +37,15 @@ export interface Material {
   ca: KeyPairPem;
   caBundle: string;
   serving: KeyPairPem;
+  /** The function servers' certificate (webhook transport): any Service of the namespace. Their
+   * Pods mount only these two keys of the Secret (functions.crt, functions.key). */
+  functions: KeyPairPem;
 }
+
+/** The DNS names of the function servers' certificate: every Service of the kruntimes namespace. */
+export const FUNCTION_SERVER_DNS = [`*.${NAMESPACE}.svc`, `*.${NAMESPACE}.svc.cluster.local`];
+
+const renewLeaf = (leaf: KeyPairPem, now: Date): boolean => notAfter(leaf.cert).getTime() - now.getTime() < 30 * DAY;
 
 /** Decides the material to hold now, reusing what is still valid. */
 export async function desiredMaterial(
@@ -50,11 +58,16 @@ export async function desiredMaterial(
   let bundle = unb64(d['ca-bundle.crt']) || ca?.cert || '';
   let serving: KeyPairPem | undefined =
     d['tls.crt'] && d['tls.key'] ? { cert: unb64(d['tls.crt']), key: unb64(d['tls.key']) } : undefined;
+  let functions: KeyPairPem | undefined =
+    d['functions.crt'] && d['functions.key']
+      ? { cert: unb64(d['functions.crt']), key: unb64(d['functions.key']) }
+      : undefined;
   let changed = false;
   if (!ca || notAfter(ca.cert).getTime() - now.getTime() < 90 * DAY) {
     ca = await createCa('kruntimes-extension-ca', now, 3650);
     bundle = [ca.cert, ...splitBundle(bundle).filter((c) => notAfter(c).getTime() > now.getTime())].join('\n');
     serving = undefined;
+    functions = undefined;
     changed = true;
   }
   const expired = splitBundle(bundle).filter((c) => notAfter(c).getTime() <= now.getTime());
@@ -64,12 +77,16 @@ export async function desiredMaterial(
       .join('\n');
     changed = true;
   }
-  if (!serving || notAfter(serving.cert).getTime() - now.getTime() < 30 * DAY) {
+  if (!serving || renewLeaf(serving, now)) {
     const dns = [`${SERVICE}.${NAMESPACE}.svc`, `${SERVICE}.${NAMESPACE}.svc.cluster.local`, SERVICE, 'localhost'];
     serving = await issueServing(ca, `${SERVICE}.${NAMESPACE}.svc`, { dns, ips: ['127.0.0.1'] }, now, 365);
     changed = true;
   }
-  return { material: { ca, caBundle: bundle.trim() + '\n', serving }, changed };
+  if (!functions || renewLeaf(functions, now)) {
+    functions = await issueServing(ca, `functions.${NAMESPACE}.svc`, { dns: FUNCTION_SERVER_DNS, ips: [] }, now, 365);
+    changed = true;
+  }
+  return { material: { ca, caBundle: bundle.trim() + '\n', serving, functions }, changed };
 }
 
 function caPatches(state: CronInput['state'], bundle: string): Operation[] {
@@ -113,6 +130,8 @@ export async function rotate({ state, now }: CronInput): Promise<Operation[]> {
         data: {
           'tls.crt': b64(material.serving.cert),
           'tls.key': b64(material.serving.key),
+          'functions.crt': b64(material.functions.cert),
+          'functions.key': b64(material.functions.key),
           'ca.crt': b64(material.ca.cert),
           'ca.key': b64(material.ca.key),
           'ca-bundle.crt': b64(material.caBundle),

@@ -41,6 +41,12 @@ export class FnMetrics {
     labelNames: ['resource'],
     registers: [this.registry],
   });
+  readonly invocationRounds = new Counter({
+    name: 'kruntimes_function_remote_invocations_total',
+    help: 'Out-of-process invocations of a watch function per transport, and the rounds they took (reads asked for)',
+    labelNames: ['function', 'transport', 'rounds'],
+    registers: [this.registry],
+  });
   readonly admissionTotal = new Counter({
     name: 'kruntimes_admission_requests_total',
     help: 'Admission requests per function and outcome',

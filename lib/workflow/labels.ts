@@ -8,5 +8,6 @@ export const WORKFLOWRUN_LABEL = 'workflows.kruntimes.io/workflowrun';
 export const WORKFLOWRUN_UID_LABEL = 'kruntimes.io/workflowrun-uid';
 export const JOB_LABEL = 'kruntimes.io/workflow-job';
 export const CONTROLLER_LABEL = 'workflows.kruntimes.io/controller';
-/** The identity of the host that runs the Workflow controller (the extension API server). */
-export const CONTROLLER_SERVICE_ACCOUNT = 'system:serviceaccount:kruntimes-system:kruntimes-extension';
+/** The identity the Workflow controller's operations are made as: its own ServiceAccount, which
+ * the relay impersonates (docs/functions.md "Identity"). */
+export const CONTROLLER_SERVICE_ACCOUNT = 'system:serviceaccount:kruntimes-system:kruntimes-fn-workflowrun-controller';
