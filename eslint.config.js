@@ -18,7 +18,16 @@ const layer = (from, forbidden) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.kruntimes/**', 'coverage/**', 'lib/api/generated/**', 'scripts/k8s-bin/**', 'ui/dist/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      '.kruntimes/**',
+      'coverage/**',
+      'lib/api/generated/**',
+      'scripts/k8s-bin/**',
+      'ui/dist/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

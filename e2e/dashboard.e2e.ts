@@ -51,7 +51,10 @@ async function waitShown(page: Page, selector: string, timeout = 60_000): Promis
       .locator('main')
       .innerText()
       .catch(() => '(no main)');
-    throw new Error(`${err instanceof Error ? err.message.split('\n')[0] : String(err)}; the page showed:\n${shown}`);
+    const errors = (page as Page & { errors?: string[] }).errors ?? [];
+    throw new Error(
+      `${err instanceof Error ? err.message.split('\n')[0] : String(err)}; the page showed:\n${shown}\nconsole errors: ${errors.join('; ')}`,
+    );
   }
 }
 
@@ -204,8 +207,8 @@ describe('dashboard in a real browser', function () {
 
   it('a user without runs/log sees a clear refusal, not an empty pane', async () => {
     const page = await open(limited, `#/ns/${ns}/runs/ticker`);
+    await waitShown(page, '.refused:has-text("read this Run\'s logs")');
     const alert = page.locator('.refused', { hasText: "read this Run's logs" });
-    await alert.waitFor();
     const text = await alert.textContent();
     assert.match(text ?? '', /not allowed to read this Run's logs/);
     assert.match(text ?? '', /Forbidden \(HTTP 403\)/);

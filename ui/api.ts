@@ -119,7 +119,7 @@ export interface LogLine {
 }
 export interface LogState {
   lines: LogLine[];
-  state: 'connecting' | 'waiting' | 'live' | 'ended' | 'refused';
+  state: 'connecting' | 'waiting' | 'live' | 'ended' | 'refused' | 'retrying';
   error?: Refusal;
 }
 const MAX_LINES = 5000;
@@ -135,6 +135,9 @@ export function useLog(ns: string, run: string): LogState {
       setSt({ lines, state: 'live' });
     });
     es.addEventListener('waiting', () => setSt({ lines, state: 'waiting' }));
+    es.addEventListener('problem', (e) => {
+      setSt({ lines, state: 'retrying', error: JSON.parse((e as MessageEvent<string>).data) as Refusal });
+    });
     es.addEventListener('end', () => {
       es.close();
       setSt({ lines, state: 'ended' });

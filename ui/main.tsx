@@ -20,6 +20,8 @@ function App() {
   useEffect(() => {
     const on = (): void => setHash(location.hash);
     addEventListener('hashchange', on);
+    // A hash change between the first render and this effect fired no listener: read it now.
+    on();
     return () => removeEventListener('hashchange', on);
   }, []);
   return (

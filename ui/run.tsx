@@ -96,13 +96,15 @@ export function Logs({ ns, run }: { ns: string; run: string }) {
   return (
     <div class="logs">
       <div class="muted log-state" data-state={log.state}>
-        {log.state === 'waiting'
-          ? 'waiting for the Run to start…'
-          : log.state === 'ended'
-            ? 'end of log'
-            : log.state === 'live'
-              ? 'following'
-              : 'connecting…'}
+        {log.state === 'retrying'
+          ? `reconnecting (${log.error?.reason ?? ''}: ${log.error?.message ?? ''})…`
+          : log.state === 'waiting'
+            ? 'waiting for the Run to start…'
+            : log.state === 'ended'
+              ? 'end of log'
+              : log.state === 'live'
+                ? 'following'
+                : 'connecting…'}
       </div>
       <pre ref={box} class="log">
         {log.lines.map((l) => (

@@ -26,7 +26,7 @@ export function openStream(
   res.flushHeaders();
   const ctl = new AbortController();
   const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
-  req.on('close', () => {
+  res.on('close', () => {
     clearInterval(keepalive);
     ctl.abort();
   });
