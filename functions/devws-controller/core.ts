@@ -7,6 +7,7 @@
 import {
   API_VERSION,
   D,
+  GROUP,
   type Operation,
   type OperationStatus,
   type Project,
@@ -23,7 +24,8 @@ import {
   oldestUnfinished,
 } from '../../lib/devws/operations.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
-import { getSandbox } from './substrate.ts';
+import { nodeDisconnected, nodeReconnected } from '../../lib/devws/fencing.ts';
+import { getSandbox, sandboxReady } from './substrate.ts';
 import {
   stepClone,
   stepCleanup,
@@ -33,6 +35,7 @@ import {
   stepSandbox,
   stepTerminate,
   writeOp,
+  writeWs,
   type Ctx,
 } from './steps.ts';
 
@@ -166,4 +169,24 @@ export function contextFor(op: Operation, state: State, now: Date, epoch: number
   const ws = op.spec.workspace ? (state.get(D.workspaces, ns, op.spec.workspace) as Workspace | undefined) : undefined;
   if (!project || !ws) return undefined;
   return { op, ws, project, state, now, epoch, gitServer };
+}
+
+/**
+ * Between operations: the Controller reports Node disconnects (the sandbox Pod no longer Ready):
+ * a ready Workspace becomes unavailable and admission closes; the same initialised Node (same Pod
+ * UID) Ready again restores it. An unavailable Workspace whose Node never disconnected (e.g. a
+ * failed clone) is not touched.
+ */
+export function nodeHealth(ws: Workspace, state: State, now: Date): FnOp[] {
+  const st = ws.status;
+  const sb = st?.sandbox;
+  if (!st?.node || !sb || sb.terminated) return [];
+  const pod = getSandbox(state, ws.metadata.namespace ?? '', sb.id);
+  const ready = sandboxReady(pod);
+  if (st.observedState === 'ready' && !ready) return [writeWs(ws, nodeDisconnected(st))];
+  if (st.observedState !== 'unavailable' || st.node.connected !== false || !ready) return [];
+  const nodeId = pod?.metadata.annotations?.[`${GROUP}/node-id`] ?? '';
+  const report = { generation: sb.generation, sandboxId: sb.id, nodeId, incarnation: pod?.metadata.uid ?? '' };
+  const next = nodeReconnected(st, report, now);
+  return next === st ? [] : [writeWs(ws, next)];
 }
