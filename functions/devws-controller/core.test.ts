@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { D, type Operation, type Project, type Workspace } from '../../lib/devws/api.ts';
 import { FakeState } from '../../lib/fn/fake-state.ts';
+import { R } from '../../lib/fn/resources.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
 import { contextFor, initProject, initWorkspace, nodeHealth, reconcileOperation } from './core.ts';
 import { CLONE_REPORT, IDLE_REPORT } from './steps.ts';
@@ -123,6 +124,9 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(ws(s).status?.baseCommitId, COMMIT);
     assert.equal(ws(s).status?.workspaceBranch, 'refs/heads/workspaces/p1-main/main');
     assert.equal((s.get(D.projects, NS, 'p1') as Project).status?.lifecycle, 'active');
+    const events = s.list(R.events, NS).map((e) => (e as { message?: string }).message);
+    assert.ok(events.includes('create_project: running on step clone'), 'an Event per step transition');
+    assert.ok(events.includes('create_project: succeeded on step done'));
     assert.equal(s.list(D.pods, NS).length, 1, 'exactly one sandbox');
   });
 

@@ -23,6 +23,7 @@ import {
   isUnfinished,
   oldestUnfinished,
 } from '../../lib/devws/operations.ts';
+import { eventOp, involvedOf, type EventSpec } from '../../lib/fn/events.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
 import { nodeDisconnected, nodeReconnected } from '../../lib/devws/fencing.ts';
 import { getSandbox, sandboxReady } from './substrate.ts';
@@ -131,7 +132,28 @@ const STEP_FNS: Partial<Record<NonNullable<OperationStatus['step']>, (c: Ctx, s:
   cleanup: stepCleanup,
 };
 
+/** One Event per state or step transition of the Operation (Warning for failed, blocked, retry_wait). */
+function withEvent(c: Ctx, ops: FnOp[]): FnOp[] {
+  const w = ops.find((o) => o.op === 'status' && o.resource === D.operations);
+  if (!w || w.op !== 'status') return ops;
+  const next = w.object.status as OperationStatus;
+  const prev = c.op.status ?? {};
+  if (next.state === prev.state && next.step === prev.step) return ops;
+  const warn = next.state === 'failed' || next.state === 'blocked' || next.state === 'retry_wait';
+  const e: EventSpec = {
+    type: warn ? 'Warning' : 'Normal',
+    reason: warn ? 'OperationDeferredOrFailed' : 'OperationProgress',
+    message: `${c.op.spec.kind}: ${next.state ?? ''} on step ${next.step ?? ''}${next.reason ? ` (${next.reason})` : ''}`,
+    key: `${next.state ?? ''}|${next.step ?? ''}|${next.cloneAttempts ?? 0}|${next.retriesSeen ?? 0}|${next.retryAt ?? ''}`,
+  };
+  return [...ops, eventOp(involvedOf(c.op, API_VERSION, 'Operation'), e, c.now, 'devws-controller')];
+}
+
 export function reconcileOperation(c: Ctx): FnOp[] {
+  return withEvent(c, decideOperation(c));
+}
+
+function decideOperation(c: Ctx): FnOp[] {
   if (!c.op.status?.state) return [writeOp(c.op, initialStatus(c.op.spec.kind, false))];
   const s = c.op.status;
   if (!isUnfinished(c.op)) return finished(c, s);
