@@ -21,6 +21,10 @@ let uid = 0;
 const writes: string[] = [];
 
 function apply(state: FakeState, ops: FnOp[]): void {
+  // The host writes consecutive status operations in parallel: ordered writes need a barrier.
+  ops.forEach((o, i) =>
+    assert.ok(!(o.op === 'status' && ops[i + 1]?.op === 'status'), 'two status writes in one parallel batch'),
+  );
   for (const o of ops) {
     if (o.op === 'status') {
       const st = o.object.status as { state?: string; observedState?: string };
