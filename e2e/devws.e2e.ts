@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
-import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
+import { admin, deleteNamespace, eventually, newNamespace, serviceAccountClient } from './helpers.ts';
 
 const G = '/apis/dev.kruntimes.io/v1alpha1';
 const COMMIT = '0123456789abcdef0123456789abcdef01234567';
@@ -86,6 +86,33 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       'Project active',
       async () => (await admin().get<Project>(p('projects/p1'))).status?.lifecycle === 'active',
     );
+  });
+
+  it('admin_required: an editor may not delete the Project (delete_project needs the admin role)', async () => {
+    await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'dev' },
+    });
+    await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'dev-edit' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+      subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }],
+    });
+    const dev = await serviceAccountClient(ns, 'dev');
+    const body = { ...lifecycle('del1', 'delete_project'), spec: { project: 'p1', kind: 'delete_project' as const } };
+    const denied = await eventually('the editor refused', async () => {
+      try {
+        await dev.create(p('operations'), body);
+        return 'created';
+      } catch (err) {
+        // 403 from RBAC aggregation lag first (no create yet), then admission's admin_required.
+        return isApiError(err, 403) && /admin_required/.test(err.message) ? err.message : undefined;
+      }
+    });
+    assert.match(denied, /admin_required/);
   });
 
   it('stop proves idleness for the new admission epoch, terminates the sandbox and keeps the data; start does not re-clone', async () => {

@@ -7,8 +7,9 @@
 import assert from 'node:assert/strict';
 import { D, type Operation, type Project, type Workspace } from '../../lib/devws/api.ts';
 import { FakeState } from '../../lib/fn/fake-state.ts';
+import { R } from '../../lib/fn/resources.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
-import { contextFor, initProject, initWorkspace, reconcileOperation } from './core.ts';
+import { contextFor, initProject, initWorkspace, nodeHealth, reconcileOperation } from './core.ts';
 import { CLONE_REPORT, IDLE_REPORT } from './steps.ts';
 
 const NS = 'team';
@@ -20,6 +21,10 @@ let uid = 0;
 const writes: string[] = [];
 
 function apply(state: FakeState, ops: FnOp[]): void {
+  // The host writes consecutive status operations in parallel: ordered writes need a barrier.
+  ops.forEach((o, i) =>
+    assert.ok(!(o.op === 'status' && ops[i + 1]?.op === 'status'), 'two status writes in one parallel batch'),
+  );
   for (const o of ops) {
     if (o.op === 'status') {
       const st = o.object.status as { state?: string; observedState?: string };
@@ -37,11 +42,14 @@ function apply(state: FakeState, ops: FnOp[]): void {
 }
 
 /** What the node agent would do: every sandbox Pod runs and is Ready. */
+let podsReady = 'True';
+
+/** The node agent's view: sandbox Pods run and are Ready unless a test takes readiness away. */
 function kubelet(state: FakeState): void {
   for (const p of state.list(D.pods, NS)) {
     state.put(D.pods, {
       ...p,
-      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: podsReady }] },
     });
   }
 }
@@ -60,6 +68,12 @@ function step(state: FakeState, epoch: number): number {
   for (const o of state.list(D.operations, NS)) {
     const ctx = contextFor(o as Operation, state, clock, epoch, 'https://git.local');
     if (ctx) run(reconcileOperation(ctx));
+  }
+  for (const w of state.list(D.workspaces, NS)) {
+    const current = (w as Workspace).status?.operation?.name;
+    const o = current ? (state.get(D.operations, NS, current) as Operation | undefined) : undefined;
+    if (o?.status?.state === 'succeeded' || o?.status?.state === 'failed')
+      run(nodeHealth(w as Workspace, state, clock));
   }
   kubelet(state);
   return writes;
@@ -114,6 +128,9 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(ws(s).status?.baseCommitId, COMMIT);
     assert.equal(ws(s).status?.workspaceBranch, 'refs/heads/workspaces/p1-main/main');
     assert.equal((s.get(D.projects, NS, 'p1') as Project).status?.lifecycle, 'active');
+    const events = s.list(R.events, NS).map((e) => (e as { message?: string }).message);
+    assert.ok(events.includes('create_project: running on step clone'), 'an Event per step transition');
+    assert.ok(events.includes('create_project: succeeded on step done'));
     assert.equal(s.list(D.pods, NS).length, 1, 'exactly one sandbox');
   });
 
@@ -167,6 +184,25 @@ describe('devws-controller (in-memory state)', () => {
     assert.deepEqual(op(s, 'start1').status?.steps, ['sandbox', 'node', 'done']);
     assert.equal(ws(s).status?.observedState, 'ready');
     assert.equal(ws(s).status?.runtimeGeneration, 2);
+  });
+
+  it('node disconnect: a ready Workspace goes unavailable with admission closed; the same Node Ready again restores it', () => {
+    const s = newState();
+    annotate(s, D.operations, 'p1-create', CLONE_REPORT, { attempt: 0, result: 'succeeded', commit: COMMIT });
+    settle(s);
+    const epoch = ws(s).status?.admissionEpoch ?? 0;
+    podsReady = 'False';
+    try {
+      settle(s);
+      assert.equal(ws(s).status?.observedState, 'unavailable');
+      assert.equal(ws(s).status?.admissionOpen, false);
+      assert.equal(ws(s).status?.admissionEpoch, epoch + 1);
+    } finally {
+      podsReady = 'True';
+    }
+    settle(s);
+    assert.equal(ws(s).status?.observedState, 'ready');
+    assert.equal(ws(s).status?.admissionOpen, true);
   });
 
   it('reconcile_required: effects of an older lease epoch are re-observed by ID before the operation advances', () => {

@@ -7,6 +7,7 @@
 import {
   API_VERSION,
   D,
+  GROUP,
   type Operation,
   type OperationStatus,
   type Project,
@@ -22,8 +23,10 @@ import {
   isUnfinished,
   oldestUnfinished,
 } from '../../lib/devws/operations.ts';
+import { eventOp, involvedOf, type EventSpec } from '../../lib/fn/events.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
-import { getSandbox } from './substrate.ts';
+import { nodeDisconnected, nodeReconnected } from '../../lib/devws/fencing.ts';
+import { getSandbox, sandboxReady } from './substrate.ts';
 import {
   stepClone,
   stepCleanup,
@@ -33,6 +36,7 @@ import {
   stepSandbox,
   stepTerminate,
   writeOp,
+  writeWs,
   type Ctx,
 } from './steps.ts';
 
@@ -128,7 +132,28 @@ const STEP_FNS: Partial<Record<NonNullable<OperationStatus['step']>, (c: Ctx, s:
   cleanup: stepCleanup,
 };
 
+/** One Event per state or step transition of the Operation (Warning for failed, blocked, retry_wait). */
+function withEvent(c: Ctx, ops: FnOp[]): FnOp[] {
+  const w = ops.find((o) => o.op === 'status' && o.resource === D.operations);
+  if (!w || w.op !== 'status') return ops;
+  const next = w.object.status as OperationStatus;
+  const prev = c.op.status ?? {};
+  if (next.state === prev.state && next.step === prev.step) return ops;
+  const warn = next.state === 'failed' || next.state === 'blocked' || next.state === 'retry_wait';
+  const e: EventSpec = {
+    type: warn ? 'Warning' : 'Normal',
+    reason: warn ? 'OperationDeferredOrFailed' : 'OperationProgress',
+    message: `${c.op.spec.kind}: ${next.state ?? ''} on step ${next.step ?? ''}${next.reason ? ` (${next.reason})` : ''}`,
+    key: `${next.state ?? ''}|${next.step ?? ''}|${next.cloneAttempts ?? 0}|${next.retriesSeen ?? 0}|${next.retryAt ?? ''}`,
+  };
+  return [...ops, eventOp(involvedOf(c.op, API_VERSION, 'Operation'), e, c.now, 'devws-controller')];
+}
+
 export function reconcileOperation(c: Ctx): FnOp[] {
+  return withEvent(c, decideOperation(c));
+}
+
+function decideOperation(c: Ctx): FnOp[] {
   if (!c.op.status?.state) return [writeOp(c.op, initialStatus(c.op.spec.kind, false))];
   const s = c.op.status;
   if (!isUnfinished(c.op)) return finished(c, s);
@@ -166,4 +191,24 @@ export function contextFor(op: Operation, state: State, now: Date, epoch: number
   const ws = op.spec.workspace ? (state.get(D.workspaces, ns, op.spec.workspace) as Workspace | undefined) : undefined;
   if (!project || !ws) return undefined;
   return { op, ws, project, state, now, epoch, gitServer };
+}
+
+/**
+ * Between operations: the Controller reports Node disconnects (the sandbox Pod no longer Ready):
+ * a ready Workspace becomes unavailable and admission closes; the same initialised Node (same Pod
+ * UID) Ready again restores it. An unavailable Workspace whose Node never disconnected (e.g. a
+ * failed clone) is not touched.
+ */
+export function nodeHealth(ws: Workspace, state: State, now: Date): FnOp[] {
+  const st = ws.status;
+  const sb = st?.sandbox;
+  if (!st?.node || !sb || sb.terminated) return [];
+  const pod = getSandbox(state, ws.metadata.namespace ?? '', sb.id);
+  const ready = sandboxReady(pod);
+  if (st.observedState === 'ready' && !ready) return [writeWs(ws, nodeDisconnected(st))];
+  if (st.observedState !== 'unavailable' || st.node.connected !== false || !ready) return [];
+  const nodeId = pod?.metadata.annotations?.[`${GROUP}/node-id`] ?? '';
+  const report = { generation: sb.generation, sandboxId: sb.id, nodeId, incarnation: pod?.metadata.uid ?? '' };
+  const next = nodeReconnected(st, report, now);
+  return next === st ? [] : [writeWs(ws, next)];
 }

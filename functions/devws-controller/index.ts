@@ -7,7 +7,16 @@ import { D, GROUP, type Operation, type Project, type Workspace } from '../../li
 import type { FunctionDef, Operation as FnOp, ReconcileInput } from '../../lib/fn/types.ts';
 import { splitKey } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { contextFor, initProject, initWorkspace, leaseEpoch, reconcileOperation, type LeaseLike } from './core.ts';
+import { isUnfinished } from '../../lib/devws/operations.ts';
+import {
+  contextFor,
+  initProject,
+  initWorkspace,
+  leaseEpoch,
+  nodeHealth,
+  reconcileOperation,
+  type LeaseLike,
+} from './core.ts';
 import { WORKSPACE_LABEL } from './substrate.ts';
 
 const RELAY_NS = process.env.POD_NAMESPACE ?? 'kruntimes-system';
@@ -29,6 +38,7 @@ export function handle({ key, object, state, now }: ReconcileInput): FnOp[] {
     const init = initWorkspace(ws, p);
     if (init.length > 0 || !current) return init;
     const op = state.get(D.operations, namespace, current) as Operation | undefined;
+    if (op && !isUnfinished(op)) return nodeHealth(ws, state, now);
     return op ? handle({ key: `${namespace ?? ''}/${current}`, object: op, state, now }) : [];
   }
   const op = object as Operation | undefined;

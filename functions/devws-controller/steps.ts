@@ -65,8 +65,14 @@ const opRef = (c: Ctx, s: OperationStatus): WorkspaceStatus['operation'] => ({
 function both(c: Ctx, s: OperationStatus, ws: WorkspaceStatus): FnOp[] {
   const w = writeWs(c.ws, { ...ws, operation: opRef(c, s) });
   const o = writeOp(c.op, s);
-  return s.state === 'succeeded' || s.state === 'failed' ? [w, o] : [o, w];
+  return s.state === 'succeeded' || s.state === 'failed' ? [w, BARRIER, o] : [o, BARRIER, w];
 }
+
+/**
+ * The host sends consecutive status writes in parallel (lib/fn/execute.ts); a requeue between two
+ * writes makes the second wait for the first and not happen when the first fails (409).
+ */
+export const BARRIER: FnOp = { op: 'requeue', afterMs: 1000 };
 
 export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
   const wst = c.ws.status ?? {};
@@ -165,7 +171,7 @@ export function stepDone(c: Ctx, s: OperationStatus): FnOp[] {
   if (!nodeIsLive(ws2, c.now)) return [requeue(1000)];
   const ready = commitReady(ws2, c.op, c.now);
   // The Workspace write is the commit point; the Operation mirrors it.
-  return [writeWs(c.ws, ready), writeOp(c.op, { ...s, state: 'succeeded' })];
+  return [writeWs(c.ws, ready), BARRIER, writeOp(c.op, { ...s, state: 'succeeded' })];
 }
 
 function idleReport(c: Ctx): WorkspaceStatus['idleProof'] {
