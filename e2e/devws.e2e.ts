@@ -1,5 +1,5 @@
 /**
- * Developer workspaces (ADR 0016, docs/workspaces-dev.md) on the real cluster, one namespace:
+ * Developer workspaces (ADR 0020, docs/workspaces-dev.md) on the real cluster, one namespace:
  * admission refusals (invalid_repository_url, default_branch_required, operation_in_progress),
  * then create Project -> main Workspace ready with create_project succeeded (sandbox Pod named by
  * its effect ID, data PVC), stop (idle proof for the new admission epoch, sandbox terminated,

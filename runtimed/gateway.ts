@@ -1,5 +1,5 @@
 /**
- * The Runtime Gateway of a Runtime Pod (issue 15, ADR 0016): HTTPS on the Pod IP in front of the
+ * The Runtime Gateway of a Runtime Pod (issue 15, ADR 0017): HTTPS on the Pod IP in front of the
  * function Runs this runtimed serves.
  *
  *   POST /v1/namespaces/{ns}/runs/{name}/{uid}/invoke

@@ -1,4 +1,4 @@
-"""The dev.kruntimes.io/v1alpha1 API (developer workspaces, ADR 0016): Project, Workspace,
+"""The dev.kruntimes.io/v1alpha1 API (developer workspaces, ADR 0020): Project, Workspace,
 Operation. Rules that span objects or need parsing (repository URL, ref names,
 operation_in_progress, base_ref_not_synced) are enforced by the devws-admission function; the
 rules here are the ones a single object can check. docs/workspaces-dev.md maps every rule.

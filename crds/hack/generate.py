@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generates the kruntimes.io/v1alpha1 CustomResourceDefinitions in crds/ and the
-dev.kruntimes.io/v1alpha1 ones (developer workspaces, ADR 0016, devws_kinds.py) in crds/dev/.
+dev.kruntimes.io/v1alpha1 ones (developer workspaces, ADR 0020, devws_kinds.py) in crds/dev/.
 
     python3 crds/hack/generate.py            # rewrite crds/*.yaml
     python3 crds/hack/generate.py --check    # fail if crds/*.yaml are stale

@@ -1,5 +1,5 @@
 /**
- * Validating admission for dev.kruntimes.io (ADR 0016), fail closed: Project input rules,
+ * Validating admission for dev.kruntimes.io (ADR 0020), fail closed: Project input rules,
  * isolated Workspace baseRef and operation_in_progress, lifecycle Operation requests and explicit
  * retries. Reads the Project, the Workspace and the namespace's Operations with the admission
  * context, then applies the pure review in core.ts.

@@ -1,5 +1,5 @@
 /**
- * devws-controller's decisions (ADR 0016): initialise Projects (main Workspace + create_project
+ * devws-controller's decisions (ADR 0020): initialise Projects (main Workspace + create_project
  * Operation) and isolated Workspaces (create_workspace Operation), then drive each Operation one
  * step at a time: explicit retry, the one-unfinished-per-Project fence, reconciliation of effects
  * of an older lease epoch, claim, and the step functions of steps.ts.

@@ -1,5 +1,5 @@
 /**
- * devws-controller (ADR 0016): the seed's Controller for developer workspaces. Keys: an
+ * devws-controller (ADR 0020): the seed's Controller for developer workspaces. Keys: an
  * Operation's namespace/name, `@proj:<ns>/<name>` and `@ws:<ns>/<name>`. The lease epoch is the
  * relay Lease's leaseTransitions, read with a live GET on every invocation.
  */

@@ -111,7 +111,7 @@ export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
   return both(c, advance(s2, endsReady(c)), { ...wst, sandbox });
 }
 
-/** Node registration and heartbeat, as the controller observes the sandbox Pod (ADR 0016: no Node agent yet). */
+/** Node registration and heartbeat, as the controller observes the sandbox Pod (ADR 0020: no Node agent yet). */
 export function observeNode(c: Ctx): WorkspaceStatus | undefined {
   const wst = c.ws.status ?? {};
   const sb = wst.sandbox;

@@ -1,5 +1,5 @@
 /**
- * The Kubernetes substrate (ADR 0016): a sandbox is a Pod named by its sandbox_ensure effect ID,
+ * The Kubernetes substrate (ADR 0020): a sandbox is a Pod named by its sandbox_ensure effect ID,
  * the Workspace's data is a PVC; "get by ID without creating" is a lookup by that name; a sandbox
  * is terminated only when its Pod is gone from the API (the node agent confirmed the process is
  * gone before the Pod object is removed).

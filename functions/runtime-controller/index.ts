@@ -50,7 +50,7 @@ export const sessionIngress = {
   ports: [{ protocol: 'TCP', port: SESSION_PORT }],
 };
 
-/** The Runtime Gateway admits any source: every call carries a Kubernetes token the gateway checks (ADR 0016). */
+/** The Runtime Gateway admits any source: every call carries a Kubernetes token the gateway checks (ADR 0017). */
 export const gatewayIngress = { ports: [{ protocol: 'TCP', port: GATEWAY_PORT }] };
 
 type Workload = KubeObject & {

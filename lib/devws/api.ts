@@ -1,5 +1,5 @@
 /**
- * The dev.kruntimes.io/v1alpha1 API (developer workspaces, ADR 0016) as the devws functions see
+ * The dev.kruntimes.io/v1alpha1 API (developer workspaces, ADR 0020) as the devws functions see
  * it: resource descriptors, object shapes generated from crds/dev/*.yaml, and the typed refusal
  * every rule of the pure core throws. This folder has no index.ts: it is a library.
  */
