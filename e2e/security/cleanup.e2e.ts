@@ -31,6 +31,7 @@ import {
   runEvent,
   runtimePods,
   type RunObj,
+  withS3Store,
 } from '../runs-helpers.ts';
 import { startS3Server, type S3Server } from '../s3-server.ts';
 
@@ -55,29 +56,6 @@ async function runGone(ns: string, name: string, timeoutMs = 90_000): Promise<vo
 async function s3Keys(s3: S3Server, prefix: string): Promise<string[]> {
   const out = await s3.client.send(new ListObjectsV2Command({ Bucket: 'kruntimes-artifacts', Prefix: prefix }));
   return (out.Contents ?? []).map((o) => o.Key ?? '');
-}
-
-async function s3Runtime(ns: string, s3: S3Server, spec: Record<string, unknown>): Promise<Record<string, unknown>> {
-  await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: 's3-creds' },
-    stringData: { AWS_ACCESS_KEY_ID: s3.accessKey, AWS_SECRET_ACCESS_KEY: s3.secretKey },
-  });
-  return {
-    ...spec,
-    artifactStore: {
-      driver: 's3',
-      s3: {
-        bucket: 'kruntimes-artifacts',
-        prefix: 'e2e',
-        region: 'us-east-1',
-        endpoint: s3.endpoint,
-        forcePathStyle: true,
-        credentialsSecretName: 's3-creds',
-      },
-    },
-  };
 }
 
 describe('security: artifact cleanup without the original Runtime Pod (issue 11 item 7)', function () {
@@ -131,7 +109,7 @@ describe('security: artifact cleanup without the original Runtime Pod (issue 11 
       if (doc.kind !== 'Runtime') continue;
       // The seed's Runtime verbatim except its store: an S3 bucket outlives the namespace, so the
       // test can see that the bytes were deleted (a Filesystem PV is removed with the namespace).
-      await admin().create(`${GROUP}/namespaces/${ns}/runtimes`, { ...doc, spec: await s3Runtime(ns, s3, doc.spec) });
+      await admin().create(`${GROUP}/namespaces/${ns}/runtimes`, { ...doc, spec: await withS3Store(ns, s3, doc.spec) });
     }
     await runtimePods(ns, 'bash', 2);
     const wf = parse(
@@ -181,7 +159,7 @@ describe('security: artifact cleanup without the original Runtime Pod (issue 11 
   it('says why and releases the finalizer after the bound when the Runtime was deleted first', async () => {
     const ns = await newNamespace('gc-rtfirst');
     try {
-      await createRuntime(ns, 'bash', await s3Runtime(ns, s3, bashRuntime({ replicas: 1 })));
+      await createRuntime(ns, 'bash', await withS3Store(ns, s3, bashRuntime({ replicas: 1 })));
       await runtimePods(ns, 'bash', 1);
       await createRun(ns, { runtime: 'bash', source: { inline: PRODUCE } }, { name: 'producer' });
       const p = await finished(ns, 'producer');
