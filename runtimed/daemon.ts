@@ -172,6 +172,23 @@ function serveSessions(
   });
 }
 
+/** The Runtime Gateway of function Runs (ADR 0017); function Runs' endpoints name it. */
+async function serveGateway(
+  o: { client: KubeClient; cfg: RuntimedConfig; log: Logger },
+  runner: Runner,
+): ReturnType<typeof startGateway> {
+  const gateway = await startGateway({
+    address: o.cfg.healthAddress,
+    port: o.cfg.gatewayPort,
+    namespace: o.cfg.namespace,
+    client: o.client,
+    log: o.log.child({ part: 'gateway' }),
+    target: (name, uid) => runner.functionTarget(name, uid),
+  });
+  runner.endpointFor = (run) => gateway.endpoint(run);
+  return gateway;
+}
+
 export async function startDaemon(o: {
   client: KubeClient;
   cfg: RuntimedConfig;
@@ -197,15 +214,7 @@ export async function startDaemon(o: {
   // are taken only once the Runtime Server answers.
   const sessionsStarted = serveSessions(o, runner);
   sessionsStarted.catch(() => undefined); // awaited below; its failure fails the start there
-  const gateway = await startGateway({
-    address: cfg.healthAddress,
-    port: cfg.gatewayPort,
-    namespace: cfg.namespace,
-    client,
-    log: log.child({ part: 'gateway' }),
-    target: (name, uid) => runner.functionTarget(name, uid),
-  });
-  runner.endpointFor = (run) => gateway.endpoint(run);
+  const gateway = await serveGateway(o, runner);
   await waitForRuntime(runtime, log);
   let recheck = (): void => undefined;
   const watch = await watchAssignedRuns(client, cfg, runner, log, () => recheck());
