@@ -1,0 +1,207 @@
+/**
+ * Dashboard benchmark (not a test), issue 16. Own local environment, `krt dashboard` as its own
+ * process (the admin kubeconfig), its Runs page open in headless Debian chromium, and
+ * `kubectl get runs -w` running next to it in the same run:
+ *   1. Latency: BENCH_RUNS Runs (`echo`) one after another; for each, the time from a plain watch
+ *      client in this process receiving the Run's terminal status (what the API server sends every
+ *      watcher: the common reference) to (a) the page showing the phase (a MutationObserver in the
+ *      browser calls back into this process) and (b) kubectl printing the line.
+ *   2. Memory: BENCH_OBJECTS (1,000) more Runs in the namespace (pending: their Runtime does not
+ *      exist), the page showing them all; RSS of the dashboard server and of kubectl.
+ *   npx tsx bench/dashboard.ts
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Page } from 'playwright-core';
+import { down, up, type Env } from '../localenv/environment.ts';
+import { REPO_ROOT } from '../localenv/paths.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { ListWatch } from '../lib/kube/watch.ts';
+import { buildUi } from '../scripts/build-ui.ts';
+import { benchRuntime } from './runtime.ts';
+import { ms, ratio, summary } from './stats.ts';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? '30');
+const OBJECTS = Number(process.env.BENCH_OBJECTS ?? '1000');
+const NS = 'bench-dash';
+const RUNS_PATH = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs`;
+const TERMINAL = ['Succeeded', 'Failed', 'Cancelled', 'Timeout'];
+type Run = KubeObject & { status?: { phase?: string } };
+
+/** First-seen times (performance.now) of each Run's terminal phase, per observer. */
+type Seen = Map<string, number>;
+const mark = (seen: Seen, name: string): void => {
+  if (!seen.has(name)) seen.set(name, performance.now());
+};
+
+function rssMiB(pid: number): number {
+  const kib = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kib ?? NaN) / 1024;
+}
+
+/** Starts a process and resolves with it once `ready` matches its stdout (at once without one). */
+function startProcess(
+  cmd: string,
+  args: string[],
+  ready: RegExp | undefined,
+  onLine: (l: string) => void,
+): Promise<ChildProcess> {
+  const child = spawn(cmd, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  let buf = '';
+  return new Promise((resolve, reject) => {
+    if (!ready) resolve(child);
+    child.stdout.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const lines = buf.split('\n');
+      buf = lines.pop() ?? '';
+      for (const l of lines) {
+        onLine(l);
+        if (ready?.test(l)) resolve(child);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`${cmd} exited ${code}`)));
+  });
+}
+
+/** Browser-side (plain JavaScript, no DOM types here): reports each row's terminal phase. */
+const OBSERVER = `(() => {
+  const terminal = TERMINAL;
+  const check = () => {
+    for (const el of document.querySelectorAll('tr[data-run] [data-phase]')) {
+      if (terminal.includes(el.dataset.phase)) window.krtSeen(el.closest('tr').dataset.run);
+    }
+  };
+  new MutationObserver(check).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+})()`;
+
+/** The Runs page, reporting each Run's terminal phase to `seen` as the DOM shows it. */
+async function openRunsPage(page: Page, loginUrl: string, seen: Seen): Promise<void> {
+  await page.exposeFunction('krtSeen', (name: string) => mark(seen, name));
+  await page.goto(loginUrl);
+  await page.goto(`${new URL(loginUrl).origin}/#/ns/${NS}/runs`);
+  await page.waitForSelector('main');
+  await page.evaluate(OBSERVER.replace('TERMINAL', JSON.stringify(TERMINAL)));
+}
+
+async function waitFor(what: string, ok: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function setup(env: Env): Promise<void> {
+  await env.admin.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  await env.admin.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, benchRuntime('bash', 1, 8));
+  for (;;) {
+    const pods = await env.admin.list<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+      `/api/v1/namespaces/${NS}/pods`,
+      { labelSelector: 'runtime=bash' },
+    );
+    if (pods.items.some((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const run = (name: string, runtime: string): object => ({
+  apiVersion: 'kruntimes.io/v1alpha1',
+  kind: 'Run',
+  metadata: { name },
+  spec: { runtime, source: { inline: 'echo ok' } },
+});
+
+interface Observers {
+  ref: Seen;
+  page: Seen;
+  kubectl: Seen;
+}
+
+async function latency(env: Env, o: Observers): Promise<void> {
+  for (let i = 0; i < RUNS; i++) {
+    const name = `lat-${i}`;
+    await env.admin.create(RUNS_PATH, run(name, 'bash'));
+    await waitFor(`${name} on every observer`, () => [o.ref, o.page, o.kubectl].every((s) => s.has(name)));
+  }
+  const delays = (s: Seen): number[] => [...o.ref].flatMap(([n, t]) => (s.has(n) ? [(s.get(n) ?? t) - t] : []));
+  const page = summary(delays(o.page));
+  const kubectl = summary(delays(o.kubectl));
+  process.stdout.write(
+    `terminal status → shown (${RUNS} Runs), after a plain watch client receives it: dashboard page p50 ${ms(page.p50)} p95 ${ms(page.p95)}; kubectl get runs -w p50 ${ms(kubectl.p50)} p95 ${ms(kubectl.p95)} (p50 ratio ${ratio(page.p50, kubectl.p50)})\n`,
+  );
+}
+
+async function memory(env: Env, page: Page, dashboard: ChildProcess, kubectl: ChildProcess): Promise<void> {
+  const before = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0) };
+  const names = Array.from({ length: OBJECTS }, (_, i) => `obj-${i}`);
+  for (let i = 0; i < names.length; i += 20)
+    await Promise.all(names.slice(i, i + 20).map((n) => env.admin.create(RUNS_PATH, run(n, 'absent'))));
+  await page.waitForFunction(`document.querySelectorAll('tr[data-run]').length >= ${OBJECTS + RUNS}`, undefined, {
+    timeout: 120_000,
+  });
+  await new Promise((r) => setTimeout(r, 2000));
+  const after = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0) };
+  process.stdout.write(
+    `RSS with ${OBJECTS + RUNS} Runs in the namespace (before the ${OBJECTS}): dashboard server ${after.dash.toFixed(0)} MiB (${before.dash.toFixed(0)}), kubectl get runs -w ${after.kubectl.toFixed(0)} MiB (${before.kubectl.toFixed(0)}); ratio ${ratio(after.dash, after.kubectl)}\n`,
+  );
+}
+
+async function main(): Promise<void> {
+  await buildUi();
+  const root = join(REPO_ROOT, '.kruntimes', 'bench', `dashboard-${process.pid}`);
+  const env = await up({
+    root,
+    nodes: ['bench-a'],
+    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+  });
+  const o: Observers = { ref: new Map(), page: new Map(), kubectl: new Map() };
+  const procs: ChildProcess[] = [];
+  const browser = await chromium.launch({
+    executablePath: process.env.KRT_CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox'],
+  });
+  try {
+    await setup(env);
+    const watch = new ListWatch<Run>(env.admin, { path: RUNS_PATH }, (d) => {
+      if (TERMINAL.includes(d.object.status?.phase ?? '')) mark(o.ref, d.object.metadata.name ?? '');
+    });
+    watch.start();
+    await watch.synced;
+    let loginUrl = '';
+    const krt = [join(REPO_ROOT, 'bin', 'krt'), 'dashboard', '--no-open', '--kubeconfig', env.kubeconfig, '-n', NS];
+    const dashboard = await startProcess(krt[0]!, krt.slice(1), /open http/, (l) => {
+      loginUrl = /open (\S+)/.exec(l)?.[1] ?? loginUrl;
+    });
+    procs.push(dashboard);
+    const cols = ['-o', 'custom-columns=NAME:.metadata.name,PHASE:.status.phase', '--no-headers'];
+    const kubectl = await startProcess(
+      join(env.state.binDir, 'kubectl'),
+      ['--kubeconfig', env.kubeconfig, '-n', NS, 'get', 'runs', '-w', ...cols],
+      undefined,
+      (l) => {
+        const [name, phase] = l.trim().split(/\s+/);
+        if (name && TERMINAL.includes(phase ?? '')) mark(o.kubectl, name);
+      },
+    );
+    procs.push(kubectl);
+    const page = await (await browser.newContext()).newPage();
+    await openRunsPage(page, loginUrl, o.page);
+    // kubectl prints nothing for an empty namespace: its first line comes with the first Run.
+    await env.admin.create(RUNS_PATH, run('warm-up', 'bash'));
+    await waitFor('the warm-up Run on every observer', () => [o.ref, o.page, o.kubectl].every((s) => s.has('warm-up')));
+    await latency(env, o);
+    await memory(env, page, dashboard, kubectl);
+    watch.stop();
+  } finally {
+    await browser.close();
+    for (const p of procs) p.kill('SIGINT');
+    env.admin.close();
+    await down(root, { purge: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
