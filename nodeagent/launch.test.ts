@@ -44,6 +44,17 @@ describe('nodeagent launch.sh', () => {
     assert.equal(out, 'volume data\na token\nend\n');
   });
 
+  it('re-exposes a host path under /tmp above the container /tmp (a checkout cloned there)', () => {
+    const out = launch(
+      [
+        [join(dir, 'ctmp'), '/tmp', 'rw'],
+        [dir, dir, 'rw'],
+      ],
+      ['sh', '-c', `cat ${join(dir, 'vol', 'data.txt')}; echo; ls -A /tmp`],
+    );
+    assert.equal(out, `volume data\n${dir.slice('/tmp/'.length).split('/')[0]}\n`);
+  });
+
   it('mounts read-only volumes read-only', () => {
     assert.throws(
       () =>

@@ -283,7 +283,12 @@ export class PodWorker {
     if (mounts.some((m) => m.mountPath.replace(/\/+$/, '') === '/tmp')) return mounts;
     // Each container has its own /tmp, as its own root filesystem gives it on a kubelet: a
     // shared host /tmp would let one container plant files another one's tools read.
-    return [{ hostPath: containerTmp(this.d.podDir, c.name), mountPath: '/tmp', readOnly: false }, ...mounts];
+    const tmp = { hostPath: containerTmp(this.d.podDir, c.name), mountPath: '/tmp', readOnly: false };
+    // A checkout under the host's /tmp (a CI clone) holds the images' files and the Pods' own
+    // directories: it stays visible at its own path above the container's /tmp.
+    const root = this.d.repoRoot.replace(/\/+$/, '');
+    const keep = root.startsWith('/tmp/') ? [{ hostPath: root, mountPath: root, readOnly: false }] : [];
+    return [tmp, ...keep, ...mounts];
   }
 
   private launchSlot(s: Slot, argv: string[]): void {
