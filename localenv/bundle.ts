@@ -16,6 +16,8 @@ import { REPO_ROOT } from './paths.ts';
 
 export const BUNDLE_DIR = join(REPO_ROOT, 'dist');
 export const BUNDLE_FILE = join(BUNDLE_DIR, 'kruntimes.mjs');
+/** Files the Runtime Server opens next to its own module (new URL('./x', import.meta.url)). */
+const BESIDE = ['pty-bridge.py', 'function-worker.py'];
 /** Files of an earlier build are removed once no component can still be starting from them. */
 const STALE_AFTER_MS = 10 * 60_000;
 
@@ -53,8 +55,8 @@ export async function buildBundle(outdir: string = BUNDLE_DIR, now = Date.now())
     renameSync(tmp, f.path);
   }
   // Files next to a module (new URL('./x', import.meta.url)) are copied next to the bundle.
-  copyFileSync(join(REPO_ROOT, 'runtimed', 'runtime-server', 'pty-bridge.py'), join(outdir, 'pty-bridge.py'));
-  const keep = new Set([...files.map((f) => basename(f.path)), 'pty-bridge.py']);
+  for (const f of BESIDE) copyFileSync(join(REPO_ROOT, 'runtimed', 'runtime-server', f), join(outdir, f));
+  const keep = new Set([...files.map((f) => basename(f.path)), ...BESIDE]);
   removeStale(outdir, keep, now);
   return files.map((f) => f.path);
 }
