@@ -179,7 +179,15 @@ describe('foundation: the real control plane with the node agent', function () {
     assert.ok(pod);
     // The node agent's record of the container's process (the image runs as a non-root user,
     // which may not write a root-owned hostPath, as on a kubelet).
-    const pidFile = join(E2E_ROOT, 'nodes', pod.spec?.nodeName ?? '', 'pods', pod.metadata.uid ?? '', 'pids', 'web');
+    const pidFile = join(
+      E2E_ROOT,
+      'nodes',
+      pod.spec?.nodeName as string,
+      'pods',
+      pod.metadata.uid ?? '',
+      'pids',
+      'web',
+    );
     const pid = Number(readFileSync(pidFile, 'utf8').trim());
     assert.ok(pid > 0);
     assert.doesNotThrow(() => process.kill(pid, 0), 'process is running before delete');

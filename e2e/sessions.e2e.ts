@@ -209,13 +209,16 @@ describe('Sessions through the aggregated API and krt session', function () {
     );
   });
 
-  it("the Runtime's NetworkPolicy admits only the extension server, only on the session port", async () => {
+  it("the Runtime's NetworkPolicy admits only the extension server on the session port (and anyone on the gateway's)", async () => {
     const np = await admin().get<{
       metadata: object;
       spec: { policyTypes: string[]; ingress: { from: object[]; ports: { port: number }[] }[] };
     }>(`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/runtime-bash`);
     assert.deepEqual(np.spec.policyTypes, ['Ingress']);
-    assert.equal(np.spec.ingress.length, 1);
+    // The second rule is the Runtime Gateway's port, where every call is authorised with the
+    // caller's own token (ADR 0017): no source restriction.
+    assert.equal(np.spec.ingress.length, 2);
+    assert.deepEqual(np.spec.ingress[1], { ports: [{ protocol: 'TCP', port: 9096 }] });
     assert.deepEqual(np.spec.ingress[0]?.from, [
       {
         namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kruntimes-system' } },

@@ -131,6 +131,14 @@ function runEvent(d: RunnerDeps, run: Run, e: EventSpec): void {
 function runEnv(run: Run, workdir: string): Record<string, string> {
   const env: Record<string, string> = Object.fromEntries((run.spec.env ?? []).map((e) => [e.name, e.value ?? '']));
   env.KRUNTIME_OUTPUTS = join(workdir, 'outputs');
+  // runtimed (its own uid) checks git sources out; the Run (the image's uid) must still be able to
+  // run git in them, which git refuses for a repository another user owns ("dubious ownership").
+  // The Run's own environment trusts them, unless the Run configures git through the environment.
+  if (env.GIT_CONFIG_COUNT === undefined) {
+    env.GIT_CONFIG_COUNT = '1';
+    env.GIT_CONFIG_KEY_0 = 'safe.directory';
+    env.GIT_CONFIG_VALUE_0 = '*';
+  }
   return env;
 }
 

@@ -8,7 +8,7 @@
  *   resumed it never writes the rescheduled Run's status.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { parse, parseAllDocuments } from 'yaml';
@@ -207,10 +207,13 @@ describe('security: a Run runs at most once at a time (issue 11 item 12, fencing
   });
 
   it('kills the execution of a frozen runtimed before the reaper reschedules, and the old runtimed never writes the new attempt', async () => {
-    const dir = join(E2E_ROOT, 'fence', ns);
+    // A host directory the Run's non-root user may write (the environment's own is 0700).
+    const dir = join(REPO_ROOT, '.kruntimes', 'fence-test', ns);
     mkdirSync(dir, { recursive: true });
+    chmodSync(dir, 0o777);
     const mark = join(dir, 'marker');
     appendFileSync(mark, '');
+    chmodSync(mark, 0o666);
     const script = [
       `if [ -e "${mark}.first" ]; then echo "second=yes" >> "$KRUNTIME_OUTPUTS"; exit 0; fi`,
       `touch "${mark}.first"`,
