@@ -12,27 +12,17 @@ import https from 'node:https';
 import express from 'express';
 import type { Logger } from 'pino';
 import type { WatchFunction } from '../lib/fn/types.ts';
+import { loadListenConfig, type ListenConfig } from './config.ts';
 import { serveInvocation, WIRE_API_VERSION, WIRE_KIND, type InvocationRequest } from '../lib/fn/wire.ts';
 
-export interface FnServerConfig {
-  listenAddress: string;
-  httpsPort: number;
-  healthAddress: string;
-  healthPort: number;
-  certFile: string;
-  keyFile: string;
+export interface FnServerConfig extends ListenConfig {
   /** Largest request body accepted (the observed state of one invocation). */
   bodyLimit: string;
 }
 
 export function loadFnServerConfig(env: NodeJS.ProcessEnv): FnServerConfig {
   return {
-    listenAddress: env.KRT_LISTEN_ADDRESS ?? env.POD_IP ?? '0.0.0.0',
-    httpsPort: Number(env.KRT_HTTPS_PORT ?? 8443),
-    healthAddress: env.KRT_HEALTH_ADDRESS ?? env.POD_IP ?? '0.0.0.0',
-    healthPort: Number(env.KRT_HEALTH_PORT ?? 8080),
-    certFile: env.KRT_TLS_CERT ?? '/etc/kruntimes/tls/tls.crt',
-    keyFile: env.KRT_TLS_KEY ?? '/etc/kruntimes/tls/tls.key',
+    ...loadListenConfig(env, env.POD_IP ?? '0.0.0.0'),
     bodyLimit: env.KRT_FUNCTION_BODY_LIMIT ?? '64mb',
   };
 }
