@@ -3,13 +3,18 @@
  * fixtures add directories with $KRT_EXTRA_FUNCTION_DIRS (colon-separated, relative to the
  * repository root): the e2e suite's sample functions live in e2e/fixtures/functions and are never
  * part of the production manifests (scripts/gen-manifests.ts renders functions/ only).
+ * From the JavaScript bundle (localenv/bundle.ts) each function is a bundled module of its own,
+ * <bundle>/<dir>/<name>/index.mjs, sharing the bundle's chunks: no TypeScript at run time.
  */
 import { existsSync, readdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AdmissionFunction, CronFunction, FunctionDef, WatchFunction } from '../lib/fn/types.ts';
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO_ROOT = resolve(HERE, '..');
+/** Running from the bundle: this module is one of its .mjs chunks. */
+const BUNDLED = import.meta.url.endsWith('.mjs');
 export const FUNCTIONS_DIR = join(REPO_ROOT, 'functions');
 export const EXTRA_DIRS_ENV = 'KRT_EXTRA_FUNCTION_DIRS';
 /** The ServiceAccount of function <name> is kruntimes-fn-<name> (scripts/gen-manifests.ts renders it). */
@@ -25,10 +30,17 @@ export function functionDirs(env: NodeJS.ProcessEnv = process.env): string[] {
   return [FUNCTIONS_DIR, ...extra];
 }
 
-async function loadDir(dir: string): Promise<FunctionDef[]> {
+/** Where the function modules of a source directory are: itself, or its image in the bundle. */
+export function moduleDir(dir: string, bundled = BUNDLED): { dir: string; index: string } {
+  return bundled ? { dir: join(HERE, relative(REPO_ROOT, dir)), index: 'index.mjs' } : { dir, index: 'index.ts' };
+}
+
+async function loadDir(source: string): Promise<FunctionDef[]> {
+  const { dir, index } = moduleDir(source);
+  if (!existsSync(dir)) throw new Error(`function directory ${dir} does not exist (${EXTRA_DIRS_ENV})`);
   const out: FunctionDef[] = [];
   for (const name of readdirSync(dir).sort()) {
-    const file = join(dir, name, 'index.ts');
+    const file = join(dir, name, index);
     if (!existsSync(file)) continue;
     const mod = (await import(pathToFileURL(file).href)) as { default?: FunctionDef };
     const fn = mod.default;
@@ -41,7 +53,6 @@ async function loadDir(dir: string): Promise<FunctionDef[]> {
 export async function loadFunctions(dirs: string | string[] = functionDirs()): Promise<FunctionDef[]> {
   const out: FunctionDef[] = [];
   for (const dir of Array.isArray(dirs) ? dirs : [dirs]) {
-    if (!existsSync(dir)) throw new Error(`function directory ${dir} does not exist (${EXTRA_DIRS_ENV})`);
     for (const fn of await loadDir(dir)) {
       if (out.some((f) => f.name === fn.name)) throw new Error(`${dir}: function "${fn.name}" is defined twice`);
       out.push(fn);

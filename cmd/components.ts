@@ -50,13 +50,21 @@ export async function fnServe(names: string[]): Promise<number> {
   });
 }
 
-/** `kruntimes fn run <name>` (one invocation of a cron function; exit 0 ok, 1 terminal, 75 retry) or `fn serve`. */
+/** `kruntimes fn list`: one line per function, `<name> <trigger>`, as this build loads them. */
+async function fnList(): Promise<number> {
+  const { loadFunctions } = await import('../apiserver/functions.ts');
+  for (const fn of await loadFunctions()) process.stdout.write(`${fn.name} ${fn.trigger.type}\n`);
+  return 0;
+}
+
+/** `kruntimes fn run <name>` (one invocation of a cron function; exit 0 ok, 1 terminal, 75 retry), `fn serve`, `fn list`. */
 export async function fnRun(args: string[]): Promise<number> {
   const [sub, name] = args;
   if (sub === 'serve') return fnServe(args.slice(1));
+  if (sub === 'list') return fnList();
   const log = pino({ base: { component: 'fn-run', function: name } });
   if (sub !== 'run' || !name) {
-    process.stderr.write('usage: kruntimes fn run <function> | kruntimes fn serve [function...]\n');
+    process.stderr.write('usage: kruntimes fn run <function> | kruntimes fn serve [function...] | kruntimes fn list\n');
     return 2;
   }
   const { cronFunctions, loadFunctions } = await import('../apiserver/functions.ts');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildBundle } from './bundle.ts';
+import { buildBundle, functionEntries } from './bundle.ts';
 import { REPO_ROOT } from './paths.ts';
 
 /** Files the bundled modules open beside themselves: new URL('./x', import.meta.url). */
@@ -33,6 +33,19 @@ describe('per-Pod components bundle', function () {
       for (const f of beside) assert.ok(existsSync(join(dir, f)), `${f} beside the bundle`);
       const out = execFileSync(process.execPath, [join(dir, 'kruntimes.mjs'), 'version'], { encoding: 'utf8' });
       assert.match(out, /^kruntimes \d/);
+      // Every function (and the e2e suite's samples) loads from the bundle, without tsx.
+      const env = { ...process.env, KRT_EXTRA_FUNCTION_DIRS: 'e2e/fixtures/functions', NODE_OPTIONS: '' };
+      const listed = execFileSync(process.execPath, [join(dir, 'kruntimes.mjs'), 'fn', 'list'], {
+        encoding: 'utf8',
+        env,
+      });
+      const names = listed
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' ')[0]);
+      const expected = Object.keys(functionEntries()).map((k) => k.split('/').at(-2));
+      assert.ok(expected.includes('run-scheduler') && expected.includes('sample-echo'), expected.join(','));
+      assert.deepEqual([...names].sort(), [...expected].sort());
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

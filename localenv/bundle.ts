@@ -1,16 +1,17 @@
 /**
- * The per-Pod components (runtimed, the Runtime Server) start from a JavaScript bundle of
- * cmd/kruntimes.ts instead of TypeScript through tsx, which transforms every module at each
- * start. npm packages stay external (plain JavaScript already; some are native). Code splitting
- * puts each component's modules in their own chunk, so runtimed never loads the extension
- * server's dependencies. The source maps are written for debugging (node --enable-source-maps)
+ * The components (runtimed, the Runtime Server, the extension server and its functions) start
+ * from a JavaScript bundle of cmd/kruntimes.ts instead of TypeScript through tsx, which transforms
+ * every module at each start. npm packages stay external (plain JavaScript already; some are
+ * native). Code splitting puts each component's modules in their own chunk, so runtimed never
+ * loads the extension server's dependencies; every function is an entry of its own that shares
+ * the chunks (one instance of each module), found by apiserver/functions.ts. The source maps are written for debugging (node --enable-source-maps)
  * but not loaded by default: loading them costs more CPU at start than the bundle saves.
  * The images' entrypoint (images/kruntimes/bin/kruntimes) uses the bundle when it exists; the
  * local environment rebuilds it on every `up`, the image build once (`npm run bundle`).
  */
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPO_ROOT } from './paths.ts';
 
@@ -18,21 +19,26 @@ export const BUNDLE_DIR = join(REPO_ROOT, 'dist');
 export const BUNDLE_FILE = join(BUNDLE_DIR, 'kruntimes.mjs');
 /** Files the Runtime Server opens next to its own module (new URL('./x', import.meta.url)). */
 const BESIDE = ['pty-bridge.py', 'function-worker.py'];
+/**
+ * Directories of functions (<dir>/<name>/index.ts): each function is an entry of its own, written
+ * to <outdir>/<dir>/<name>/index.mjs, where apiserver/functions.ts loads it when bundled. The
+ * e2e suite's sample functions are bundled when the checkout has them (not in the image).
+ */
+const FUNCTION_DIRS = ['functions', 'e2e/fixtures/functions'];
 /** Files of an earlier build are removed once no component can still be starting from them. */
 const STALE_AFTER_MS = 10 * 60_000;
 
 /**
  * Builds the bundle; each file is written to a temporary name and renamed into place, chunks
- * (content-hashed) before the entry, so a component starting meanwhile never reads half a build.
+ * (content-hashed) before the entries, so a component starting meanwhile never reads half a build.
  * Chunks sit next to the entry: modules that derive the repository root from import.meta.url
  * (one level up) find it from dist/ as from cmd/.
  */
 export async function buildBundle(outdir: string = BUNDLE_DIR, now = Date.now()): Promise<string[]> {
   const result = await build({
-    entryPoints: [join(REPO_ROOT, 'cmd', 'kruntimes.ts')],
+    entryPoints: { kruntimes: join(REPO_ROOT, 'cmd', 'kruntimes.ts'), ...functionEntries() },
     outdir,
     outExtension: { '.js': '.mjs' },
-    entryNames: '[name]',
     chunkNames: 'chunk-[hash]',
     bundle: true,
     splitting: true,
@@ -46,26 +52,44 @@ export async function buildBundle(outdir: string = BUNDLE_DIR, now = Date.now())
   });
   mkdirSync(outdir, { recursive: true });
   const entry = join(outdir, 'kruntimes.mjs');
-  const files = [...result.outputFiles].sort(
-    (a, b) => Number(a.path.startsWith(entry)) - Number(b.path.startsWith(entry)),
-  );
+  // Chunks first, then the functions' entries, the main entry last.
+  const rank = (path: string): number => (path.startsWith(entry) ? 2 : basename(path).startsWith('chunk-') ? 0 : 1);
+  const files = [...result.outputFiles].sort((a, b) => rank(a.path) - rank(b.path));
   for (const f of files) {
+    mkdirSync(dirname(f.path), { recursive: true });
     const tmp = `${f.path}.${process.pid}.tmp`;
     writeFileSync(tmp, f.contents);
     renameSync(tmp, f.path);
   }
   // Files next to a module (new URL('./x', import.meta.url)) are copied next to the bundle.
   for (const f of BESIDE) copyFileSync(join(REPO_ROOT, 'runtimed', 'runtime-server', f), join(outdir, f));
-  const keep = new Set([...files.map((f) => basename(f.path)), ...BESIDE]);
-  removeStale(outdir, keep, now);
+  const keep = new Set([...files.map((f) => relative(outdir, f.path)), ...BESIDE]);
+  removeStale(outdir, outdir, keep, now);
   return files.map((f) => f.path);
 }
 
-function removeStale(dir: string, keep: Set<string>, now: number): void {
+/** The esbuild entry points of every function: '<dir>/<name>/index' → its source. */
+export function functionEntries(root: string = REPO_ROOT): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const dir of FUNCTION_DIRS) {
+    if (!existsSync(join(root, dir))) continue;
+    for (const name of readdirSync(join(root, dir)).sort()) {
+      const src = join(root, dir, name, 'index.ts');
+      if (existsSync(src)) out[`${dir}/${name}/index`] = src;
+    }
+  }
+  return out;
+}
+
+/** Removes files (and, below, function directories) that no entry of this build wrote. */
+function removeStale(outdir: string, dir: string, keep: Set<string>, now: number): void {
   for (const name of readdirSync(dir)) {
-    if (keep.has(name)) continue;
     const path = join(dir, name);
-    if (now - statSync(path).mtimeMs > STALE_AFTER_MS) rmSync(path, { force: true });
+    const st = statSync(path);
+    if (st.isDirectory()) {
+      removeStale(outdir, path, keep, now);
+      if (readdirSync(path).length === 0) rmSync(path, { recursive: true, force: true });
+    } else if (!keep.has(relative(outdir, path)) && now - st.mtimeMs > STALE_AFTER_MS) rmSync(path, { force: true });
   }
 }
 
