@@ -2,12 +2,14 @@
  * Start-up benchmark (not a test): what a Runtime Pod's components cost to start, from the
  * JavaScript bundle (dist/, localenv/bundle.ts) next to TypeScript through tsx, in the same run.
  *   1. The Runtime Server alone, started until it listens: CPU and peak RSS, interleaved, N times.
- *   2. On a local environment: a Runtime of 2 Pods created → Pods ready (RuntimedReady and Ready)
+ *   2. The extension server's functions: `kruntimes fn list` loads every function as the
+ *      extension server does at start; CPU and peak RSS until it exits, interleaved, N times.
+ *   3. On a local environment: a Runtime of 2 Pods created → Pods ready (RuntimedReady and Ready)
  *      and the CPU its Pods spent, once from the bundle, once with the bundle moved aside (the
  *      images' entrypoint then falls back to tsx), alternating, N rounds.
  *   npx tsx bench/startup.ts          # BENCH_ROUNDS=3 by default
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +76,42 @@ async function runtimeServerCase(): Promise<void> {
   process.stdout.write(
     `Runtime Server start → listening (p50 of ${ROUNDS * 2}): CPU bundle ${p50('bundle', 'cpu')} ms vs tsx ${p50('tsx', 'cpu')} ms (${ratio(p50('bundle', 'cpu'), p50('tsx', 'cpu'))}); ` +
       `peak RSS bundle ${p50('bundle', 'rss').toFixed(0)} MiB vs tsx ${p50('tsx', 'rss').toFixed(0)} MiB (${ratio(p50('bundle', 'rss'), p50('tsx', 'rss'))})\n`,
+  );
+}
+
+/** Loaded with --import: prints the process's CPU (µs) and peak RSS (KiB) as it exits. */
+const EXIT_USAGE = `process.on('exit', () => {
+  const r = process.resourceUsage();
+  process.stderr.write('USAGE ' + (r.userCPUTime + r.systemCPUTime) + ' ' + r.maxRSS + '\\n');
+});`;
+
+/** `kruntimes fn list` one way: CPU ms and peak RSS MiB of the whole process. */
+function functionsOnce(v: Variant): { cpuMs: number; rssMiB: number } {
+  const usage = ['--import', `data:text/javascript,${encodeURIComponent(EXIT_USAGE)}`];
+  const entry =
+    v === 'bundle' ? [join(BUNDLE_DIR, 'kruntimes.mjs')] : ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts')];
+  const r = spawnSync(process.execPath, [...usage, ...entry, 'fn', 'list'], { encoding: 'utf8', cwd: REPO_ROOT });
+  const m = /USAGE (\d+) (\d+)/.exec(r.stderr);
+  if (r.status !== 0 || !m) throw new Error(`fn list (${v}) exited ${r.status}: ${r.stderr}`);
+  return { cpuMs: Number(m[1]) / 1000, rssMiB: Number(m[2]) / 1024 };
+}
+
+function functionsCase(): void {
+  const got: Record<Variant, { cpu: number[]; rss: number[] }> = {
+    bundle: { cpu: [], rss: [] },
+    tsx: { cpu: [], rss: [] },
+  };
+  for (let i = 0; i < ROUNDS * 2; i++) {
+    for (const v of VARIANTS) {
+      const u = functionsOnce(v);
+      got[v].cpu.push(u.cpuMs);
+      got[v].rss.push(u.rssMiB);
+    }
+  }
+  const p50 = (v: Variant, k: 'cpu' | 'rss'): number => Math.round(summary(got[v][k]).p50);
+  process.stdout.write(
+    `Extension server functions loaded (fn list, p50 of ${ROUNDS * 2}): CPU bundle ${p50('bundle', 'cpu')} ms vs tsx ${p50('tsx', 'cpu')} ms (${ratio(p50('bundle', 'cpu'), p50('tsx', 'cpu'))}); ` +
+      `peak RSS bundle ${p50('bundle', 'rss')} MiB vs tsx ${p50('tsx', 'rss')} MiB (${ratio(p50('bundle', 'rss'), p50('tsx', 'rss'))})\n`,
   );
 }
 
@@ -162,7 +200,8 @@ async function runtimeCase(): Promise<void> {
 
 async function main(): Promise<void> {
   await runtimeServerCase();
-  await runtimeCase();
+  functionsCase();
+  if (process.env.BENCH_CLUSTER !== '0') await runtimeCase();
 }
 
 main().catch((err: unknown) => {
