@@ -63,6 +63,11 @@ async function main(): Promise<void> {
     progress: log,
   });
   let ok = false;
+  // Stopped from outside (a time limit): the environment goes down with the harness.
+  process.once('SIGINT', () => {
+    log('interrupted: stopping the environment');
+    void down(root, { purge: true }).finally(() => process.exit(130));
+  });
   try {
     const r = await runSoak({ ...opts, root, api: env.admin, log });
     process.stdout.write(

@@ -195,7 +195,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await setupRuns(w);
     await setupJobClasses(w);
     const pvc = await o.api.get<Obj>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/soak-artifacts`);
-    w.artifactVolume = String(pvc.spec?.volumeName ?? '');
+    w.artifactVolume = (pvc.spec as { volumeName?: string } | undefined)?.volumeName ?? '';
     const h = new History(o.api, ns);
     await h.start();
     const mem = new MemoryMonitor(o.api, o.root, ns);
@@ -218,7 +218,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     o.log(`load done; draining (up to ${o.drainMs / 1000} s)`);
     await until(
       'every item to settle',
-      async () => t.items.every((i) => settled(w, h, t, i.name, i.kind)) || undefined,
+      () => Promise.resolve(t.items.every((i) => settled(w, h, t, i.name, i.kind)) || undefined),
       o.drainMs,
     ).catch((e: Error) => o.log(e.message));
     stop.v = true;
