@@ -56,17 +56,20 @@ async function main(): Promise<void> {
   const opts = parseSoakArgs(process.argv.slice(2));
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `soak-${process.pid}`);
   const log = (m: string): void => void process.stderr.write(`[soak ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
-  const env = await up({
-    root,
-    nodes: ['soak-a', 'soak-b'],
-    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
-    progress: log,
-  });
   let ok = false;
   // Stopped from outside (a time limit): the environment goes down with the harness.
   process.once('SIGINT', () => {
     log('interrupted: stopping the environment');
     void down(root, { purge: true }).finally(() => process.exit(130));
+  });
+  const env = await up({
+    root,
+    nodes: ['soak-a', 'soak-b'],
+    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+    progress: log,
+  }).catch(async (err: unknown) => {
+    await down(root, { purge: process.env.BENCH_KEEP !== '1' });
+    throw err;
   });
   try {
     const r = await runSoak({ ...opts, root, api: env.admin, log });
