@@ -3,7 +3,7 @@ import type { KubeClient } from '../../lib/kube/client.ts';
 import { restartComponent, type Component } from '../../localenv/environment.ts';
 import type { FaultRecord } from './accounting.ts';
 import type { Fault } from './schedule.ts';
-import { componentPid, podPids, podsOf, signal } from './procs.ts';
+import { alive, componentPid, podPids, podsOf, signal } from './procs.ts';
 import { RUNTIME } from './workload.ts';
 
 export interface InjectorContext {
@@ -38,6 +38,12 @@ async function targetPids(c: InjectorContext, f: Fault): Promise<number[]> {
   return pid ? [pid] : [];
 }
 
+async function gone(pids: number[]): Promise<void> {
+  const end = Date.now() + 15_000;
+  while (pids.some(alive) && Date.now() < end) await sleep(50);
+  if (pids.some(alive)) throw new Error(`pids ${pids.join(',')} still alive 15 s after SIGKILL`);
+}
+
 async function deleteRuntimePod(c: InjectorContext): Promise<string> {
   const pods = await podsOf(c.api, c.ns, `runtime=${RUNTIME}`);
   const pod = pods[Math.floor(c.rnd() * pods.length)];
@@ -67,13 +73,15 @@ export async function inject(c: InjectorContext, f: Fault): Promise<FaultRecord>
         const comp = CONTROL[f.target];
         // Nothing supervises the local environment's processes: the harness starts them again.
         if (comp) {
-          await sleep(200);
+          // Until the parent reaps it, a killed child still answers kill(pid, 0): wait for it to be gone.
+          await gone(pids);
           await restartComponent(c.root, comp);
         }
       }
     }
     await c.canary();
     rec.recoveredAt = Date.now();
+    c.log(`fault ${f.target} ${f.action}: recovered in ${rec.recoveredAt - rec.startedAt} ms`);
   } catch (err) {
     rec.error = err instanceof Error ? err.message : String(err);
     c.log(`fault ${f.target} ${f.action}: ${rec.error}`);
