@@ -187,6 +187,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     root: o.root,
     markers: join(o.root, 'soak-markers', ns),
     suffix,
+    session: 'soak-shell',
     direct: new Map(),
     ...(srv ? { srv } : {}),
   };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { expectedDigest, markerCounts, taskScript } from './workload.ts';
+import { expectedDigest, markerCounts, reasonOf, taskScript } from './workload.ts';
 
 describe('soak workload', () => {
   it('counts marker lines per key', () => {
@@ -22,5 +22,29 @@ describe('soak workload', () => {
     assert.ok(lines.includes('sleep 2'));
     assert.ok(s.includes('echo "task-medium-3" > "$KRUNTIME_ARTIFACTS_DIR/out.txt"'));
     assert.equal(expectedDigest('x'), `sha256:${createHash('sha256').update('x\n').digest('hex')}`);
+  });
+});
+
+describe('soak workload: end reasons', () => {
+  it("a Run's reason is its Completed condition's, not another True condition's", () => {
+    const run = {
+      metadata: { name: 'r' },
+      status: {
+        phase: 'Failed',
+        conditions: [
+          { type: 'Assigned', status: 'True', reason: 'Assigned' },
+          { type: 'Completed', status: 'True', reason: 'PodGone' },
+        ],
+      },
+    };
+    assert.equal(reasonOf(run), 'PodGone');
+    assert.equal(
+      reasonOf({ metadata: {}, status: { phase: 'Failed', reason: 'BackoffLimitExceeded' } }),
+      'BackoffLimitExceeded',
+    );
+    assert.equal(
+      reasonOf({ metadata: {}, status: { conditions: [{ type: 'Assigned', status: 'True', reason: 'Assigned' }] } }),
+      undefined,
+    );
   });
 });

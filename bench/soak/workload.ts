@@ -43,6 +43,8 @@ export interface Workload {
   srv?: OpenSandboxTestServer;
   /** The artifact PVC's volume directory name under <root>/volumes (known once bound). */
   artifactVolume?: string;
+  /** The session Run operations go to; replaced when it ends (a Runtime Pod deleted under it). */
+  session: string;
   /** Results of session operations and log follows (they are not API objects). */
   direct: Map<string, { ok: boolean; error?: string; startedAt: number; endedAt: number }>;
 }
@@ -164,18 +166,7 @@ export async function setupRuns(w: Workload): Promise<void> {
       ((await api.get<Obj>(`${G}/namespaces/${ns}/runtimes/${RUNTIME}`)).status?.readyReplicas ?? 0) >= 2 || undefined,
     120_000,
   );
-  await api.create(`${G}/namespaces/${ns}/runs`, {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'Run',
-    metadata: { name: 'soak-shell' },
-    spec: { runtime: RUNTIME, mode: { session: {} } },
-  });
-  await until(
-    'session Ready',
-    async () =>
-      (await api.get<Obj>(`${G}/namespaces/${ns}/runs/soak-shell`)).status?.phase === 'Ready' ? true : undefined,
-    60_000,
-  );
+  await createSession(w, w.session);
   await ready(api, '/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.sessions.kruntimes.io', 'Available');
   await ready(api, '/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.logs.kruntimes.io', 'Available');
 }
@@ -311,7 +302,7 @@ async function sessionOp(w: Workload, name: string): Promise<void> {
   let out = '';
   try {
     const ws = await w.api.websocket(
-      `/apis/sessions.kruntimes.io/v1alpha1/namespaces/${w.ns}/runs/soak-shell/session`,
+      `/apis/sessions.kruntimes.io/v1alpha1/namespaces/${w.ns}/runs/${w.session}/session`,
       [PROTOCOL],
       [
         ['command', 'sh'],
@@ -350,30 +341,68 @@ async function sessionOp(w: Workload, name: string): Promise<void> {
   }
 }
 
+let sessions = 0;
+let starting: Promise<void> | undefined;
+/** A new session Run for the operations that follow (one at a time); the ended one stays as it ended. */
+function newSession(w: Workload): Promise<void> {
+  starting ??= (async () => {
+    const name = `soak-shell-${++sessions}`;
+    await createSession(w, name);
+    w.session = name;
+  })().finally(() => {
+    starting = undefined;
+  });
+  return starting;
+}
+
+export async function createSession(w: Workload, name: string): Promise<void> {
+  await createIdempotent(
+    w.api,
+    `${G}/namespaces/${w.ns}/runs`,
+    {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Run',
+      metadata: { name },
+      spec: { runtime: RUNTIME, mode: { session: {} } },
+    },
+    60_000,
+  );
+  await until(
+    `session ${name} Ready`,
+    async () =>
+      (await w.api.get<Obj>(`${G}/namespaces/${w.ns}/runs/${name}`)).status?.phase === 'Ready' ? true : undefined,
+    120_000,
+  );
+}
+
 /** Follows a Run's log through the aggregated API, reconnecting until END or the Run's end; then reads it whole. */
 async function follow(w: Workload, name: string): Promise<void> {
   const startedAt = Date.now();
   const path = `/apis/logs.kruntimes.io/v1alpha1/namespaces/${w.ns}/runs/${name}/log`;
   let seen = false;
-  let ended = false;
-  for (let i = 0; i < 30 && !seen; i++) {
+  for (let i = 0; i < 60 && !seen; i++) {
     try {
       const res = await w.api.stream(path, { query: { follow: 'true' } });
       for await (const chunk of res) if (String(chunk).includes('END')) seen = true;
     } catch {
       await sleep(1000);
     }
-    // One more read after the Run ended (the follow may have been cut by a fault before END).
-    if (ended) break;
     const r = await w.api.get<Obj>(`${G}/namespaces/${w.ns}/runs/${name}`).catch(() => undefined);
-    ended = TERMINAL.has(r?.status?.phase ?? '');
+    if (TERMINAL.has(r?.status?.phase ?? '')) break;
   }
-  w.direct.set(name, {
-    ok: seen,
-    startedAt,
-    endedAt: Date.now(),
-    ...(seen ? {} : { error: 'END never seen by a follow' }),
-  });
+  // The follow may have been cut by a fault before END: the whole log once more, until a read succeeds.
+  let read = seen;
+  for (let i = 0; i < 60 && !read; i++) {
+    try {
+      const res = await w.api.stream(path);
+      for await (const chunk of res) if (String(chunk).includes('END')) seen = true;
+      read = true;
+    } catch {
+      await sleep(1000);
+    }
+  }
+  const error = read ? 'END missing from the log' : 'the log could not be read after the Run ended';
+  w.direct.set(name, { ok: seen, startedAt, endedAt: Date.now(), ...(seen ? {} : { error }) });
 }
 
 /** Marker lines per key (the first word of each line). */
@@ -386,11 +415,13 @@ export function markerCounts(text: string): Map<string, number> {
   return m;
 }
 
-function reasonOf(o: Obj | undefined): string | undefined {
-  if (!o?.status) return undefined;
-  if (o.status.reason) return o.status.reason;
-  const c = o.status.conditions?.find((x) => ['Succeeded', 'Failed', 'Complete', 'Ready'].includes(x.type) && x.reason);
-  return c?.reason ?? o.status.conditions?.find((x) => x.status === 'True' && x.reason)?.reason;
+/** The reason an object ended with: its end condition's (a Run's Completed, a Job's Failed/Succeeded), else status.reason. */
+export function reasonOf(o: Obj | undefined): string | undefined {
+  for (const type of ['Completed', 'Failed', 'Succeeded', 'Complete']) {
+    const c = o?.status?.conditions?.find((x) => x.type === type && x.reason);
+    if (c) return c.reason;
+  }
+  return o?.status?.reason;
 }
 
 /** What a Succeeded task Run must show: its output and its artifact, digest and bytes as written. */
