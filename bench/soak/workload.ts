@@ -332,12 +332,9 @@ async function sessionOp(w: Workload, name: string): Promise<void> {
       ...(ok ? {} : { error: `stdout ${JSON.stringify(out)}` }),
     });
   } catch (err) {
-    w.direct.set(name, {
-      ok: false,
-      error: err instanceof Error ? err.message : String(err),
-      startedAt,
-      endedAt: Date.now(),
-    });
+    const error = err instanceof Error ? err.message : String(err);
+    w.direct.set(name, { ok: false, error, startedAt, endedAt: Date.now() });
+    if (error.includes('has ended')) void newSession(w).catch(() => undefined);
   }
 }
 
