@@ -457,6 +457,31 @@ export async function up(opts: UpOptions): Promise<Env> {
   return { state: s, kubeconfig, server: `https://127.0.0.1:${s.ports.apiserver}`, admin };
 }
 
+/**
+ * Starts one component of a running environment again if its process is gone (nothing else
+ * supervises the local environment's processes; `up` does the same for all of them). A live
+ * process is left alone, healthy or not. Returns whether it was started.
+ */
+export async function restartComponent(
+  root: string,
+  component: Component,
+  progress: (m: string) => void = () => undefined,
+): Promise<boolean> {
+  const s = readState(root);
+  if (!s) throw new Error(`no local environment in ${root}`);
+  if (isAlive(s.pids[component])) return false;
+  const l = layout(root);
+  const admin = adminClient(l, s.ports);
+  try {
+    const spec = componentSpecs(s, l, s.binDir, admin).find((x) => x.component === component);
+    if (!spec) throw new Error(`${component} is not a component of the environment in ${root}`);
+    await ensureRunning(s, l, spec, progress);
+    return true;
+  } finally {
+    admin.close();
+  }
+}
+
 /** Stops the kubelet kind's node: Pods' processes outlive the kubelet and containerd. */
 async function downKubeletNode(s: EnvState): Promise<void> {
   await stopGroup(s.pids['node-services']);

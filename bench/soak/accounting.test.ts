@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { account, clean, flipped, formatResult, verdict, type Outcome } from './accounting.ts';
+
+const ok = (name: string, extra: Partial<Outcome> = {}): Outcome => ({
+  name,
+  kind: 'task-short',
+  createdAt: 1000,
+  completedAt: 2000,
+  phase: 'Succeeded',
+  phases: ['Pending', 'Running', 'Succeeded'],
+  executions: 1,
+  ...extra,
+});
+
+describe('soak accounting', () => {
+  it('classifies each outcome once, the worst first', () => {
+    assert.equal(verdict(ok('a')), 'succeeded');
+    assert.equal(verdict(ok('a', { createdAt: undefined, createError: 'x' })), 'rejected');
+    assert.equal(verdict(ok('a', { executions: 2 })), 'duplicated');
+    assert.equal(verdict(ok('a', { phase: 'Failed', executions: 2 })), 'duplicated');
+    assert.equal(verdict(ok('a', { phases: ['Running', 'Failed', 'Succeeded'] })), 'flipped');
+    assert.equal(verdict(ok('a', { phase: 'Running', phases: ['Running'] })), 'lost');
+    assert.equal(verdict(ok('a', { phase: undefined, phases: [] })), 'lost');
+    assert.equal(verdict(ok('a', { phase: 'Failed', reason: 'PodGone' })), 'failed');
+    assert.equal(verdict(ok('a', { executions: 0 })), 'wrong-output');
+    assert.equal(verdict(ok('a', { outputsOk: false })), 'wrong-output');
+    assert.equal(verdict(ok('a', { executions: undefined })), 'succeeded', 'kinds without a marker');
+  });
+
+  it('flipped: only a change after the first terminal phase', () => {
+    assert.equal(flipped(['Pending', 'Running', 'Succeeded']), false);
+    assert.equal(flipped(['Succeeded', 'Succeeded']), false);
+    assert.equal(flipped(['Failed', 'Running']), true);
+    assert.equal(flipped([]), false);
+  });
+
+  it('counts, reasons, latency split by fault windows, recovery per kind', () => {
+    const outcomes = [
+      ok('a', { createdAt: 0, completedAt: 100 }),
+      ok('b', { createdAt: 5000, completedAt: 9000 }),
+      ok('c', { phase: 'Failed', reason: 'PodGone' }),
+      ok('d', { phase: 'Failed' }),
+      ok('e', { phase: 'Running', phases: ['Running'] }),
+    ];
+    const faults = [
+      { target: 'etcd' as const, action: 'kill' as const, atMs: 0, startedAt: 6000, recoveredAt: 8000 },
+      { target: 'etcd' as const, action: 'kill' as const, atMs: 0, startedAt: 20000 },
+    ];
+    const r = account(outcomes, faults, { stuck: [], orphans: [], memory: [], end: 30000 });
+    assert.equal(r.submitted, 5);
+    assert.equal(r.counts.succeeded, 2);
+    assert.equal(r.counts.failed, 2);
+    assert.equal(r.counts.lost, 1);
+    assert.deepEqual(r.failedReasons, { 'Failed/PodGone': 1 });
+    assert.equal(r.failedWithoutReason, 1);
+    assert.deepEqual([r.latency.faultFree.n, r.latency.faultFree.p50], [1, 100]);
+    assert.deepEqual([r.latency.duringFaults.n, r.latency.duringFaults.p50], [1, 4000]);
+    assert.deepEqual(r.recovery, [{ kind: 'etcd kill', n: 2, p50Ms: 2000, maxMs: 2000, unrecovered: 1 }]);
+    assert.equal(clean(r), false);
+    assert.match(formatResult(r), /\| lost \(not terminal at the end\) \| 1 \|/);
+    assert.match(formatResult(r), /lost: task-short e/);
+  });
+
+  it('clean when nothing is lost, duplicated, stuck or orphaned', () => {
+    const r = account([ok('a'), ok('b', { phase: 'Failed', reason: 'PodGone' })], [], {
+      stuck: [],
+      orphans: [],
+      memory: [],
+      end: 0,
+    });
+    assert.equal(clean(r), true);
+    assert.equal(clean({ ...r, orphans: ['sandbox x Running'] }), false);
+    assert.equal(clean({ ...r, stuck: ['namespace'] }), false);
+  });
+});

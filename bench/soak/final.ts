@@ -1,0 +1,58 @@
+/** The soak's end: the namespace and cluster-scoped objects deleted, nothing stuck, nothing left running. */
+import { isApiError } from '../../lib/kube/errors.ts';
+import { alive, podPids, type PodLite } from './procs.ts';
+import { G, teardownJobClasses, until, X, type Obj, type Workload } from './workload.ts';
+
+const KINDS = [
+  `${G}/namespaces/NS/runs`,
+  `${G}/namespaces/NS/workflowruns`,
+  `${G}/namespaces/NS/persistentworkspaces`,
+  `${X}/namespaces/NS/jobs`,
+  '/api/v1/namespaces/NS/pods',
+];
+
+async function leftovers(w: Workload): Promise<string[]> {
+  const out: string[] = [];
+  for (const k of KINDS) {
+    const l = await w.api.list<Obj>(k.replace('NS', w.ns)).catch(() => ({ items: [] as Obj[] }));
+    for (const o of l.items)
+      out.push(
+        `${k.split('/').pop()}/${o.metadata.name} finalizers [${(o.metadata.finalizers ?? []).join(',')}]${o.metadata.deletionTimestamp ? ' deleting' : ''}`,
+      );
+  }
+  return out;
+}
+
+export async function finalCheck(
+  w: Workload,
+  log: (m: string) => void,
+): Promise<{ stuck: string[]; orphans: string[] }> {
+  const pods = await until('list pods', () => w.api.list<PodLite>(`/api/v1/namespaces/${w.ns}/pods`), 60_000);
+  const pids = pods.items.flatMap((p) =>
+    Object.entries(podPids(w.root, p)).map(([c, pid]) => ({ what: `${p.metadata.name}/${c}`, pid })),
+  );
+  log(`deleting namespace ${w.ns}`);
+  await w.api.delete(`/api/v1/namespaces/${w.ns}`);
+  await teardownJobClasses(w);
+  const stuck: string[] = [];
+  await until(
+    `namespace ${w.ns} gone`,
+    async () => {
+      try {
+        await w.api.get(`/api/v1/namespaces/${w.ns}`);
+        return undefined;
+      } catch (err) {
+        return isApiError(err, 404) ? true : undefined;
+      }
+    },
+    180_000,
+  ).catch(async () => {
+    stuck.push(`namespace ${w.ns} not deleted after 180 s`, ...(await leftovers(w)));
+  });
+  const orphans = pids
+    .filter((p) => alive(p.pid))
+    .map((p) => `process ${p.what} pid ${p.pid} alive after its namespace was deleted`);
+  for (const s of w.srv?.sandboxes.values() ?? [])
+    if (!['Terminated', 'Failed'].includes(s.status.state)) orphans.push(`sandbox ${s.id} ${s.status.state}`);
+  return { stuck, orphans };
+}

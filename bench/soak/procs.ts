@@ -1,0 +1,63 @@
+/** The soak's view of the local environment's processes: pids, signals, resident memory. */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { KubeClient } from '../../lib/kube/client.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
+import { readState, type Component } from '../../localenv/environment.ts';
+
+export type PodLite = KubeObject & {
+  spec: { nodeName?: string };
+  status?: { conditions?: { type: string; status: string }[] };
+};
+
+/** The pid the environment's state records for a control-plane component or the node agent. */
+export function componentPid(root: string, c: Component): number | undefined {
+  return readState(root)?.pids[c];
+}
+
+/** The pids of a Pod's containers on the node agent (container name -> pid). */
+export function podPids(root: string, pod: PodLite): Record<string, number> {
+  const dir = join(root, 'nodes', pod.spec.nodeName ?? '', 'pods', pod.metadata.uid ?? '', 'pids');
+  if (!existsSync(dir)) return {};
+  const out: Record<string, number> = {};
+  for (const f of readdirSync(dir)) {
+    const n = Number(readFileSync(join(dir, f), 'utf8').trim());
+    if (n > 0) out[f] = n;
+  }
+  return out;
+}
+
+export async function podsOf(api: KubeClient, ns: string, selector: string): Promise<PodLite[]> {
+  const l = await api.list<PodLite>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: selector });
+  return l.items.filter((p) => !p.metadata.deletionTimestamp);
+}
+
+export function signal(pid: number | undefined, sig: NodeJS.Signals): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resident set size of a process in MB (0 when it is gone). */
+export function rssMb(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
