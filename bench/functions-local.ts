@@ -1,0 +1,141 @@
+/**
+ * Function calls without a cluster (issue 15): the invoke path's real pieces on one machine, to
+ * profile it hop by hop. A Runtime Server child process (as in a Runtime Pod) dials a DialIn
+ * socket; the Runtime Gateway (authorization answered as allowed, cached as in a Pod) forwards to
+ * it through RuntimeClient; the client is lib/invoke. Side by side, in the same run: a bare HTTPS
+ * JSON echo (keep-alive), RuntimeClient straight to the Runtime Server (no gateway), and the
+ * gateway, for a trivial bash and python handler.
+ *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 calls per measure
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request, Agent } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { createCa, issueServing } from '../lib/tls/certs.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { closeInvokeAgents, invokeEndpoint } from '../lib/invoke/client.ts';
+import { REPO_ROOT } from '../localenv/paths.ts';
+import { DialIn } from '../runtimed/dial-in.ts';
+import { startGateway } from '../runtimed/gateway.ts';
+import { RuntimeClient } from '../runtimed/runtime-client.ts';
+import type { Run } from '../runtimed/types.ts';
+import { ms, ratio, summary } from './stats.ts';
+
+const CALLS = Number(process.env.BENCH_CALLS ?? '500');
+const PAYLOAD = { n: 1, s: 'hello' };
+type Measured = { lat: number[]; perSec: number };
+
+async function timed(n: number, f: () => Promise<unknown>): Promise<Measured> {
+  for (let i = 0; i < 20; i++) await f(); // warm: connections, caches, JIT
+  const lat: number[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await f();
+    lat.push(performance.now() - t);
+  }
+  return { lat, perSec: (n / (performance.now() - t0)) * 1000 };
+}
+
+async function bare(n: number): Promise<Measured> {
+  const now = new Date();
+  const ca = await createCa('bench-ca', now, 1);
+  const pair = await issueServing(ca, 'bench', { dns: [], ips: ['127.0.0.1'] }, now, 1);
+  const srv = createServer({ cert: pair.cert, key: pair.key }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.stringify(JSON.parse(Buffer.concat(chunks).toString()));
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const port = (srv.address() as AddressInfo).port;
+  const agent = new Agent({ keepAlive: true, ca: ca.cert });
+  const body = JSON.stringify(PAYLOAD);
+  const call = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, method: 'POST', agent, path: '/' }, (res) => {
+        res.resume();
+        res.on('end', () => resolve());
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  try {
+    return await timed(n, call);
+  } finally {
+    agent.destroy();
+    srv.close();
+  }
+}
+
+const HANDLERS = {
+  bash: { handler: 'echo.echo', file: 'echo.sh', text: 'echo() { printf "%s" "$1"; }\n' },
+  python: { handler: 'fns.echo.echo', file: 'fns/echo.py', text: 'def echo(p):\n    return p\n' },
+};
+
+/** A Runtime Server child process for `lang`, dialled in, with the echo handler registered. */
+async function runtimeServer(dir: string, lang: 'bash' | 'python'): Promise<{ rc: RuntimeClient; child: ChildProcess }> {
+  const work = join(dir, `work-${lang}`);
+  const h = HANDLERS[lang];
+  mkdirSync(join(work, 'fns'), { recursive: true });
+  writeFileSync(join(work, h.file), h.text);
+  const dial = new DialIn(join(dir, `${lang}.sock`), 30_000);
+  await dial.listen();
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts'), 'runtime-server', '--language', lang],
+    { env: { ...process.env, KRT_RUNTIME_SOCKET: dial.path }, stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const rc = new RuntimeClient(dial);
+  await rc.registerFunction({ id: lang, handler: h.handler, workingDir: work });
+  return { rc, child };
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'krt-fnbench-'));
+  const servers = { bash: await runtimeServer(dir, 'bash'), python: await runtimeServer(dir, 'python') };
+  const gw = await startGateway({
+    address: '127.0.0.1',
+    port: 0,
+    namespace: 'bench',
+    client: undefined as unknown as KubeClient,
+    log: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })),
+    review: () => Promise.resolve('allowed'),
+    target: (name) => {
+      const rc = servers[name === 'fn-bash' ? 'bash' : 'python'].rc;
+      return { code: 200, run: {} as Run, call: (p) => rc.invokeFunction(name.slice(3), p) };
+    },
+  });
+  try {
+    const lines = [`function calls without a cluster: ${CALLS} sequential calls each, payload ${JSON.stringify(PAYLOAD)}`];
+    const b = await bare(CALLS);
+    const bs = summary(b.lat);
+    lines.push(`bare HTTPS round trip  p50 ${ms(bs.p50)}  p99 ${ms(bs.p99)}  ${b.perSec.toFixed(0)}/s`);
+    for (const lang of ['bash', 'python'] as const) {
+      const payload = JSON.stringify(PAYLOAD);
+      const direct = summary((await timed(CALLS, () => servers[lang].rc.invokeFunction(lang, payload))).lat);
+      const ep = gw.endpoint({ metadata: { namespace: 'bench', name: `fn-${lang}`, uid: 'u' } } as Run);
+      const g = await timed(CALLS, () => invokeEndpoint(ep, 'token', PAYLOAD));
+      const gs = summary(g.lat);
+      lines.push(
+        `${lang} Runtime Server direct  p50 ${ms(direct.p50)}  p99 ${ms(direct.p99)}`,
+        `${lang} through the gateway  p50 ${ms(gs.p50)}  p99 ${ms(gs.p99)}  ${g.perSec.toFixed(0)}/s  (gateway / bare p50 ${ratio(gs.p50, bs.p50)})`,
+      );
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    closeInvokeAgents();
+    gw.close();
+    for (const s of Object.values(servers)) s.child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
+process.exit(0);
