@@ -130,7 +130,7 @@ async function functionRoute(
   if (req.method === 'DELETE') return json(res, 200, { unregistered: fns.unregister(id) });
   if (!f) return json(res, 404, { message: `function ${id} not registered` });
   if (req.method === 'POST' && parts[3] === 'cancel') {
-    f.close();
+    f.cancel();
     return json(res, 200, {});
   }
   if (req.method !== 'POST' || parts[3] !== 'invoke') return json(res, 405, { message: 'method not allowed' });
