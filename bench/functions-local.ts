@@ -108,6 +108,7 @@ async function main(): Promise<void> {
     log: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })),
     review: () => Promise.resolve('allowed'),
     target: (name) => {
+      if (name === 'fn-noop') return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
       const rc = servers[name === 'fn-bash' ? 'bash' : 'python'].rc;
       return { code: 200, run: {} as Run, call: (p) => rc.invokeFunction(name.slice(3), p) };
     },
@@ -117,6 +118,9 @@ async function main(): Promise<void> {
     const b = await bare(CALLS);
     const bs = summary(b.lat);
     lines.push(`bare HTTPS round trip  p50 ${ms(bs.p50)}  p99 ${ms(bs.p99)}  ${b.perSec.toFixed(0)}/s`);
+    const noop = gw.endpoint({ metadata: { namespace: 'bench', name: 'fn-noop', uid: 'u' } } as Run);
+    const ns = summary((await timed(CALLS, () => invokeEndpoint(noop, 'token', PAYLOAD))).lat);
+    lines.push(`gateway alone (a target answering at once)  p50 ${ms(ns.p50)}  p99 ${ms(ns.p99)}`);
     for (const lang of ['bash', 'python'] as const) {
       const payload = JSON.stringify(PAYLOAD);
       const direct = summary((await timed(CALLS, () => servers[lang].rc.invokeFunction(lang, payload))).lat);

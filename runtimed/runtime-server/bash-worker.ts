@@ -3,12 +3,16 @@
  * function sources the handler file once, at registration; each call then runs the function in a
  * fresh subshell of it (a fork, no exec, no re-source) with the payload as one argument, and the
  * subshell's stdout is the output. Protocol with the Runtime Server:
- *   stdin   first line: a random token (never visible to the handler); then one line per call
+ *   stdin   first line: a random token (never visible to the handler); then one line per call,
+ *           its sequence number
  *   <dir>/in   the call's payload, written before its stdin line (read by bash from a file:
  *           bash reads pipes one byte at a time)
- *   stdout  the call's output, then `\n<token> <exit status>\n` (`\n<token> ready\n` once sourced)
+ *   stdout  the call's output, then `\n<token> <seq> <exit status>\n` (`\n<token> ready\n` once
+ *           sourced); an end line with another seq (a subshell that died idle) is ignored
  *   fd 3    the pid (= process group) of each call's subshell, for cancelling it
  *   <dir>/err  the call's stderr (its tail goes into the error of a failed call)
+ * The subshell of the next call is forked as soon as the previous one ends and waits for its
+ * stdin line, so no call waits for a fork.
  * Isolation between calls: each call starts from the state right after sourcing (variables,
  * functions, shell options, traps, working directory and environment changes of a call end with
  * its subshell), stdin is /dev/null, and every process left in the call's process group is killed
@@ -45,17 +49,28 @@ __krt_opts=$(set +o)
 set +e +u +o pipefail -m
 builtin declare -F "$__krt_fn" >/dev/null || exit 4
 IFS= builtin read -r __krt_tok
+__krt_me=$BASHPID
+exec 5<&0 </dev/null
 builtin printf '\\n%s ready\\n' "$__krt_tok"
-while IFS= builtin read -r __krt_go; do
-  IFS= builtin read -r -d '' __krt_p <"$__krt_dir/in"
-  (builtin unset __krt_tok __krt_go; builtin exec 3>&-; builtin eval "$__krt_opts"; "$__krt_fn" "$__krt_p") \\
-    </dev/null 2>"$__krt_dir/err" &
+while :; do
+  (
+    builtin unset __krt_tok
+    exec 3>&-
+    IFS= builtin read -r __krt_seq <&5 || { builtin kill -KILL "$__krt_me"; builtin exit 0; }
+    exec 5<&- 2>"$__krt_dir/err"
+    builtin printf '%s' "$__krt_seq" >"$__krt_dir/seq"
+    IFS= builtin read -r -d '' __krt_p <"$__krt_dir/in"
+    builtin unset __krt_seq
+    builtin eval "$__krt_opts"
+    "$__krt_fn" "$__krt_p"
+  ) &
   __krt_pid=$!
   builtin printf '%d\\n' "$__krt_pid" >&3
   builtin wait "$__krt_pid"
   __krt_s=$?
   builtin kill -KILL -- "-$__krt_pid" 2>/dev/null
-  builtin printf '\\n%s %d\\n' "$__krt_tok" "$__krt_s"
+  IFS= builtin read -r __krt_seq <"$__krt_dir/seq"
+  builtin printf '\\n%s %s %d\\n' "$__krt_tok" "$__krt_seq" "$__krt_s"
 done
 `;
 
@@ -128,6 +143,8 @@ export class BashWorker implements Handler {
   private worker?: ChildProcess;
   private waiting?: (end: CallEnd | undefined) => void;
   private callPid = 0;
+  private seq = 0;
+  private inCall = false;
   private cancelled = false;
   private overflow = false;
   private closed = false;
@@ -192,9 +209,17 @@ export class BashWorker implements Handler {
     if (r === 'overflow') {
       this.overflow = true;
       this.killCall();
-    } else if (r) this.settle(r);
+      return;
+    }
+    if (!r) return;
+    if (r.status === 'ready') return this.settle(r);
+    // `<seq> <exit status>`: an end that is not the current call's (a subshell that died idle) is ignored.
+    const [seq, code] = r.status.split(' ');
+    if (!this.inCall || (seq !== String(this.seq) && !this.cancelled)) return;
+    this.settle({ ...r, status: code ?? '' });
   }
 
+  /** The pid of the subshell waiting for (or running) the next call; it is forked ahead of the call. */
   private onPid(text: string): void {
     for (const line of text.split('\n')) if (/^\d+$/.test(line)) this.callPid = Number(line);
     if (this.cancelled || this.overflow) this.killCall();
@@ -202,7 +227,7 @@ export class BashWorker implements Handler {
 
   private killCall(): void {
     try {
-      if (this.callPid > 0) process.kill(-this.callPid, 'SIGKILL');
+      if (this.inCall && this.callPid > 0) process.kill(-this.callPid, 'SIGKILL');
     } catch {
       /* gone */
     }
@@ -211,6 +236,7 @@ export class BashWorker implements Handler {
   private settle(end: CallEnd | undefined): void {
     const w = this.waiting;
     this.waiting = undefined;
+    this.inCall = false;
     w?.(end);
   }
 
@@ -236,10 +262,11 @@ export class BashWorker implements Handler {
     }
     this.cancelled = false;
     this.overflow = false;
-    this.callPid = 0;
+    this.seq += 1;
     writeFileSync(join(this.dir, 'in'), payload);
     const done = this.next();
-    this.worker?.stdin?.write('\n');
+    this.inCall = true;
+    this.worker?.stdin?.write(`${this.seq}\n`);
     return this.result(await done);
   }
 
@@ -264,7 +291,13 @@ export class BashWorker implements Handler {
   close(): void {
     this.closed = true;
     this.cancel();
+    try {
+      if (this.callPid > 0) process.kill(-this.callPid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
     killGroup(this.worker);
+    this.worker?.stdin?.end();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
