@@ -5,7 +5,7 @@
  * it through RuntimeClient; the client is lib/invoke. Side by side, in the same run: a bare HTTPS
  * JSON echo (keep-alive), RuntimeClient straight to the Runtime Server (no gateway), and the
  * gateway, for a trivial bash and python handler.
- *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 calls per measure
+ *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 rounds, one call of each measure per round
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,31 +16,18 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
-import { closeInvokeAgents, invokeEndpoint } from '../lib/invoke/client.ts';
+import { closeInvokeAgents, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import { DialIn } from '../runtimed/dial-in.ts';
 import { startGateway } from '../runtimed/gateway.ts';
 import { RuntimeClient } from '../runtimed/runtime-client.ts';
 import type { Run } from '../runtimed/types.ts';
-import { ms, ratio, summary } from './stats.ts';
+import { interleaved, ms, ratio, summary } from './stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? '500');
 const PAYLOAD = { n: 1, s: 'hello' };
-type Measured = { lat: number[]; perSec: number };
-
-async function timed(n: number, f: () => Promise<unknown>): Promise<Measured> {
-  for (let i = 0; i < 20; i++) await f(); // warm: connections, caches, JIT
-  const lat: number[] = [];
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await f();
-    lat.push(performance.now() - t);
-  }
-  return { lat, perSec: (n / (performance.now() - t0)) * 1000 };
-}
-
-async function bare(n: number): Promise<Measured> {
+/** A bare HTTPS JSON echo on localhost and a keep-alive call of it: the floor of any HTTPS call. */
+export async function bareEcho(): Promise<{ call: () => Promise<void>; close: () => void }> {
   const now = new Date();
   const ca = await createCa('bench-ca', now, 1);
   const pair = await issueServing(ca, 'bench', { dns: [], ips: ['127.0.0.1'] }, now, 1);
@@ -66,12 +53,13 @@ async function bare(n: number): Promise<Measured> {
       req.on('error', reject);
       req.end(body);
     });
-  try {
-    return await timed(n, call);
-  } finally {
-    agent.destroy();
-    srv.close();
-  }
+  return {
+    call,
+    close: () => {
+      agent.destroy();
+      srv.close();
+    },
+  };
 }
 
 const HANDLERS = {
@@ -80,7 +68,10 @@ const HANDLERS = {
 };
 
 /** A Runtime Server child process for `lang`, dialled in, with the echo handler registered. */
-async function runtimeServer(dir: string, lang: 'bash' | 'python'): Promise<{ rc: RuntimeClient; child: ChildProcess }> {
+async function runtimeServer(
+  dir: string,
+  lang: 'bash' | 'python',
+): Promise<{ rc: RuntimeClient; child: ChildProcess }> {
   const work = join(dir, `work-${lang}`);
   const h = HANDLERS[lang];
   mkdirSync(join(work, 'fns'), { recursive: true });
@@ -108,32 +99,38 @@ async function main(): Promise<void> {
     log: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })),
     review: () => Promise.resolve('allowed'),
     target: (name) => {
-      if (name === 'fn-noop') return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
+      if (name === 'fn-noop')
+        return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
       const rc = servers[name === 'fn-bash' ? 'bash' : 'python'].rc;
       return { code: 200, run: {} as Run, call: (p) => rc.invokeFunction(name.slice(3), p) };
     },
   });
+  const bare = await bareEcho();
   try {
-    const lines = [`function calls without a cluster: ${CALLS} sequential calls each, payload ${JSON.stringify(PAYLOAD)}`];
-    const b = await bare(CALLS);
-    const bs = summary(b.lat);
-    lines.push(`bare HTTPS round trip  p50 ${ms(bs.p50)}  p99 ${ms(bs.p99)}  ${b.perSec.toFixed(0)}/s`);
-    const noop = gw.endpoint({ metadata: { namespace: 'bench', name: 'fn-noop', uid: 'u' } } as Run);
-    const ns = summary((await timed(CALLS, () => invokeEndpoint(noop, 'token', PAYLOAD))).lat);
-    lines.push(`gateway alone (a target answering at once)  p50 ${ms(ns.p50)}  p99 ${ms(ns.p99)}`);
-    for (const lang of ['bash', 'python'] as const) {
-      const payload = JSON.stringify(PAYLOAD);
-      const direct = summary((await timed(CALLS, () => servers[lang].rc.invokeFunction(lang, payload))).lat);
-      const ep = gw.endpoint({ metadata: { namespace: 'bench', name: `fn-${lang}`, uid: 'u' } } as Run);
-      const g = await timed(CALLS, () => invokeEndpoint(ep, 'token', PAYLOAD));
-      const gs = summary(g.lat);
+    const ep = (name: string): InvokeEndpoint =>
+      gw.endpoint({ metadata: { namespace: 'bench', name, uid: 'u' } } as Run);
+    const payload = JSON.stringify(PAYLOAD);
+    const r = await interleaved(CALLS, {
+      'bare HTTPS round trip (keep-alive)': bare.call,
+      'gateway alone (a target that answers at once)': () => invokeEndpoint(ep('fn-noop'), 'token', PAYLOAD),
+      'python: Runtime Server direct (call channel)': () => servers.python.rc.invokeFunction('python', payload),
+      'python: through the gateway': () => invokeEndpoint(ep('fn-python'), 'token', PAYLOAD),
+      'bash: Runtime Server direct (call channel)': () => servers.bash.rc.invokeFunction('bash', payload),
+      'bash: through the gateway': () => invokeEndpoint(ep('fn-bash'), 'token', PAYLOAD),
+    });
+    const base = summary(r['bare HTTPS round trip (keep-alive)']?.lat ?? []).p50;
+    const lines = [
+      `function calls without a cluster: ${CALLS} rounds, one call of each measure per round; payload ${payload}`,
+    ];
+    for (const [name, m] of Object.entries(r)) {
+      const x = summary(m.lat);
       lines.push(
-        `${lang} Runtime Server direct  p50 ${ms(direct.p50)}  p99 ${ms(direct.p99)}`,
-        `${lang} through the gateway  p50 ${ms(gs.p50)}  p99 ${ms(gs.p99)}  ${g.perSec.toFixed(0)}/s  (gateway / bare p50 ${ratio(gs.p50, bs.p50)})`,
+        `${name.padEnd(48)} p50 ${ms(x.p50).padStart(8)}  p99 ${ms(x.p99).padStart(8)}  ${m.perSec.toFixed(0).padStart(5)}/s  ${ratio(x.p50, base)} bare`,
       );
     }
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
+    bare.close();
     closeInvokeAgents();
     gw.close();
     for (const s of Object.values(servers)) s.child.kill('SIGTERM');

@@ -153,5 +153,7 @@ export class RuntimeClient {
 
   close(): void {
     this.agent.destroy();
+    for (const ch of this.channels.values()) ch.close();
+    this.channels.clear();
   }
 }

@@ -273,7 +273,8 @@ export class BashWorker implements Handler {
   private async result(end: CallEnd | undefined): Promise<InvokeResult> {
     if (this.cancelled) return { ok: false, reason: 'Cancelled', error: 'the call was cancelled' };
     if (!end) return { ok: false, reason: 'FunctionError', error: 'the bash worker ended during the call' };
-    if (end.tooLarge) return { ok: false, reason: 'OutputTooLarge', error: `output exceeds ${FUNCTION_IO_LIMIT} bytes` };
+    if (end.tooLarge)
+      return { ok: false, reason: 'OutputTooLarge', error: `output exceeds ${FUNCTION_IO_LIMIT} bytes` };
     if (end.status !== '0') {
       const stderr = (await tail(join(this.dir, 'err'))).trim().slice(-1024);
       return { ok: false, reason: 'FunctionError', error: `exit status ${end.status}: ${stderr}` };

@@ -51,7 +51,13 @@ export function lineSplitter(
 }
 
 /** Serves a call channel on an upgraded connection (the 101 answer is written here). */
-export function serveCallChannel(socket: Duplex, head: Buffer, id: string, fns: Functions, fenced: () => boolean): void {
+export function serveCallChannel(
+  socket: Duplex,
+  head: Buffer,
+  id: string,
+  fns: Functions,
+  fenced: () => boolean,
+): void {
   socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: ${CALLS_UPGRADE}\r\nConnection: Upgrade\r\n\r\n`);
   let chain = Promise.resolve();
   const one = async (payload: string): Promise<void> => {
