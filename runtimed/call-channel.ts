@@ -42,7 +42,7 @@ export class CallChannel {
         host: 'runtime',
         path: `/v1/functions/${encodeURIComponent(id)}/calls`,
         headers: { Connection: 'Upgrade', Upgrade: CALLS_UPGRADE },
-        createConnection: connect as never,
+        createConnection: connect,
       });
       req.once('upgrade', (_res, socket, head) => {
         socket.setTimeout(0);
