@@ -183,7 +183,7 @@ function serveSessions(
 
 /** The Runtime Gateway of function Runs (ADR 0017); function Runs' endpoints name it. */
 async function serveGateway(
-  o: { client: KubeClient; cfg: RuntimedConfig; log: Logger },
+  o: { client: KubeClient; cfg: RuntimedConfig; log: Logger; runtime: RuntimeClient },
   runner: Runner,
   metrics: GatewayMetrics,
 ): ReturnType<typeof startGateway> {
@@ -195,6 +195,13 @@ async function serveGateway(
     log: o.log.child({ part: 'gateway' }),
     target: (name, uid) => runner.functionTarget(name, uid),
     metrics,
+    sessions: {
+      channel: o.runtime.channel,
+      target: (name, uid) =>
+        runner.activeRunName(uid) === name
+          ? runner.sessionTarget(uid)
+          : { code: 404, message: `no session Run ${name} with UID ${uid} on this Runtime Pod` },
+    },
   });
   runner.endpointFor = (run) => gateway.endpoint(run);
   return gateway;
