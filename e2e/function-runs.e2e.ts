@@ -7,6 +7,7 @@
  * deletable: the reaper drops the finalizer no runtimed is left to drop), and the idle timeout.
  */
 import assert from 'node:assert/strict';
+import { isApiError } from '../lib/kube/errors.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, InvokeError } from '../lib/invoke/client.ts';
 import { deleteNamespace, eventually, newNamespace, serviceAccountClient, admin } from './helpers.ts';
 import { grant, krt, saKubeconfig } from './krt.ts';
@@ -198,13 +199,11 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
     assert.equal(endpointIn(lost), undefined);
     // No runtimed is left to drop its cleanup finalizer: the reaper does, so deleting does not hang.
     await admin().delete(`${GROUP}/namespaces/${ns}/runs/greet-python`);
-    await eventually('the lost function Run to be deleted', async () =>
-      (await getRun(ns, 'greet-python').then(
-        () => false,
-        () => true,
-      ))
-        ? true
-        : undefined,
+    await eventually('the lost function Run to be deleted', () =>
+      getRun(ns, 'greet-python').then(
+        () => undefined,
+        (err: unknown) => (isApiError(err, 404) ? true : undefined),
+      ),
     );
   });
 
