@@ -4,18 +4,16 @@
  * authorization -> runtimed -> Runtime Server), one at a time; next to, in the same run, a bare
  * HTTPS round trip to a local process (keep-alive, JSON echo) and the same work as task Runs
  * (create -> Succeeded, client-observed).
- *   npx tsx bench/functions.ts           # BENCH_CALLS=300 calls per handler, BENCH_TASKS=20 task Runs
+ *   npx tsx bench/functions.ts           # BENCH_CALLS=300 rounds (one call of each per round), BENCH_TASKS=20 task Runs
  */
-import { createServer, request, Agent } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { down, up } from '../localenv/environment.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
-import { createCa, issueServing } from '../lib/tls/certs.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
-import { ms, ratio, summary } from './stats.ts';
+import { bareEcho, PAYLOAD } from './bare-echo.ts';
+import { interleaved, ms, ratio, summary } from './stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? '300');
 const TASKS = Number(process.env.BENCH_TASKS ?? '20');
@@ -23,7 +21,6 @@ const NS = 'bench';
 const G = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}`;
 type Run = KubeObject & { status?: { phase?: string } };
 const IMAGES = { bash: 'ghcr.io/kruntimes/bash-runtime:v0.0.3', python: 'ghcr.io/kruntimes/python-runtime:v0.0.3' };
-const PAYLOAD = { n: 1, s: 'hello' };
 
 async function until<T>(f: () => Promise<T | undefined>): Promise<T> {
   for (;;) {
@@ -90,53 +87,6 @@ async function setup(api: KubeClient): Promise<string> {
   return tok.status.token;
 }
 
-async function timed(n: number, f: () => Promise<unknown>): Promise<{ lat: number[]; perSec: number }> {
-  await f(); // warm: connection, cached review
-  const lat: number[] = [];
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    await f();
-    lat.push(performance.now() - t);
-  }
-  return { lat, perSec: (n / (performance.now() - t0)) * 1000 };
-}
-
-/** A bare HTTPS JSON echo on localhost, called with keep-alive: the floor of any HTTPS call. */
-async function bareRoundTrip(n: number): Promise<{ lat: number[]; perSec: number }> {
-  const now = new Date();
-  const ca = await createCa('bench-ca', now, 1);
-  const pair = await issueServing(ca, 'bench', { dns: [], ips: ['127.0.0.1'] }, now, 1);
-  const srv = createServer({ cert: pair.cert, key: pair.key }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = JSON.stringify(JSON.parse(Buffer.concat(chunks).toString()));
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
-      res.end(body);
-    });
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as AddressInfo).port;
-  const agent = new Agent({ keepAlive: true, ca: ca.cert });
-  const body = JSON.stringify(PAYLOAD);
-  const call = (): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, method: 'POST', agent, path: '/' }, (res) => {
-        res.resume();
-        res.on('end', () => resolve());
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
-  try {
-    return await timed(n, call);
-  } finally {
-    agent.destroy();
-    srv.close();
-  }
-}
-
 async function taskRuns(api: KubeClient, lang: 'bash' | 'python', n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -157,22 +107,22 @@ async function taskRuns(api: KubeClient, lang: 'bash' | 'python', n: number): Pr
   return out;
 }
 
-function report(
-  bare: { lat: number[]; perSec: number },
-  rows: { lang: string; fn: { lat: number[]; perSec: number }; task: number[] }[],
-): string {
-  const b = summary(bare.lat);
+type Measured = { lat: number[]; perSec: number };
+
+function report(calls: Record<string, Measured>, tasks: Record<string, number[]>): string {
+  const b = summary(calls.bare?.lat ?? []);
   const lines = [
-    `kruntimes function calls: ${CALLS} sequential calls per handler (payload ${JSON.stringify(PAYLOAD)}), ${TASKS} task Runs per language`,
-    `baseline: bare HTTPS round trip to a local process (keep-alive)  p50 ${ms(b.p50)}  p99 ${ms(b.p99)}  ${bare.perSec.toFixed(0)}/s`,
+    `kruntimes function calls: ${CALLS} rounds of one call each (bare, python, bash; interleaved), payload ${JSON.stringify(PAYLOAD)}; ${TASKS} task Runs per language`,
+    `baseline: bare HTTPS round trip to a local process (keep-alive)  p50 ${ms(b.p50)}  p99 ${ms(b.p99)}  ${calls.bare?.perSec.toFixed(0)}/s`,
   ];
-  for (const r of rows) {
-    const f = summary(r.fn.lat);
-    const t = summary(r.task);
+  for (const lang of ['python', 'bash']) {
+    const m = calls[lang];
+    const f = summary(m?.lat ?? []);
+    const t = summary(tasks[lang] ?? []);
     lines.push(
-      `${r.lang} function call through the gateway  p50 ${ms(f.p50)}  p99 ${ms(f.p99)}  ${r.fn.perSec.toFixed(0)}/s (one Run, one call at a time)`,
-      `${r.lang} same work as a task Run (create -> Succeeded)  p50 ${ms(t.p50)}  p99 ${ms(t.p99)}`,
-      `${r.lang} ratios: call / bare p50 ${ratio(f.p50, b.p50)}; task Run / call p50 ${ratio(t.p50, f.p50)}`,
+      `${lang} function call through the gateway  p50 ${ms(f.p50)}  p99 ${ms(f.p99)}  ${m?.perSec.toFixed(0)}/s (one Run, one call at a time)`,
+      `${lang} same work as a task Run (create -> Succeeded)  p50 ${ms(t.p50)}  p99 ${ms(t.p99)}`,
+      `${lang} ratios: call / bare p50 ${ratio(f.p50, b.p50)}; task Run / call p50 ${ratio(t.p50, f.p50)}`,
     );
   }
   return `${lines.join('\n')}\n`;
@@ -181,17 +131,21 @@ function report(
 async function main(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `functions-${process.pid}`);
   const env = await up({ root, ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}) });
+  const bare = await bareEcho();
   try {
     const token = await setup(env.admin);
-    const bare = await bareRoundTrip(CALLS);
-    const rows = [];
-    for (const lang of ['bash', 'python'] as const) {
-      const ep: InvokeEndpoint = await endpointOf(env.admin, NS, `fn-${lang}`);
-      const fn = await timed(CALLS, () => invokeEndpoint(ep, token, PAYLOAD));
-      rows.push({ lang, fn, task: await taskRuns(env.admin, lang, TASKS) });
-    }
-    process.stdout.write(report(bare, rows));
+    const ep: Record<string, InvokeEndpoint> = {};
+    for (const lang of ['python', 'bash']) ep[lang] = await endpointOf(env.admin, NS, `fn-${lang}`);
+    const calls = await interleaved(CALLS, {
+      bare: bare.call,
+      python: () => invokeEndpoint(ep.python as InvokeEndpoint, token, PAYLOAD),
+      bash: () => invokeEndpoint(ep.bash as InvokeEndpoint, token, PAYLOAD),
+    });
+    const tasks: Record<string, number[]> = {};
+    for (const lang of ['python', 'bash'] as const) tasks[lang] = await taskRuns(env.admin, lang, TASKS);
+    process.stdout.write(report(calls, tasks));
   } finally {
+    bare.close();
     closeInvokeAgents();
     env.admin.close();
     if (process.env.BENCH_KEEP !== '1') await down(root, { purge: true });

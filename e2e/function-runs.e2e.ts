@@ -3,10 +3,11 @@
  * (FunctionRegistered, status.endpoint, finalizer), calls of bash and python handlers through the
  * Runtime Gateway (python stays warm: one import, one process), RBAC at the gateway both ways,
  * 429 for a concurrent call, cancel with a call in flight, 404 for the old UID after the Run was
- * recreated, registration retry then Failed, Pod loss (retried elsewhere, or Failed), and the
- * idle timeout.
+ * recreated, registration retry then Failed, Pod loss (retried elsewhere, or Failed and then
+ * deletable: the reaper drops the finalizer no runtimed is left to drop), and the idle timeout.
  */
 import assert from 'node:assert/strict';
+import { isApiError } from '../lib/kube/errors.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, InvokeError } from '../lib/invoke/client.ts';
 import { deleteNamespace, eventually, newNamespace, serviceAccountClient, admin } from './helpers.ts';
 import { grant, krt, saKubeconfig } from './krt.ts';
@@ -196,6 +197,14 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
     assert.equal(lost.status?.phase, 'Failed');
     assert.equal(cond(lost, 'Ready')?.reason, 'PodGone');
     assert.equal(endpointIn(lost), undefined);
+    // No runtimed is left to drop its cleanup finalizer: the reaper does, so deleting does not hang.
+    await admin().delete(`${GROUP}/namespaces/${ns}/runs/greet-python`);
+    await eventually('the lost function Run to be deleted', () =>
+      getRun(ns, 'greet-python').then(
+        () => undefined,
+        (err: unknown) => (isApiError(err, 404) ? true : undefined),
+      ),
+    );
   });
 
   it('ends a function without calls after its idle timeout: Timeout, reason IdleTimeout', async () => {

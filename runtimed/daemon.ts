@@ -4,6 +4,7 @@
  * fresh, and hands every Run to the Runner. Serves /healthz, /readyz and /metrics.
  */
 import http from 'node:http';
+import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { PatchType, type KubeClient } from '../lib/kube/client.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
@@ -20,6 +21,7 @@ import { SESSION_CONDITION, startSessionServer } from './session-server.ts';
 import type { Run } from './types.ts';
 import { removeBeneath } from './artifacts/safe-dir.ts';
 import { startGateway } from './gateway.ts';
+import { GatewayMetrics } from './gateway-metrics.ts';
 
 export interface Daemon {
   /** Keeps cleaning up deleted Runs' artifacts while the namespace or Runtime is going away (bounded). */
@@ -131,10 +133,17 @@ async function startArtifactCleaner(
 }
 
 /** runtimed's liveness and readiness (the Runtime Server answers on its socket). */
-async function serveHealth(cfg: RuntimedConfig, runtime: RuntimeClient): Promise<http.Server> {
+async function serveHealth(cfg: RuntimedConfig, runtime: RuntimeClient, registry: Registry): Promise<http.Server> {
   const health = http.createServer((req, res) => {
     if (req.url === '/healthz') {
       res.end('ok');
+      return;
+    }
+    if (req.url === '/metrics') {
+      void registry.metrics().then((text) => {
+        res.setHeader('Content-Type', registry.contentType);
+        res.end(text);
+      });
       return;
     }
     if (req.url === '/readyz') {
@@ -174,8 +183,9 @@ function serveSessions(
 
 /** The Runtime Gateway of function Runs (ADR 0017); function Runs' endpoints name it. */
 async function serveGateway(
-  o: { client: KubeClient; cfg: RuntimedConfig; log: Logger },
+  o: { client: KubeClient; cfg: RuntimedConfig; log: Logger; runtime: RuntimeClient },
   runner: Runner,
+  metrics: GatewayMetrics,
 ): ReturnType<typeof startGateway> {
   const gateway = await startGateway({
     address: o.cfg.healthAddress,
@@ -184,6 +194,14 @@ async function serveGateway(
     client: o.client,
     log: o.log.child({ part: 'gateway' }),
     target: (name, uid) => runner.functionTarget(name, uid),
+    metrics,
+    sessions: {
+      channel: o.runtime.channel,
+      target: (name, uid) =>
+        runner.activeRunName(uid) === name
+          ? runner.sessionTarget(uid)
+          : { code: 404, message: `no session Run ${name} with UID ${uid} on this Runtime Pod` },
+    },
   });
   runner.endpointFor = (run) => gateway.endpoint(run);
   return gateway;
@@ -214,7 +232,8 @@ export async function startDaemon(o: {
   // are taken only once the Runtime Server answers.
   const sessionsStarted = serveSessions(o, runner);
   sessionsStarted.catch(() => undefined); // awaited below; its failure fails the start there
-  const gateway = await serveGateway(o, runner);
+  const metrics = new GatewayMetrics();
+  const gateway = await serveGateway(o, runner, metrics);
   await waitForRuntime(runtime, log);
   let recheck = (): void => undefined;
   const watch = await watchAssignedRuns(client, cfg, runner, log, () => recheck());
@@ -233,7 +252,7 @@ export async function startDaemon(o: {
   runner.onRelease = recheck;
   const sessions = await sessionsStarted;
   const timer = startHeartbeat(client, cfg, runtime, sessions.fingerprint, log);
-  const health = await serveHealth(cfg, runtime);
+  const health = await serveHealth(cfg, runtime, metrics.registry);
   log.info({ pod: cfg.podName, runtime: cfg.runtime, workers: cfg.workers }, 'runtimed ready');
   return {
     drain: (boundMs) => gc.drain(boundMs),

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import https from 'node:https';
 import pino from 'pino';
+import { GatewayMetrics } from './gateway-metrics.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { CallTarget } from './function-runs.ts';
 import { INVOCATION_HEADER, parseInvokePath, ReviewCache, startGateway, type Gateway, type Review } from './gateway.ts';
@@ -42,6 +43,7 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
   let gw: Gateway;
   const reviews: string[] = [];
   let target: CallTarget = { code: 503, message: 'not ready' };
+  const metrics = new GatewayMetrics();
   before(async () => {
     gw = await startGateway({
       address: '127.0.0.1',
@@ -49,6 +51,7 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
       namespace: 'ns',
       client: {} as KubeClient,
       log: pino({ level: 'silent' }),
+      metrics,
       target: () => target,
       review: (token): Promise<Review> => {
         reviews.push(token);
@@ -116,6 +119,20 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
   it('refuses non-JSON (400) and bodies over 1 MiB (413)', async () => {
     assert.equal((await post(gw, path, '{nope', 'good')).code, 400);
     assert.equal((await post(gw, path, `"${'x'.repeat(1 << 20)}"`, 'good')).code, 413);
+  });
+
+  it('counts requests by code, their latency and reviews in its metrics; nothing stays in flight', async () => {
+    const text = await metrics.registry.metrics();
+    const value = (line: string): number => Number(new RegExp(`^${line} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
+    assert.ok(value('kruntimes_gateway_invocations_total{code="200"}') >= 1);
+    assert.ok(value('kruntimes_gateway_invocations_total{code="401"}') >= 1);
+    assert.ok(value('kruntimes_gateway_invocations_total{code="429"}') >= 1);
+    assert.equal(
+      value('kruntimes_gateway_invocation_duration_seconds_count{code="200"}'),
+      value('kruntimes_gateway_invocations_total{code="200"}'),
+    );
+    assert.ok(value('kruntimes_gateway_authorization_reviews_total{result="allowed"}') >= 1);
+    assert.equal(value('kruntimes_gateway_inflight_requests'), 0);
   });
 
   it('expires cached reviews', () => {

@@ -21,7 +21,14 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { FunctionEndpoint } from '../lib/run/phases.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
+import type { Duplex } from 'node:stream';
+import type { WebSocketServer } from 'ws';
+import { sessionWebSocketServer } from '../lib/session/frames.ts';
+import { refuseUpgrade } from '../lib/session/relay.ts';
+import type { DialIn } from './dial-in.ts';
 import type { CallTarget } from './function-runs.ts';
+import { startOperation, type SessionRefusal, type SessionTarget } from './session-server.ts';
+import type { GatewayMetrics } from './gateway-metrics.ts';
 import { FUNCTION_IO_LIMIT, type InvokeResult } from './runtime-server/functions.ts';
 import type { Run } from './types.ts';
 
@@ -31,6 +38,9 @@ export const REVIEW_TTL_MS = 30_000;
 const REVIEW_CACHE_MAX = 10_000;
 
 const INVOKE_PATH = /^\/v1\/namespaces\/([a-z0-9-]{1,63})\/runs\/([a-z0-9.-]{1,253})\/([A-Za-z0-9-]{1,64})\/invoke$/;
+const SESSION_PATH = /^\/v1\/namespaces\/([a-z0-9-]{1,63})\/runs\/([a-z0-9.-]{1,253})\/([A-Za-z0-9-]{1,64})\/session$/;
+/** Browsers cannot set Authorization on a WebSocket: the token may come as this subprotocol (as with kube-apiserver). */
+export const TOKEN_PROTOCOL_PREFIX = 'base64url.bearer.authorization.k8s.io.';
 
 export interface InvokeRoute {
   namespace: string;
@@ -45,7 +55,32 @@ export function parseInvokePath(pathname: string): InvokeRoute | undefined {
   return { namespace: m[1], name: m[2], uid: m[3] };
 }
 
+/** Pure: the Run a session URL names (`.../runs/{name}/{uid}/session`), or undefined. */
+export function parseSessionPath(pathname: string): InvokeRoute | undefined {
+  const m = SESSION_PATH.exec(pathname);
+  if (!m?.[1] || !m[2] || !m[3]) return undefined;
+  return { namespace: m[1], name: m[2], uid: m[3] };
+}
+
+/** Pure: the caller's token from `Authorization: Bearer` or, for browsers, the token subprotocol. */
+export function callerToken(headers: IncomingMessage['headers']): string | undefined {
+  const auth = headers.authorization ?? '';
+  if (auth.startsWith('Bearer ') && auth.length > 7) return auth.slice(7).trim();
+  for (const p of String(headers['sec-websocket-protocol'] ?? '').split(',')) {
+    const v = p.trim();
+    if (v.startsWith(TOKEN_PROTOCOL_PREFIX) && v.length > TOKEN_PROTOCOL_PREFIX.length)
+      return Buffer.from(v.slice(TOKEN_PROTOCOL_PREFIX.length), 'base64url').toString('utf8');
+  }
+  return undefined;
+}
+
 export type Review = 'allowed' | 'denied' | 'unauthenticated';
+/** What a caller asks for: a function call (`get` runs) or a session operation (`create` runs/session, as the aggregated API). */
+export type Access = 'invoke' | 'session';
+const ACCESS: Record<Access, { verb: string; group: string; resource: string; subresource?: string }> = {
+  invoke: { verb: 'get', group: 'kruntimes.io', resource: 'runs' },
+  session: { verb: 'create', group: 'sessions.kruntimes.io', resource: 'runs', subresource: 'session' },
+};
 
 /** Authorization answers per sha256(token) + Run, reused for at most ttlMs; the token itself is never kept. */
 export class ReviewCache {
@@ -55,8 +90,8 @@ export class ReviewCache {
     private readonly max = REVIEW_CACHE_MAX,
   ) {}
 
-  static key(token: string, r: InvokeRoute): string {
-    return `${createHash('sha256').update(token).digest('hex')}/${r.namespace}/${r.name}`;
+  static key(token: string, r: InvokeRoute, access: Access = 'invoke'): string {
+    return `${createHash('sha256').update(token).digest('hex')}/${access}/${r.namespace}/${r.name}`;
   }
 
   get(key: string, now: number): Review | undefined {
@@ -78,8 +113,13 @@ export class ReviewCache {
   }
 }
 
-/** Asks the API server, as the caller, whether the caller may `get` the Run. */
-export async function reviewAsCaller(client: KubeClient, token: string, r: InvokeRoute): Promise<Review> {
+/** Asks the API server, as the caller, whether the caller may `get` the Run (or open a session on it). */
+export async function reviewAsCaller(
+  client: KubeClient,
+  token: string,
+  r: InvokeRoute,
+  access: Access = 'invoke',
+): Promise<Review> {
   try {
     const res = await client
       .withToken(token)
@@ -89,13 +129,7 @@ export async function reviewAsCaller(client: KubeClient, token: string, r: Invok
           apiVersion: 'authorization.k8s.io/v1',
           kind: 'SelfSubjectAccessReview',
           spec: {
-            resourceAttributes: {
-              namespace: r.namespace,
-              verb: 'get',
-              group: 'kruntimes.io',
-              resource: 'runs',
-              name: r.name,
-            },
+            resourceAttributes: { namespace: r.namespace, name: r.name, ...ACCESS[access] },
           },
         },
       );
@@ -115,8 +149,14 @@ export interface GatewayDeps {
   client: KubeClient;
   log: Logger;
   target(name: string, uid: string): CallTarget;
-  review?: (token: string, r: InvokeRoute) => Promise<Review>;
+  review?: (token: string, r: InvokeRoute, access: Access) => Promise<Review>;
+  /** Session operations through the gateway (SDK and browser clients); absent: 404. */
+  sessions?: {
+    channel: DialIn;
+    target(name: string, uid: string): SessionTarget | SessionRefusal | { code: 404; message: string };
+  };
   now?: () => number;
+  metrics?: GatewayMetrics;
 }
 
 export interface Gateway {
@@ -157,18 +197,53 @@ export function resultAnswer(r: InvokeResult): { code: number; reason?: string; 
   return { code: codes[r.reason] ?? 500, reason: r.reason, body: r.error };
 }
 
-async function readLimited(req: IncomingMessage, limit: number): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req) {
-    size += (c as Buffer).length;
-    if (size > limit) return undefined;
-    chunks.push(c as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/** The body, or undefined past `limit` bytes (events, not an async iterator: this is the hot path). */
+function readLimited(req: IncomingMessage, limit: number): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= limit) chunks.push(c);
+    });
+    req.once('end', () => resolve(size > limit ? undefined : Buffer.concat(chunks).toString('utf8')));
+    req.once('error', reject);
+  });
 }
 
-/** Authentication and authorization of one call; undefined when allowed, else the refusal sent. */
+type Refusal = { code: 401 | 403; reason: string; message: string };
+
+/** Authentication and authorization of a caller for a Run: undefined when allowed, else the refusal. */
+async function decide(
+  d: GatewayDeps,
+  cache: ReviewCache,
+  token: string | undefined,
+  route: InvokeRoute,
+  access: Access,
+): Promise<Refusal | undefined> {
+  if (!token) return { code: 401, reason: 'Unauthorized', message: 'a bearer token is required' };
+  const now = (d.now ?? Date.now)();
+  const key = ReviewCache.key(token, route, access);
+  let review = cache.get(key, now);
+  if (!review) {
+    review = await (d.review ?? ((t, r, x) => reviewAsCaller(d.client, t, r, x)))(token, route, access);
+    d.metrics?.reviews.inc({ result: review });
+    if (review !== 'unauthenticated') cache.set(key, review, now);
+  }
+  if (review === 'unauthenticated')
+    return { code: 401, reason: 'Unauthorized', message: 'the token was not accepted by the Kubernetes API server' };
+  if (review === 'denied') {
+    const what = access === 'invoke' ? 'get runs.kruntimes.io' : 'create runs/session (sessions.kruntimes.io)';
+    return {
+      code: 403,
+      reason: 'Forbidden',
+      message: `the caller may not ${what} ${route.name} in ${route.namespace}`,
+    };
+  }
+  return undefined;
+}
+
+/** Authentication and authorization of one call; true when allowed, else the refusal is sent. */
 async function authorize(
   d: GatewayDeps,
   cache: ReviewCache,
@@ -177,27 +252,32 @@ async function authorize(
   route: InvokeRoute,
 ): Promise<boolean> {
   const auth = req.headers.authorization ?? '';
-  if (!auth.startsWith('Bearer ') || auth.length <= 7) {
-    status(res, 401, 'Unauthorized', 'a bearer token is required', { 'WWW-Authenticate': 'Bearer' });
-    return false;
+  const token = auth.startsWith('Bearer ') && auth.length > 7 ? auth.slice(7).trim() : undefined;
+  const refusal = await decide(d, cache, token, route, 'invoke');
+  if (!refusal) return true;
+  status(res, refusal.code, refusal.reason, refusal.message, token ? {} : { 'WWW-Authenticate': 'Bearer' });
+  return false;
+}
+
+/** A session operation through the gateway: route, authorise as the aggregated API does, then relay. */
+async function upgrade(
+  d: GatewayDeps,
+  cache: ReviewCache,
+  wss: WebSocketServer,
+  up: { req: IncomingMessage; socket: Duplex; head: Buffer },
+): Promise<void> {
+  const { req, socket } = up;
+  const route = parseSessionPath(new URL(req.url ?? '/', 'https://gateway').pathname);
+  if (!route || route.namespace !== d.namespace || !d.sessions)
+    return refuseUpgrade(socket, 404, 'NotFound', 'no such session endpoint');
+  const refusal = await decide(d, cache, callerToken(req.headers), route, 'session');
+  if (refusal) return refuseUpgrade(socket, refusal.code, refusal.reason, refusal.message);
+  const target = d.sessions.target(route.name, route.uid);
+  if ('code' in target) {
+    const reason = { 404: 'NotFound', 409: 'Conflict', 429: 'TooManyRequests' }[target.code];
+    return refuseUpgrade(socket, target.code, reason, target.message);
   }
-  const token = auth.slice(7).trim();
-  const now = (d.now ?? Date.now)();
-  const key = ReviewCache.key(token, route);
-  let review = cache.get(key, now);
-  if (!review) {
-    review = await (d.review ?? ((t, r) => reviewAsCaller(d.client, t, r)))(token, route);
-    if (review !== 'unauthenticated') cache.set(key, review, now);
-  }
-  if (review === 'unauthenticated') {
-    status(res, 401, 'Unauthorized', 'the token was not accepted by the Kubernetes API server');
-    return false;
-  }
-  if (review === 'denied') {
-    status(res, 403, 'Forbidden', `the caller may not get runs.kruntimes.io ${route.name} in ${route.namespace}`);
-    return false;
-  }
-  return true;
+  startOperation(d.sessions.channel, wss, target, up);
 }
 
 /** One request: route, authorise (before anything about the Run is revealed), read, call, answer. */
@@ -223,10 +303,10 @@ async function serve(d: GatewayDeps, cache: ReviewCache, req: IncomingMessage, r
   const started = performance.now();
   const result = await target.call(payload);
   const a = resultAnswer(result);
-  d.log.info(
-    { run: route.name, invocation: id, code: a.code, ms: Math.round(performance.now() - started) },
-    'function call',
-  );
+  // Per call at debug (the hot path; counts and latency are metrics); failed calls at info.
+  const fields = { run: route.name, invocation: id, code: a.code, ms: Math.round(performance.now() - started) };
+  if (a.reason) d.log.info({ ...fields, reason: a.reason }, 'function call failed');
+  else d.log.debug(fields, 'function call');
   if (a.reason) return status(res, a.code, a.reason, a.body, { [INVOCATION_HEADER]: id });
   res.writeHead(200, {
     'Content-Type': 'application/json',
@@ -236,16 +316,37 @@ async function serve(d: GatewayDeps, cache: ReviewCache, req: IncomingMessage, r
   res.end(a.body);
 }
 
+/** Counts a request in flight until its answer is sent (or the connection goes), then by code and time. */
+function measure(m: GatewayMetrics, res: ServerResponse): void {
+  const started = performance.now();
+  m.inflight.inc();
+  res.once('close', () => {
+    m.inflight.dec();
+    const code = String(res.statusCode);
+    m.invocations.inc({ code });
+    m.duration.observe({ code }, (performance.now() - started) / 1000);
+  });
+}
+
 export async function startGateway(d: GatewayDeps): Promise<Gateway> {
   const now = new Date();
   const ca = await createCa(`runtimed-gateway-issuer.${d.address}`, now, 365);
   const pair = await issueServing(ca, `runtimed-gateway.${d.address}`, { dns: [], ips: [d.address] }, now, 365);
   const cache = new ReviewCache();
   const srv = https.createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (req, res) => {
+    if (d.metrics) measure(d.metrics, res);
     serve(d, cache, req, res).catch((err: unknown) => {
       d.log.error({ err, path: req.url }, 'gateway request failed');
       if (!res.headersSent) status(res, 503, 'ServiceUnavailable', 'the gateway could not complete the call');
       else res.destroy();
+    });
+  });
+  const wss = sessionWebSocketServer();
+  srv.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => undefined);
+    upgrade(d, cache, wss, { req, socket, head }).catch((err: unknown) => {
+      d.log.error({ err }, 'gateway session request failed');
+      refuseUpgrade(socket, 503, 'ServiceUnavailable', 'the gateway could not open the session');
     });
   });
   srv.keepAliveTimeout = 60_000;

@@ -782,6 +782,11 @@ export class Runner implements FunctionHost {
     await this.release(a);
   }
 
+  /** The name of the Run with this UID running on this Pod (the gateway checks a URL's name against it). */
+  activeRunName(uid: string): string | undefined {
+    return this.active.get(uid)?.run.metadata.name;
+  }
+
   /** The session endpoint's view of a Run UID: a target while the session is Ready on this Pod, else why not. */
   sessionTarget(uid: string): SessionTarget | SessionRefusal {
     const a = this.active.get(uid);

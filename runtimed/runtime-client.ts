@@ -1,5 +1,6 @@
 /** runtimed's client of the Runtime Server over the connections it dials in (keep-alive HTTP/1.1). */
 import http, { type IncomingMessage } from 'node:http';
+import { CallChannel, oneLine } from './call-channel.ts';
 import type { DialIn } from './dial-in.ts';
 import type { ExecRequest } from './runtime-server/command.ts';
 import type { OutputRecord, Summary } from './runtime-server/executions.ts';
@@ -10,13 +11,9 @@ export class FunctionRegistrationError extends Error {
   readonly reason = 'FunctionRegistration';
 }
 
-/** A body that is already JSON text (a function payload): sent as is. */
-class RawJson {
-  constructor(readonly text: string) {}
-}
-
 export class RuntimeClient {
   private readonly agent: http.Agent;
+  private readonly channels = new Map<string, CallChannel>();
   constructor(readonly channel: DialIn) {
     this.agent = channel.agent();
   }
@@ -27,7 +24,7 @@ export class RuntimeClient {
     body?: unknown,
     timeoutMs = 10_000,
   ): Promise<{ code: number; res: IncomingMessage }> {
-    const payload = body === undefined ? undefined : body instanceof RawJson ? body.text : JSON.stringify(body);
+    const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = http.request(
         {
@@ -97,17 +94,20 @@ export class RuntimeClient {
     if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
   }
 
-  /** One call of a registered function; `payload` is JSON text (at most 1 MiB). No timeout: the Run's bounds the call. */
+  /**
+   * One call of a registered function; `payload` is JSON text (at most 1 MiB). No timeout: the
+   * Run's bounds the call. It goes over the function's call channel (call-channel.ts), opened on
+   * the first call and kept: one line each way, no HTTP request per call.
+   */
   async invokeFunction(id: string, payload: string): Promise<InvokeResult> {
-    const r = await this.json<InvokeResult & { message?: string }>(
-      'POST',
-      `/v1/functions/${encodeURIComponent(id)}/invoke`,
-      new RawJson(payload),
-      0,
-    );
-    if (r.code === 404) return { ok: false, reason: 'NotRegistered', error: r.body.message ?? 'not registered' };
-    if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
-    return r.body;
+    let ch = this.channels.get(id);
+    if (!ch?.open) {
+      ch = await CallChannel.open(this.channel.createConnection, id);
+      if (!ch) return { ok: false, reason: 'NotRegistered', error: `function ${id} not registered` };
+      this.channels.get(id)?.close();
+      this.channels.set(id, ch);
+    }
+    return ch.call(oneLine(payload));
   }
 
   async cancelFunctionCall(id: string): Promise<void> {
@@ -115,6 +115,8 @@ export class RuntimeClient {
   }
 
   async unregisterFunction(id: string): Promise<void> {
+    this.channels.get(id)?.close();
+    this.channels.delete(id);
     await this.json('DELETE', `/v1/functions/${encodeURIComponent(id)}`);
   }
 
@@ -151,5 +153,7 @@ export class RuntimeClient {
 
   close(): void {
     this.agent.destroy();
+    for (const ch of this.channels.values()) ch.close();
+    this.channels.clear();
   }
 }

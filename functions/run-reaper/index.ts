@@ -9,7 +9,7 @@ import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition } from '../../lib/run/conditions.ts';
-import { terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
+import { isTerminal, terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
 import { currentAttempt, shouldRetry, type RetryPolicy } from '../../lib/run/retry.ts';
 import { STALE_MS } from '../../lib/run/fencing.ts';
 
@@ -82,40 +82,81 @@ export function ended(run: RunObj, reason: string, message: string, now: string)
   };
 }
 
+/** runtimed's finalizer on a function Run (runtimed/function-runs.ts): it unregisters the handler first. */
+export const FUNCTION_FINALIZER = 'kruntimes.io/function-cleanup';
+
+/**
+ * A terminal (or deleted) function Run still holding runtimed's cleanup finalizer while it has no
+ * Pod (reset for a retry) or its Pod is gone or replaced: the handler died with the Pod (or was
+ * fenced) and no runtimed is left to drop the finalizer, so the reaper does (a JSON patch that
+ * tests the entry first). Otherwise deleting the Run would hang.
+ */
+export function leftoverFinalizer(run: RunObj, pod: PodObj | undefined): Operation | undefined {
+  const i = (run.metadata.finalizers ?? []).indexOf(FUNCTION_FINALIZER);
+  if (i < 0 || !(isTerminal(run.status?.phase) || run.metadata.deletionTimestamp)) return undefined;
+  // Still on a live Pod: its runtimed unregisters and drops the finalizer itself.
+  if (run.status?.assignedPod && pod && (!run.status.assignedPodUID || pod.metadata.uid === run.status.assignedPodUID))
+    return undefined;
+  const path = `/metadata/finalizers/${i}`;
+  return {
+    op: 'patch',
+    resource: R.runs,
+    namespace: run.metadata.namespace ?? '',
+    name: run.metadata.name ?? '',
+    patchType: 'json',
+    patch: [
+      { op: 'test', path, value: FUNCTION_FINALIZER },
+      { op: 'remove', path },
+    ],
+  };
+}
+
+/** A stale Run: back to Pending for a retry, or its terminal status; and the event saying why. */
+function lost(run: RunObj, v: { reason: string; message: string }, now: Date): Operation[] {
+  const attempt = currentAttempt(run.status?.attempt);
+  const retry = shouldRetry(run.spec.retryPolicy, attempt, v.reason);
+  const status = retry
+    ? reset(run, v.reason, v.message, now.toISOString())
+    : ended(run, v.reason, v.message, now.toISOString());
+  return [
+    { op: 'status', resource: R.runs, object: { ...run, status } },
+    eventOp(
+      involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'),
+      {
+        type: 'Warning',
+        reason: v.reason,
+        message: retry ? `${v.message}; retrying (attempt ${attempt + 1})` : v.message,
+        key: `${run.status?.assignedPodUID ?? run.status?.assignedPod}|${attempt}`,
+      },
+      now,
+      'kruntimes-reaper',
+    ),
+  ];
+}
+
 export function reap({ key, state, now }: ReconcileInput): Operation[] {
   const [ns = '', runtime = ''] = key.split('/');
   const ops: Operation[] = [];
   let recheck: number | undefined;
-  const active = (state.list(R.runs, ns) as RunObj[]).filter(
-    (r) =>
-      r.spec.runtime === runtime &&
-      r.status?.assignedPod &&
-      ['Scheduled', 'Running', 'Ready'].includes(r.status.phase ?? ''),
+  const runs = (state.list(R.runs, ns) as RunObj[]).filter((r) => r.spec.runtime === runtime);
+  const podOf = (r: RunObj): PodObj | undefined =>
+    r.status?.assignedPod ? state.get(R.pods, ns, r.status.assignedPod) : undefined;
+  for (const run of runs) {
+    const op = leftoverFinalizer(run, podOf(run));
+    if (op) ops.push(op);
+  }
+  const active = runs.filter(
+    (r) => r.status?.assignedPod && ['Scheduled', 'Running', 'Ready'].includes(r.status.phase ?? ''),
   );
   for (const run of active) {
-    const v = judge(run, state.get(R.pods, ns, run.status!.assignedPod!), now.getTime());
+    const v = judge(run, podOf(run), now.getTime());
     if (!v.stale) {
       if (v.recheckAt) recheck = Math.min(recheck ?? Infinity, v.recheckAt);
       continue;
     }
-    const retry = shouldRetry(run.spec.retryPolicy, currentAttempt(run.status?.attempt), v.reason);
-    const status = retry
-      ? reset(run, v.reason, v.message, now.toISOString())
-      : ended(run, v.reason, v.message, now.toISOString());
-    ops.push(
-      { op: 'status', resource: R.runs, object: { ...run, status } },
-      eventOp(
-        involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'),
-        {
-          type: 'Warning',
-          reason: v.reason,
-          message: retry ? `${v.message}; retrying (attempt ${currentAttempt(run.status?.attempt) + 1})` : v.message,
-          key: `${run.status?.assignedPodUID ?? run.status?.assignedPod}|${currentAttempt(run.status?.attempt)}`,
-        },
-        now,
-        'kruntimes-reaper',
-      ),
-    );
+    ops.push(...lost(run, v, now));
+    // A function Run that ends here loses its cleanup finalizer on a later pass (after this status write).
+    if (run.metadata.finalizers?.includes(FUNCTION_FINALIZER)) recheck = Math.min(recheck ?? Infinity, 0);
   }
   if (recheck !== undefined) ops.push({ op: 'requeue', afterMs: Math.max(1000, recheck - now.getTime() + 100) });
   return ops;
@@ -130,10 +171,14 @@ const fn: FunctionDef = {
     resource: R.runs,
     keys: (o) => [`${o.metadata.namespace}/${(o as RunObj).spec?.runtime ?? ''}`],
     // Wake when a Run becomes assigned (to start watching its Pod); Pod events and requeues do the rest.
+    // Also a terminal Run holding runtimed's function finalizer (leftoverFinalizer).
     filter: (e) => {
       const active = (o?: KubeObject): boolean =>
         ['Scheduled', 'Running', 'Ready'].includes((o as RunObj | undefined)?.status?.phase ?? '');
-      return active(e.object) && !active(e.old);
+      const leftover = (o?: KubeObject): boolean =>
+        !!o?.metadata.finalizers?.includes(FUNCTION_FINALIZER) &&
+        (isTerminal((o as RunObj).status?.phase) || !!o.metadata.deletionTimestamp);
+      return (active(e.object) && !active(e.old)) || leftover(e.object);
     },
     also: [
       {
@@ -146,7 +191,8 @@ const fn: FunctionDef = {
   },
   concurrency: 2,
   rbac: [
-    { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get', 'list', 'watch'] },
+    // patch: only to drop runtimed's function finalizer of a Run whose Pod is gone (leftoverFinalizer).
+    { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get', 'list', 'watch', 'patch'] },
     { apiGroups: ['kruntimes.io'], resources: ['runs/status'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },

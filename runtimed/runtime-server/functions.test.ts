@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CallOutput } from './bash-worker.ts';
 import { Functions, RegistrationError, bashScript, outputValue, splitHandler } from './functions.ts';
 
 const env = { PATH: process.env.PATH };
@@ -47,6 +48,37 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     assert.match(r && !r.ok ? r.error : '', /exit status 2: .*boom/s);
     assert.deepEqual(await fns.get('a')?.invoke('2'), { ok: true, output: { got: 2 } });
     await assert.rejects(fns.register({ id: 'c', handler: 'h.nope', workingDir: dir }), /no bash function "nope"/);
+    fns.fence();
+  });
+
+  it('bash: a warm worker sources once; calls are isolated from each other (state, output, processes)', async () => {
+    const dir = await dirWith({
+      'h.sh': [
+        'echo sourced >> sourced.log',
+        'count=0',
+        'f() {',
+        '  count=$((count + 1))',
+        '  printf \'{"count":%s,"prev":"%s","pwd":"%s"}\' "$count" "${PREV:-}" "$PWD"',
+        '  PREV=set; export LEAK=1; cd /; trap "echo trapped >&2" EXIT',
+        '  ( sleep 0.3; echo late ) &',
+        '}',
+        'big() { head -c 1100000 /dev/zero | tr "\\0" a; }',
+        '',
+      ].join('\n'),
+    });
+    const fns = new Functions('bash', env);
+    await fns.register({ id: 'w', handler: 'h.f', workingDir: dir });
+    const first = await fns.get('w')!.invoke('1');
+    await new Promise((r) => setTimeout(r, 500)); // the first call's background job would have written by now
+    const second = await fns.get('w')!.invoke('2');
+    assert.deepEqual(first, second);
+    assert.deepEqual(first.ok && first.output, { count: 1, prev: '', pwd: dir });
+    assert.equal(await readFile(join(dir, 'sourced.log'), 'utf8'), 'sourced\n');
+    await fns.register({ id: 'big', handler: 'h.big', workingDir: dir });
+    const big = await fns.get('big')!.invoke('1');
+    assert.equal(big.ok ? '' : big.reason, 'OutputTooLarge');
+    assert.equal((await fns.get('w')!.invoke('3')).ok, true);
+    fns.fence();
   });
 
   it('python: imports the module once at registration and keeps it warm across calls', async () => {
@@ -79,5 +111,28 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     assert.equal(fns.unregister('s'), true);
     const r = await first;
     assert.deepEqual(r.ok ? '' : r.reason, 'Cancelled');
+  });
+
+  it('bash: cancelling a call keeps the warm worker for the next call', async () => {
+    const dir = await dirWith({ 'h.sh': 'f() { [ "$1" = 1 ] && sleep 30; echo "$1"; }\n' });
+    const fns = new Functions('bash', env);
+    await fns.register({ id: 'c', handler: 'h.f', workingDir: dir });
+    const first = fns.get('c')!.invoke('1');
+    await new Promise((r) => setTimeout(r, 200));
+    fns.get('c')!.cancel();
+    const r = await first;
+    assert.equal(r.ok ? '' : r.reason, 'Cancelled');
+    assert.deepEqual(await fns.get('c')!.invoke('2'), { ok: true, output: 2 });
+    fns.fence();
+  });
+
+  it('bash: reads a call end marker split across chunks and bounds the output', () => {
+    const out = new CallOutput('\ntok ', 10);
+    assert.equal(out.push(Buffer.from('hello\nto')), undefined);
+    assert.deepEqual(out.push(Buffer.from('k 0\n')), { output: 'hello', status: '0', tooLarge: false });
+    assert.equal(out.push(Buffer.from('x'.repeat(40))), 'overflow');
+    assert.equal(out.push(Buffer.from('y'.repeat(40))), undefined);
+    assert.deepEqual(out.push(Buffer.from('\ntok 137\n')), { output: '', status: '137', tooLarge: true });
+    assert.deepEqual(out.push(Buffer.from('ok\ntok 0\n')), { output: 'ok', status: '0', tooLarge: false });
   });
 });

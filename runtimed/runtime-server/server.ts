@@ -9,6 +9,8 @@
  *   DELETE /v1/executions/:id              forget (409 while running)
  *   POST   /v1/functions                   register a function handler (idempotent per id; 422 when unusable)
  *   POST   /v1/functions/:id/invoke        one call: JSON payload in, {ok, output | reason, error} out
+ *   GET    /v1/functions/:id/calls         Upgrade: kruntimes-function-calls; then one line per call
+ *                                          each way (function-calls.ts), the invoke hot path
  *   POST   /v1/functions/:id/cancel        kill the in-flight call
  *   DELETE /v1/functions/:id               unregister (kills an in-flight call)
  *   POST   /v1/lease                       {"validForMs": n}: renew the execution lease (lease.ts)
@@ -21,6 +23,7 @@ import type { ExecRequest, Language } from './command.ts';
 import { Executions, type Execution, type OutputRecord, type Summary } from './executions.ts';
 import { SessionOperations } from './sessions.ts';
 import { ExecutionLease } from './lease.ts';
+import { CALLS_UPGRADE, callsPathId, serveCallChannel } from './function-calls.ts';
 import { FUNCTION_IO_LIMIT, Functions, RegistrationError, type FunctionSpec } from './functions.ts';
 
 function json(res: ServerResponse, code: number, body: unknown): void {
@@ -127,7 +130,7 @@ async function functionRoute(
   if (req.method === 'DELETE') return json(res, 200, { unregistered: fns.unregister(id) });
   if (!f) return json(res, 404, { message: `function ${id} not registered` });
   if (req.method === 'POST' && parts[3] === 'cancel') {
-    f.close();
+    f.cancel();
     return json(res, 200, {});
   }
   if (req.method !== 'POST' || parts[3] !== 'invoke') return json(res, 405, { message: 'method not allowed' });
@@ -199,8 +202,11 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
     );
   });
   srv.on('upgrade', (req, socket, head) => {
-    if (new URL(req.url ?? '/', 'http://runtime').pathname === '/v1/sessions')
-      sessions.handleUpgrade(req, socket, head);
+    const pathname = new URL(req.url ?? '/', 'http://runtime').pathname;
+    const fnId = callsPathId(pathname);
+    if (pathname === '/v1/sessions') sessions.handleUpgrade(req, socket, head);
+    else if (fnId && req.headers.upgrade === CALLS_UPGRADE)
+      serveCallChannel(socket, head, fnId, fns, () => lease.expired());
     else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
   });
   // Connections come from runtimed's socket only, and may wait idle until runtimed uses them.

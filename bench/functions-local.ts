@@ -1,0 +1,103 @@
+/**
+ * Function calls without a cluster (issue 15): the invoke path's real pieces on one machine, to
+ * profile it hop by hop. A Runtime Server child process (as in a Runtime Pod) dials a DialIn
+ * socket; the Runtime Gateway (authorization answered as allowed, cached as in a Pod) forwards to
+ * it through RuntimeClient; the client is lib/invoke. Side by side, in the same run: a bare HTTPS
+ * JSON echo (keep-alive), RuntimeClient straight to the Runtime Server (no gateway), and the
+ * gateway, for a trivial bash and python handler.
+ *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 rounds, one call of each measure per round
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import type { KubeClient } from '../lib/kube/client.ts';
+import { closeInvokeAgents, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
+import { REPO_ROOT } from '../localenv/paths.ts';
+import { DialIn } from '../runtimed/dial-in.ts';
+import { startGateway } from '../runtimed/gateway.ts';
+import { RuntimeClient } from '../runtimed/runtime-client.ts';
+import type { Run } from '../runtimed/types.ts';
+import { bareEcho, PAYLOAD } from './bare-echo.ts';
+import { interleaved, ms, ratio, summary } from './stats.ts';
+
+const CALLS = Number(process.env.BENCH_CALLS ?? '500');
+const HANDLERS = {
+  bash: { handler: 'echo.echo', file: 'echo.sh', text: 'echo() { printf "%s" "$1"; }\n' },
+  python: { handler: 'fns.echo.echo', file: 'fns/echo.py', text: 'def echo(p):\n    return p\n' },
+};
+
+/** A Runtime Server child process for `lang`, dialled in, with the echo handler registered. */
+async function runtimeServer(
+  dir: string,
+  lang: 'bash' | 'python',
+): Promise<{ rc: RuntimeClient; child: ChildProcess }> {
+  const work = join(dir, `work-${lang}`);
+  const h = HANDLERS[lang];
+  mkdirSync(join(work, 'fns'), { recursive: true });
+  writeFileSync(join(work, h.file), h.text);
+  const dial = new DialIn(join(dir, `${lang}.sock`), 30_000);
+  await dial.listen();
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts'), 'runtime-server', '--language', lang],
+    { env: { ...process.env, KRT_RUNTIME_SOCKET: dial.path }, stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const rc = new RuntimeClient(dial);
+  await rc.registerFunction({ id: lang, handler: h.handler, workingDir: work });
+  return { rc, child };
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'krt-fnbench-'));
+  const servers = { bash: await runtimeServer(dir, 'bash'), python: await runtimeServer(dir, 'python') };
+  const gw = await startGateway({
+    address: '127.0.0.1',
+    port: 0,
+    namespace: 'bench',
+    client: undefined as unknown as KubeClient,
+    log: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })),
+    review: () => Promise.resolve('allowed'),
+    target: (name) => {
+      if (name === 'fn-noop')
+        return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
+      const rc = servers[name === 'fn-bash' ? 'bash' : 'python'].rc;
+      return { code: 200, run: {} as Run, call: (p) => rc.invokeFunction(name.slice(3), p) };
+    },
+  });
+  const bare = await bareEcho();
+  try {
+    const ep = (name: string): InvokeEndpoint =>
+      gw.endpoint({ metadata: { namespace: 'bench', name, uid: 'u' } } as Run);
+    const payload = JSON.stringify(PAYLOAD);
+    const r = await interleaved(CALLS, {
+      'bare HTTPS round trip (keep-alive)': bare.call,
+      'gateway alone (a target that answers at once)': () => invokeEndpoint(ep('fn-noop'), 'token', PAYLOAD),
+      'python: Runtime Server direct (call channel)': () => servers.python.rc.invokeFunction('python', payload),
+      'python: through the gateway': () => invokeEndpoint(ep('fn-python'), 'token', PAYLOAD),
+      'bash: Runtime Server direct (call channel)': () => servers.bash.rc.invokeFunction('bash', payload),
+      'bash: through the gateway': () => invokeEndpoint(ep('fn-bash'), 'token', PAYLOAD),
+    });
+    const base = summary(r['bare HTTPS round trip (keep-alive)']?.lat ?? []).p50;
+    const lines = [
+      `function calls without a cluster: ${CALLS} rounds, one call of each measure per round; payload ${payload}`,
+    ];
+    for (const [name, m] of Object.entries(r)) {
+      const x = summary(m.lat);
+      lines.push(
+        `${name.padEnd(48)} p50 ${ms(x.p50).padStart(8)}  p99 ${ms(x.p99).padStart(8)}  ${m.perSec.toFixed(0).padStart(5)}/s  ${ratio(x.p50, base)} bare`,
+      );
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    bare.close();
+    closeInvokeAgents();
+    gw.close();
+    for (const s of Object.values(servers)) s.child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
+process.exit(0);

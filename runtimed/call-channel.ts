@@ -1,0 +1,100 @@
+/**
+ * runtimed's end of a function's call channel (runtime-server/function-calls.ts): one upgraded,
+ * dialled-in connection per function, one line per call each way, opened on the first call and
+ * reopened after it closes. A channel carries one call at a time (the gateway allows one in
+ * flight per Run); a second concurrent call is answered Busy without touching the connection.
+ */
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import type { Oncreate } from './dial-in.ts';
+import { CALL_LINE_LIMIT, CALLS_UPGRADE, lineSplitter } from './runtime-server/function-calls.ts';
+import type { InvokeResult } from './runtime-server/functions.ts';
+
+type Waiter = { resolve: (r: InvokeResult) => void; reject: (e: Error) => void };
+
+export class CallChannel {
+  private waiter?: Waiter;
+  private constructor(
+    private readonly socket: Duplex,
+    head: Buffer,
+  ) {
+    const feed = lineSplitter(
+      CALL_LINE_LIMIT,
+      (line) => this.answer(line),
+      () => socket.destroy(new Error('the Runtime Server sent an over-long answer')),
+    );
+    const text = new StringDecoder('utf8');
+    socket.on('data', (c: Buffer) => feed(text.write(c)));
+    socket.on('error', () => undefined);
+    socket.on('close', () => this.fail(new Error('the call channel to the Runtime Server closed')));
+    if (head.length) feed(text.write(head));
+  }
+
+  /** Upgrades a connection from `connect` for function `id`; undefined when the function is not registered. */
+  static open(
+    connect: (opts: unknown, oncreate?: Oncreate) => undefined,
+    id: string,
+    timeoutMs = 10_000,
+  ): Promise<CallChannel | undefined> {
+    return new Promise((resolve, reject) => {
+      const req = http.request({
+        host: 'runtime',
+        path: `/v1/functions/${encodeURIComponent(id)}/calls`,
+        headers: { Connection: 'Upgrade', Upgrade: CALLS_UPGRADE },
+        createConnection: connect,
+      });
+      req.once('upgrade', (_res, socket, head) => {
+        socket.setTimeout(0);
+        resolve(new CallChannel(socket, head));
+      });
+      req.once('response', (res) => {
+        res.resume();
+        if (res.statusCode === 404) resolve(undefined);
+        else reject(new Error(`runtime server answered ${res.statusCode ?? 0} to a call channel`));
+      });
+      req.on('error', reject);
+      req.setTimeout(timeoutMs, () => req.destroy(new Error('runtime server call channel: timed out')));
+      req.end();
+    });
+  }
+
+  get open(): boolean {
+    return !this.socket.destroyed;
+  }
+
+  /** One call; `payload` is compact JSON text (no raw newline). Rejects when the channel closes first. */
+  call(payload: string): Promise<InvokeResult> {
+    if (this.waiter) return Promise.resolve({ ok: false, reason: 'Busy', error: 'a call is already in flight' });
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+      this.socket.write(`${payload}\n`);
+    });
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private answer(line: string): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    if (!w) return;
+    try {
+      w.resolve(JSON.parse(line) as InvokeResult);
+    } catch {
+      w.reject(new Error('the Runtime Server sent an answer that is not JSON'));
+    }
+  }
+
+  private fail(err: Error): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.reject(err);
+  }
+}
+
+/** A payload as one line: JSON text with layout newlines is re-serialised compactly. */
+export function oneLine(payload: string): string {
+  return payload.includes('\n') || payload.includes('\r') ? JSON.stringify(JSON.parse(payload)) : payload;
+}
