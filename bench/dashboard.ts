@@ -150,10 +150,14 @@ async function memory(env: Env, page: Page, dashboard: ChildProcess, kubectl: Ch
 async function main(): Promise<void> {
   await buildUi();
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `dashboard-${process.pid}`);
+  // A failed start still stops what it started (etcd, the control plane, the node agent).
   const env = await up({
     root,
     nodes: ['bench-a'],
     ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+  }).catch(async (err: unknown) => {
+    await down(root, { purge: true }).catch(() => undefined);
+    throw err;
   });
   const o: Observers = { ref: new Map(), page: new Map(), kubectl: new Map() };
   const procs: ChildProcess[] = [];
