@@ -72,8 +72,8 @@ describe('in-cluster dashboard: front door', function () {
     assert.equal(api.status, 401);
     const login = await request(`${token.origin}/login`);
     assert.equal(login.status, 200);
-    assert.match(login.headers['content-security-policy'] ?? '', /form-action 'self'/);
-    assert.match(login.headers['content-security-policy'] ?? '', /script-src 'self'/);
+    assert.match(String(login.headers['content-security-policy']), /form-action 'self'/);
+    assert.match(String(login.headers['content-security-policy']), /script-src 'self'/);
     assert.doesNotMatch(login.body, /<script|style=/);
     assert.equal((await request(`${token.origin}/healthz`, { headers: { host: 'pod-ip:8080' } })).status, 200);
   });

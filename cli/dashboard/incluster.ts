@@ -75,10 +75,12 @@ function loginPage(problem = ''): string {
 /** Who the token belongs to, asked of the API server (SelfSubjectReview); undefined when it refuses the token. */
 async function whoami(base: KubeClient, token: string): Promise<string | undefined> {
   try {
-    const r = await base.withToken(token).create<{ metadata: object; status?: { userInfo?: { username?: string } } }>(
-      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
-      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
-    );
+    const r = await base
+      .withToken(token)
+      .create<{ metadata: object; status?: { userInfo?: { username?: string } } }>(
+        '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      );
     return r.status?.userInfo?.username ?? '';
   } catch (err) {
     if (isApiError(err) && err.code === 401) return undefined;
@@ -127,7 +129,8 @@ function tokenOf(ctx: Ctx, req: Request): string | undefined {
 }
 
 function notSignedIn(ctx: Ctx, req: Request, res: Response): void {
-  if (ctx.o.auth === 'token' && req.method === 'GET' && !req.path.startsWith('/api/')) return res.redirect(303, '/login');
+  if (ctx.o.auth === 'token' && req.method === 'GET' && !req.path.startsWith('/api/'))
+    return res.redirect(303, '/login');
   const message =
     ctx.o.auth === 'proxy'
       ? 'no user token: the dashboard expects the auth proxy to send Authorization: Bearer'
