@@ -267,7 +267,7 @@ describe('dashboard in a real browser', function () {
       const wfs = `${GROUP}/namespaces/${ns}/workflows`;
       const asReader = await page.evaluate(async (p) => (await fetch(`/api/get?path=${p}`)).status, wfs);
       assert.equal(asReader, 403, 'the reader may not list Workflows: the server acts as the reader');
-      const viaProxy = (auth?: string) =>
+      const viaProxy = (auth?: string): Promise<number> =>
         fetch(`${byProxy.origin}/api/get?path=${encodeURIComponent(wfs)}`, {
           headers: auth ? { authorization: `Bearer ${auth}` } : {},
         }).then((r) => r.status);

@@ -21,7 +21,10 @@ interface Answer {
   body: string;
 }
 
-function request(url: string, o: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
+function request(
+  url: string,
+  o: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     const req = http.request(url, { method: o.method ?? 'GET', headers: o.headers }, (res) => {
       let body = '';
@@ -108,7 +111,7 @@ describe('in-cluster dashboard: front door', function () {
   it('behind an auth proxy: refuses a request without the bearer token, forwards one with it', async () => {
     const none = await request(`${proxy.origin}/api/config`);
     assert.equal(none.status, 401);
-    assert.match(JSON.parse(none.body).message as string, /auth proxy/);
+    assert.match((JSON.parse(none.body) as { message: string }).message, /auth proxy/);
     const withToken = await request(`${proxy.origin}/api/config`, { headers: { authorization: 'Bearer abc' } });
     assert.equal(withToken.status, 200);
     assert.equal((await request(`${proxy.origin}/login`)).status, 401, 'no sign-in page behind a proxy');

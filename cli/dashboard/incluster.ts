@@ -102,7 +102,8 @@ function signIn(ctx: Ctx) {
     // Login CSRF: only the page's own form may sign a browser in.
     if (req.headers.origin !== ctx.origin) return refuseCsrf(res);
     form(req, res, () => {
-      const token = String((req.body as { token?: unknown } | undefined)?.token ?? '').trim();
+      const given = (req.body as { token?: unknown } | undefined)?.token;
+      const token = typeof given === 'string' ? given.trim() : '';
       whoami(ctx.o.base, token).then((user) => {
         if (!token || user === undefined) {
           res.set('Content-Security-Policy', LOGIN_CSP);
