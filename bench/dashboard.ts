@@ -132,18 +132,34 @@ async function latency(env: Env, o: Observers): Promise<void> {
   );
 }
 
+/** The page's JS heap in use (Chromium's Performance domain), MiB. */
+async function heapMiB(page: Page): Promise<number> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('HeapProfiler.collectGarbage');
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  await cdp.detach();
+  return (metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? NaN) / 2 ** 20;
+}
+
 async function memory(env: Env, page: Page, dashboard: ChildProcess, kubectl: ChildProcess): Promise<void> {
-  const before = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0) };
+  const before = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0), heap: await heapMiB(page) };
   const names = Array.from({ length: OBJECTS }, (_, i) => `obj-${i}`);
+  const t0 = performance.now();
   for (let i = 0; i < names.length; i += 20)
     await Promise.all(names.slice(i, i + 20).map((n) => env.admin.create(RUNS_PATH, run(n, 'absent'))));
-  await page.waitForFunction(`document.querySelectorAll('tr[data-run]').length >= ${OBJECTS + RUNS}`, undefined, {
-    timeout: 120_000,
-  });
+  const created = performance.now();
+  const rows = `document.querySelectorAll('tr[data-run]').length`;
+  try {
+    await page.waitForFunction(`${rows} >= ${OBJECTS + RUNS + 1}`, undefined, { timeout: 180_000, polling: 250 });
+  } catch (err) {
+    throw new Error(`the page shows ${String(await page.evaluate(rows))} of ${OBJECTS + RUNS + 1} Runs`, { cause: err });
+  }
+  const shown = performance.now();
   await new Promise((r) => setTimeout(r, 2000));
-  const after = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0) };
+  const after = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0), heap: await heapMiB(page) };
   process.stdout.write(
-    `RSS with ${OBJECTS + RUNS} Runs in the namespace (before the ${OBJECTS}): dashboard server ${after.dash.toFixed(0)} MiB (${before.dash.toFixed(0)}), kubectl get runs -w ${after.kubectl.toFixed(0)} MiB (${before.kubectl.toFixed(0)}); ratio ${ratio(after.dash, after.kubectl)}\n`,
+    `${OBJECTS} Runs created in ${ms(created - t0)}; the page showed the last of them ${ms(shown - created)} after the last create\n` +
+      `RSS with ${OBJECTS + RUNS + 1} Runs in the namespace (before the ${OBJECTS}): dashboard server ${after.dash.toFixed(0)} MiB (${before.dash.toFixed(0)}), kubectl get runs -w ${after.kubectl.toFixed(0)} MiB (${before.kubectl.toFixed(0)}); ratio ${ratio(after.dash, after.kubectl)}; the page's JS heap ${after.heap.toFixed(1)} MiB (${before.heap.toFixed(1)})\n`,
   );
 }
 
