@@ -108,9 +108,16 @@ describe('dashboard in a real browser', function () {
       { ...read(), resources: ['workflows', 'runtimes', 'persistentworkspaces'] },
       { apiGroups: ['logs.kruntimes.io'], resources: ['runs/log'], verbs: ['get'] },
       { apiGroups: ['artifacts.kruntimes.io'], resources: ['runs/artifacts'], verbs: ['get'] },
+      { apiGroups: ['dev.kruntimes.io'], resources: ['workspaces', 'operations'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['dev.kruntimes.io'], resources: ['operations'], verbs: ['create'] },
       events,
     );
-    await grant(ns, 'reader', 'reader', { ...read(), resources: ['runs'] }, events);
+    const devRead = {
+      apiGroups: ['dev.kruntimes.io'],
+      resources: ['workspaces', 'operations'],
+      verbs: ['list', 'watch'],
+    };
+    await grant(ns, 'reader', 'reader', { ...read(), resources: ['runs'] }, devRead, events);
     const kc = { operator: await saKubeconfig(ns, 'operator'), reader: await saKubeconfig(ns, 'reader') };
     tokens.operator = tokenOf(kc.operator);
     tokens.reader = tokenOf(kc.reader);
@@ -279,6 +286,34 @@ describe('dashboard in a real browser', function () {
       await byToken.close();
       await byProxy.close();
     }
+  });
+
+  it('shows developer Workspaces with their operation and step; start/stop only for who may create Operations', async () => {
+    await admin().create(`/apis/dev.kruntimes.io/v1alpha1/namespaces/${ns}/projects`, {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Project',
+      metadata: { name: 'p1' },
+      spec: { repository: { url: 'https://git.example/o/r.git', defaultBranch: 'main' } },
+    });
+    const page = await open(full, `#/ns/${ns}/devworkspaces`);
+    // The controller's create operation for the Project's main Workspace, with the step it is at.
+    const current = '[data-devworkspace="p1-main"] [data-operation="p1-create"]';
+    await waitShown(page, `${current}:not([data-step=""])`);
+    const step = await page.getAttribute(current, 'data-step');
+    assert.ok(['sandbox', 'node', 'clone', 'plugin', 'done'].includes(step ?? ''), `a create step: ${step}`);
+    // The API server (admission) still decides: one unfinished operation per Project.
+    await page.locator('[data-devworkspace="p1-main"]').getByRole('button', { name: 'Stop' }).click();
+    await waitShown(page, '.refused:has-text("operation_in_progress")');
+    (page as Page & { errors: string[] }).errors.length = 0;
+    await shot(page, 'devworkspaces');
+    const reader = await open(limited, `#/ns/${ns}/devworkspaces`);
+    await waitShown(reader, '[data-devworkspace="p1-main"] [data-operation="p1-create"]');
+    assert.equal(await reader.getByRole('button', { name: 'Stop' }).count(), 0, 'hidden: no create on Operations');
+    const refused = await reader.evaluate(async (n) => {
+      const r = await fetch(`/api/devworkspaces/${n}/p1-main/stop`, { method: 'POST', headers: { 'X-Krt-Csrf': '1' } });
+      return r.status;
+    }, ns);
+    assert.equal(refused, 403, 'and refused by the API server');
   });
 
   it('refuses requests without the session cookie, with a foreign Host or without the CSRF header', async () => {

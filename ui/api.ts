@@ -88,6 +88,8 @@ export async function post<T>(url: string, body: unknown = {}): Promise<T> {
 export interface AccessCheck {
   namespace: string;
   verb: string;
+  /** The API group (kruntimes.io when absent). */
+  group?: string;
   resource: string;
   subresource?: string;
   name?: string;

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { KRT, post, useAccess, useWatch, type Obj, type WatchState } from './api.ts';
 import { ago, duration, href, lastReason, Loading, Phase, Refused, Section, str } from './common.tsx';
+import { DevWorkspaces } from './devworkspaces.tsx';
 
 const ACTIVE = new Set(['Scheduled', 'Running', 'Ready']);
 
@@ -334,7 +335,9 @@ function Workspaces({ ns }: { ns: string }) {
   );
 }
 
-const TABS = ['runs', 'runtimes', 'workflows', 'workspaces'] as const;
+const TABS = ['runs', 'runtimes', 'workflows', 'workspaces', 'devworkspaces'] as const;
+const TAB_TITLES: Record<string, string> = { devworkspaces: 'Dev workspaces' };
+const title = (t: string): string => TAB_TITLES[t] ?? `${t[0]?.toUpperCase()}${t.slice(1)}`;
 
 export function Namespace({ ns, tab }: { ns: string; tab: string }) {
   const runs = useWatch(`${KRT}/namespaces/${ns}/runs`);
@@ -344,15 +347,16 @@ export function Namespace({ ns, tab }: { ns: string; tab: string }) {
       <nav class="tabs">
         {TABS.map((x) => (
           <a key={x} class={x === t ? 'active' : ''} href={href('ns', ns, x)}>
-            {x[0]?.toUpperCase() + x.slice(1)}
+            {title(x)}
           </a>
         ))}
       </nav>
-      <Section title={`${t[0]?.toUpperCase()}${t.slice(1)} in ${ns}`}>
+      <Section title={`${title(t)} in ${ns}`}>
         {t === 'runs' && <RunsTable ns={ns} runs={runs} />}
         {t === 'runtimes' && <Runtimes ns={ns} runs={runs.items} />}
         {t === 'workflows' && <Workflows ns={ns} />}
         {t === 'workspaces' && <Workspaces ns={ns} />}
+        {t === 'devworkspaces' && <DevWorkspaces ns={ns} />}
       </Section>
     </>
   );

@@ -4,7 +4,7 @@ import { ApiError } from '../../lib/kube/errors.ts';
 import { CallError } from '../../lib/workflow/calls.ts';
 import { renderRun } from '../wf/commands.ts';
 import { PathRefused } from './paths.ts';
-import { problem, triggerInputs } from './routes.ts';
+import { problem, triggerInputs, workspaceOperation } from './routes.ts';
 
 describe('dashboard API errors and trigger inputs', () => {
   it("a Workflow input refused while binding is 400 InvalidInput with the binder's message, not a 502", () => {
@@ -37,5 +37,18 @@ describe('dashboard API errors and trigger inputs', () => {
         () => triggerInputs(bad),
         (e: unknown) => problem(e).reason === 'InvalidInput',
       );
+  });
+
+  it("a developer Workspace's start/stop is an Operation of that kind for its Project; other actions are refused", () => {
+    const ws = { metadata: { name: 'p1-main' }, spec: { project: 'p1' } };
+    assert.deepEqual(workspaceOperation(ws, 'stop'), {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Operation',
+      metadata: { generateName: 'p1-main-stop-' },
+      spec: { kind: 'stop', project: 'p1', workspace: 'p1-main' },
+    });
+    assert.equal((workspaceOperation(ws, 'start').spec as { kind: string }).kind, 'start');
+    for (const a of ['delete_workspace', 'restart', undefined])
+      assert.throws(() => workspaceOperation(ws, a), PathRefused);
   });
 });

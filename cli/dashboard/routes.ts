@@ -4,7 +4,7 @@ import type { KubeClient } from '../../lib/kube/client.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { CallError } from '../../lib/workflow/calls.ts';
 import { renderRun } from '../wf/commands.ts';
-import { allowedRead, artifactsPath, checkName, KRT, logsPath, PathRefused } from './paths.ts';
+import { allowedRead, artifactsPath, checkName, DEV, KRT, logsPath, PathRefused } from './paths.ts';
 import { followToStream, refusal, watchToStream } from './sse.ts';
 
 type Handler = (req: Request, res: Response) => Promise<void> | void;
@@ -105,6 +105,39 @@ function actions(clientOf: ClientOf, r: Router): void {
   );
 }
 
+/** A developer Workspace's start/stop: an Operation of that kind (admission and the controller decide the rest). */
+export function workspaceOperation(
+  ws: { metadata: { name?: string }; spec?: { project?: string } },
+  action: unknown,
+): Record<string, unknown> {
+  if (action !== 'start' && action !== 'stop') throw new PathRefused(`action ${JSON.stringify(action)}: start or stop`);
+  const name = ws.metadata.name ?? '';
+  return {
+    apiVersion: 'dev.kruntimes.io/v1alpha1',
+    kind: 'Operation',
+    metadata: { generateName: `${name.slice(0, 40)}-${action}-` },
+    spec: { kind: action, project: ws.spec?.project ?? '', workspace: name },
+  };
+}
+
+function devActions(clientOf: ClientOf, r: Router): void {
+  r.post(
+    '/devworkspaces/:ns/:name/:action',
+    handle(async (req, res) => {
+      const client = clientOf(req);
+      const ns = checkName('namespace', req.params.ns);
+      const path = `${DEV}/namespaces/${ns}`;
+      const action = req.params.action;
+      if (action !== 'start' && action !== 'stop') throw new PathRefused(`action ${action}: start or stop`);
+      const ws = await client.get<KubeObject & { spec?: { project?: string } }>(
+        `${path}/workspaces/${checkName('workspace', req.params.name)}`,
+      );
+      const created = await client.create(`${path}/operations`, workspaceOperation(ws, action));
+      res.json({ name: created.metadata.name });
+    }),
+  );
+}
+
 function artifacts(clientOf: ClientOf, r: Router): void {
   r.get(
     '/artifacts/:ns/:run',
@@ -164,5 +197,6 @@ export function apiRoutes(clientOf: ClientOf, namespace: string): Router {
   );
   artifacts(clientOf, r);
   actions(clientOf, r);
+  devActions(clientOf, r);
   return r;
 }
