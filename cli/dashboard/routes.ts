@@ -128,7 +128,8 @@ function devActions(clientOf: ClientOf, r: Router): void {
       const ns = checkName('namespace', req.params.ns);
       const path = `${DEV}/namespaces/${ns}`;
       const action = req.params.action;
-      if (action !== 'start' && action !== 'stop') throw new PathRefused(`action ${action}: start or stop`);
+      // Refused before any request leaves (workspaceOperation checks it again).
+      workspaceOperation({ metadata: {} }, action);
       const ws = await client.get<KubeObject & { spec?: { project?: string } }>(
         `${path}/workspaces/${checkName('workspace', req.params.name)}`,
       );
