@@ -10,8 +10,7 @@
  *      exist), the page showing them all; RSS of the dashboard server and of kubectl.
  *   npx tsx bench/dashboard.ts
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { down, up, type Env } from '../localenv/environment.ts';
@@ -20,6 +19,7 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { buildUi } from '../scripts/build-ui.ts';
 import { benchRuntime } from './runtime.ts';
+import { heapMiB, rssMiB, startProcess } from './dashboard-util.ts';
 import { ms, ratio, summary } from './stats.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? '30');
@@ -34,35 +34,6 @@ type Seen = Map<string, number>;
 const mark = (seen: Seen, name: string): void => {
   if (!seen.has(name)) seen.set(name, performance.now());
 };
-
-function rssMiB(pid: number): number {
-  const kib = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kib ?? NaN) / 1024;
-}
-
-/** Starts a process and resolves with it once `ready` matches its stdout (at once without one). */
-function startProcess(
-  cmd: string,
-  args: string[],
-  ready: RegExp | undefined,
-  onLine: (l: string) => void,
-): Promise<ChildProcess> {
-  const child = spawn(cmd, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  let buf = '';
-  return new Promise((resolve, reject) => {
-    if (!ready) resolve(child);
-    child.stdout.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const lines = buf.split('\n');
-      buf = lines.pop() ?? '';
-      for (const l of lines) {
-        onLine(l);
-        if (ready?.test(l)) resolve(child);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`${cmd} exited ${code}`)));
-  });
-}
 
 /** Browser-side (plain JavaScript, no DOM types here): reports each row's terminal phase. */
 const OBSERVER = `(() => {
@@ -132,15 +103,6 @@ async function latency(env: Env, o: Observers): Promise<void> {
   );
 }
 
-/** The page's JS heap in use (Chromium's Performance domain), MiB. */
-async function heapMiB(page: Page): Promise<number> {
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('HeapProfiler.collectGarbage');
-  const { metrics } = await cdp.send('Performance.getMetrics');
-  await cdp.detach();
-  return (metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? NaN) / 2 ** 20;
-}
-
 async function memory(env: Env, page: Page, dashboard: ChildProcess, kubectl: ChildProcess): Promise<void> {
   const before = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0), heap: await heapMiB(page) };
   const names = Array.from({ length: OBJECTS }, (_, i) => `obj-${i}`);
@@ -152,7 +114,9 @@ async function memory(env: Env, page: Page, dashboard: ChildProcess, kubectl: Ch
   try {
     await page.waitForFunction(`${rows} >= ${OBJECTS + RUNS + 1}`, undefined, { timeout: 180_000, polling: 250 });
   } catch (err) {
-    throw new Error(`the page shows ${String(await page.evaluate(rows))} of ${OBJECTS + RUNS + 1} Runs`, { cause: err });
+    throw new Error(`the page shows ${String(await page.evaluate(rows))} of ${OBJECTS + RUNS + 1} Runs`, {
+      cause: err,
+    });
   }
   const shown = performance.now();
   await new Promise((r) => setTimeout(r, 2000));

@@ -6,6 +6,7 @@ export interface Meta {
   name: string;
   namespace?: string;
   uid?: string;
+  resourceVersion?: string;
   creationTimestamp?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;

@@ -42,7 +42,7 @@ function RunsTable({ ns, runs }: { ns: string; runs: WatchState }) {
         </thead>
         <tbody>
           {rows.map(({ r, reason, phase }) => (
-            <tr key={r.metadata.name} data-run={r.metadata.name}>
+            <tr key={r.metadata.name} data-run={r.metadata.name} data-rv={r.metadata.resourceVersion}>
               <td>
                 <a href={href('ns', ns, 'runs', r.metadata.name)}>{r.metadata.name}</a>
               </td>
