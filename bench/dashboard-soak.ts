@@ -119,9 +119,9 @@ async function mismatches(env: Env, page: Page): Promise<{ missing: number; extr
     (await env.admin.list<KubeObject>(RUNS_PATH)).items.map((r) => [r.metadata.name ?? '', r.metadata.resourceVersion]),
   );
   const shown = new Map<string, string>(
-    (await page.evaluate(
+    await page.evaluate<[string, string][]>(
       `[...document.querySelectorAll('tr[data-run]')].map((tr) => [tr.dataset.run, tr.dataset.rv])`,
-    )) as [string, string][],
+    ),
   );
   let missing = 0;
   let stale = 0;
