@@ -8,7 +8,8 @@
  *   - every SOAK_DROP_MS all the dashboard's API server connections are cut (its watches resume
  *     from their resourceVersion or relist);
  *   - every SOAK_NAV_MS the page switches tab and back (its EventSources close and reopen: the
- *     server stops and starts its watches).
+ *     server stops and starts its watches); every 10th time through the namespace list, which
+ *     closes the Runs stream too (the others live through many cuts).
  * Then: dropped updates (Runs whose row does not show the API server's final resourceVersion, or
  * missing/extra rows, once quiet), the page's JS heap after GC and the server's RSS, before/after.
  *   npx tsx bench/dashboard-soak.ts
@@ -104,10 +105,11 @@ async function writers(env: Env, until: number, c: Counters): Promise<void> {
   );
 }
 
+/** Tab switches (the Runtimes tab's streams close and reopen); every 10th through the namespace list (the Runs stream too). */
 async function navigator(page: Page, until: number, c: Counters): Promise<void> {
   while (Date.now() < until) {
     await new Promise((r) => setTimeout(r, NAV_MS));
-    await page.evaluate(`location.hash = '#/ns/${NS}/runtimes'`);
+    await page.evaluate(`location.hash = '${c.navigations % 10 === 9 ? '#/' : `#/ns/${NS}/runtimes`}'`);
     await page.evaluate(`location.hash = '#/ns/${NS}/runs'`);
     c.navigations++;
   }
