@@ -38,12 +38,18 @@ const mark = (seen: Seen, name: string): void => {
 /** Browser-side (plain JavaScript, no DOM types here): reports each row's terminal phase. */
 const OBSERVER = `(() => {
   const terminal = TERMINAL;
+  const reported = new Set();
   const check = () => {
     for (const el of document.querySelectorAll('tr[data-run] [data-phase]')) {
-      if (terminal.includes(el.dataset.phase)) window.krtSeen(el.closest('tr').dataset.run);
+      const name = el.closest('tr').dataset.run;
+      if (terminal.includes(el.dataset.phase) && !reported.has(name)) {
+        reported.add(name);
+        window.krtSeen(name);
+      }
     }
   };
-  new MutationObserver(check).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  window.krtObserver = new MutationObserver(check);
+  window.krtObserver.observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
 })()`;
 
 /** The Runs page, reporting each Run's terminal phase to `seen` as the DOM shows it. */
@@ -138,6 +144,8 @@ async function showAll(page: Page, n: number, since: number): Promise<number | u
 }
 
 async function memory(env: Env, page: Page, dashboard: ChildProcess, kubectl: ChildProcess): Promise<void> {
+  // The latency observer is done: it would only add work to every render from here on.
+  await page.evaluate('window.krtObserver.disconnect()');
   const before = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0), heap: await heapMiB(page) };
   const names = Array.from({ length: OBJECTS }, (_, i) => `obj-${i}`);
   const t0 = performance.now();
