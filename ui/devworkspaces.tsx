@@ -16,10 +16,12 @@ function OperationCell({ op, ops }: { op: CurrentOperation | undefined; ops: Obj
   if (!op?.name) return <span class="muted">none</span>;
   const full = ops.find((o) => o.metadata.name === op.name);
   const steps = (full?.status?.steps as string[] | undefined) ?? [];
-  const step = op.step ?? str(full?.status?.step);
+  // The Operation's own status is the live one; the Workspace's reference is written less often.
+  const step = str(full?.status?.step ?? op.step);
+  const state = str(full?.status?.state ?? op.state ?? 'queued');
   return (
-    <span class="operation" data-operation={op.name} data-state={op.state ?? ''} data-step={step}>
-      {op.name} <span class={`phase phase-${op.state ?? 'queued'}`}>{op.state ?? 'queued'}</span>
+    <span class="operation" data-operation={op.name} data-state={state} data-step={step}>
+      {op.name} <span class={`phase phase-${state}`}>{state}</span>
       {steps.length > 0 ? (
         <span class="steps">
           {steps.map((s) => (

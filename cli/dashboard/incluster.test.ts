@@ -78,6 +78,8 @@ describe('in-cluster dashboard: front door', function () {
     assert.match(String(login.headers['content-security-policy']), /form-action 'self'/);
     assert.match(String(login.headers['content-security-policy']), /script-src 'self'/);
     assert.doesNotMatch(login.body, /<script|style=/);
+    // Under no-referrer a form post carries `Origin: null` and would fail the login CSRF check.
+    assert.equal(login.headers['referrer-policy'], 'same-origin');
     assert.equal((await request(`${token.origin}/healthz`, { headers: { host: 'pod-ip:8080' } })).status, 200);
   });
 
@@ -91,6 +93,14 @@ describe('in-cluster dashboard: front door', function () {
     });
     assert.equal(cross.status, 403);
     assert.equal(cross.headers['set-cookie'], undefined);
+    // The control: the page's own Origin passes (the API server, nowhere here, cannot check the token).
+    const same = await request(`${token.origin}/login`, {
+      method: 'POST',
+      headers: { ...headers, origin: token.origin },
+      body,
+    });
+    assert.equal(same.status, 502);
+    assert.equal(same.headers['set-cookie'], undefined);
     const host = await request(`${token.origin}/login`, { headers: { host: 'attacker.example' } });
     assert.equal(host.status, 421);
   });

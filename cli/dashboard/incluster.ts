@@ -57,6 +57,13 @@ export function unseal(key: Buffer, sealed: string): string | undefined {
 }
 
 const LOGIN_CSP = CSP.replace("form-action 'none'", "form-action 'self'");
+/**
+ * The sign-in page's headers: its form may post to itself only, and its referrer policy lets the
+ * post carry the page's Origin (under no-referrer a browser sends `Origin: null` with a form post,
+ * and the login CSRF check would refuse every sign-in).
+ */
+const loginHeaders = (res: Response): Response =>
+  res.set({ 'Content-Security-Policy': LOGIN_CSP, 'Referrer-Policy': 'same-origin' });
 
 function loginPage(problem = ''): string {
   const p = problem ? `<p class="refused" role="alert">${problem}</p>` : '';
@@ -97,27 +104,29 @@ interface Ctx {
 
 function signIn(ctx: Ctx) {
   const form = express.urlencoded({ extended: false, limit: '16kb' });
-  return (req: Request, res: Response, next: NextFunction): void => {
-    if (req.method === 'GET') return void res.set('Content-Security-Policy', LOGIN_CSP).type('html').send(loginPage());
+  const page = (res: Response, code: number, problem?: string): void =>
+    void loginHeaders(res).status(code).type('html').send(loginPage(problem));
+  return (req: Request, res: Response): void => {
+    if (req.method === 'GET') return page(res, 200);
     // Login CSRF: only the page's own form may sign a browser in.
     if (req.headers.origin !== ctx.origin) return refuseCsrf(res);
     form(req, res, () => {
       const given = (req.body as { token?: unknown } | undefined)?.token;
       const token = typeof given === 'string' ? given.trim() : '';
-      whoami(ctx.o.base, token).then((user) => {
-        if (!token || user === undefined) {
-          res.set('Content-Security-Policy', LOGIN_CSP);
-          return void res.status(401).type('html').send(loginPage('The API server did not accept this token.'));
-        }
-        res.cookie(SESSION_COOKIE, seal(ctx.key, token), {
-          httpOnly: true,
-          secure: true,
-          sameSite: 'strict',
-          path: '/',
-          maxAge: (ctx.o.sessionSeconds ?? 8 * 3600) * 1000,
-        });
-        res.redirect(303, '/');
-      }, next);
+      whoami(ctx.o.base, token).then(
+        (user) => {
+          if (!token || user === undefined) return page(res, 401, 'The API server did not accept this token.');
+          res.cookie(SESSION_COOKIE, seal(ctx.key, token), {
+            httpOnly: true,
+            secure: true,
+            sameSite: 'strict',
+            path: '/',
+            maxAge: (ctx.o.sessionSeconds ?? 8 * 3600) * 1000,
+          });
+          res.redirect(303, '/');
+        },
+        () => page(res, 502, 'Could not reach the API server to check the token; try again.'),
+      );
     });
   };
 }
@@ -146,7 +155,7 @@ function front(ctx: Ctx, tokens: WeakMap<Request, string>) {
     if (req.path === '/healthz') return void res.type('text/plain').send('ok');
     if (req.headers.host !== ctx.host) return void res.status(421).type('text/plain').send('wrong Host');
     if (ctx.o.auth === 'token' && req.path === '/app.css') return next();
-    if (ctx.o.auth === 'token' && req.path === '/login') return login(req, res, next);
+    if (ctx.o.auth === 'token' && req.path === '/login') return login(req, res);
     if (ctx.o.auth === 'token' && req.path === '/logout' && req.method === 'POST') {
       if (req.headers.origin !== ctx.origin) return refuseCsrf(res);
       res.clearCookie(SESSION_COOKIE, { httpOnly: true, secure: true, sameSite: 'strict', path: '/' });
