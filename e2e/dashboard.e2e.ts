@@ -255,6 +255,7 @@ describe('dashboard in a real browser', function () {
     const base = new KubeClient({ server: cluster().server, ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')) });
     const byToken = await startInClusterDashboard({ base, auth: 'token', listenHost: '127.0.0.1', namespace: ns });
     const byProxy = await startInClusterDashboard({ base, auth: 'proxy', listenHost: '127.0.0.1', namespace: ns });
+    await createRun(ns, { runtime: 'bash', source: { inline: 'true' } }, { name: 'signed-in' });
     try {
       const ctx = await browser.newContext();
       contexts.push(ctx);
@@ -267,7 +268,7 @@ describe('dashboard in a real browser', function () {
       await page.fill('input[name="token"]', tokens.reader);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.goto(`${byToken.origin}/#/ns/${ns}/runs`);
-      await waitShown(page, 'tr[data-run="ticker"]');
+      await waitShown(page, 'tr[data-run="signed-in"]');
       const cookie = (await ctx.cookies()).find((c) => c.name === SESSION_COOKIE);
       assert.deepEqual([cookie?.httpOnly, cookie?.secure, cookie?.sameSite], [true, true, 'Strict']);
       assert.ok(!cookie?.value.includes(tokens.reader.slice(-24)), 'the cookie holds the token sealed');
