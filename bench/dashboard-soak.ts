@@ -43,12 +43,13 @@ const run = (name: string): object => ({
 
 /** A TCP proxy to `target` that can cut every connection through it. */
 async function cuttingProxy(target: URL): Promise<{ port: number; cut: () => number; close: () => void }> {
-  const sockets = new Set<net.Socket>();
+  const pairs = new Set<[net.Socket, net.Socket]>();
   const srv = net.createServer((client) => {
     const upstream = net.connect(Number(target.port), target.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
+    for (const s of pair) {
+      s.on('close', () => pairs.delete(pair));
       s.on('error', () => undefined);
     }
     client.pipe(upstream).pipe(client);
@@ -57,8 +58,9 @@ async function cuttingProxy(target: URL): Promise<{ port: number; cut: () => num
   return {
     port: (srv.address() as net.AddressInfo).port,
     cut: () => {
-      const n = sockets.size / 2;
-      for (const s of sockets) s.destroy();
+      const n = pairs.size;
+      for (const pair of pairs) for (const s of pair) s.destroy();
+      pairs.clear();
       return n;
     },
     close: () => srv.close(),

@@ -37,7 +37,8 @@ export function startProcess(
 export async function heapMiB(page: Page): Promise<number> {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('HeapProfiler.collectGarbage');
-  const { metrics } = await cdp.send('Performance.getMetrics');
+  // Without Performance.enable the metrics list is empty.
+  const { usedSize } = await cdp.send('Runtime.getHeapUsage');
   await cdp.detach();
-  return (metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? NaN) / 2 ** 20;
+  return usedSize / 2 ** 20;
 }
