@@ -4,9 +4,14 @@ import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { REPO_ROOT } from '../localenv/paths.ts';
 
+/** A process's resident memory, MiB; NaN once it has exited. */
 export function rssMiB(pid: number): number {
-  const kib = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kib ?? NaN) / 1024;
+  try {
+    const kib = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return Number(kib ?? NaN) / 1024;
+  } catch {
+    return NaN;
+  }
 }
 
 /** Starts a process and resolves with it once `ready` matches its stdout (at once without one). */

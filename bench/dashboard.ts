@@ -156,6 +156,12 @@ async function memory(env: Env, page: Page, dashboard: ChildProcess, kubectl: Ch
   const shown = shownAt ?? NaN;
   await new Promise((r) => setTimeout(r, 2000));
   const after = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0), heap: await heapMiB(page) };
+  for (const [what, p] of [
+    ['krt dashboard', dashboard],
+    ['kubectl get runs -w', kubectl],
+  ] as const)
+    if (p.exitCode !== null || p.signalCode !== null)
+      process.stdout.write(`${what} exited (${p.exitCode ?? p.signalCode}) before the memory was read\n`);
   process.stdout.write(
     `${OBJECTS} Runs created in ${ms(created - t0)}; the page showed the last of them ${shownAt ? ms(shown - created) : 'NOT within 240 s'} after the last create\n` +
       `RSS with ${OBJECTS + RUNS + 1} Runs in the namespace (before the ${OBJECTS}): dashboard server ${after.dash.toFixed(0)} MiB (${before.dash.toFixed(0)}), kubectl get runs -w ${after.kubectl.toFixed(0)} MiB (${before.kubectl.toFixed(0)}); ratio ${ratio(after.dash, after.kubectl)}; the page's JS heap ${after.heap.toFixed(1)} MiB (${before.heap.toFixed(1)})\n`,
