@@ -10,8 +10,7 @@
  *      exist), the page showing them all; RSS of the dashboard server and of kubectl.
  *   npx tsx bench/dashboard.ts
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { down, up, type Env } from '../localenv/environment.ts';
@@ -20,6 +19,7 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { buildUi } from '../scripts/build-ui.ts';
 import { benchRuntime } from './runtime.ts';
+import { heapMiB, rssMiB, startProcess } from './dashboard-util.ts';
 import { ms, ratio, summary } from './stats.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? '30');
@@ -35,44 +35,21 @@ const mark = (seen: Seen, name: string): void => {
   if (!seen.has(name)) seen.set(name, performance.now());
 };
 
-function rssMiB(pid: number): number {
-  const kib = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kib ?? NaN) / 1024;
-}
-
-/** Starts a process and resolves with it once `ready` matches its stdout (at once without one). */
-function startProcess(
-  cmd: string,
-  args: string[],
-  ready: RegExp | undefined,
-  onLine: (l: string) => void,
-): Promise<ChildProcess> {
-  const child = spawn(cmd, args, { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  let buf = '';
-  return new Promise((resolve, reject) => {
-    if (!ready) resolve(child);
-    child.stdout.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const lines = buf.split('\n');
-      buf = lines.pop() ?? '';
-      for (const l of lines) {
-        onLine(l);
-        if (ready?.test(l)) resolve(child);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`${cmd} exited ${code}`)));
-  });
-}
-
 /** Browser-side (plain JavaScript, no DOM types here): reports each row's terminal phase. */
 const OBSERVER = `(() => {
   const terminal = TERMINAL;
+  const reported = new Set();
   const check = () => {
     for (const el of document.querySelectorAll('tr[data-run] [data-phase]')) {
-      if (terminal.includes(el.dataset.phase)) window.krtSeen(el.closest('tr').dataset.run);
+      const name = el.closest('tr').dataset.run;
+      if (terminal.includes(el.dataset.phase) && !reported.has(name)) {
+        reported.add(name);
+        window.krtSeen(name);
+      }
     }
   };
-  new MutationObserver(check).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  window.krtObserver = new MutationObserver(check);
+  window.krtObserver.observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
 })()`;
 
 /** The Runs page, reporting each Run's terminal phase to `seen` as the DOM shows it. */
@@ -132,28 +109,76 @@ async function latency(env: Env, o: Observers): Promise<void> {
   );
 }
 
+/**
+ * Waits (≤ 240 s) for the page to show `n` rows; every 10 s a progress line on stderr: rows, SSE
+ * messages received, and the page's main-thread script and layout time (is the page keeping up?).
+ */
+async function showAll(page: Page, n: number, since: number): Promise<number | undefined> {
+  const cdp = await page.context().newCDPSession(page);
+  let sse = 0;
+  cdp.on('Network.eventSourceMessageReceived', () => sse++);
+  await cdp.send('Network.enable');
+  await cdp.send('Performance.enable');
+  const busy = async (): Promise<string> => {
+    const { metrics } = await cdp.send('Performance.getMetrics');
+    const m = (k: string): number => metrics.find((x) => x.name === k)?.value ?? NaN;
+    return `script ${m('ScriptDuration').toFixed(1)} s, layout ${m('LayoutDuration').toFixed(1)} s, style ${m('RecalcStyleDuration').toFixed(1)} s`;
+  };
+  let next = performance.now() + 10_000;
+  try {
+    while (performance.now() - since < 240_000) {
+      const rows = await page.evaluate<number>(`document.querySelectorAll('tr[data-run]').length`);
+      if (rows >= n) return performance.now();
+      if (performance.now() > next) {
+        next += 10_000;
+        process.stderr.write(
+          `  +${((performance.now() - since) / 1000).toFixed(0)} s: ${rows}/${n} rows, ${sse} SSE messages, ${await busy()}\n`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return undefined;
+  } finally {
+    await cdp.detach();
+  }
+}
+
 async function memory(env: Env, page: Page, dashboard: ChildProcess, kubectl: ChildProcess): Promise<void> {
-  const before = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0) };
+  // The latency observer is done: it would only add work to every render from here on.
+  await page.evaluate('window.krtObserver.disconnect()');
+  const before = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0), heap: await heapMiB(page) };
   const names = Array.from({ length: OBJECTS }, (_, i) => `obj-${i}`);
+  const t0 = performance.now();
   for (let i = 0; i < names.length; i += 20)
     await Promise.all(names.slice(i, i + 20).map((n) => env.admin.create(RUNS_PATH, run(n, 'absent'))));
-  await page.waitForFunction(`document.querySelectorAll('tr[data-run]').length >= ${OBJECTS + RUNS}`, undefined, {
-    timeout: 120_000,
-  });
+  const created = performance.now();
+  const shownAt = await showAll(page, OBJECTS + RUNS + 1, created);
+  const shown = shownAt ?? NaN;
   await new Promise((r) => setTimeout(r, 2000));
-  const after = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0) };
+  const after = { dash: rssMiB(dashboard.pid ?? 0), kubectl: rssMiB(kubectl.pid ?? 0), heap: await heapMiB(page) };
+  for (const [what, p] of [
+    ['krt dashboard', dashboard],
+    ['kubectl get runs -w', kubectl],
+  ] as const)
+    if (p.exitCode !== null || p.signalCode !== null)
+      process.stdout.write(`${what} exited (${p.exitCode ?? p.signalCode}) before the memory was read\n`);
   process.stdout.write(
-    `RSS with ${OBJECTS + RUNS} Runs in the namespace (before the ${OBJECTS}): dashboard server ${after.dash.toFixed(0)} MiB (${before.dash.toFixed(0)}), kubectl get runs -w ${after.kubectl.toFixed(0)} MiB (${before.kubectl.toFixed(0)}); ratio ${ratio(after.dash, after.kubectl)}\n`,
+    `${OBJECTS} Runs created in ${ms(created - t0)}; the page showed the last of them ${shownAt ? ms(shown - created) : 'NOT within 240 s'} after the last create\n` +
+      `RSS with ${OBJECTS + RUNS + 1} Runs in the namespace (before the ${OBJECTS}): dashboard server ${after.dash.toFixed(0)} MiB (${before.dash.toFixed(0)}), kubectl get runs -w ${after.kubectl.toFixed(0)} MiB (${before.kubectl.toFixed(0)}); ratio ${ratio(after.dash, after.kubectl)}; the page's JS heap ${after.heap.toFixed(1)} MiB (${before.heap.toFixed(1)})\n`,
   );
 }
 
 async function main(): Promise<void> {
   await buildUi();
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `dashboard-${process.pid}`);
+  // A failed start still stops what it started (etcd, the control plane, the node agent).
   const env = await up({
     root,
     nodes: ['bench-a'],
     ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+  }).catch(async (err: unknown) => {
+    await down(root, { purge: true }).catch(() => undefined);
+    throw err;
   });
   const o: Observers = { ref: new Map(), page: new Map(), kubectl: new Map() };
   const procs: ChildProcess[] = [];

@@ -138,3 +138,15 @@ export async function runtimed(): Promise<number> {
     });
   });
 }
+
+/** `kruntimes dashboard`: the web dashboard in the cluster (kustomize/components/dashboard); until SIGTERM. */
+export async function dashboard(): Promise<number> {
+  const { inClusterOptions, startInClusterDashboard } = await import('../cli/dashboard/incluster.ts');
+  const log = pino({ base: { component: 'dashboard', version: VERSION } });
+  const o = inClusterOptions(process.env);
+  const d = await startInClusterDashboard(o);
+  log.info({ url: d.origin, auth: o.auth, port: o.port }, 'dashboard serving');
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => void d.close().then(() => resolve(0)));
+  });
+}

@@ -1,7 +1,7 @@
 /** The entrypoint of the kruntimes image: `kruntimes <component> [args]`. */
 import { createServer } from 'node:http';
 import { VERSION } from '../lib/version.ts';
-import { apiserver, fnRun, runtimed, runtimeServer } from './components.ts';
+import { apiserver, dashboard, fnRun, runtimed, runtimeServer } from './components.ts';
 
 type Handler = (args: string[]) => Promise<number>;
 
@@ -42,6 +42,7 @@ const components: Record<string, Handler> = {
   'demo-job': demoJob,
   'demo-server': demoServer,
   apiserver: () => apiserver(),
+  dashboard: () => dashboard(),
   fn: (args) => fnRun(args),
   runtimed: () => runtimed(),
   'runtime-server': (args) => runtimeServer(args),

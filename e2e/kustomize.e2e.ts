@@ -81,4 +81,60 @@ describe('kustomize overlays and components', function () {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('the dashboard component adds a server with no token, no role and the Secure-cookie configuration', async () => {
+    const production = ids(await kubectl(['kustomize', join(REPO_ROOT, 'kustomize', 'overlays', 'production')]));
+    const dir = join(REPO_ROOT, '.kruntimes', `kustomize-dash-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    try {
+      writeFileSync(
+        join(dir, 'kustomization.yaml'),
+        'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../kustomize/overlays/production]\ncomponents: [../../kustomize/components/dashboard]\n',
+      );
+      const yaml = await kubectl(['kustomize', dir]);
+      const all = ids(yaml);
+      assert.deepEqual(
+        all.filter((i) => !production.includes(i)),
+        [
+          'Deployment/kruntimes-system/kruntimes-dashboard',
+          'NetworkPolicy/kruntimes-system/kruntimes-dashboard',
+          'Service/kruntimes-system/kruntimes-dashboard',
+          'ServiceAccount/kruntimes-system/kruntimes-dashboard',
+        ],
+      );
+      type Container = {
+        args: string[];
+        env: { name: string; value: string }[];
+        securityContext: { capabilities: { drop: string[] } };
+      };
+      type Obj = Doc & {
+        subjects?: unknown[];
+        automountServiceAccountToken?: boolean;
+        spec?: { template: { spec: { automountServiceAccountToken?: boolean; containers: Container[] } } };
+      };
+      const docs = parseAllDocuments(yaml).map((d) => d.toJSON() as Obj);
+      // Least privilege: nothing binds the dashboard's ServiceAccount to any role.
+      const bindings = docs.filter((d) => /RoleBinding$/.test(d.kind));
+      assert.ok(!bindings.some((b) => JSON.stringify(b.subjects ?? []).includes('kruntimes-dashboard')));
+      const sa = docs.find((d) => d.kind === 'ServiceAccount' && d.metadata.name === 'kruntimes-dashboard');
+      assert.equal(sa?.automountServiceAccountToken, false);
+      const dep = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'kruntimes-dashboard');
+      const pod = dep?.spec?.template.spec;
+      assert.equal(pod?.automountServiceAccountToken, false);
+      const c = pod?.containers[0];
+      assert.deepEqual(c?.args, ['dashboard']);
+      const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value]));
+      assert.match(env.KRT_DASHBOARD_URL ?? '', /^https:\/\//);
+      assert.equal(env.KRT_DASHBOARD_AUTH, 'token');
+      assert.deepEqual(c?.securityContext.capabilities.drop, ['ALL']);
+      // The API server accepts every object as written (schema, names, references).
+      const added = parseAllDocuments(yaml)
+        .filter((d) => /kruntimes-dashboard/.test(String((d.toJSON() as Doc).metadata.name)))
+        .map((d) => d.toString())
+        .join('---\n');
+      await kubectl(['apply', '--dry-run=server', '-f', '-'], added);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -36,6 +36,11 @@ describe('image definitions (Dockerfile, local assembly, node agent)', () => {
         `${name}: the per-Pod components' bundle from the bundle stage`,
       );
     }
+    const kruntimes = parseDockerfile(readFileSync(join(REPO_ROOT, 'images', 'kruntimes', 'Dockerfile'), 'utf8'));
+    assert.ok(
+      kruntimes.copies.some((c) => c.src === 'ui/dist' && c.dst === './ui/dist'),
+      'kruntimes: the dashboard UI (kruntimes dashboard) from the bundle stage',
+    );
   });
 
   it('agrees with images/<name>/image.json, which the node agent runs', () => {

@@ -89,13 +89,21 @@ function applyRun(spec: ImageSpec, arg: string): void {
   throw new DockerfileError(`RUN ${arg}: the local image assembly knows apt-get install and npm ci only`);
 }
 
+/** The build stage commands the local assembly reproduces in the checkout. */
+const BUILD_COMMANDS = new Set([
+  'npm run bundle',
+  // The dashboard's UI bundle (ui/dist), built in the checkout by scripts/setup.sh and the dashboard e2e.
+  'npm run bundle && npx tsx scripts/build-ui.ts',
+]);
+
 /**
- * A build stage may only produce the JavaScript bundle (`npm ci`, `COPY`, `WORKDIR`, `npm run
- * bundle`): the local assembly builds the same bundle in the checkout (localenv/bundle.ts).
+ * A build stage may only produce the JavaScript bundles (`npm ci`, `COPY`, `WORKDIR`, `npm run
+ * bundle`, the dashboard UI build): the local assembly builds the same bundles in the checkout
+ * (localenv/bundle.ts, scripts/build-ui.ts).
  */
 function applyBuildStage(spec: ImageSpec, stage: string, op: string, arg: string): void {
   if (op === 'WORKDIR' || op === 'COPY' || (op === 'RUN' && /^npm ci\b/.test(arg))) return;
-  if (op === 'RUN' && arg === 'npm run bundle') {
+  if (op === 'RUN' && BUILD_COMMANDS.has(arg)) {
     spec.bundleStages.push(stage);
     return;
   }
@@ -109,12 +117,12 @@ function applyFrom(spec: ImageSpec, state: ParseState, arg: string): void {
   if (!m[2]) spec.base = m[1];
 }
 
-/** `COPY --from=<bundle stage> <dir>/dist <dst>`: the checkout's dist/ (the same bundle). */
+/** `COPY --from=<bundle stage> <dir>/dist <dst>` (or `<dir>/ui/dist`): the checkout's dist/ or ui/dist/. */
 function applyCopyFrom(spec: ImageSpec, arg: string): void {
   const m = /^--from=([a-z0-9-]+)\s+(\S+)\s+(\S+)$/i.exec(arg);
   if (!m || !spec.bundleStages.includes(m[1]!) || !m[2]!.endsWith('/dist'))
     throw new DockerfileError(`COPY ${arg}: only COPY --from=<bundle stage> <dir>/dist <dst> is supported`);
-  spec.copies.push({ src: 'dist', dst: m[3]! });
+  spec.copies.push({ src: m[2]!.endsWith('/ui/dist') ? 'ui/dist' : 'dist', dst: m[3]! });
 }
 
 function applyInstruction(spec: ImageSpec, state: ParseState, op: string, arg: string): void {

@@ -142,6 +142,13 @@ function appLayer(spec: ImageSpec, work: string): string {
   )) {
     const dst = join(stage, c.dst.replace(/^\//, ''));
     mkdirSync(join(dst, '..'), { recursive: true });
+    if (c.src === 'ui/dist') {
+      // The dashboard's UI (scripts/build-ui.ts); a local cluster runs no dashboard Pod, so an
+      // unbuilt UI is left out rather than failing the image.
+      if (existsSync(join(REPO_ROOT, 'ui', 'dist', 'app.js')))
+        execFileSync('cp', ['-a', join(REPO_ROOT, 'ui', 'dist'), join(app, 'ui', 'dist')]);
+      continue;
+    }
     if (c.src === 'dist') {
       // The bundle stage's output: the checkout's bundle, built by `up` (localenv/bundle.ts).
       if (!existsSync(join(REPO_ROOT, 'dist', 'kruntimes.mjs'))) throw new Error('dist/ is missing: npm run bundle');

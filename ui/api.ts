@@ -1,10 +1,12 @@
 /** The browser side of the dashboard API: reads, watch streams (EventSource), access checks and actions. */
 import { useEffect, useState } from 'preact/hooks';
+import { LiveStore, nextFrame } from './store.ts';
 
 export interface Meta {
   name: string;
   namespace?: string;
   uid?: string;
+  resourceVersion?: string;
   creationTimestamp?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
@@ -34,34 +36,31 @@ export interface WatchState {
 }
 
 export const KRT = '/apis/kruntimes.io/v1alpha1';
-const key = (o: Obj): string => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
-/** A live collection: one snapshot, then watch deltas pushed by the server (no polling). */
+/** A live collection: one snapshot, then watch deltas pushed by the server (no polling), rendered once per frame. */
 export function useWatch(path: string | undefined, params: Record<string, string> = {}): WatchState {
   const [state, setState] = useState<WatchState>({ items: [], synced: false });
   const pkey = JSON.stringify(params);
   useEffect(() => {
     if (!path) return;
     setState({ items: [], synced: false });
-    const store = new Map<string, Obj>();
+    let live = true;
+    const store = new LiveStore<Obj>((items) => live && setState({ items, synced: true }), nextFrame);
     const es = new EventSource(`/api/watch?${new URLSearchParams({ path, ...params }).toString()}`);
-    const publish = (): void => setState({ items: [...store.values()], synced: true });
-    es.addEventListener('snapshot', (e) => {
-      store.clear();
-      for (const o of JSON.parse((e as MessageEvent<string>).data) as Obj[]) store.set(key(o), o);
-      publish();
-    });
+    es.addEventListener('snapshot', (e) => store.snapshot(JSON.parse((e as MessageEvent<string>).data) as Obj[]));
     es.addEventListener('delta', (e) => {
       const d = JSON.parse((e as MessageEvent<string>).data) as { type: string; object: Obj };
-      if (d.type === 'deleted') store.delete(key(d.object));
-      else store.set(key(d.object), d.object);
-      publish();
+      store.delta(d.type, d.object);
     });
     es.addEventListener('refused', (e) => {
       es.close();
+      live = false;
       setState({ items: [], synced: true, error: JSON.parse((e as MessageEvent<string>).data) as Refusal });
     });
-    return () => es.close();
+    return () => {
+      live = false;
+      es.close();
+    };
   }, [path, pkey]);
   return state;
 }
@@ -90,6 +89,8 @@ export async function post<T>(url: string, body: unknown = {}): Promise<T> {
 export interface AccessCheck {
   namespace: string;
   verb: string;
+  /** The API group (kruntimes.io when absent). */
+  group?: string;
   resource: string;
   subresource?: string;
   name?: string;

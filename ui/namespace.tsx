@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { KRT, post, useAccess, useWatch, type Obj, type WatchState } from './api.ts';
 import { ago, duration, href, lastReason, Loading, Phase, Refused, Section, str } from './common.tsx';
+import { DevWorkspaces } from './devworkspaces.tsx';
 
 const ACTIVE = new Set(['Scheduled', 'Running', 'Ready']);
 
@@ -41,7 +42,7 @@ function RunsTable({ ns, runs }: { ns: string; runs: WatchState }) {
         </thead>
         <tbody>
           {rows.map(({ r, reason, phase }) => (
-            <tr key={r.metadata.name} data-run={r.metadata.name}>
+            <tr key={r.metadata.name} data-run={r.metadata.name} data-rv={r.metadata.resourceVersion}>
               <td>
                 <a href={href('ns', ns, 'runs', r.metadata.name)}>{r.metadata.name}</a>
               </td>
@@ -138,19 +139,101 @@ function Runtimes({ ns, runs }: { ns: string; runs: Obj[] }) {
   );
 }
 
+interface InputSpec {
+  type?: 'string' | 'boolean' | 'number';
+  required?: boolean;
+  default?: string;
+  description?: string;
+}
+
+/** A Workflow's declared inputs as a form; the server binds and checks them (400 InvalidInput). */
+function TriggerForm({ wf, onTrigger }: { wf: Obj; onTrigger: (inputs: Record<string, string>) => void }) {
+  const decl = (wf.spec?.inputs as Record<string, InputSpec> | undefined) ?? {};
+  const [values, setValues] = useState<Record<string, string>>(() =>
+    Object.fromEntries(Object.entries(decl).map(([k, v]) => [k, v.default ?? ''])),
+  );
+  const set = (k: string, v: string): void => setValues({ ...values, [k]: v });
+  const submit = (e: Event): void => {
+    e.preventDefault();
+    // Only what the user filled in (or a default): an empty optional input is left to the Workflow.
+    onTrigger(Object.fromEntries(Object.entries(values).filter(([, v]) => v !== '')));
+  };
+  return (
+    <form class="trigger" data-trigger={wf.metadata.name} onSubmit={submit}>
+      {Object.entries(decl).map(([k, spec]) => (
+        <label key={k}>
+          {k}
+          {spec.required ? ' *' : ''}
+          {spec.type === 'boolean' ? (
+            <select name={k} value={values[k] ?? ''} onChange={(e) => set(k, e.currentTarget.value)}>
+              <option value="" />
+              <option value="true">true</option>
+              <option value="false">false</option>
+            </select>
+          ) : (
+            <input
+              name={k}
+              inputMode={spec.type === 'number' ? 'numeric' : 'text'}
+              value={values[k] ?? ''}
+              placeholder={spec.description ?? spec.type ?? 'string'}
+              onInput={(e) => set(k, e.currentTarget.value)}
+            />
+          )}
+        </label>
+      ))}
+      <button type="submit">Run</button>
+    </form>
+  );
+}
+
+function WorkflowRow({ wf, canTrigger, trigger }: { wf: Obj; canTrigger: boolean; trigger: Trigger }) {
+  const [open, setOpen] = useState(false);
+  const hasInputs = Object.keys((wf.spec?.inputs as object | undefined) ?? {}).length > 0;
+  const name = wf.metadata.name;
+  return (
+    <>
+      <tr data-workflow={name}>
+        <td>{name}</td>
+        <td>{Object.keys((wf.spec?.jobs as object) ?? {}).join(', ')}</td>
+        <td>{ago(wf.metadata.creationTimestamp)}</td>
+        <td>
+          {canTrigger && (
+            <button onClick={() => (hasInputs ? setOpen(!open) : trigger(name, {}))}>
+              {hasInputs && open ? 'Close' : 'Trigger'}
+            </button>
+          )}
+        </td>
+      </tr>
+      {open && (
+        <tr>
+          <td colSpan={4}>
+            <TriggerForm wf={wf} onTrigger={(inputs) => trigger(name, inputs)} />
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+type Trigger = (name: string, inputs: Record<string, string>) => void;
+
 function Workflows({ ns }: { ns: string }) {
   const wfs = useWatch(`${KRT}/namespaces/${ns}/workflows`);
   const wfrs = useWatch(`${KRT}/namespaces/${ns}/workflowruns`);
   const [canTrigger] = useAccess([{ namespace: ns, verb: 'create', resource: 'workflowruns' }]) ?? [false];
   const [msg, setMsg] = useState('');
-  const trigger = (name: string): void => {
-    post<{ name: string }>(`/api/workflows/${ns}/${name}/trigger`)
+  const trigger: Trigger = (name, inputs) => {
+    post<{ name: string }>(`/api/workflows/${ns}/${name}/trigger`, { inputs })
       .then((r) => (location.hash = href('ns', ns, 'workflowruns', r.name)))
       .catch((e: Error) => setMsg(e.message));
   };
   return (
     <>
-      {msg && <div class="refused">{msg}</div>}
+      {msg && (
+        <div class="refused" role="alert">
+          {msg}
+        </div>
+      )}
       {wfs.error ? (
         <Refused error={wfs.error} what="list Workflows" />
       ) : (
@@ -165,12 +248,7 @@ function Workflows({ ns }: { ns: string }) {
           </thead>
           <tbody>
             {wfs.items.map((w) => (
-              <tr key={w.metadata.name}>
-                <td>{w.metadata.name}</td>
-                <td>{Object.keys((w.spec?.jobs as object) ?? {}).join(', ')}</td>
-                <td>{ago(w.metadata.creationTimestamp)}</td>
-                <td>{canTrigger && <button onClick={() => trigger(w.metadata.name)}>Trigger</button>}</td>
-              </tr>
+              <WorkflowRow key={w.metadata.name} wf={w} canTrigger={canTrigger === true} trigger={trigger} />
             ))}
           </tbody>
         </table>
@@ -257,7 +335,9 @@ function Workspaces({ ns }: { ns: string }) {
   );
 }
 
-const TABS = ['runs', 'runtimes', 'workflows', 'workspaces'] as const;
+const TABS = ['runs', 'runtimes', 'workflows', 'workspaces', 'devworkspaces'] as const;
+const TAB_TITLES: Record<string, string> = { devworkspaces: 'Dev workspaces' };
+const title = (t: string): string => TAB_TITLES[t] ?? `${t[0]?.toUpperCase()}${t.slice(1)}`;
 
 export function Namespace({ ns, tab }: { ns: string; tab: string }) {
   const runs = useWatch(`${KRT}/namespaces/${ns}/runs`);
@@ -267,15 +347,16 @@ export function Namespace({ ns, tab }: { ns: string; tab: string }) {
       <nav class="tabs">
         {TABS.map((x) => (
           <a key={x} class={x === t ? 'active' : ''} href={href('ns', ns, x)}>
-            {x[0]?.toUpperCase() + x.slice(1)}
+            {title(x)}
           </a>
         ))}
       </nav>
-      <Section title={`${t[0]?.toUpperCase()}${t.slice(1)} in ${ns}`}>
+      <Section title={`${title(t)} in ${ns}`}>
         {t === 'runs' && <RunsTable ns={ns} runs={runs} />}
         {t === 'runtimes' && <Runtimes ns={ns} runs={runs.items} />}
         {t === 'workflows' && <Workflows ns={ns} />}
         {t === 'workspaces' && <Workspaces ns={ns} />}
+        {t === 'devworkspaces' && <DevWorkspaces ns={ns} />}
       </Section>
     </>
   );

@@ -9,6 +9,8 @@ describe('dashboard read allow-list', () => {
       '/api/v1/namespaces/team-a/events',
       '/apis/kruntimes.io/v1alpha1/namespaces/team-a/runs',
       '/apis/kruntimes.io/v1alpha1/namespaces/team-a/workflowruns/ci-x7k2',
+      '/apis/dev.kruntimes.io/v1alpha1/namespaces/team-a/workspaces',
+      '/apis/dev.kruntimes.io/v1alpha1/namespaces/team-a/operations/p1-create',
     ])
       assert.equal(allowedRead(p, { labelSelector: 'a=b' }).path, p);
   });
@@ -18,6 +20,8 @@ describe('dashboard read allow-list', () => {
       '/api/v1/namespaces/team-a/pods/x/exec',
       '/apis/kruntimes.io/v1alpha1/namespaces/../secrets',
       '/apis/kruntimes.io/v1alpha1/runs',
+      '/apis/dev.kruntimes.io/v1alpha1/workspaces',
+      '/apis/dev.kruntimes.io/v1alpha1/namespaces/team-a/secrets',
       '/api/v1/nodes',
       undefined,
     ])

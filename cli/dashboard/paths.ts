@@ -6,10 +6,13 @@
 
 const DNS = '[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?';
 const KRT_RESOURCES = 'runs|runtimes|workflows|workflowruns|persistentworkspaces|actions';
+/** Developer workspaces (dev.kruntimes.io): read, and start/stop through an Operation. */
+const DEV_RESOURCES = 'projects|workspaces|operations';
 const READ_PATHS = [
   new RegExp(`^/api/v1/namespaces$`),
   new RegExp(`^/api/v1/namespaces/${DNS}/(pods|events)$`),
   new RegExp(`^/apis/kruntimes\\.io/v1alpha1/namespaces/${DNS}/(${KRT_RESOURCES})(/${DNS})?$`),
+  new RegExp(`^/apis/dev\\.kruntimes\\.io/v1alpha1/namespaces/${DNS}/(${DEV_RESOURCES})(/${DNS})?$`),
 ];
 const QUERY_KEYS = new Set(['labelSelector', 'fieldSelector', 'limit']);
 
@@ -40,6 +43,7 @@ export function checkName(kind: string, v: unknown): string {
 }
 
 export const KRT = '/apis/kruntimes.io/v1alpha1';
+export const DEV = '/apis/dev.kruntimes.io/v1alpha1';
 export const logsPath = (ns: string, run: string): string =>
   `/apis/logs.kruntimes.io/v1alpha1/namespaces/${ns}/runs/${run}/log`;
 export const artifactsPath = (ns: string, run: string): string =>

@@ -1,0 +1,217 @@
+/**
+ * Dashboard soak (not a test), issue 16 "a page left open for an hour neither leaks memory nor
+ * drops updates", accelerated: own local environment, `krt dashboard` as its own process whose
+ * API server connection goes through a TCP proxy here, its Runs page open in headless Debian
+ * chromium, then for SOAK_SECONDS:
+ *   - SOAK_RUNS Runs updated as fast as SOAK_CONCURRENCY writers go (a label patch: every update
+ *     is a new resourceVersion the page must end up showing), some deleted and created again;
+ *   - every SOAK_DROP_MS all the dashboard's API server connections are cut (its watches resume
+ *     from their resourceVersion or relist);
+ *   - every SOAK_NAV_MS the page switches tab and back (its EventSources close and reopen: the
+ *     server stops and starts its watches); every 10th time through the namespace list, which
+ *     closes the Runs stream too (the others live through many cuts).
+ * Then: dropped updates (Runs whose row does not show the API server's final resourceVersion, or
+ * missing/extra rows, once quiet), the page's JS heap after GC and the server's RSS, before/after.
+ *   npx tsx bench/dashboard-soak.ts
+ */
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import { chromium, type Page } from 'playwright-core';
+import { down, up, type Env } from '../localenv/environment.ts';
+import { REPO_ROOT } from '../localenv/paths.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { buildUi } from '../scripts/build-ui.ts';
+import { heapMiB, rssMiB, startProcess } from './dashboard-util.ts';
+
+const SECONDS = Number(process.env.SOAK_SECONDS ?? '180');
+const RUNS = Number(process.env.SOAK_RUNS ?? '100');
+const CONC = Number(process.env.SOAK_CONCURRENCY ?? '8');
+const DROP_MS = Number(process.env.SOAK_DROP_MS ?? '3000');
+const NAV_MS = Number(process.env.SOAK_NAV_MS ?? '1500');
+const NS = 'bench-soak';
+const RUNS_PATH = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs`;
+
+const run = (name: string): object => ({
+  apiVersion: 'kruntimes.io/v1alpha1',
+  kind: 'Run',
+  metadata: { name },
+  // A Runtime that does not exist: the Run stays pending, only this script writes it.
+  spec: { runtime: 'absent', source: { inline: 'true' } },
+});
+
+/** A TCP proxy to `target` that can cut every connection through it. */
+async function cuttingProxy(target: URL): Promise<{ port: number; cut: () => number; close: () => void }> {
+  const pairs = new Set<[net.Socket, net.Socket]>();
+  const srv = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
+    for (const s of pair) {
+      s.on('close', () => pairs.delete(pair));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    port: (srv.address() as net.AddressInfo).port,
+    cut: () => {
+      const n = pairs.size;
+      for (const pair of pairs) for (const s of pair) s.destroy();
+      pairs.clear();
+      return n;
+    },
+    close: () => srv.close(),
+  };
+}
+
+/** The kubeconfig with its server replaced by the proxy (the API server's certificate names 127.0.0.1). */
+function proxiedKubeconfig(env: Env, port: number): string {
+  const file = join(env.state.root, `soak-${process.pid}.kubeconfig`);
+  const text = readFileSync(env.kubeconfig, 'utf8').replace(
+    /server: https:\/\/127\.0\.0\.1:\d+/,
+    `server: https://127.0.0.1:${port}`,
+  );
+  writeFileSync(file, text, { mode: 0o600 });
+  return file;
+}
+
+interface Counters {
+  updates: number;
+  recreated: number;
+  drops: number;
+  navigations: number;
+}
+
+async function writers(env: Env, until: number, c: Counters): Promise<void> {
+  let seq = 0;
+  await Promise.all(
+    Array.from({ length: CONC }, async () => {
+      while (Date.now() < until) {
+        const i = seq++;
+        const name = `soak-${i % RUNS}`;
+        if (i % 97 === 0) {
+          await env.admin.delete(`${RUNS_PATH}/${name}`).catch(() => undefined);
+          await env.admin.create(RUNS_PATH, run(name)).catch(() => undefined);
+          c.recreated++;
+          continue;
+        }
+        await env.admin
+          .patch(`${RUNS_PATH}/${name}`, { metadata: { labels: { 'soak-seq': String(i) } } })
+          .then(() => c.updates++)
+          .catch(() => undefined);
+      }
+    }),
+  );
+}
+
+/** Tab switches (the Runtimes tab's streams close and reopen); every 10th through the namespace list (the Runs stream too). */
+async function navigator(page: Page, until: number, c: Counters): Promise<void> {
+  while (Date.now() < until) {
+    await new Promise((r) => setTimeout(r, NAV_MS));
+    await page.evaluate(`location.hash = '${c.navigations % 10 === 9 ? '#/' : `#/ns/${NS}/runtimes`}'`);
+    await page.evaluate(`location.hash = '#/ns/${NS}/runs'`);
+    c.navigations++;
+  }
+}
+
+/** Runs whose row is missing, extra, or shows another resourceVersion than the API server's. */
+async function mismatches(env: Env, page: Page): Promise<{ missing: number; extra: number; stale: number }> {
+  const truth = new Map(
+    (await env.admin.list<KubeObject>(RUNS_PATH)).items.map((r) => [r.metadata.name ?? '', r.metadata.resourceVersion]),
+  );
+  const shown = new Map<string, string>(
+    await page.evaluate<[string, string][]>(
+      `[...document.querySelectorAll('tr[data-run]')].map((tr) => [tr.dataset.run, tr.dataset.rv])`,
+    ),
+  );
+  let missing = 0;
+  let stale = 0;
+  for (const [name, rv] of truth) {
+    if (!shown.has(name)) missing++;
+    else if (shown.get(name) !== rv) stale++;
+  }
+  const extra = [...shown.keys()].filter((n) => !truth.has(n)).length;
+  return { missing, extra, stale };
+}
+
+async function settle(env: Env, page: Page): Promise<{ missing: number; extra: number; stale: number }> {
+  const end = Date.now() + 15_000;
+  let m = await mismatches(env, page);
+  while (m.missing + m.extra + m.stale > 0 && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 250));
+    m = await mismatches(env, page);
+  }
+  return m;
+}
+
+async function soak(env: Env, page: Page, dashboard: ChildProcess, proxy: { cut: () => number }): Promise<void> {
+  for (let i = 0; i < RUNS; i += 20)
+    await Promise.all(
+      Array.from({ length: Math.min(20, RUNS - i) }, (_, k) => env.admin.create(RUNS_PATH, run(`soak-${i + k}`))),
+    );
+  await page.waitForFunction(`document.querySelectorAll('tr[data-run]').length >= ${RUNS}`, undefined, {
+    timeout: 60_000,
+  });
+  const before = { rss: rssMiB(dashboard.pid ?? 0), heap: await heapMiB(page) };
+  const c: Counters = { updates: 0, recreated: 0, drops: 0, navigations: 0 };
+  const until = Date.now() + SECONDS * 1000;
+  const cutter = setInterval(() => (c.drops += proxy.cut()), DROP_MS);
+  const t0 = performance.now();
+  await Promise.all([writers(env, until, c), navigator(page, until, c)]);
+  clearInterval(cutter);
+  const m = await settle(env, page);
+  const after = { rss: rssMiB(dashboard.pid ?? 0), heap: await heapMiB(page) };
+  const secs = (performance.now() - t0) / 1000;
+  process.stdout.write(
+    `soak ${secs.toFixed(0)} s on ${RUNS} Runs: ${c.updates} updates (${(c.updates / secs).toFixed(0)}/s), ${c.recreated} deletes+creates, ${c.drops} API server connections of the dashboard cut, ${c.navigations} tab switches (EventSources closed and reopened)\n` +
+      `dropped updates once quiet: ${m.stale} stale rows, ${m.missing} missing, ${m.extra} extra\n` +
+      `page JS heap after GC ${before.heap.toFixed(1)} → ${after.heap.toFixed(1)} MiB; dashboard server RSS ${before.rss.toFixed(0)} → ${after.rss.toFixed(0)} MiB\n`,
+  );
+}
+
+async function main(): Promise<void> {
+  await buildUi();
+  const root = join(REPO_ROOT, '.kruntimes', 'bench', `dashboard-soak-${process.pid}`);
+  const env = await up({
+    root,
+    nodes: ['bench-a'],
+    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
+  }).catch(async (err: unknown) => {
+    await down(root, { purge: true }).catch(() => undefined);
+    throw err;
+  });
+  const procs: ChildProcess[] = [];
+  const browser = await chromium.launch({
+    executablePath: process.env.KRT_CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox'],
+  });
+  const proxy = await cuttingProxy(new URL(env.server));
+  try {
+    await env.admin.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+    let loginUrl = '';
+    const kc = proxiedKubeconfig(env, proxy.port);
+    const krt = [join(REPO_ROOT, 'bin', 'krt'), 'dashboard', '--no-open', '--kubeconfig', kc, '-n', NS];
+    const dashboard = await startProcess(krt[0] ?? '', krt.slice(1), /open http/, (l) => {
+      loginUrl = /open (\S+)/.exec(l)?.[1] ?? loginUrl;
+    });
+    procs.push(dashboard);
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(loginUrl);
+    await page.goto(`${new URL(loginUrl).origin}/#/ns/${NS}/runs`);
+    await soak(env, page, dashboard, proxy);
+  } finally {
+    proxy.close();
+    await browser.close();
+    for (const p of procs) p.kill('SIGINT');
+    env.admin.close();
+    await down(root, { purge: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
