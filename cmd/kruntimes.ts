@@ -1,7 +1,7 @@
 /** The entrypoint of the kruntimes image: `kruntimes <component> [args]`. */
 import { createServer } from 'node:http';
 import { VERSION } from '../lib/version.ts';
-import { apiserver, fnRun, runtimed, runtimeServer } from './components.ts';
+import { apiserver, devwsNode, fnRun, runtimed, runtimeServer } from './components.ts';
 
 type Handler = (args: string[]) => Promise<number>;
 
@@ -45,6 +45,7 @@ const components: Record<string, Handler> = {
   fn: (args) => fnRun(args),
   runtimed: () => runtimed(),
   'runtime-server': (args) => runtimeServer(args),
+  'devws-node': () => devwsNode(),
 };
 
 const [name, ...rest] = process.argv.slice(2);
