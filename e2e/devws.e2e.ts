@@ -3,7 +3,7 @@
  * one Project. The Node agent (`kruntimes devws-node` in every sandbox Pod) clones, proves
  * idleness and heartbeats on its own; the spec plays only the Git Server's sync (a snapshot ref on
  * a local smart-HTTP server and the Project's status.snapshot). Admission refusals, create ->
- * ready with a real clone, admin_required, forged and stale Node reports fenced, stop, start
+ * ready with a real clone, admin_required, forged and stale Node reports fenced, stop (with krt), start
  * without a clone, restart with the function host killed mid-operation (same effect IDs, one
  * sandbox), and an isolated Workspace created and deleted with its data.
  */
@@ -26,6 +26,7 @@ import {
   serviceAccountClient,
   type Obj,
 } from './helpers.ts';
+import { krt, saKubeconfig } from './krt.ts';
 
 const G = '/apis/dev.kruntimes.io/v1alpha1';
 const SYS = 'kruntimes-system';
@@ -201,8 +202,13 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
 
   it('stop: the Node proves idleness for the new admission epoch, the sandbox is terminated and the data kept; start does not re-clone', async () => {
     const before = (await ws()).status?.admissionEpoch ?? 0;
-    await admin().create(p('operations'), lifecycle('stop1', 'stop'));
-    await succeeded('stop1');
+    // As the editor, with krt: the Operation is created and followed with a progress line per step.
+    const r = await krt(['workspace', 'stop', 'p1-main', '--wait'], await saKubeconfig(ns, 'dev'));
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /stop: running step quiesce \(1\/2\)/);
+    assert.match(r.stderr, /stop: succeeded step done \(2\/2\)/);
+    const stop = /operation\.dev\.kruntimes\.io\/(\S+) created \(stop\)/.exec(r.stdout)?.[1] ?? '';
+    assert.equal((await op(stop)).status?.state, 'succeeded');
     const w = await ws();
     assert.equal(w.status?.observedState, 'stopped');
     assert.equal(w.status?.admissionEpoch, before + 1);
