@@ -174,7 +174,8 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       (r: object, extra: object = {}) =>
       (c: KubeClient) =>
         c.patch(p('workspaces/p1-main'), { metadata: { annotations: { [NODE_REPORT]: JSON.stringify(r) } }, ...extra });
-    assert.match(await refusal(admin(), write(report)), /^403 .*node_report_reserved/);
+    const forged = { ...report, heartbeatAt: new Date().toISOString() };
+    assert.match(await refusal(admin(), write(forged)), /^403 .*node_report_reserved/);
     // The Node's own identity: a token bound to the live sandbox Pod, as its projected token is.
     const sandbox = await admin().get<KubeObject>(`/api/v1/namespaces/${ns}/pods/${report.sandboxId}`);
     const tr = await admin().create<KubeObject & { status: { token: string } }>(
@@ -205,8 +206,8 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     // As the editor, with krt: the Operation is created and followed with a progress line per step.
     const r = await krt(['workspace', 'stop', 'p1-main', '--wait'], await saKubeconfig(ns, 'dev'));
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /stop: running step quiesce \(1\/2\)/);
-    assert.match(r.stderr, /stop: succeeded step done \(2\/2\)/);
+    assert.match(r.stderr, /stop: running step quiesce \(1\/3\)/);
+    assert.match(r.stderr, /stop: succeeded step done \(3\/3\)/);
     const stop = /operation\.dev\.kruntimes\.io\/(\S+) created \(stop\)/.exec(r.stdout)?.[1] ?? '';
     assert.equal((await op(stop)).status?.state, 'succeeded');
     const w = await ws();

@@ -33,19 +33,19 @@ describe('krt project | workspace | op', () => {
   });
 
   it('the progress line shows state, step and position, the reason and the retry time', () => {
-    const steps = ['quiesce', 'terminate'] as const;
+    const steps = ['quiesce', 'terminate', 'done'] as const;
     assert.equal(
       progressLine(op({ state: 'running', step: 'terminate', steps: [...steps] })),
-      'op/p1-main-stop-x stop: running step terminate (2/2)',
+      'op/p1-main-stop-x stop: running step terminate (2/3)',
     );
     assert.equal(
       progressLine(op({ state: 'succeeded', step: 'done', steps: [...steps] })),
-      'op/p1-main-stop-x stop: succeeded step done (2/2)',
+      'op/p1-main-stop-x stop: succeeded step done (3/3)',
     );
     const at = '2026-12-01T12:00:10.000Z';
     assert.equal(
       progressLine(op({ state: 'retry_wait', step: 'quiesce', steps: [...steps], reason: 'x', retryAt: at })),
-      `op/p1-main-stop-x stop: retry_wait step quiesce (1/2) [x] retry at ${at}`,
+      `op/p1-main-stop-x stop: retry_wait step quiesce (1/3) [x] retry at ${at}`,
     );
     assert.equal(progressLine(op(undefined)), 'op/p1-main-stop-x stop: queued step -');
   });

@@ -63,8 +63,7 @@ export function operationManifest(kind: OperationKind, ws: Workspace): Operation
 export function progressLine(o: Operation): string {
   const s = o.status ?? {};
   const steps = s.steps ?? [];
-  const at = s.step ? steps.indexOf(s.step) + 1 : 0;
-  const pos = steps.length ? ` (${s.step === 'done' ? steps.length : at}/${steps.length})` : '';
+  const pos = s.step && steps.includes(s.step) ? ` (${steps.indexOf(s.step) + 1}/${steps.length})` : '';
   const why = s.reason ? ` [${s.reason}${s.message ? `: ${s.message}` : ''}]` : '';
   const retry = s.state === 'retry_wait' && s.retryAt ? ` retry at ${s.retryAt}` : '';
   return `op/${o.metadata.name ?? ''} ${o.spec.kind}: ${s.state ?? 'queued'} step ${s.step ?? '-'}${pos}${why}${retry}`;
