@@ -294,6 +294,32 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(s.list(D.pods, NS).length, 1, 'the sandbox keeps running');
   });
 
+  it('restart: a lost Workspace write after terminate does not block the next generation (the effect is the evidence)', () => {
+    const s = newState();
+    apply(s, [
+      {
+        op: 'create',
+        resource: D.operations,
+        object: {
+          metadata: { name: 'restart1', namespace: NS },
+          spec: { project: 'p1', workspace: 'p1-main', kind: 'restart' },
+        },
+      },
+    ]);
+    for (let i = 0; i < 30 && op(s, 'restart1').status?.step !== 'sandbox'; i++) {
+      clock = new Date(clock.getTime() + 1000);
+      step(s, 1);
+    }
+    const w = ws(s);
+    assert.equal(w.status?.sandbox?.terminated, true);
+    // The Workspace write of the terminate step is lost (409): the Operation already moved on.
+    s.put(D.workspaces, { ...w, status: { ...w.status, sandbox: { ...w.status!.sandbox!, terminated: false } } });
+    settle(s);
+    assert.equal(op(s, 'restart1').status?.state, 'succeeded', op(s, 'restart1').status?.reason);
+    assert.equal(ws(s).status?.runtimeGeneration, 2);
+    assert.equal(s.list(D.pods, NS).length, 1);
+  });
+
   it('reconcile_required: effects of an older lease epoch are re-observed by ID before the operation advances', () => {
     cloneCommit = undefined;
     const s = newState();

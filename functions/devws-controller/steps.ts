@@ -87,8 +87,22 @@ const sandboxOptions = (c: Ctx, generation: number): SandboxOptions => ({
   ...(c.gitServerCA ? { gitServerCA: c.gitServerCA } : {}),
 });
 
+/**
+ * The Workspace as the Operation's evidence shows it: a succeeded sandbox_terminate of its sandbox
+ * means terminated, even when the Workspace write that recorded it was lost (a 409 after the
+ * Operation had advanced); without this the next generation would block sandbox_not_terminated.
+ */
+function withTerminateEvidence(wst: WorkspaceStatus, s: OperationStatus): WorkspaceStatus {
+  const sb = wst.sandbox;
+  if (!sb || sb.terminated) return wst;
+  const done = (s.effects ?? []).some(
+    (e) => e.kind === 'sandbox_terminate' && e.externalId === sb.id && e.outcome === 'succeeded' && e.terminated,
+  );
+  return done ? { ...wst, sandbox: { ...sb, terminated: true }, node: undefined } : wst;
+}
+
 export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
-  const wst = c.ws.status ?? {};
+  const wst = withTerminateEvidence(c.ws.status ?? {}, s);
   const planned = (s.effects ?? []).find((e) => e.kind === 'sandbox_ensure');
   if (!planned) {
     let gen: number;
