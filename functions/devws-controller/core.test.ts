@@ -313,7 +313,7 @@ describe('devws-controller (in-memory state)', () => {
     const w = ws(s);
     assert.equal(w.status?.sandbox?.terminated, true);
     // The Workspace write of the terminate step is lost (409): the Operation already moved on.
-    s.put(D.workspaces, { ...w, status: { ...w.status, sandbox: { ...w.status!.sandbox!, terminated: false } } });
+    s.put(D.workspaces, { ...w, status: { ...w.status, sandbox: { ...w.status.sandbox, terminated: false } } });
     settle(s);
     assert.equal(op(s, 'restart1').status?.state, 'succeeded', op(s, 'restart1').status?.reason);
     assert.equal(ws(s).status?.runtimeGeneration, 2);
