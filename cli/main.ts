@@ -4,6 +4,7 @@ import { registerLocal } from './local/commands.ts';
 import { registerRuns } from './runs/commands.ts';
 import { registerWorkflows } from './wf/commands.ts';
 import { registerDashboard } from './dashboard/commands.ts';
+import { OperationFailed, registerDevws } from './devws/commands.ts';
 import { UsageError } from './kube.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { VERSION } from '../lib/version.ts';
@@ -24,9 +25,14 @@ registerLocal(program);
 registerRuns(program);
 registerWorkflows(program);
 registerDashboard(program);
+registerDevws(program);
 
-/** Exit codes: 0 ok, 1 error (the API server's Status message is shown), 2 usage, 3 a waited-for Run did not succeed. */
+/** Exit codes: 0 ok, 1 error (the API server's Status message is shown), 2 usage, 3 a waited-for Run or Operation did not succeed. */
 program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof OperationFailed) {
+    process.stderr.write(`error: ${err.message}\n`);
+    process.exit(3);
+  }
   const msg = isApiError(err)
     ? `${err.message} (${err.reason}, HTTP ${err.code})`
     : err instanceof Error

@@ -150,3 +150,15 @@ export async function dashboard(): Promise<number> {
     process.once('SIGTERM', () => void d.close().then(() => resolve(0)));
   });
 }
+
+/** `kruntimes devws-node`: the Node agent of a developer workspace's sandbox Pod (ADR 0020); until SIGTERM. */
+export async function devwsNode(): Promise<number> {
+  const { loadNodeConfig, NodeAgent, runNodeAgent } = await import('../runtimed/devws-node.ts');
+  const cfg = loadNodeConfig(process.env);
+  const log = pino({ base: { component: 'devws-node', workspace: cfg.workspace, sandbox: cfg.self.sandboxId } });
+  const agent = new NodeAgent(cfg, defaultClient(process.env, `kruntimes-devws-node/${VERSION}`), log);
+  const stop = new AbortController();
+  process.once('SIGTERM', () => stop.abort());
+  await runNodeAgent(agent, cfg, log, stop.signal);
+  return 0;
+}

@@ -1,7 +1,7 @@
 /** The entrypoint of the kruntimes image: `kruntimes <component> [args]`. */
 import { createServer } from 'node:http';
 import { VERSION } from '../lib/version.ts';
-import { apiserver, dashboard, fnRun, runtimed, runtimeServer } from './components.ts';
+import { apiserver, dashboard, devwsNode, fnRun, runtimed, runtimeServer } from './components.ts';
 
 type Handler = (args: string[]) => Promise<number>;
 
@@ -46,6 +46,7 @@ const components: Record<string, Handler> = {
   fn: (args) => fnRun(args),
   runtimed: () => runtimed(),
   'runtime-server': (args) => runtimeServer(args),
+  'devws-node': () => devwsNode(),
 };
 
 const [name, ...rest] = process.argv.slice(2);

@@ -1,87 +1,142 @@
 /**
- * Developer workspaces (ADR 0020, docs/workspaces-dev.md) on the real cluster, one namespace:
- * admission refusals (invalid_repository_url, default_branch_required, operation_in_progress),
- * then create Project -> main Workspace ready with create_project succeeded (sandbox Pod named by
- * its effect ID, data PVC), stop (idle proof for the new admission epoch, sandbox terminated,
- * data kept), start (new generation, no clone). The Node agent and Git Server are not built: the
- * spec writes the Project's snapshot, the clone report and the idle report as they would.
+ * Developer workspaces (ADR 0020, docs/workspaces-dev.md) on the real cluster, one namespace and
+ * one Project. The Node agent (`kruntimes devws-node` in every sandbox Pod) clones, proves
+ * idleness and heartbeats on its own; the spec plays only the Git Server's sync (a snapshot ref on
+ * a local smart-HTTP server and the Project's status.snapshot). Admission refusals, create ->
+ * ready with a real clone, admin_required, forged and stale Node reports fenced, stop (with krt), start
+ * without a clone, restart with the function host killed mid-operation (same effect IDs, one
+ * sandbox), and an isolated Workspace created and deleted with its data.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
+import { KubeClient } from '../lib/kube/client.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
-import { admin, deleteNamespace, eventually, newNamespace, serviceAccountClient } from './helpers.ts';
+import { NODE_REPORT, readNodeReport } from '../lib/devws/node-report.ts';
+import { cluster, E2E_NODE_KIND, E2E_ROOT } from './cluster.ts';
+import { publishRef, startGitServer, type GitServer } from './git-server.ts';
+import {
+  admin,
+  deleteNamespace,
+  eventually,
+  newNamespace,
+  servingCert,
+  serviceAccountClient,
+  type Obj,
+} from './helpers.ts';
+import { krt, saKubeconfig } from './krt.ts';
 
 const G = '/apis/dev.kruntimes.io/v1alpha1';
-const COMMIT = '0123456789abcdef0123456789abcdef01234567';
+const SYS = 'kruntimes-system';
+const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
 
-async function refusal(path: string, body: unknown): Promise<string> {
+async function refusal(client: KubeClient, call: (c: KubeClient) => Promise<unknown>): Promise<string> {
   try {
-    await admin().create(path, body);
+    await call(client);
   } catch (err) {
     if (isApiError(err)) return `${err.code} ${err.message}`;
     throw err;
   }
-  return 'created';
+  return 'accepted';
+}
+
+type PodObj = Obj & { spec: { nodeName: string }; status?: { containerStatuses?: { ready: boolean }[] } };
+
+/** SIGKILLs the extension API server's process (it hosts the watch functions) as the node agent knows it. */
+async function killFunctionHost(): Promise<void> {
+  const pods = await admin().list<PodObj>(`/api/v1/namespaces/${SYS}/pods`, {
+    labelSelector: 'app.kubernetes.io/name=kruntimes-extension',
+  });
+  const pod = pods.items.find((p) => !p.metadata.deletionTimestamp);
+  assert.ok(pod, 'the extension API server Pod');
+  const pidFile = join(E2E_ROOT, 'nodes', pod.spec.nodeName, 'pods', pod.metadata.uid ?? '', 'pids', 'server');
+  process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
 }
 
 describe('developer workspaces (dev.kruntimes.io)', function () {
   let ns: string;
+  let git: GitServer;
   const p = (n: string): string => `${G}/namespaces/${ns}/${n}`;
   const op = (name: string): Promise<Operation> => admin().get<Operation>(p(`operations/${name}`));
-  const ws = (): Promise<Workspace> => admin().get<Workspace>(p('workspaces/p1-main'));
-  const annotate = (path: string, key: string, value: unknown): Promise<unknown> =>
-    admin().patch(path, { metadata: { annotations: { [`dev.kruntimes.io/${key}`]: JSON.stringify(value) } } });
+  const ws = (name = 'p1-main'): Promise<Workspace> => admin().get<Workspace>(p(`workspaces/${name}`));
+  const pods = async (): Promise<string[]> =>
+    (await admin().list(`/api/v1/namespaces/${ns}/pods`)).items.map((x) => x.metadata.name ?? '').sort();
   const project = (url: string, defaultBranch: string): Project => ({
     apiVersion: 'dev.kruntimes.io/v1alpha1',
     kind: 'Project',
     metadata: { name: 'p1' },
     spec: { repository: { url, defaultBranch } },
   });
-  const lifecycle = (name: string, kind: Operation['spec']['kind']): Operation => ({
+  const lifecycle = (name: string, kind: Operation['spec']['kind'], workspace = 'p1-main'): Operation => ({
     apiVersion: 'dev.kruntimes.io/v1alpha1',
     kind: 'Operation',
     metadata: { name },
-    spec: { project: 'p1', workspace: 'p1-main', kind },
+    spec: { project: 'p1', workspace, kind },
   });
+  const succeeded = (name: string): Promise<Operation> =>
+    eventually(`${name} succeeded`, async () => {
+      const o = await op(name);
+      assert.notEqual(
+        o.status?.state,
+        'failed',
+        `${name} failed: ${o.status?.reason ?? ''} ${o.status?.message ?? ''}`,
+      );
+      return o.status?.state === 'succeeded' ? o : undefined;
+    });
+
   before(async () => {
     ns = await newNamespace('devws');
+    const pki = servingCert(`devws-git-${ns}`, ['git.local']);
+    git = await startGitServer({ 'README.md': '# p1\n' }, pki);
+    const data = { gitServerUrl: new URL(git.url).origin, gitServerCA: pki.ca.toString() };
+    await admin()
+      .create(`/api/v1/namespaces/${SYS}/configmaps`, { metadata: { name: 'kruntimes-devws' }, data })
+      .catch(async (err: unknown) => {
+        if (!isApiError(err, 409)) throw err;
+        await admin().patch(CONFIG, { data });
+      });
   });
   after(async () => {
+    git.close();
+    await admin()
+      .delete(CONFIG)
+      .catch(() => undefined);
     await deleteNamespace(ns);
   });
 
   it('refuses invalid_repository_url and default_branch_required at admission', async () => {
+    const create = (body: Project) => (c: KubeClient) => c.create(p('projects'), body);
     assert.match(
-      await refusal(p('projects'), project('http://git.example/o/r.git', 'main')),
+      await refusal(admin(), create(project('http://git.example/o/r.git', 'main'))),
       /^400 .*invalid_repository_url/,
     );
     assert.match(
-      await refusal(p('projects'), project('https://git.example/o/r.git', 'HEAD')),
+      await refusal(admin(), create(project('https://git.example/o/r.git', 'HEAD'))),
       /^400 .*default_branch_required/,
     );
   });
 
-  it('create_project: the main Workspace becomes ready and the operation succeeds; operation_in_progress meanwhile', async () => {
-    await admin().create(p('projects'), project('https://git.example/o/r.git', 'main'));
-    await admin().patch(p('projects/p1/status'), {
-      status: { snapshot: { ref: `refs/ora/upstreams/b/snapshots/${COMMIT}`, commit: COMMIT } },
-    });
-    const frozen = await eventually('the clone input frozen', async () => (await op('p1-create')).status?.cloneInput);
-    assert.equal(frozen.baseCommit, COMMIT);
-    assert.equal(frozen.workspaceBranch, 'refs/heads/workspaces/p1-main/main');
-    assert.match(await refusal(p('operations'), lifecycle('stop0', 'stop')), /^409 .*operation_in_progress/);
-    await annotate(p('operations/p1-create'), 'clone-report', { attempt: 0, result: 'succeeded', commit: COMMIT });
-    await eventually('create_project succeeded', async () => (await op('p1-create')).status?.state === 'succeeded');
+  it('create_project: the Node clones the binding snapshot; the main Workspace is ready and the operation succeeds; operation_in_progress meanwhile', async () => {
+    const created = await admin().create<Project>(p('projects'), project('https://git.example/o/r.git', 'main'));
+    const ref = `refs/ora/upstreams/${created.metadata.uid ?? ''}/snapshots/${git.commit}`;
+    publishRef(git, `${ns}/p1.git`, ref);
+    await admin().patch(p('projects/p1/status'), { status: { snapshot: { ref, commit: git.commit } } });
+    assert.match(
+      await refusal(admin(), (c) => c.create(p('operations'), lifecycle('stop0', 'stop'))),
+      /^409 .*operation_in_progress/,
+    );
+    const done = await succeeded('p1-create');
+    assert.equal(done.status?.cloneInput?.workspaceBranch, 'refs/heads/workspaces/p1-main/main');
     const w = await ws();
     assert.equal(w.status?.observedState, 'ready');
     assert.equal(w.status?.admissionOpen, true);
-    assert.equal(w.status?.baseCommitId, COMMIT);
-    const pods = await admin().list(`/api/v1/namespaces/${ns}/pods`);
-    assert.deepEqual(
-      pods.items.map((x) => x.metadata.name),
-      [w.status?.sandbox?.id],
-      'exactly one sandbox, named by its effect ID',
-    );
+    assert.equal(w.status?.baseCommitId, git.commit, 'the Node cloned the snapshot commit');
+    const report = readNodeReport(w.metadata.annotations);
+    assert.equal(report?.clone?.commit, git.commit);
+    assert.equal(report?.nodeId, w.status?.sandbox?.nodeId, 'the Node presents the nodeId of the ensure result');
+    assert.deepEqual(await pods(), [w.status?.sandbox?.id], 'exactly one sandbox, named by its effect ID');
     await eventually(
       'Project active',
       async () => (await admin().get<Project>(p('projects/p1'))).status?.lifecycle === 'active',
@@ -104,39 +159,121 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     const dev = await serviceAccountClient(ns, 'dev');
     const body = { ...lifecycle('del1', 'delete_project'), spec: { project: 'p1', kind: 'delete_project' as const } };
     const denied = await eventually('the editor refused', async () => {
-      try {
-        await dev.create(p('operations'), body);
-        return 'created';
-      } catch (err) {
-        // 403 from RBAC aggregation lag first (no create yet), then admission's admin_required.
-        return isApiError(err, 403) && /admin_required/.test(err.message) ? err.message : undefined;
-      }
+      const r = await refusal(dev, (c) => c.create(p('operations'), body));
+      // 403 from RBAC aggregation lag first (no create yet), then admission's admin_required.
+      return /^403 .*admin_required/.test(r) ? r : undefined;
     });
     assert.match(denied, /admin_required/);
   });
 
-  it('stop proves idleness for the new admission epoch, terminates the sandbox and keeps the data; start does not re-clone', async () => {
+  it('Node reports are fenced: nobody else may write one; the Node may write only its own, for the current generation', async () => {
+    const w = await ws();
+    const report = readNodeReport(w.metadata.annotations);
+    assert.ok(report);
+    const write =
+      (r: object, extra: object = {}) =>
+      (c: KubeClient) =>
+        c.patch(p('workspaces/p1-main'), { metadata: { annotations: { [NODE_REPORT]: JSON.stringify(r) } }, ...extra });
+    const forged = { ...report, heartbeatAt: new Date().toISOString() };
+    assert.match(await refusal(admin(), write(forged)), /^403 .*node_report_reserved/);
+    // The Node's own identity: a token bound to the live sandbox Pod, as its projected token is.
+    const sandbox = await admin().get<KubeObject>(`/api/v1/namespaces/${ns}/pods/${report.sandboxId}`);
+    const tr = await admin().create<KubeObject & { status: { token: string } }>(
+      `/api/v1/namespaces/${ns}/serviceaccounts/kruntimes-devws-node/token`,
+      {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: {
+          expirationSeconds: 600,
+          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: sandbox.metadata.name, uid: sandbox.metadata.uid },
+        },
+      },
+    );
+    const node = new KubeClient({
+      server: cluster().server,
+      ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')),
+      token: tr.status.token,
+    });
+    const stale = { ...report, generation: report.generation - 1, heartbeatAt: new Date().toISOString() };
+    assert.match(await refusal(node, write(stale)), /^409 .*stale_node/);
+    const widen = write(report, { spec: { desiredState: 'stopped' } });
+    assert.match(await refusal(node, widen), /^403 .*node_write_scope/);
+    assert.match(await refusal(node, (c) => c.delete(p('workspaces/p1-main'))), /^403 /, 'RBAC: no delete');
+  });
+
+  it('stop: the Node proves idleness for the new admission epoch, the sandbox is terminated and the data kept; start does not re-clone', async () => {
     const before = (await ws()).status?.admissionEpoch ?? 0;
-    await admin().create(p('operations'), lifecycle('stop1', 'stop'));
-    const closed = await eventually('admission closed', async () => {
-      const s = (await ws()).status;
-      return s?.admissionOpen === false && s.admissionEpoch === before + 1 ? s : undefined;
-    });
-    await annotate(p('workspaces/p1-main'), 'idle-report', {
-      epoch: closed.admissionEpoch,
-      idle: true,
-      generation: closed.runtimeGeneration,
-    });
-    await eventually('stop succeeded', async () => (await op('stop1')).status?.state === 'succeeded');
-    assert.equal((await ws()).status?.observedState, 'stopped');
-    const pods = await admin().list(`/api/v1/namespaces/${ns}/pods`);
-    assert.equal(pods.items.length, 0, 'the sandbox is terminated');
+    // As the editor, with krt: the Operation is created and followed with a progress line per step.
+    const r = await krt(['workspace', 'stop', 'p1-main', '--wait'], await saKubeconfig(ns, 'dev'));
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stderr.trim().split('\n');
+    assert.ok(
+      lines.every((l) => /^op\/\S+ stop: \w+ step /.test(l)),
+      r.stderr,
+    );
+    assert.equal(new Set(lines).size, lines.length, 'one line per change');
+    assert.match(lines.at(-1) ?? '', /stop: succeeded step done \(3\/3\)$/);
+    const stop = /operation\.dev\.kruntimes\.io\/(\S+) created \(stop\)/.exec(r.stdout)?.[1] ?? '';
+    assert.equal((await op(stop)).status?.state, 'succeeded');
+    const w = await ws();
+    assert.equal(w.status?.observedState, 'stopped');
+    assert.equal(w.status?.admissionEpoch, before + 1);
+    assert.deepEqual(readNodeReport(w.metadata.annotations)?.idle, { epoch: before + 1, idle: true });
+    assert.deepEqual(await pods(), [], 'the sandbox is terminated');
     await admin().get(`/api/v1/namespaces/${ns}/persistentvolumeclaims/devws-p1-main-data`);
     await admin().create(p('operations'), lifecycle('start1', 'start'));
-    await eventually('start succeeded', async () => (await op('start1')).status?.state === 'succeeded');
+    assert.deepEqual((await succeeded('start1')).status?.steps, ['sandbox', 'node', 'done']);
+    const started = await ws();
+    assert.equal(started.status?.observedState, 'ready');
+    assert.equal(started.status?.runtimeGeneration, 2);
+    assert.equal(readNodeReport(started.metadata.annotations)?.generation, 2, 'the new generation Node reports');
+  });
+
+  it('restart with the function host killed mid-operation: resumes from status with the same effect IDs and exactly one sandbox', async function () {
+    if (E2E_NODE_KIND !== 'agent') this.skip(); // the host process is killed by its node agent pid file
+    await admin().create(p('operations'), lifecycle('restart1', 'restart'));
+    const planned = await eventually(
+      'the sandbox_ensure effect of generation 3 planned',
+      async () => {
+        const s = (await op('restart1')).status;
+        return s?.effects?.some((e) => e.kind === 'sandbox_ensure') ? s.effects : undefined;
+      },
+      60_000,
+      20,
+    );
+    await killFunctionHost();
+    const done = await succeeded('restart1');
+    assert.deepEqual(done.status?.steps, ['quiesce', 'terminate', 'sandbox', 'node', 'done']);
+    const ensure = planned.find((e) => e.kind === 'sandbox_ensure');
+    assert.deepEqual(
+      done.status?.effects?.map((e) => e.id),
+      planned.map((e) => e.id),
+      'no effect was planned again under another ID',
+    );
     const w = await ws();
-    assert.equal(w.status?.observedState, 'ready');
-    assert.equal(w.status?.runtimeGeneration, 2);
-    assert.deepEqual((await op('start1')).status?.steps, ['sandbox', 'node', 'done']);
+    assert.equal(w.status?.runtimeGeneration, 3);
+    assert.equal(w.status?.sandbox?.id, ensure?.id);
+    assert.deepEqual(await pods(), [ensure?.id], 'exactly one sandbox, the one planned before the kill');
+  });
+
+  it('an isolated Workspace is created from the same snapshot and deleted with its data (delete_workspace)', async () => {
+    await admin().create(p('workspaces'), {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Workspace',
+      metadata: { name: 'p1-task' },
+      spec: { project: 'p1', kind: 'isolated', desiredState: 'running', taskTitle: 'a task' },
+    });
+    await succeeded('p1-task-create');
+    assert.equal((await ws('p1-task')).status?.baseCommitId, git.commit);
+    await admin().create(p('operations'), lifecycle('del-task', 'delete_workspace', 'p1-task'));
+    assert.deepEqual((await succeeded('del-task')).status?.steps, ['quiesce', 'terminate', 'cleanup', 'done']);
+    assert.equal((await ws('p1-task')).status?.observedState, 'deleted');
+    const pvcs = await admin().list(`/api/v1/namespaces/${ns}/persistentvolumeclaims`);
+    assert.deepEqual(
+      pvcs.items.map((x) => x.metadata.name),
+      ['devws-p1-main-data'],
+      'only the main Workspace keeps data',
+    );
+    assert.equal((await pods()).length, 1, 'only the main sandbox runs');
   });
 });

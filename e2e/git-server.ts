@@ -9,7 +9,16 @@ import { join } from 'node:path';
 export interface GitServer {
   url: string;
   commit: string;
+  /** GIT_PROJECT_ROOT: repository paths below it are served at the same paths. */
+  root: string;
   close(): void;
+}
+
+/** Serves the test commit as a second repository at `<root>/<path>` with `ref` pointing to it (a binding snapshot). */
+export function publishRef(g: GitServer, path: string, ref: string): void {
+  const dest = join(g.root, path);
+  execFileSync('git', ['clone', '-q', '--bare', join(g.root, 'repo.git'), dest]);
+  execFileSync('git', ['update-ref', ref, g.commit], { cwd: dest });
 }
 
 const BACKEND = '/usr/lib/git-core/git-http-backend';
@@ -89,5 +98,6 @@ export async function startGitServer(
     cgi.on('close', () => res.end());
   });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  return { url: `https://127.0.0.1:${(srv.address() as AddressInfo).port}/repo.git`, commit, close: () => srv.close() };
+  const base = `https://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  return { url: `${base}/repo.git`, commit, root, close: () => srv.close() };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Operation, Project, Workspace } from '../../lib/devws/api.ts';
-import { reviewOperation, reviewProject, reviewRetry, reviewWorkspace } from './core.ts';
+import { reviewOperation, reviewProject, reviewRetry, reviewWorkspace, reviewWorkspaceUpdate } from './core.ts';
 
 const project = (url: string, defaultBranch = 'main'): Project => ({
   metadata: { name: 'p1', namespace: 't' },
@@ -53,5 +53,84 @@ describe('devws-admission review', () => {
     const bumped = { ...old, spec: { ...old.spec, retryRequests: 1 } };
     assert.match(reviewRetry(bumped, old).message ?? '', /^operation_not_retryable:/);
     assert.equal(reviewRetry(bumped, op('a', 'stop', 'blocked')).allowed, true);
+  });
+});
+
+describe('devws-admission: the Node report (node-report annotation)', () => {
+  const NODE = 'system:serviceaccount:t:kruntimes-devws-node';
+  const pod = (name: string): { username: string; extra: Record<string, string[]> } => ({
+    username: NODE,
+    extra: { 'authentication.kubernetes.io/pod-name': [name] },
+  });
+  const live: Workspace = {
+    metadata: { name: 'w1', namespace: 't', annotations: { keep: 'x' } },
+    spec: { project: 'p1', kind: 'main', desiredState: 'running' },
+    status: {
+      observedState: 'stopping',
+      runtimeGeneration: 2,
+      admissionEpoch: 4,
+      sandbox: { id: 'sbx-2', generation: 2, nodeId: 'sbx-2-node' },
+      operation: { name: 'create' },
+    },
+  };
+  const report = (r: Record<string, unknown>): string =>
+    JSON.stringify({
+      nodeId: 'sbx-2-node',
+      incarnation: 'i1',
+      sandboxId: 'sbx-2',
+      generation: 2,
+      heartbeatAt: '2026-12-01T12:00:00Z',
+      ...r,
+    });
+  const withReport = (raw: string, extra: Record<string, string> = {}): Workspace => ({
+    ...live,
+    metadata: { ...live.metadata, annotations: { keep: 'x', ...extra, 'dev.kruntimes.io/node-report': raw } },
+  });
+  const current = { name: 'create', cloneAttempts: 1, baseCommit: 'c'.repeat(40) };
+  const reason = (r: { allowed: boolean; message?: string }): string =>
+    r.allowed ? 'allowed' : ((r.message ?? '').split(':')[0] ?? '');
+
+  it('allows the live sandbox Node to report for the current generation, epoch and clone dispatch', () => {
+    const idle = report({ idle: { epoch: 4, idle: true } });
+    assert.equal(reason(reviewWorkspaceUpdate(withReport(idle), live, pod('sbx-2'))), 'allowed');
+    const clone = report({ clone: { operation: 'create', attempt: 1, result: 'succeeded', commit: 'c'.repeat(40) } });
+    assert.equal(reason(reviewWorkspaceUpdate(withReport(clone), live, pod('sbx-2'), current)), 'allowed');
+  });
+
+  it('fences stale generations, other sandboxes, other pods, old epochs and stale clone dispatches', () => {
+    const cases: [string, string, string][] = [
+      [report({ generation: 1 }), 'sbx-2', 'stale_node'],
+      [report({ sandboxId: 'sbx-1' }), 'sbx-1', 'stale_sandbox'],
+      [report({}), 'sbx-1', 'node_identity_mismatch'],
+      [report({ nodeId: 'other' }), 'sbx-2', 'stale_node'],
+      [report({ idle: { epoch: 3, idle: true } }), 'sbx-2', 'stale_idle_proof'],
+      [report({ clone: { operation: 'create', attempt: 0, result: 'failed' } }), 'sbx-2', 'stale_clone_report'],
+      [
+        report({ clone: { operation: 'create', attempt: 1, result: 'succeeded', commit: 'd'.repeat(40) } }),
+        'sbx-2',
+        'base_commit_mismatch',
+      ],
+      ['{"nodeId":1}', 'sbx-2', 'invalid_node_report'],
+    ];
+    for (const [raw, podName, want] of cases) {
+      assert.equal(reason(reviewWorkspaceUpdate(withReport(raw), live, pod(podName), current)), want, raw);
+    }
+  });
+
+  it('an unchanged idle or clone part (a heartbeat) is not fenced again', () => {
+    const old = withReport(report({ idle: { epoch: 3, idle: true } }));
+    const beat = withReport(report({ idle: { epoch: 3, idle: true }, heartbeatAt: '2026-12-01T12:00:10Z' }));
+    assert.equal(reason(reviewWorkspaceUpdate(beat, old, pod('sbx-2'))), 'allowed');
+  });
+
+  it('the Node may change nothing else, and nobody else may write the report', () => {
+    const r = report({});
+    const spec = { ...withReport(r), spec: { ...live.spec, desiredState: 'stopped' as const } };
+    assert.equal(reason(reviewWorkspaceUpdate(spec, live, pod('sbx-2'))), 'node_write_scope');
+    assert.equal(reason(reviewWorkspaceUpdate(withReport(r, { other: 'y' }), live, pod('sbx-2'))), 'node_write_scope');
+    assert.equal(reason(reviewWorkspaceUpdate(withReport(r), live, { username: 'alice' })), 'node_report_reserved');
+    assert.equal(reason(reviewWorkspaceUpdate(live, withReport(r), { username: 'alice' })), 'node_report_reserved');
+    const relabel = { ...live, metadata: { ...live.metadata, labels: { a: 'b' } } };
+    assert.equal(reason(reviewWorkspaceUpdate(relabel, live, { username: 'alice' })), 'allowed');
   });
 });

@@ -7,6 +7,15 @@ import { DevwsError, type Operation, type Project, type Workspace } from '../../
 import { assertRequestAllowed } from '../../lib/devws/lifecycle.ts';
 import { assertNoOperationInProgress, explicitRetry } from '../../lib/devws/operations.ts';
 import { resolveBaseRef, validateDefaultBranch, validateRepositoryUrl } from '../../lib/devws/validate.ts';
+import {
+  fenceNodeReport,
+  NODE_REPORT,
+  NODE_SA,
+  parseNodeReport,
+  POD_NAME_EXTRA,
+  readNodeReport,
+  type FenceContext,
+} from '../../lib/devws/node-report.ts';
 
 export function denial(e: DevwsError): AdmissionResult {
   return { allowed: false, code: e.code, reason: e.code === 409 ? 'Conflict' : 'BadRequest', message: e.message };
@@ -66,3 +75,52 @@ export function reviewRetry(op: Operation, old: Operation): AdmissionResult {
     explicitRetry(old.status ?? {});
   });
 }
+
+export interface Requester {
+  username: string;
+  extra?: Record<string, string[]>;
+}
+
+const nodeUser = (ns: string): string => `system:serviceaccount:${ns}:${NODE_SA}`;
+
+/** Everything but the node-report annotation, as it must stay on a Node's write. */
+function outsideReport(ws: Workspace): string {
+  const annotations = { ...ws.metadata.annotations };
+  delete annotations[NODE_REPORT];
+  const m = ws.metadata;
+  return JSON.stringify([ws.spec, m.labels ?? {}, annotations, m.finalizers ?? [], m.ownerReferences ?? []]);
+}
+
+/**
+ * A Workspace update. The node-report annotation is the Node's narrowly scoped write: only the
+ * Node identity may change it, only from the Workspace's live sandbox Pod (its Pod-bound token),
+ * fenced by generation, admission epoch and clone dispatch (fenceNodeReport); the Node may change
+ * nothing else. Anyone else may not touch the annotation (403 node_report_reserved).
+ */
+export function reviewWorkspaceUpdate(
+  ws: Workspace,
+  old: Workspace,
+  user: Requester,
+  operation?: FenceContext['operation'],
+): AdmissionResult {
+  const raw = ws.metadata.annotations?.[NODE_REPORT];
+  const changed = raw !== old.metadata.annotations?.[NODE_REPORT];
+  const isNode = user.username === nodeUser(ws.metadata.namespace ?? '');
+  if (!isNode && !changed) return { allowed: true };
+  if (!isNode) return forbidden(`node_report_reserved: only the Workspace's Node may write ${NODE_REPORT}`);
+  if (outsideReport(ws) !== outsideReport(old))
+    return forbidden(`node_write_scope: the Node may change only the ${NODE_REPORT} annotation`);
+  if (!changed) return { allowed: true };
+  if (raw === undefined) return forbidden('node_write_scope: the Node may not remove its report');
+  return verdict(() => {
+    const previous = readNodeReport(old.metadata.annotations);
+    fenceNodeReport(parseNodeReport(raw), {
+      ws: old.status ?? {},
+      podName: user.extra?.[POD_NAME_EXTRA]?.[0],
+      operation,
+      ...(previous ? { previous } : {}),
+    });
+  });
+}
+
+const forbidden = (message: string): AdmissionResult => ({ allowed: false, code: 403, reason: 'Forbidden', message });

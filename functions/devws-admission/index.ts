@@ -9,7 +9,8 @@ import { resourcePath } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { D, GROUP, type Operation, type Project, type Workspace } from '../../lib/devws/api.ts';
 import { userMay } from '../../lib/fn/access.ts';
-import { reviewOperation, reviewProject, reviewRetry, reviewWorkspace } from './core.ts';
+import { reviewOperation, reviewProject, reviewRetry, reviewWorkspace, reviewWorkspaceUpdate } from './core.ts';
+import { NODE_REPORT, type FenceContext } from '../../lib/devws/node-report.ts';
 
 interface OperationList extends KubeObject {
   items: Operation[];
@@ -19,9 +20,48 @@ async function operationsIn(ns: string, ctx: AdmissionContext): Promise<Operatio
   return (await ctx.get<OperationList>(resourcePath(D.operations, ns)))?.items ?? [];
 }
 
+/** The Workspace's current Operation as a clone report is fenced against (only read for a changed report). */
+async function currentOperation(
+  ws: Workspace,
+  ns: string,
+  ctx: AdmissionContext,
+): Promise<FenceContext['operation'] | undefined> {
+  const name = ws.status?.operation?.name;
+  if (!name || !ws.metadata.annotations?.[NODE_REPORT]) return undefined;
+  const op = await ctx.get<Operation>(resourcePath(D.operations, ns, name));
+  if (!op) return undefined;
+  return { name, cloneAttempts: op.status?.cloneAttempts ?? 0, baseCommit: op.status?.cloneInput?.baseCommit };
+}
+
 /** Project delete is for admins only: the requester needs `delete` on the Project (SubjectAccessReview). */
 function mayDeleteProject(req: AdmissionRequest, ns: string, name: string, ctx: AdmissionContext): Promise<boolean> {
   return userMay(ctx, req.userInfo, { namespace: ns, verb: 'delete', group: GROUP, resource: 'projects', name });
+}
+
+async function admitOperation(req: AdmissionRequest, ns: string, ctx: AdmissionContext): Promise<AdmissionResult> {
+  const op = req.object as Operation;
+  if (op.spec.kind === 'delete_project' && !(await mayDeleteProject(req, ns, op.spec.project, ctx))) {
+    return {
+      allowed: false,
+      code: 403,
+      reason: 'Forbidden',
+      message: `admin_required: ${req.userInfo.username} may not delete Project ${op.spec.project} (needs delete on projects.${GROUP}, the admin role)`,
+    };
+  }
+  const ws = op.spec.workspace
+    ? await ctx.get<Workspace>(resourcePath(D.workspaces, ns, op.spec.workspace))
+    : undefined;
+  return reviewOperation(op, ws, await operationsIn(ns, ctx));
+}
+
+async function admitWorkspace(req: AdmissionRequest, ns: string, ctx: AdmissionContext): Promise<AdmissionResult> {
+  const ws = req.object as Workspace;
+  if (req.operation === 'UPDATE' && req.oldObject) {
+    return reviewWorkspaceUpdate(ws, req.oldObject as Workspace, req.userInfo, await currentOperation(ws, ns, ctx));
+  }
+  if (req.operation !== 'CREATE') return { allowed: true };
+  const project = await ctx.get<Project>(resourcePath(D.projects, ns, ws.spec.project));
+  return reviewWorkspace(ws, project, ws.spec.kind === 'isolated' ? await operationsIn(ns, ctx) : []);
 }
 
 export async function admit(req: AdmissionRequest, ctx: AdmissionContext): Promise<AdmissionResult> {
@@ -29,26 +69,8 @@ export async function admit(req: AdmissionRequest, ctx: AdmissionContext): Promi
   const ns = req.object.metadata.namespace ?? req.namespace ?? '';
   const kind = req.kind.kind;
   if (kind === 'Project' && req.operation === 'CREATE') return reviewProject(req.object as Project);
-  if (kind === 'Workspace' && req.operation === 'CREATE') {
-    const ws = req.object as Workspace;
-    const project = await ctx.get<Project>(resourcePath(D.projects, ns, ws.spec.project));
-    return reviewWorkspace(ws, project, ws.spec.kind === 'isolated' ? await operationsIn(ns, ctx) : []);
-  }
-  if (kind === 'Operation' && req.operation === 'CREATE') {
-    const op = req.object as Operation;
-    if (op.spec.kind === 'delete_project' && !(await mayDeleteProject(req, ns, op.spec.project, ctx))) {
-      return {
-        allowed: false,
-        code: 403,
-        reason: 'Forbidden',
-        message: `admin_required: ${req.userInfo.username} may not delete Project ${op.spec.project} (needs delete on projects.${GROUP}, the admin role)`,
-      };
-    }
-    const ws = op.spec.workspace
-      ? await ctx.get<Workspace>(resourcePath(D.workspaces, ns, op.spec.workspace))
-      : undefined;
-    return reviewOperation(op, ws, await operationsIn(ns, ctx));
-  }
+  if (kind === 'Workspace') return admitWorkspace(req, ns, ctx);
+  if (kind === 'Operation' && req.operation === 'CREATE') return admitOperation(req, ns, ctx);
   if (kind === 'Operation' && req.operation === 'UPDATE' && req.oldObject) {
     return reviewRetry(req.object as Operation, req.oldObject as Operation);
   }
@@ -58,7 +80,7 @@ export async function admit(req: AdmissionRequest, ctx: AdmissionContext): Promi
 const fn: FunctionDef = {
   name: 'devws-admission',
   description:
-    'Refuses invalid Projects (repository URL, default branch), isolated Workspaces with an unsynced baseRef, lifecycle Operations while another is unfinished for the Project or that do not fit the Workspace, and retries of operations that are not blocked or retry_wait.',
+    "Refuses invalid Projects (repository URL, default branch), Node reports not written by the Workspace's live sandbox for its current generation and epoch, isolated Workspaces with an unsynced baseRef, lifecycle Operations while another is unfinished for the Project or that do not fit the Workspace, and retries of operations that are not blocked or retry_wait.",
   trigger: {
     type: 'admission',
     webhook: 'validating',
@@ -68,8 +90,15 @@ const fn: FunctionDef = {
       {
         apiGroups: [GROUP],
         apiVersions: ['v1alpha1'],
-        resources: ['projects', 'workspaces'],
+        resources: ['projects'],
         operations: ['CREATE'],
+        scope: 'Namespaced',
+      },
+      {
+        apiGroups: [GROUP],
+        apiVersions: ['v1alpha1'],
+        resources: ['workspaces'],
+        operations: ['CREATE', 'UPDATE'],
         scope: 'Namespaced',
       },
       {

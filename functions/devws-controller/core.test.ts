@@ -10,7 +10,8 @@ import { FakeState } from '../../lib/fn/fake-state.ts';
 import { R } from '../../lib/fn/resources.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
 import { contextFor, initProject, initWorkspace, nodeHealth, reconcileOperation } from './core.ts';
-import { CLONE_REPORT, IDLE_REPORT } from './steps.ts';
+import { NODE_REPORT, readNodeReport, type NodeReportDoc } from '../../lib/devws/node-report.ts';
+import { decideNode } from '../../lib/devws/node-agent.ts';
 
 const NS = 'team';
 const COMMIT = 'c'.repeat(40);
@@ -43,6 +44,45 @@ function apply(state: FakeState, ops: FnOp[]): void {
 
 /** What the node agent would do: every sandbox Pod runs and is Ready. */
 let podsReady = 'True';
+/** The Node agents (runtimed/devws-node-core.ts decisions): up, idle, and the commit their clones return (none: never finish). */
+let nodesUp = true;
+let nodesBusy = false;
+let cloneCommit: string | undefined = COMMIT;
+
+function putReport(s: FakeState, w: Workspace, r: NodeReportDoc): void {
+  const annotations = { ...w.metadata.annotations, [NODE_REPORT]: JSON.stringify(r) };
+  s.put(D.workspaces, { ...w, metadata: { ...w.metadata, annotations } });
+}
+
+/** Each live sandbox's Node decides as the real agent does and writes its report. */
+function nodeAgents(s: FakeState): void {
+  for (const o of s.list(D.workspaces, NS)) {
+    const w = o as Workspace;
+    const sb = w.status?.sandbox;
+    const pod = sb && !sb.terminated ? s.get(D.pods, NS, sb.id) : undefined;
+    if (!nodesUp || !sb || !pod) continue;
+    const self = {
+      nodeId: pod.metadata.annotations?.['dev.kruntimes.io/node-id'] ?? '',
+      incarnation: `inc-${sb.id}`,
+      sandboxId: sb.id,
+      generation: sb.generation,
+    };
+    const last = readNodeReport(w.metadata.annotations);
+    const op = s.get(D.operations, NS, w.status?.operation?.name ?? '') as Operation | undefined;
+    const view = { self, ws: w, op, now: clock, journal: () => ({ state: 'none' as const }), busy: nodesBusy };
+    const act = decideNode({ ...view, ...(last?.sandboxId === sb.id ? { last } : {}) });
+    if (act.kind === 'report') putReport(s, w, act.report);
+    if (act.kind === 'clone' && cloneCommit) {
+      const clone = {
+        operation: act.operation,
+        attempt: act.attempt,
+        result: 'succeeded' as const,
+        commit: cloneCommit,
+      };
+      putReport(s, w, { ...act.base, clone });
+    }
+  }
+}
 
 /** The node agent's view: sandbox Pods run and are Ready unless a test takes readiness away. */
 function kubelet(state: FakeState): void {
@@ -66,7 +106,7 @@ function step(state: FakeState, epoch: number): number {
     run(initWorkspace(ws, state.get(D.projects, NS, ws.spec.project) as Project | undefined));
   }
   for (const o of state.list(D.operations, NS)) {
-    const ctx = contextFor(o as Operation, state, clock, epoch, 'https://git.local');
+    const ctx = contextFor(o as Operation, state, clock, epoch, { url: 'https://git.local' });
     if (ctx) run(reconcileOperation(ctx));
   }
   for (const w of state.list(D.workspaces, NS)) {
@@ -76,6 +116,7 @@ function step(state: FakeState, epoch: number): number {
       run(nodeHealth(w as Workspace, state, clock));
   }
   kubelet(state);
+  nodeAgents(state);
   return writes;
 }
 
@@ -93,12 +134,12 @@ function settle(state: FakeState, epoch = 1): void {
 const op = (s: FakeState, name: string): Operation => s.get(D.operations, NS, name) as Operation;
 const ws = (s: FakeState): Workspace => s.get(D.workspaces, NS, 'p1-main') as Workspace;
 
-function annotate(s: FakeState, r: typeof D.operations, name: string, key: string, value: unknown): void {
-  const o = s.get(r, NS, name)!;
-  s.put(r, {
-    ...o,
-    metadata: { ...o.metadata, annotations: { ...o.metadata.annotations, [key]: JSON.stringify(value) } },
-  });
+/** A report as the Node would write it: the current one with the given parts changed. */
+function report(s: FakeState, change: Partial<NodeReportDoc>): void {
+  const w = ws(s);
+  const cur = readNodeReport(w.metadata.annotations);
+  assert.ok(cur, 'the Node has reported');
+  putReport(s, w, { ...cur, heartbeatAt: clock.toISOString(), ...change });
 }
 
 function newState(): FakeState {
@@ -114,13 +155,12 @@ function newState(): FakeState {
 
 describe('devws-controller (in-memory state)', () => {
   it('create_project: sandbox, node, clone (frozen input), ready and succeeded together; Project active', () => {
+    cloneCommit = 'd'.repeat(40);
     const s = newState();
-    assert.equal(op(s, 'p1-create').status?.step, 'clone');
-    assert.equal(op(s, 'p1-create').status?.cloneInput?.baseCommit, COMMIT);
-    annotate(s, D.operations, 'p1-create', CLONE_REPORT, { attempt: 0, result: 'succeeded', commit: 'd'.repeat(40) });
-    settle(s);
+    cloneCommit = COMMIT;
     assert.equal(op(s, 'p1-create').status?.step, 'clone', 'base_commit_mismatch is not recorded');
-    annotate(s, D.operations, 'p1-create', CLONE_REPORT, { attempt: 0, result: 'succeeded', commit: COMMIT });
+    assert.equal(op(s, 'p1-create').status?.cloneInput?.baseCommit, COMMIT);
+    report(s, { clone: { operation: 'p1-create', attempt: 0, result: 'succeeded', commit: COMMIT } });
     settle(s);
     assert.equal(op(s, 'p1-create').status?.state, 'succeeded');
     assert.equal(ws(s).status?.observedState, 'ready');
@@ -136,9 +176,8 @@ describe('devws-controller (in-memory state)', () => {
 
   it('stop proves idleness for the new admission epoch, terminates the sandbox; start mounts the same data without re-cloning', () => {
     const s = newState();
-    annotate(s, D.operations, 'p1-create', CLONE_REPORT, { attempt: 0, result: 'succeeded', commit: COMMIT });
-    settle(s);
     const epoch = ws(s).status?.admissionEpoch ?? 0;
+    nodesUp = false;
     apply(s, [
       {
         op: 'create',
@@ -153,13 +192,14 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(op(s, 'stop1').status?.step, 'quiesce');
     assert.equal(ws(s).status?.admissionOpen, false);
     assert.equal(ws(s).status?.admissionEpoch, epoch + 1);
-    annotate(s, D.workspaces, 'p1-main', IDLE_REPORT, { epoch: epoch + 1, idle: true, generation: 0 });
+    report(s, { idle: { epoch: epoch + 1, idle: true }, generation: 0 });
     settle(s);
     assert.equal(op(s, 'stop1').status?.step, 'quiesce', 'a report of an old generation does not count (stale_node)');
-    annotate(s, D.workspaces, 'p1-main', IDLE_REPORT, { epoch, idle: true, generation: 1 });
+    report(s, { idle: { epoch, idle: true }, generation: 1 });
     settle(s);
     assert.equal(op(s, 'stop1').status?.step, 'quiesce', 'a proof for the old epoch does not count');
-    annotate(s, D.workspaces, 'p1-main', IDLE_REPORT, { epoch: epoch + 1, idle: true, generation: 1 });
+    report(s, { idle: { epoch: epoch + 1, idle: true }, generation: 1 });
+    nodesUp = true;
     settle(s);
     assert.equal(op(s, 'stop1').status?.state, 'succeeded');
     assert.equal(ws(s).status?.observedState, 'stopped');
@@ -188,8 +228,6 @@ describe('devws-controller (in-memory state)', () => {
 
   it('node disconnect: a ready Workspace goes unavailable with admission closed; the same Node Ready again restores it', () => {
     const s = newState();
-    annotate(s, D.operations, 'p1-create', CLONE_REPORT, { attempt: 0, result: 'succeeded', commit: COMMIT });
-    settle(s);
     const epoch = ws(s).status?.admissionEpoch ?? 0;
     podsReady = 'False';
     try {
@@ -205,8 +243,87 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(ws(s).status?.admissionOpen, true);
   });
 
-  it('reconcile_required: effects of an older lease epoch are re-observed by ID before the operation advances', () => {
+  it('node heartbeat lapse: no report for 30 s makes a ready Workspace unavailable; the same Node reporting again restores it', () => {
     const s = newState();
+    assert.equal(ws(s).status?.observedState, 'ready');
+    nodesUp = false;
+    try {
+      clock = new Date(clock.getTime() + 31_000);
+      settle(s);
+      assert.equal(ws(s).status?.observedState, 'unavailable');
+      assert.equal(ws(s).status?.admissionOpen, false);
+    } finally {
+      nodesUp = true;
+    }
+    settle(s);
+    assert.equal(ws(s).status?.observedState, 'ready');
+    nodesUp = false;
+    try {
+      clock = new Date(clock.getTime() + 31_000);
+      settle(s);
+      report(s, { incarnation: 'another-process' });
+      settle(s);
+    } finally {
+      nodesUp = true;
+    }
+    assert.equal(ws(s).status?.observedState, 'unavailable', 'another incarnation is not the same Node reconnecting');
+  });
+
+  it('resource_in_use: a busy Node refuses to stop; the Workspace is ready again with admission open', () => {
+    const s = newState();
+    nodesBusy = true;
+    try {
+      apply(s, [
+        {
+          op: 'create',
+          resource: D.operations,
+          object: {
+            metadata: { name: 'stop2', namespace: NS },
+            spec: { project: 'p1', workspace: 'p1-main', kind: 'stop' },
+          },
+        },
+      ]);
+      settle(s);
+    } finally {
+      nodesBusy = false;
+    }
+    assert.equal(op(s, 'stop2').status?.state, 'failed');
+    assert.equal(op(s, 'stop2').status?.reason, 'resource_in_use');
+    assert.equal(ws(s).status?.observedState, 'ready');
+    assert.equal(ws(s).status?.admissionOpen, true);
+    assert.equal(s.list(D.pods, NS).length, 1, 'the sandbox keeps running');
+  });
+
+  it('restart: a lost Workspace write after terminate does not block the next generation (the effect is the evidence)', () => {
+    const s = newState();
+    apply(s, [
+      {
+        op: 'create',
+        resource: D.operations,
+        object: {
+          metadata: { name: 'restart1', namespace: NS },
+          spec: { project: 'p1', workspace: 'p1-main', kind: 'restart' },
+        },
+      },
+    ]);
+    for (let i = 0; i < 30 && op(s, 'restart1').status?.step !== 'sandbox'; i++) {
+      clock = new Date(clock.getTime() + 1000);
+      step(s, 1);
+    }
+    const w = ws(s);
+    assert.equal(w.status?.sandbox?.terminated, true);
+    // The Workspace write of the terminate step is lost (409): the Operation already moved on.
+    s.put(D.workspaces, { ...w, status: { ...w.status, sandbox: { ...w.status.sandbox, terminated: false } } });
+    settle(s);
+    assert.equal(op(s, 'restart1').status?.state, 'succeeded', op(s, 'restart1').status?.reason);
+    assert.equal(ws(s).status?.runtimeGeneration, 2);
+    assert.equal(s.list(D.pods, NS).length, 1);
+  });
+
+  it('reconcile_required: effects of an older lease epoch are re-observed by ID before the operation advances', () => {
+    cloneCommit = undefined;
+    const s = newState();
+    cloneCommit = COMMIT;
     const effects = op(s, 'p1-create').status?.effects ?? [];
     assert.equal(effects[0]?.leaseEpoch, 1);
     const before = JSON.stringify(op(s, 'p1-create').status?.step);

@@ -7,7 +7,6 @@
 import {
   API_VERSION,
   D,
-  GROUP,
   type Operation,
   type OperationStatus,
   type Project,
@@ -25,7 +24,8 @@ import {
 } from '../../lib/devws/operations.ts';
 import { eventOp, involvedOf, type EventSpec } from '../../lib/fn/events.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
-import { nodeDisconnected, nodeReconnected } from '../../lib/devws/fencing.ts';
+import { HEARTBEAT_WINDOW_MS, nodeDisconnected, nodeIsLive, nodeReconnected } from '../../lib/devws/fencing.ts';
+import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
 import { getSandbox, sandboxReady } from './substrate.ts';
 import {
   stepClone,
@@ -185,30 +185,45 @@ export function leaseEpoch(lease: LeaseLike | undefined): number {
   return lease?.spec?.leaseTransitions ?? 0;
 }
 
-export function contextFor(op: Operation, state: State, now: Date, epoch: number, gitServer?: string): Ctx | undefined {
+export interface GitServerConfig {
+  url?: string;
+  ca?: string;
+}
+
+export function contextFor(
+  op: Operation,
+  state: State,
+  now: Date,
+  epoch: number,
+  git: GitServerConfig = {},
+): Ctx | undefined {
   const ns = op.metadata.namespace ?? '';
   const project = state.get(D.projects, ns, op.spec.project) as Project | undefined;
   const ws = op.spec.workspace ? (state.get(D.workspaces, ns, op.spec.workspace) as Workspace | undefined) : undefined;
   if (!project || !ws) return undefined;
-  return { op, ws, project, state, now, epoch, gitServer };
+  return { op, ws, project, state, now, epoch, gitServer: git.url, gitServerCA: git.ca };
 }
 
 /**
- * Between operations: the Controller reports Node disconnects (the sandbox Pod no longer Ready):
- * a ready Workspace becomes unavailable and admission closes; the same initialised Node (same Pod
- * UID) Ready again restores it. An unavailable Workspace whose Node never disconnected (e.g. a
- * failed clone) is not touched.
+ * Between operations the Controller reports Node disconnects: the sandbox Pod no longer running or
+ * the Node's heartbeat older than 30 s makes a ready Workspace unavailable and closes admission;
+ * the same initialised Node (same nodeId and incarnation) with a fresh heartbeat restores it. An
+ * unavailable Workspace whose Node never disconnected (e.g. a failed clone) is not touched.
  */
 export function nodeHealth(ws: Workspace, state: State, now: Date): FnOp[] {
   const st = ws.status;
   const sb = st?.sandbox;
   if (!st?.node || !sb || sb.terminated) return [];
   const pod = getSandbox(state, ws.metadata.namespace ?? '', sb.id);
-  const ready = sandboxReady(pod);
-  if (st.observedState === 'ready' && !ready) return [writeWs(ws, nodeDisconnected(st))];
-  if (st.observedState !== 'unavailable' || st.node.connected !== false || !ready) return [];
-  const nodeId = pod?.metadata.annotations?.[`${GROUP}/node-id`] ?? '';
-  const report = { generation: sb.generation, sandboxId: sb.id, nodeId, incarnation: pod?.metadata.uid ?? '' };
-  const next = nodeReconnected(st, report, now);
+  const r = sandboxReady(pod) ? currentNodeReport(st, ws.metadata.annotations) : undefined;
+  const live = r && nodeIsLive(nodeFromReport(st, r, now), now) ? r : undefined;
+  if (st.observedState === 'ready') {
+    if (!live) return [writeWs(ws, nodeDisconnected(st))];
+    // Wake up when this heartbeat expires, should no newer report arrive before.
+    const expiry = Date.parse(live.heartbeatAt) + HEARTBEAT_WINDOW_MS + 1000;
+    return [{ op: 'requeue', afterMs: Math.max(1000, expiry - now.getTime()) }];
+  }
+  if (st.observedState !== 'unavailable' || st.node.connected !== false || !live) return [];
+  const next = nodeReconnected(st, live, now);
   return next === st ? [] : [writeWs(ws, next)];
 }

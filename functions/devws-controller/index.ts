@@ -15,13 +15,29 @@ import {
   leaseEpoch,
   nodeHealth,
   reconcileOperation,
+  type GitServerConfig,
   type LeaseLike,
 } from './core.ts';
+import { NODE_CLUSTER_ROLE } from '../../lib/devws/node-report.ts';
 import { WORKSPACE_LABEL } from './substrate.ts';
 
 const RELAY_NS = process.env.POD_NAMESPACE ?? 'kruntimes-system';
 const RELAY_LEASE = 'kruntimes-relay';
-const GIT_SERVER = process.env.KRT_DEVWS_GIT_SERVER_URL || undefined;
+/**
+ * The Git Server: the ConfigMap kruntimes-devws in the relay's namespace (gitServerUrl,
+ * gitServerCA), else KRT_DEVWS_GIT_SERVER_URL; neither: clone steps block git_server_unconfigured.
+ */
+export const CONFIG_MAP = 'kruntimes-devws';
+
+interface ConfigMapLike {
+  data?: Record<string, string>;
+}
+
+export function gitServerConfig(cm: ConfigMapLike | undefined, env: NodeJS.ProcessEnv): GitServerConfig {
+  const url = cm?.data?.gitServerUrl || env.KRT_DEVWS_GIT_SERVER_URL || undefined;
+  const ca = cm?.data?.gitServerCA || undefined;
+  return { ...(url ? { url } : {}), ...(ca ? { ca } : {}) };
+}
 
 export function handle({ key, object, state, now }: ReconcileInput): FnOp[] {
   if (key.startsWith('@proj:')) {
@@ -44,7 +60,8 @@ export function handle({ key, object, state, now }: ReconcileInput): FnOp[] {
   const op = object as Operation | undefined;
   if (!op) return [];
   const lease = state.get(D.leases, RELAY_NS, RELAY_LEASE) as LeaseLike | undefined;
-  const ctx = contextFor(op, state, now, leaseEpoch(lease), GIT_SERVER);
+  const cm = state.get(D.configMaps, RELAY_NS, CONFIG_MAP) as ConfigMapLike | undefined;
+  const ctx = contextFor(op, state, now, leaseEpoch(lease), gitServerConfig(cm, process.env));
   return ctx ? reconcileOperation(ctx) : [{ op: 'requeue', afterMs: 2000 }];
 }
 
@@ -72,8 +89,11 @@ const fn: FunctionDef = {
       },
     ],
     fetch: {
-      resources: [D.leases],
-      refs: () => [{ resource: D.leases, namespace: RELAY_NS, name: RELAY_LEASE }],
+      resources: [D.leases, D.configMaps],
+      refs: () => [
+        { resource: D.leases, namespace: RELAY_NS, name: RELAY_LEASE },
+        { resource: D.configMaps, namespace: RELAY_NS, name: CONFIG_MAP },
+      ],
     },
   },
   concurrency: 4,
@@ -99,6 +119,16 @@ const fn: FunctionDef = {
       verbs: ['get'],
       resourceNames: [RELAY_LEASE],
       scope: 'namespace',
+    },
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: [CONFIG_MAP], scope: 'namespace' },
+    // The Node's namespaced identity (substrate.ts nodeIdentity): bound, never granted by the controller itself.
+    { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get', 'create', 'patch'] },
+    { apiGroups: ['rbac.authorization.k8s.io'], resources: ['rolebindings'], verbs: ['get', 'create', 'patch'] },
+    {
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['clusterroles'],
+      verbs: ['bind'],
+      resourceNames: [NODE_CLUSTER_ROLE],
     },
   ],
   handler: handle,

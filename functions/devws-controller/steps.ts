@@ -15,17 +15,23 @@ import {
 } from '../../lib/devws/api.ts';
 import { applyCloneResult, freezeCloneInput, type CloneResult } from '../../lib/devws/clone.ts';
 import { effectId, planEffect, recordEffect } from '../../lib/devws/effects.ts';
-import { nextGeneration, nodeIsLive, registerNode } from '../../lib/devws/fencing.ts';
+import { nextGeneration, nodeIsLive } from '../../lib/devws/fencing.ts';
 import { beginQuiesce, decideQuiesce } from '../../lib/devws/idle.ts';
 import { commitReady, observedAfterSuccess, observedWhileRunning } from '../../lib/devws/lifecycle.ts';
 import { advance, block } from '../../lib/devws/operations.ts';
 import { workspaceBranch } from '../../lib/devws/validate.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
 import { D } from '../../lib/devws/api.ts';
-import { ensureSandbox, getData, getSandbox, sandboxReady, terminateSandbox, deleteData } from './substrate.ts';
-
-export const CLONE_REPORT = `${GROUP}/clone-report`;
-export const IDLE_REPORT = `${GROUP}/idle-report`;
+import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
+import {
+  ensureSandbox,
+  getData,
+  getSandbox,
+  sandboxReady,
+  terminateSandbox,
+  deleteData,
+  type SandboxOptions,
+} from './substrate.ts';
 
 export interface Ctx {
   op: Operation;
@@ -34,7 +40,9 @@ export interface Ctx {
   state: State;
   now: Date;
   epoch: number;
+  /** The Git Server: base URL (undefined: not configured) and the CA bundle its TLS certificate chains to. */
   gitServer?: string;
+  gitServerCA?: string;
 }
 
 const ns = (c: Ctx): string => c.op.metadata.namespace ?? '';
@@ -74,8 +82,27 @@ function both(c: Ctx, s: OperationStatus, ws: WorkspaceStatus): FnOp[] {
  */
 export const BARRIER: FnOp = { op: 'requeue', afterMs: 1000 };
 
+const sandboxOptions = (c: Ctx, generation: number): SandboxOptions => ({
+  generation,
+  ...(c.gitServerCA ? { gitServerCA: c.gitServerCA } : {}),
+});
+
+/**
+ * The Workspace as the Operation's evidence shows it: a succeeded sandbox_terminate of its sandbox
+ * means terminated, even when the Workspace write that recorded it was lost (a 409 after the
+ * Operation had advanced); without this the next generation would block sandbox_not_terminated.
+ */
+function withTerminateEvidence(wst: WorkspaceStatus, s: OperationStatus): WorkspaceStatus {
+  const sb = wst.sandbox;
+  if (!sb || sb.terminated) return wst;
+  const done = (s.effects ?? []).some(
+    (e) => e.kind === 'sandbox_terminate' && e.externalId === sb.id && e.outcome === 'succeeded' && e.terminated,
+  );
+  return done ? { ...wst, sandbox: { ...sb, terminated: true }, node: undefined } : wst;
+}
+
 export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
-  const wst = c.ws.status ?? {};
+  const wst = withTerminateEvidence(c.ws.status ?? {}, s);
   const planned = (s.effects ?? []).find((e) => e.kind === 'sandbox_ensure');
   if (!planned) {
     let gen: number;
@@ -96,10 +123,10 @@ export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
       sandbox: { id, generation: gen },
       node: undefined,
     };
-    return [...both(c, s2, ws2), ...ensureSandbox(c.ws, id, `${id}-node`)];
+    return [...both(c, s2, ws2), ...ensureSandbox(c.ws, id, sandboxOptions(c, gen))];
   }
   const pod = getSandbox(c.state, ns(c), planned.id);
-  if (!pod) return [...ensureSandbox(c.ws, planned.id, `${planned.id}-node`), requeue(2000)];
+  if (!pod) return [...ensureSandbox(c.ws, planned.id, sandboxOptions(c, planned.generation ?? 0)), requeue(2000)];
   const nodeId = pod.metadata.annotations?.[`${GROUP}/node-id`] ?? '';
   const s2 = recordEffect(
     s,
@@ -111,16 +138,17 @@ export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
   return both(c, advance(s2, endsReady(c)), { ...wst, sandbox });
 }
 
-/** Node registration and heartbeat, as the controller observes the sandbox Pod (ADR 0020: no Node agent yet). */
+/**
+ * Node registration and heartbeat from the Node's own report (lib/devws/node-report.ts), read
+ * through the generation fence, while the sandbox Pod of the current generation runs.
+ */
 export function observeNode(c: Ctx): WorkspaceStatus | undefined {
   const wst = c.ws.status ?? {};
   const sb = wst.sandbox;
   if (!sb || sb.terminated) return undefined;
-  const pod = getSandbox(c.state, ns(c), sb.id);
-  if (!sandboxReady(pod)) return undefined;
-  const nodeId = pod?.metadata.annotations?.[`${GROUP}/node-id`] ?? '';
-  const report = { generation: sb.generation, sandboxId: sb.id, nodeId, incarnation: pod?.metadata.uid ?? '' };
-  return registerNode(wst, report, c.now);
+  if (!sandboxReady(getSandbox(c.state, ns(c), sb.id))) return undefined;
+  const r = currentNodeReport(wst, c.ws.metadata.annotations);
+  return r ? nodeFromReport(wst, r, c.now) : undefined;
 }
 
 export function stepNode(c: Ctx, s: OperationStatus): FnOp[] {
@@ -131,19 +159,12 @@ export function stepNode(c: Ctx, s: OperationStatus): FnOp[] {
   return both(c, s2, { ...ws2, requestedRef: ref, workspaceBranch: workspaceBranch(c.ws.metadata.name ?? '', ref) });
 }
 
+/** The Node's result of the current clone dispatch (this operation, this attempt), if any. */
 function cloneReport(c: Ctx, attempt: number): CloneResult | undefined {
-  const raw = c.op.metadata.annotations?.[CLONE_REPORT];
-  if (!raw) return undefined;
-  try {
-    const r = JSON.parse(raw) as { attempt?: number; result?: string; commit?: string };
-    if (r.attempt !== attempt) return undefined;
-    if (r.result === 'succeeded' && r.commit) return { kind: 'succeeded', commit: r.commit };
-    if (r.result === 'failed') return { kind: 'failed' };
-    if (r.result === 'unknown') return { kind: 'unknown' };
-  } catch {
-    return undefined;
-  }
-  return undefined;
+  const r = currentNodeReport(c.ws.status ?? {}, c.ws.metadata.annotations)?.clone;
+  if (!r || r.operation !== c.op.metadata.name || r.attempt !== attempt) return undefined;
+  if (r.result === 'succeeded') return r.commit ? { kind: 'succeeded', commit: r.commit } : undefined;
+  return { kind: r.result };
 }
 
 export function stepClone(c: Ctx, s: OperationStatus): FnOp[] {
@@ -174,17 +195,9 @@ export function stepDone(c: Ctx, s: OperationStatus): FnOp[] {
   return [writeWs(c.ws, ready), BARRIER, writeOp(c.op, { ...s, state: 'succeeded' })];
 }
 
+/** The Node's idle proof, only from a report of the current generation (an older one is stale_node). */
 function idleReport(c: Ctx): WorkspaceStatus['idleProof'] {
-  const raw = c.ws.metadata.annotations?.[IDLE_REPORT];
-  if (!raw) return undefined;
-  try {
-    const r = JSON.parse(raw) as { epoch?: number; idle?: boolean; generation?: number };
-    // A report of another generation is stale (stale_node) and never counts.
-    if (r.generation !== (c.ws.status?.runtimeGeneration ?? 0)) return undefined;
-    return typeof r.epoch === 'number' && typeof r.idle === 'boolean' ? { epoch: r.epoch, idle: r.idle } : undefined;
-  } catch {
-    return undefined;
-  }
+  return currentNodeReport(c.ws.status ?? {}, c.ws.metadata.annotations)?.idle;
 }
 
 export function stepQuiesce(c: Ctx, s: OperationStatus): FnOp[] {

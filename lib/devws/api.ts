@@ -32,6 +32,15 @@ export const D = {
     namespaced: true,
   },
   pods: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true },
+  configMaps: { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true },
+  serviceAccounts: { group: '', version: 'v1', resource: 'serviceaccounts', kind: 'ServiceAccount', namespaced: true },
+  roleBindings: {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    resource: 'rolebindings',
+    kind: 'RoleBinding',
+    namespaced: true,
+  },
 } satisfies Record<string, Resource>;
 
 export type ProjectSpec = gen.Project['spec'];

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import type { Operation, Workspace } from '../../lib/devws/api.ts';
+import { isolatedManifest, operationManifest, operationRows, progressLine, workspaceRows } from './commands.ts';
+
+const ws: Workspace = {
+  metadata: { name: 'p1-main', creationTimestamp: new Date().toISOString() },
+  spec: { project: 'p1', kind: 'main', desiredState: 'running' },
+  status: {
+    observedState: 'stopping',
+    admissionOpen: false,
+    admissionEpoch: 3,
+    runtimeGeneration: 2,
+    operation: { name: 'p1-main-stop-x', step: 'quiesce' },
+  },
+};
+const op = (status: Operation['status']): Operation => ({
+  metadata: { name: 'p1-main-stop-x' },
+  spec: { project: 'p1', workspace: 'p1-main', kind: 'stop' },
+  status,
+});
+
+describe('krt project | workspace | op', () => {
+  it('a lifecycle action is an Operation of the Workspace, named after it', () => {
+    const o = operationManifest('delete_workspace', ws);
+    assert.deepEqual(o.spec, { project: 'p1', workspace: 'p1-main', kind: 'delete_workspace' });
+    assert.equal(o.metadata.generateName, 'p1-main-delete-');
+    assert.equal(operationManifest('restart', ws).metadata.generateName, 'p1-main-restart-');
+  });
+
+  it('an isolated Workspace keeps an empty baseRef (allowed) and leaves an absent one out', () => {
+    assert.equal(isolatedManifest('t1', 'p1', { baseRef: '' }).spec.baseRef, '');
+    assert.ok(!('baseRef' in isolatedManifest('t1', 'p1', {}).spec));
+  });
+
+  it('the progress line shows state, step and position, the reason and the retry time', () => {
+    const steps = ['quiesce', 'terminate', 'done'] as const;
+    assert.equal(
+      progressLine(op({ state: 'running', step: 'terminate', steps: [...steps] })),
+      'op/p1-main-stop-x stop: running step terminate (2/3)',
+    );
+    assert.equal(
+      progressLine(op({ state: 'succeeded', step: 'done', steps: [...steps] })),
+      'op/p1-main-stop-x stop: succeeded step done (3/3)',
+    );
+    const at = '2026-12-01T12:00:10.000Z';
+    assert.equal(
+      progressLine(op({ state: 'retry_wait', step: 'quiesce', steps: [...steps], reason: 'x', retryAt: at })),
+      `op/p1-main-stop-x stop: retry_wait step quiesce (1/3) [x] retry at ${at}`,
+    );
+    assert.equal(progressLine(op(undefined)), 'op/p1-main-stop-x stop: queued step -');
+  });
+
+  it('tables show desired/observed state, admission, generation and the current step', () => {
+    const row = workspaceRows([ws]).split('\n')[1] ?? '';
+    assert.match(row, /^p1-main\s+p1\s+main\s+running\s+stopping\s+closed\/3\s+2\s+p1-main-stop-x\s+quiesce\s+\d+s$/);
+    const o = operationRows([op({ state: 'failed', step: 'quiesce', reason: 'resource_in_use' })]).split('\n')[1];
+    assert.match(o ?? '', /^p1-main-stop-x\s+stop\s+p1-main\s+failed\s+quiesce\s+resource_in_use/);
+  });
+});

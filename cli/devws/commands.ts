@@ -1,0 +1,290 @@
+/**
+ * krt project | workspace | op: developer workspaces (dev.kruntimes.io, ADR 0020). Every lifecycle
+ * action creates an Operation and returns at once (the seed's 202); `--wait` and `krt op wait`
+ * follow it with one progress line per step and state change.
+ */
+import type { Command } from 'commander';
+import type { Operation, OperationKind, Project, Workspace } from '../../lib/devws/api.ts';
+import { connect, UsageError, type Conn } from '../kube.ts';
+import { age, parseFormat, render, table } from '../output.ts';
+
+const G = '/apis/dev.kruntimes.io/v1alpha1';
+const API = 'dev.kruntimes.io/v1alpha1';
+interface Global {
+  kubeconfig?: string;
+  namespace?: string;
+  output?: string;
+}
+const conn = (cmd: Command): Conn => connect(cmd.optsWithGlobals<Global>());
+const path = (c: Conn, plural: string, name = ''): string =>
+  `${G}/namespaces/${c.namespace}/${plural}${name ? `/${name}` : ''}`;
+const out = (s: string): void => {
+  process.stdout.write(s);
+};
+
+/** A waited-for Operation that did not succeed: exit code 3 (as a waited-for Run). */
+export class OperationFailed extends Error {}
+
+export function projectManifest(name: string, repo: string, branch: string, displayName?: string): Project {
+  return {
+    apiVersion: API,
+    kind: 'Project',
+    metadata: { name },
+    spec: { repository: { url: repo, defaultBranch: branch }, ...(displayName ? { displayName } : {}) },
+  };
+}
+
+export function isolatedManifest(name: string, project: string, o: { baseRef?: string; title?: string }): Workspace {
+  return {
+    apiVersion: API,
+    kind: 'Workspace',
+    metadata: { name },
+    spec: {
+      project,
+      kind: 'isolated',
+      desiredState: 'running',
+      ...(o.baseRef !== undefined ? { baseRef: o.baseRef } : {}),
+      ...(o.title ? { taskTitle: o.title } : {}),
+    },
+  };
+}
+
+/** A lifecycle Operation of a Workspace (generated name `<workspace>-<kind>-xxxxx`). */
+export function operationManifest(kind: OperationKind, ws: Workspace): Operation {
+  return {
+    apiVersion: API,
+    kind: 'Operation',
+    metadata: { generateName: `${ws.metadata.name ?? ''}-${kind.replace('_workspace', '').replace('_', '-')}-` },
+    spec: { project: ws.spec.project, workspace: ws.metadata.name, kind },
+  };
+}
+
+/** `op/<name> <kind>: <state> step <step> (n/m) [reason]`: one line per step or state change. */
+export function progressLine(o: Operation): string {
+  const s = o.status ?? {};
+  const steps = s.steps ?? [];
+  const pos = s.step && steps.includes(s.step) ? ` (${steps.indexOf(s.step) + 1}/${steps.length})` : '';
+  const why = s.reason ? ` [${s.reason}${s.message ? `: ${s.message}` : ''}]` : '';
+  const retry = s.state === 'retry_wait' && s.retryAt ? ` retry at ${s.retryAt}` : '';
+  return `op/${o.metadata.name ?? ''} ${o.spec.kind}: ${s.state ?? 'queued'} step ${s.step ?? '-'}${pos}${why}${retry}`;
+}
+
+export const FINISHED = ['succeeded', 'failed'];
+
+/** Follows an Operation to its end, one progress line per change; throws OperationFailed unless it succeeded. */
+export async function waitOperation(
+  c: Conn,
+  name: string,
+  write: (l: string) => void,
+  pollMs = 300,
+): Promise<Operation> {
+  let last = '';
+  for (;;) {
+    const o = await c.client.get<Operation>(path(c, 'operations', name));
+    const line = progressLine(o);
+    if (line !== last) write(`${line}\n`);
+    last = line;
+    if (o.status?.state === 'failed') throw new OperationFailed(line);
+    if (o.status?.state === 'succeeded') return o;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+export function workspaceRows(items: Workspace[]): string {
+  return table(
+    ['NAME', 'PROJECT', 'KIND', 'DESIRED', 'OBSERVED', 'ADMISSION', 'GEN', 'OPERATION', 'STEP', 'AGE'],
+    items.map((w) => {
+      const s = w.status ?? {};
+      return [
+        w.metadata.name ?? '',
+        w.spec.project,
+        w.spec.kind,
+        w.spec.desiredState ?? '',
+        s.observedState ?? '',
+        `${s.admissionOpen ? 'open' : 'closed'}/${s.admissionEpoch ?? 0}`,
+        String(s.runtimeGeneration ?? 0),
+        s.operation?.name ?? '',
+        s.operation?.step ?? '',
+        age(w.metadata.creationTimestamp),
+      ];
+    }),
+  );
+}
+
+export function operationRows(items: Operation[]): string {
+  return table(
+    ['NAME', 'KIND', 'WORKSPACE', 'STATE', 'STEP', 'REASON', 'AGE'],
+    items.map((o) => [
+      o.metadata.name ?? '',
+      o.spec.kind,
+      o.spec.workspace ?? '',
+      o.status?.state ?? 'queued',
+      o.status?.step ?? '',
+      o.status?.reason ?? '',
+      age(o.metadata.creationTimestamp),
+    ]),
+  );
+}
+
+function projectRows(items: Project[]): string {
+  return table(
+    ['NAME', 'REPOSITORY', 'BRANCH', 'LIFECYCLE', 'SNAPSHOT', 'AGE'],
+    items.map((p) => [
+      p.metadata.name ?? '',
+      p.spec.repository.url,
+      p.spec.repository.defaultBranch,
+      p.status?.lifecycle ?? '',
+      p.status?.snapshot?.commit.slice(0, 12) ?? '',
+      age(p.metadata.creationTimestamp),
+    ]),
+  );
+}
+
+/** Prints the created Operation's name, then follows it when asked. */
+async function started(c: Conn, op: Operation, wait: boolean | undefined): Promise<void> {
+  out(`operation.dev.kruntimes.io/${op.metadata.name ?? ''} created (${op.spec.kind})\n`);
+  if (wait) await waitOperation(c, op.metadata.name ?? '', (l) => process.stderr.write(l));
+}
+
+/** Waits for an Operation the controller creates itself (a Project's or an isolated Workspace's create). */
+async function followCreated(c: Conn, name: string, wait: boolean | undefined): Promise<void> {
+  out(`operation ${name} (created by the controller)\n`);
+  if (!wait) return;
+  for (let i = 0; ; i++) {
+    try {
+      await c.client.get(path(c, 'operations', name));
+      break;
+    } catch (err) {
+      if (i > 100) throw err;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+  await waitOperation(c, name, (l) => process.stderr.write(l));
+}
+
+function listOrGet<T extends Project | Workspace | Operation>(
+  group: Command,
+  plural: string,
+  rows: (items: T[]) => string,
+): void {
+  group
+    .command('list')
+    .description(`list ${plural}`)
+    .action(async (_o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      const l = await c.client.list<T>(path(c, plural));
+      const fmt = parseFormat(cmd.optsWithGlobals<Global>().output);
+      out(
+        render(
+          l,
+          fmt,
+          () => rows(l.items),
+          () => l.items.map((x) => x.metadata.name).join('\n'),
+        ),
+      );
+    });
+  group
+    .command('get')
+    .description(`show one of the ${plural}`)
+    .argument('<name>')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      const obj = await c.client.get<T>(path(c, plural, name));
+      const fmt = parseFormat(cmd.optsWithGlobals<Global>().output);
+      const line = plural === 'operations' ? `${progressLine(obj as Operation)}\n` : '';
+      out(
+        render(
+          obj,
+          fmt,
+          () => `${rows([obj])}${line}`,
+          () => name,
+        ),
+      );
+    });
+}
+
+function registerProject(program: Command): void {
+  const project = program.command('project').description('developer workspace Projects (dev.kruntimes.io)');
+  project
+    .command('create')
+    .description('create a Project and its main Workspace (create_project)')
+    .argument('<name>')
+    .requiredOption('--repo <url>', 'the repository (https or ssh)')
+    .option('--branch <branch>', 'the default branch (the only branch synced)', 'main')
+    .option('--display-name <text>')
+    .option('--wait', 'follow the create_project operation to its end')
+    .action(async (name: string, o: { repo: string; branch: string; displayName?: string; wait?: boolean }, cmd) => {
+      const c = conn(cmd as Command);
+      await c.client.create(path(c, 'projects'), projectManifest(name, o.repo, o.branch, o.displayName));
+      out(`project.dev.kruntimes.io/${name} created\n`);
+      await followCreated(c, `${name}-create`, o.wait);
+    });
+  listOrGet<Project>(project, 'projects', projectRows);
+}
+
+const LIFECYCLE: [string, OperationKind, string][] = [
+  ['start', 'start', 'start a stopped Workspace (no re-clone)'],
+  ['stop', 'stop', 'stop a Workspace after its Node proves it is idle (data kept)'],
+  ['restart', 'restart', 'stop and start a Workspace on a new sandbox generation'],
+  ['delete', 'delete_workspace', 'delete an isolated Workspace and its data'],
+];
+
+function registerWorkspace(program: Command): void {
+  const ws = program.command('workspace').alias('ws').description('developer Workspaces (dev.kruntimes.io)');
+  ws.command('create')
+    .description('create an isolated Workspace of a Project (create_workspace)')
+    .argument('<name>')
+    .requiredOption('--project <project>')
+    .option('--base-ref <ref>', "absent, empty, HEAD or the Project's default branch")
+    .option('--title <text>', 'the task title')
+    .option('--wait', 'follow the create_workspace operation to its end')
+    .action(async (name: string, o: { project: string; baseRef?: string; title?: string; wait?: boolean }, cmd) => {
+      const c = conn(cmd as Command);
+      await c.client.create(path(c, 'workspaces'), isolatedManifest(name, o.project, o));
+      out(`workspace.dev.kruntimes.io/${name} created\n`);
+      await followCreated(c, `${name}-create`, o.wait);
+    });
+  for (const [verb, kind, description] of LIFECYCLE) {
+    ws.command(verb)
+      .description(description)
+      .argument('<name>')
+      .option('--wait', 'follow the operation to its end')
+      .action(async (name: string, o: { wait?: boolean }, cmd: Command) => {
+        const c = conn(cmd);
+        const w = await c.client.get<Workspace>(path(c, 'workspaces', name));
+        await started(c, await c.client.create<Operation>(path(c, 'operations'), operationManifest(kind, w)), o.wait);
+      });
+  }
+  listOrGet<Workspace>(ws, 'workspaces', workspaceRows);
+}
+
+function registerOp(program: Command): void {
+  const op = program.command('op').description('developer workspace Operations (dev.kruntimes.io)');
+  listOrGet<Operation>(op, 'operations', operationRows);
+  op.command('wait')
+    .description('follow an Operation to its end (exit 0 only if it succeeded, 3 if it failed)')
+    .argument('<name>')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      await waitOperation(conn(cmd), name, out);
+    });
+  op.command('retry')
+    .description('retry a blocked or retry_wait Operation explicitly')
+    .argument('<name>')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      const o = await c.client.get<Operation>(path(c, 'operations', name));
+      if (o.status?.state !== 'blocked' && o.status?.state !== 'retry_wait')
+        throw new UsageError(
+          `operation ${name} is ${o.status?.state ?? 'queued'}: only blocked or retry_wait may be retried`,
+        );
+      const next = (o.spec.retryRequests ?? 0) + 1;
+      await c.client.replace(path(c, 'operations', name), { ...o, spec: { ...o.spec, retryRequests: next } });
+      out(`operation.dev.kruntimes.io/${name} retry requested (${next})\n`);
+    });
+}
+
+export function registerDevws(program: Command): void {
+  registerProject(program);
+  registerWorkspace(program);
+  registerOp(program);
+}
