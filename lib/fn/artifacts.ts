@@ -1,0 +1,84 @@
+/**
+ * The host side of the `deleteRunArtifacts` operation: reads the function's store credentials
+ * (a Secret, through the function's own client), checks that they are bound to the Run's store,
+ * and deletes the Run's prefix, derived only from namespace and UID with the key function the
+ * uploads use. Retry versus terminal is decided by `deletionFailure` (pure).
+ */
+import { S3Client } from '@aws-sdk/client-s3';
+import { notCovered, parseGcSecret, s3ClientOptions, type GcCredentials } from '../artifacts/gc-credentials.ts';
+import { ArtifactKeyError, runKeyPrefix } from '../artifacts/keys.ts';
+import { deleteS3Prefix, type S3Sender } from '../artifacts/s3-delete.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { isApiError } from '../kube/errors.ts';
+import type { KubeObject } from '../kube/types.ts';
+import { TerminalError, TransientError } from './errors.ts';
+import type { DeleteRunArtifactsOp } from './types.ts';
+
+/** Bound of one deletion attempt; a slower store is retried with backoff. */
+export const DELETE_TIMEOUT_MS = 30_000;
+
+export interface ArtifactDeps {
+  s3For(creds: GcCredentials, store: DeleteRunArtifactsOp['store']): S3Sender & { destroy?: () => void };
+  timeoutMs?: number;
+}
+
+export const defaultArtifactDeps: ArtifactDeps = {
+  s3For: (creds, store) =>
+    new S3Client({
+      ...s3ClientOptions({
+        region: creds.region ?? store.region ?? 'us-east-1',
+        ...(creds.endpoint ? { endpoint: creds.endpoint } : {}),
+        forcePathStyle: store.forcePathStyle === true,
+      }),
+      credentials: {
+        accessKeyId: creds.accessKeyId,
+        secretAccessKey: creds.secretAccessKey,
+        ...(creds.sessionToken ? { sessionToken: creds.sessionToken } : {}),
+      },
+    }),
+};
+
+/** What a failure of the operation means: terminal only when the key cannot be derived. Pure. */
+export function deletionFailure(err: unknown, where: string): TerminalError | TransientError {
+  if (err instanceof TerminalError || err instanceof TransientError) return err;
+  if (err instanceof ArtifactKeyError) return new TerminalError(err.reason, `refusing to delete artifacts: ${err.message}`);
+  const message = err instanceof Error ? err.message : String(err);
+  return new TransientError(`cannot delete the artifacts under ${where}: ${message}`);
+}
+
+async function credentialsFor(client: KubeClient, op: DeleteRunArtifactsOp): Promise<GcCredentials> {
+  const { namespace, name } = op.credentials;
+  const secret = await client
+    .get<KubeObject & { data?: Record<string, string> }>(`/api/v1/namespaces/${namespace}/secrets/${name}`)
+    .catch((err: unknown) => {
+      if (isApiError(err, 404)) throw new TransientError(`store credentials Secret ${namespace}/${name} not found`);
+      throw err;
+    });
+  const creds = parseGcSecret(secret.data);
+  if ('problem' in creds) throw new TransientError(creds.problem);
+  const why = notCovered(creds, op.store);
+  if (why) throw new TransientError(`not deleting with ${namespace}/${name}: ${why}`);
+  return creds;
+}
+
+/** Applies one deleteRunArtifacts operation; resolves when nothing of the Run is left in the store. */
+export async function deleteRunArtifacts(
+  client: KubeClient,
+  op: DeleteRunArtifactsOp,
+  deps: ArtifactDeps = defaultArtifactDeps,
+): Promise<void> {
+  let where = `s3://${op.store.bucket}/`;
+  try {
+    const prefix = runKeyPrefix(op.store.prefix, op.namespace, op.runUID);
+    where = `s3://${op.store.bucket}/${prefix}`;
+    const creds = await credentialsFor(client, op);
+    const s3 = deps.s3For(creds, op.store);
+    try {
+      await deleteS3Prefix(s3, op.store.bucket, prefix, AbortSignal.timeout(deps.timeoutMs ?? DELETE_TIMEOUT_MS));
+    } finally {
+      s3.destroy?.();
+    }
+  } catch (err) {
+    throw deletionFailure(err, where);
+  }
+}
