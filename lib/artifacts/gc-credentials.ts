@@ -51,7 +51,8 @@ export function parseGcSecret(data: Record<string, string> | undefined): GcCrede
 
 /** Why these credentials must not be used for this store (undefined: they cover it). Fail closed. */
 export function notCovered(creds: Pick<GcCredentials, 'bucket' | 'endpoint'>, store: S3Location): string | undefined {
-  if (store.bucket !== creds.bucket) return `bucket ${store.bucket} is not the bucket ${creds.bucket} of ${GC_SECRET_NAME}`;
+  if (store.bucket !== creds.bucket)
+    return `bucket ${store.bucket} is not the bucket ${creds.bucket} of ${GC_SECRET_NAME}`;
   const endpoint = trimEndpoint(store.endpoint);
   if (endpoint !== creds.endpoint)
     return `endpoint ${endpoint || '(AWS)'} is not the endpoint ${creds.endpoint || '(AWS)'} of ${GC_SECRET_NAME}`;

@@ -48,7 +48,8 @@ export function keyRoot(prefix: string | undefined): string {
  * leave that place.
  */
 export function runKeyPrefix(prefix: string | undefined, namespace: string, runUID: string): string {
-  if (!isSafeSegment(namespace)) throw new ArtifactKeyError(`run namespace "${namespace}" is not a safe path component`);
+  if (!isSafeSegment(namespace))
+    throw new ArtifactKeyError(`run namespace "${namespace}" is not a safe path component`);
   if (!isSafeSegment(runUID)) throw new ArtifactKeyError(`run UID "${runUID}" is not a safe path component`);
   return `${keyRoot(prefix)}${namespace}/runs/${runUID}/`;
 }

@@ -41,19 +41,21 @@ export const defaultArtifactDeps: ArtifactDeps = {
 /** What a failure of the operation means: terminal only when the key cannot be derived. Pure. */
 export function deletionFailure(err: unknown, where: string): TerminalError | TransientError {
   if (err instanceof TerminalError || err instanceof TransientError) return err;
-  if (err instanceof ArtifactKeyError) return new TerminalError(err.reason, `refusing to delete artifacts: ${err.message}`);
+  if (err instanceof ArtifactKeyError)
+    return new TerminalError(err.reason, `refusing to delete artifacts: ${err.message}`);
   const message = err instanceof Error ? err.message : String(err);
   return new TransientError(`cannot delete the artifacts under ${where}: ${message}`);
 }
 
-async function credentialsFor(client: KubeClient, op: DeleteRunArtifactsOp): Promise<GcCredentials> {
+/** Reads a Secret by path; rejects with the API error (404 included). */
+export type SecretReader = (path: string) => Promise<KubeObject & { data?: Record<string, string> }>;
+
+async function credentialsFor(read: SecretReader, op: DeleteRunArtifactsOp): Promise<GcCredentials> {
   const { namespace, name } = op.credentials;
-  const secret = await client
-    .get<KubeObject & { data?: Record<string, string> }>(`/api/v1/namespaces/${namespace}/secrets/${name}`)
-    .catch((err: unknown) => {
-      if (isApiError(err, 404)) throw new TransientError(`store credentials Secret ${namespace}/${name} not found`);
-      throw err;
-    });
+  const secret = await read(`/api/v1/namespaces/${namespace}/secrets/${name}`).catch((err: unknown) => {
+    if (isApiError(err, 404)) throw new TransientError(`store credentials Secret ${namespace}/${name} not found`);
+    throw err;
+  });
   const creds = parseGcSecret(secret.data);
   if ('problem' in creds) throw new TransientError(creds.problem);
   const why = notCovered(creds, op.store);
@@ -61,17 +63,13 @@ async function credentialsFor(client: KubeClient, op: DeleteRunArtifactsOp): Pro
   return creds;
 }
 
-/** Applies one deleteRunArtifacts operation; resolves when nothing of the Run is left in the store. */
-export async function deleteRunArtifacts(
-  client: KubeClient,
-  op: DeleteRunArtifactsOp,
-  deps: ArtifactDeps = defaultArtifactDeps,
-): Promise<void> {
+/** The operation with its Secret read injected; resolves when nothing of the Run is left in the store. */
+export async function deleteWith(read: SecretReader, op: DeleteRunArtifactsOp, deps: ArtifactDeps): Promise<void> {
   let where = `s3://${op.store.bucket}/`;
   try {
     const prefix = runKeyPrefix(op.store.prefix, op.namespace, op.runUID);
     where = `s3://${op.store.bucket}/${prefix}`;
-    const creds = await credentialsFor(client, op);
+    const creds = await credentialsFor(read, op);
     const s3 = deps.s3For(creds, op.store);
     try {
       await deleteS3Prefix(s3, op.store.bucket, prefix, AbortSignal.timeout(deps.timeoutMs ?? DELETE_TIMEOUT_MS));
@@ -81,4 +79,13 @@ export async function deleteRunArtifacts(
   } catch (err) {
     throw deletionFailure(err, where);
   }
+}
+
+/** Applies one deleteRunArtifacts operation with the function's own client. */
+export function deleteRunArtifacts(
+  client: KubeClient,
+  op: DeleteRunArtifactsOp,
+  deps: ArtifactDeps = defaultArtifactDeps,
+): Promise<void> {
+  return deleteWith((path) => client.get(path), op, deps);
 }
