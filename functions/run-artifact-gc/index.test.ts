@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { FakeState } from '../../lib/fn/fake-state.ts';
 import { R } from '../../lib/fn/resources.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
 import {
   GIVE_UP_MS,
   HANDOFF_MS,
@@ -135,7 +136,7 @@ describe('run-artifact-gc', () => {
 
   describe('with its own store credentials (ADR 0021)', () => {
     const b64 = (v: string): string => Buffer.from(v).toString('base64');
-    const secret = (bucket = 'b', endpoint = 'http://s3:9000') => ({
+    const secret = (bucket = 'b', endpoint = 'http://s3:9000'): KubeObject => ({
       metadata: { name: 'kruntimes-artifact-gc', namespace: 'kruntimes-system' },
       data: {
         bucket: b64(bucket),

@@ -3,7 +3,11 @@ import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { classifyStoreError, deleteS3Prefix, type S3Sender } from './s3-delete.ts';
 
 /** An in-memory bucket answering the two commands used, with pages of `pageSize` keys. */
-function fakeBucket(keys: string[], pageSize = 2, fail?: (cmd: unknown) => unknown): S3Sender & { keys: Set<string> } {
+function fakeBucket(
+  keys: string[],
+  pageSize = 2,
+  fail?: (cmd: unknown) => Error | undefined,
+): S3Sender & { keys: Set<string> } {
   const store = new Set(keys);
   const send = (cmd: unknown): Promise<unknown> => {
     const err = fail?.(cmd);
