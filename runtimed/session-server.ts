@@ -106,8 +106,9 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
   };
 }
 
-const answer = (res: import('node:http').ServerResponse, code: number, reason: string, message: string): void =>
+function answer(res: import('node:http').ServerResponse, code: number, reason: string, message: string): void {
   writeFailureStatus(res, code, reason, message);
+}
 
 const ARTIFACT_STATUS: Record<string, [number, string]> = {
   ArtifactNotFound: [404, 'NotFound'],
