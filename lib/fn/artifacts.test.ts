@@ -2,9 +2,13 @@ import assert from 'node:assert/strict';
 import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { ApiError } from '../kube/errors.ts';
 import { ArtifactKeyError } from '../artifacts/keys.ts';
+import { deleteS3Prefix, type S3Sender } from '../artifacts/s3-delete.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { executeOperations } from './execute.ts';
+import { R } from './resources.ts';
 import { deleteWith, deletionFailure, type ArtifactDeps, type SecretReader } from './artifacts.ts';
 import { TerminalError, TransientError } from './errors.ts';
-import type { DeleteRunArtifactsOp } from './types.ts';
+import type { DeleteRunArtifactsOp, Operation } from './types.ts';
 
 const op = (over: Partial<DeleteRunArtifactsOp> = {}): DeleteRunArtifactsOp => ({
   op: 'deleteRunArtifacts',
@@ -27,19 +31,18 @@ const secret: SecretReader = () =>
   });
 
 function deps(keys: Set<string>, fail?: Error): ArtifactDeps & { used: number } {
+  const send = ((cmd: unknown) => {
+    if (fail) return Promise.reject(fail);
+    if (cmd instanceof ListObjectsV2Command)
+      return Promise.resolve({ Contents: [...keys].map((Key) => ({ Key })), IsTruncated: false });
+    if (cmd instanceof DeleteObjectCommand) keys.delete(cmd.input.Key ?? '');
+    return Promise.resolve({});
+  }) as S3Sender['send'];
   const d = {
     used: 0,
-    s3For: () => {
+    deletePrefix: async (_c: unknown, store: { bucket: string }, prefix: string, signal: AbortSignal) => {
       d.used++;
-      return {
-        send: ((cmd: unknown) => {
-          if (fail) return Promise.reject(fail);
-          if (cmd instanceof ListObjectsV2Command)
-            return Promise.resolve({ Contents: [...keys].map((Key) => ({ Key })), IsTruncated: false });
-          if (cmd instanceof DeleteObjectCommand) keys.delete(cmd.input.Key ?? '');
-          return Promise.resolve({});
-        }) as never,
-      };
+      await deleteS3Prefix({ send }, store.bucket, prefix, signal);
     },
   };
   return d;
@@ -94,5 +97,29 @@ describe('lib/fn deleteRunArtifacts operation', () => {
     assert.ok(deletionFailure(new ArtifactKeyError('bad'), 'w') instanceof TerminalError);
     assert.ok(deletionFailure(new Error('boom'), 'w') instanceof TransientError);
     assert.ok(deletionFailure('str', 'w') instanceof TransientError);
+  });
+
+  it('keeps the finalizer: a failed deletion stops the operations after it (executeOperations applies in order)', async () => {
+    const calls: string[] = [];
+    // Only the two calls this sequence can make; the Secret GET fails as a missing Secret does.
+    const client = {
+      get: (path: string) => {
+        calls.push(`get ${path}`);
+        return Promise.reject(new ApiError(404, undefined, 'not found'));
+      },
+      patch: (path: string) => {
+        calls.push(`patch ${path}`);
+        return Promise.resolve({ metadata: {} });
+      },
+    } as unknown as KubeClient;
+    const patch: Operation = {
+      op: 'patch',
+      resource: R.runs,
+      namespace: 'ns',
+      name: 'r',
+      patch: { metadata: { finalizers: [] } },
+    };
+    await assert.rejects(executeOperations(client, 'run-artifact-gc', [op(), patch]), TransientError);
+    assert.deepEqual(calls, ['get /api/v1/namespaces/kruntimes-system/secrets/kruntimes-artifact-gc']);
   });
 });

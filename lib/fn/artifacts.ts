@@ -4,10 +4,8 @@
  * and deletes the Run's prefix, derived only from namespace and UID with the key function the
  * uploads use. Retry versus terminal is decided by `deletionFailure` (pure).
  */
-import { S3Client } from '@aws-sdk/client-s3';
 import { notCovered, parseGcSecret, s3ClientOptions, type GcCredentials } from '../artifacts/gc-credentials.ts';
 import { ArtifactKeyError, runKeyPrefix } from '../artifacts/keys.ts';
-import { deleteS3Prefix, type S3Sender } from '../artifacts/s3-delete.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isApiError } from '../kube/errors.ts';
 import type { KubeObject } from '../kube/types.ts';
@@ -18,13 +16,24 @@ import type { DeleteRunArtifactsOp } from './types.ts';
 export const DELETE_TIMEOUT_MS = 30_000;
 
 export interface ArtifactDeps {
-  s3For(creds: GcCredentials, store: DeleteRunArtifactsOp['store']): S3Sender & { destroy?: () => void };
+  /** Deletes everything under `prefix` with these credentials; nothing there is success. */
+  deletePrefix(
+    creds: GcCredentials,
+    store: DeleteRunArtifactsOp['store'],
+    prefix: string,
+    signal: AbortSignal,
+  ): Promise<void>;
   timeoutMs?: number;
 }
 
+/** The S3 SDK (~30 MB) is loaded on the first deletion only, not by every function host. */
 export const defaultArtifactDeps: ArtifactDeps = {
-  s3For: (creds, store) =>
-    new S3Client({
+  deletePrefix: async (creds, store, prefix, signal) => {
+    const [{ S3Client }, { deleteS3Prefix }] = await Promise.all([
+      import('@aws-sdk/client-s3'),
+      import('../artifacts/s3-delete.ts'),
+    ]);
+    const s3 = new S3Client({
       ...s3ClientOptions({
         region: creds.region ?? store.region ?? 'us-east-1',
         ...(creds.endpoint ? { endpoint: creds.endpoint } : {}),
@@ -35,7 +44,13 @@ export const defaultArtifactDeps: ArtifactDeps = {
         secretAccessKey: creds.secretAccessKey,
         ...(creds.sessionToken ? { sessionToken: creds.sessionToken } : {}),
       },
-    }),
+    });
+    try {
+      await deleteS3Prefix(s3, store.bucket, prefix, signal);
+    } finally {
+      s3.destroy();
+    }
+  },
 };
 
 /** What a failure of the operation means: terminal only when the key cannot be derived. Pure. */
@@ -70,12 +85,7 @@ export async function deleteWith(read: SecretReader, op: DeleteRunArtifactsOp, d
     const prefix = runKeyPrefix(op.store.prefix, op.namespace, op.runUID);
     where = `s3://${op.store.bucket}/${prefix}`;
     const creds = await credentialsFor(read, op);
-    const s3 = deps.s3For(creds, op.store);
-    try {
-      await deleteS3Prefix(s3, op.store.bucket, prefix, AbortSignal.timeout(deps.timeoutMs ?? DELETE_TIMEOUT_MS));
-    } finally {
-      s3.destroy?.();
-    }
+    await deps.deletePrefix(creds, op.store, prefix, AbortSignal.timeout(deps.timeoutMs ?? DELETE_TIMEOUT_MS));
   } catch (err) {
     throw deletionFailure(err, where);
   }

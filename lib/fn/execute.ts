@@ -1,6 +1,7 @@
 /** Applies a handler's operations with the API client: optimistic concurrency, idempotent creates. */
 import { PatchType, type KubeClient } from '../kube/client.ts';
 import { isApiError } from '../kube/errors.ts';
+import { deleteRunArtifacts } from './artifacts.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { apiVersionOf, resourcePath, type Operation, type Resource } from './types.ts';
 
@@ -79,12 +80,9 @@ async function executeOne(
       const body = { apiVersion: apiVersionOf(op.resource), kind: op.resource.kind, ...op.object, metadata: m };
       return client.replace(resourcePath(op.resource, m.namespace, m.name, 'status'), body);
     }
-    case 'deleteRunArtifacts': {
-      // Loaded on first use: the S3 SDK is not needed by hosts whose functions never delete artifacts.
-      const { deleteRunArtifacts } = await import('./artifacts.ts');
+    case 'deleteRunArtifacts':
       await deleteRunArtifacts(client, op);
       return undefined;
-    }
     case 'delete':
       try {
         await client.delete(
