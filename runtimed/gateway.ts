@@ -19,6 +19,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
+import { writeFailureStatus } from '../lib/kube/status.ts';
 import type { FunctionEndpoint } from '../lib/run/phases.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import type { Duplex } from 'node:stream';
@@ -165,21 +166,7 @@ export interface Gateway {
 }
 
 function status(res: ServerResponse, code: number, reason: string, message: string, extra = {}): void {
-  const body = JSON.stringify({
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    code,
-    reason,
-    message,
-  });
-  res.writeHead(code, {
-    'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(body),
-    ...extra,
-  });
-  res.end(body);
+  writeFailureStatus(res, code, reason, message, extra);
 }
 
 const REFUSED: Record<number, string> = { 404: 'NotFound', 429: 'TooManyRequests', 503: 'ServiceUnavailable' };

@@ -15,6 +15,7 @@ import type { Duplex, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import WebSocket, { WebSocketServer, type ClientOptions } from 'ws';
+import { writeFailureStatus } from '../lib/kube/status.ts';
 import { PROTOCOLS } from '../lib/session/channel.ts';
 import { MAX_FRAME_BYTES, sessionWebSocketServer } from '../lib/session/frames.ts';
 import { podAudience, refuseUpgrade, relay, SESSION_CONDITION } from '../lib/session/relay.ts';
@@ -106,17 +107,7 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
 }
 
 function answer(res: import('node:http').ServerResponse, code: number, reason: string, message: string): void {
-  const body = JSON.stringify({
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    code,
-    reason,
-    message,
-  });
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
-  res.end(body);
+  writeFailureStatus(res, code, reason, message);
 }
 
 const ARTIFACT_STATUS: Record<string, [number, string]> = {

@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { FakeState } from '../../lib/fn/fake-state.ts';
 import { R } from '../../lib/fn/resources.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
 import {
   GIVE_UP_MS,
+  HANDOFF_MS,
   ORPHAN_AFTER_MS,
   collect,
+  gcStore,
   judgeRun,
+  secretRefs,
   releaseIdentity,
   storeLocation,
   type RunObj,
@@ -128,5 +132,90 @@ describe('run-artifact-gc', () => {
     ]);
     state.put(R.serviceAccounts, { metadata: { ...sa.metadata, deletionTimestamp: undefined } });
     assert.deepEqual(releaseIdentity('ns', state), [], 'never released while not being deleted');
+  });
+
+  describe('with its own store credentials (ADR 0022)', () => {
+    const b64 = (v: string): string => Buffer.from(v).toString('base64');
+    const secret = (bucket = 'b', endpoint = 'http://s3:9000'): KubeObject => ({
+      metadata: { name: 'kruntimes-artifact-gc', namespace: 'kruntimes-system' },
+      data: {
+        bucket: b64(bucket),
+        endpoint: b64(endpoint),
+        AWS_ACCESS_KEY_ID: b64('k'),
+        AWS_SECRET_ACCESS_KEY: b64('s'),
+      },
+    });
+    const s3run = (over: Partial<RunObj['metadata']> = {}, s3: Record<string, unknown> = {}): RunObj => ({
+      ...run(over),
+      status: {
+        artifactStore: {
+          driver: 's3',
+          s3: { bucket: 'b', prefix: 'p', endpoint: 'http://s3:9000', forcePathStyle: true, ...s3 },
+        },
+      },
+    });
+
+    it('cleans only stores the Secret is bound to, with a derivable key', () => {
+      assert.deepEqual(gcStore(s3run(), secret()), {
+        bucket: 'b',
+        prefix: 'p',
+        endpoint: 'http://s3:9000',
+        forcePathStyle: true,
+      });
+      assert.equal(gcStore(s3run(), undefined), undefined, 'no Secret');
+      assert.equal(gcStore(s3run(), secret('other')), undefined, 'another bucket');
+      assert.equal(gcStore(s3run({}, { endpoint: 'http://evil:1' }), secret()), undefined, 'another endpoint');
+      assert.equal(gcStore(s3run({}, { prefix: 'a/../b' }), secret()), undefined, '.. in the prefix');
+      assert.equal(gcStore(s3run({ uid: '..' }), secret()), undefined, 'an unsafe UID');
+      const fs = {
+        ...run(),
+        status: { artifactStore: { driver: 'filesystem', filesystem: { volumeClaimName: 'a' } } },
+      };
+      assert.equal(gcStore(fs, secret()), undefined, 'Filesystem stores are not reachable from the function');
+    });
+
+    it('deletes at once without Runtime Pods, after HANDOFF_MS with them, and gives up after GIVE_UP_MS', () => {
+      const store = gcStore(s3run(), secret());
+      assert.equal(judgeRun(s3run(), 0, T0 + 1, store).kind, 'delete');
+      const w = judgeRun(s3run(), 2, T0 + 1, store);
+      assert.deepEqual(w, { kind: 'wait', reason: '', message: '', recheckAt: T0 + HANDOFF_MS });
+      assert.equal(judgeRun(s3run(), 2, T0 + HANDOFF_MS, store).kind, 'delete');
+      const r = judgeRun(s3run(), 0, T0 + GIVE_UP_MS, store);
+      assert.equal(r.kind === 'release' && r.reason, 'NoRuntimePod');
+      assert.equal(judgeRun(s3run({ finalizers: [] }), 0, T0 + 1, store).kind, 'ignore');
+    });
+
+    it('deletes the bytes first and releases the finalizer only after that (one ordered pair per Run)', () => {
+      const state = new FakeState([
+        [R.runs, s3run()],
+        [R.secrets, secret()],
+      ]);
+      const ops = collect({ key: 'ns/bash', object: undefined, state, now: new Date(T0 + 1) });
+      assert.deepEqual(
+        ops.map((o) => o.op),
+        ['deleteRunArtifacts', 'patch'],
+      );
+      assert.deepEqual(ops[0], {
+        op: 'deleteRunArtifacts',
+        store: { bucket: 'b', prefix: 'p', endpoint: 'http://s3:9000', forcePathStyle: true },
+        namespace: 'ns',
+        runUID: 'u1',
+        credentials: { namespace: 'kruntimes-system', name: 'kruntimes-artifact-gc' },
+      });
+      assert.ok(!JSON.stringify(ops).includes(b64('s')), 'no credential in the operations');
+      assert.deepEqual((ops[1] as { patch: unknown }).patch, {
+        metadata: { resourceVersion: '7', finalizers: ['other'] },
+      });
+    });
+
+    it('reads the Secret only for a key with a deleted S3 Run waiting for cleanup', () => {
+      const ref = [{ resource: R.secrets, namespace: 'kruntimes-system', name: 'kruntimes-artifact-gc' }];
+      assert.deepEqual(secretRefs({ key: 'ns/bash', state: new FakeState([[R.runs, s3run()]]) }), ref);
+      assert.deepEqual(secretRefs({ key: 'ns/', state: new FakeState([[R.runs, s3run()]]) }), []);
+      const live = s3run({ deletionTimestamp: undefined });
+      assert.deepEqual(secretRefs({ key: 'ns/bash', state: new FakeState([[R.runs, live]]) }), []);
+      const fs = { ...run(), status: { artifactStore: { driver: 'filesystem' } } };
+      assert.deepEqual(secretRefs({ key: 'ns/bash', state: new FakeState([[R.runs, fs]]) }), []);
+    });
   });
 });

@@ -1,14 +1,17 @@
 /**
- * The bounded end of artifact cleanup. A deleted Run's artifacts are deleted by a runtimed of its
- * Runtime (runtimed/artifact-gc.ts), which holds the store's credentials or volume; this function
- * holds neither. It only watches deleted Runs still carrying kruntimes.io/artifact-cleanup and,
- * when no runtimed can do the work, says so on the Run and releases the finalizer after a bound,
- * leaving the bytes in the store (named in a Warning Event and its log):
- * - no Pod of the Run's Runtime exists (the Runtime was deleted first, or its Pods are all gone):
- *   condition ArtifactCleanup=False/NoRuntimePod at once, release ORPHAN_AFTER_MS after deletion
- *   (recreating the Runtime within that time cleans the bytes after all);
- * - Pods exist but the cleanup has not finished GIVE_UP_MS after deletion (store unreachable,
- *   store changed): release with ArtifactCleanupTimeout.
+ * The end of artifact cleanup that does not depend on a Runtime Pod. A deleted Run's artifacts are
+ * deleted by a runtimed of its Runtime (runtimed/artifact-gc.ts), which holds the store's
+ * credentials or volume, or by this function with its own credentials (ADR 0022):
+ * - S3 stores covered by the Secret kruntimes-system/kruntimes-artifact-gc (bucket and endpoint
+ *   bound in it; only this function's ServiceAccount may read it): the function deletes the Run's
+ *   prefix itself (operation deleteRunArtifacts) and then removes the finalizer; at once when no
+ *   Pod of the Runtime exists, HANDOFF_MS after the deletion otherwise (runtimed usually finishes
+ *   first). A failed deletion is retried with backoff and keeps the finalizer, up to GIVE_UP_MS.
+ * - any other store (Filesystem PVCs, S3 stores the Secret does not cover): it says why on the Run
+ *   and releases the finalizer after a bound, leaving the bytes (named in a Warning Event):
+ *   no Pod of the Run's Runtime: condition ArtifactCleanup=False/NoRuntimePod at once, release
+ *   ORPHAN_AFTER_MS after deletion; Pods exist but the cleanup has not finished GIVE_UP_MS after
+ *   deletion: release with ArtifactCleanupTimeout.
  * So a Run never blocks a namespace deletion for longer than GIVE_UP_MS.
  * runtimed's ServiceAccount and RoleBinding carry the same finalizer (runtime-controller): a
  * namespace deletion removes them in the same pass as the Runs, and runtimed draining on SIGTERM
@@ -17,7 +20,17 @@
  */
 import { eventOp, involvedOf } from '../../lib/fn/events.ts';
 import { R } from '../../lib/fn/resources.ts';
-import type { FunctionDef, Operation, ReconcileInput, Resource, State } from '../../lib/fn/types.ts';
+import type {
+  DeleteRunArtifactsOp,
+  FunctionDef,
+  ObjectRef,
+  Operation,
+  ReconcileInput,
+  Resource,
+  State,
+} from '../../lib/fn/types.ts';
+import { GC_SECRET_NAME, notCovered, parseGcSecret, type S3Location } from '../../lib/artifacts/gc-credentials.ts';
+import { runKeyPrefix } from '../../lib/artifacts/keys.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition, type Condition } from '../../lib/run/conditions.ts';
 import { IDENTITY_FINALIZER } from '../runtime-controller/index.ts';
@@ -35,12 +48,15 @@ const PART_OF = 'app.kubernetes.io/part-of=kruntimes';
 export const FINALIZER = 'kruntimes.io/artifact-cleanup';
 export const ORPHAN_AFTER_MS = 60_000;
 export const GIVE_UP_MS = 600_000;
+export const HANDOFF_MS = 10_000;
+/** Where the function's store credentials live (the platform namespace). */
+export const GC_SECRET_NAMESPACE = process.env.POD_NAMESPACE ?? 'kruntimes-system';
 export const CONDITION = 'ArtifactCleanup';
 
 interface Store {
   driver?: string;
   filesystem?: { volumeClaimName?: string };
-  s3?: { bucket?: string; prefix?: string };
+  s3?: { bucket?: string; prefix?: string; endpoint?: string; region?: string; forcePathStyle?: boolean };
 }
 export interface RunObj extends KubeObject {
   spec: { runtime: string };
@@ -49,6 +65,7 @@ export interface RunObj extends KubeObject {
 
 export type GcVerdict =
   | { kind: 'ignore' }
+  | { kind: 'delete'; store: S3Location }
   | { kind: 'wait'; reason: string; message: string; recheckAt: number }
   | { kind: 'release'; reason: string; message: string };
 
@@ -61,10 +78,39 @@ export function storeLocation(run: RunObj): string {
   return `${key} in the Runtime's artifact store`;
 }
 
-/** What to do about one Run, given how many Pods its Runtime has. Pure. */
-export function judgeRun(run: RunObj, runtimePods: number, now: number): GcVerdict {
+/**
+ * The Run's S3 store when this function's credentials may delete from it: bucket and endpoint
+ * bound in the Secret, prefix and key derivable (no '..' or empty segments). Pure.
+ */
+export function gcStore(run: RunObj, secret: KubeObject | undefined): S3Location | undefined {
+  const s3 = run.status?.artifactStore?.s3;
+  if (run.status?.artifactStore?.driver !== 's3' || !s3?.bucket || !secret) return undefined;
+  const creds = parseGcSecret((secret as { data?: Record<string, string> }).data);
+  const store: S3Location = {
+    bucket: s3.bucket,
+    ...(s3.prefix ? { prefix: s3.prefix } : {}),
+    ...(s3.endpoint ? { endpoint: s3.endpoint } : {}),
+    ...(s3.region ? { region: s3.region } : {}),
+    ...(s3.forcePathStyle ? { forcePathStyle: true } : {}),
+  };
+  if ('problem' in creds || notCovered(creds, store)) return undefined;
+  try {
+    runKeyPrefix(store.prefix, run.metadata.namespace ?? '', run.metadata.uid ?? '');
+  } catch {
+    return undefined;
+  }
+  return store;
+}
+
+/** What to do about one Run, given how many Pods its Runtime has and the store this function may clean. Pure. */
+export function judgeRun(run: RunObj, runtimePods: number, now: number, store?: S3Location): GcVerdict {
   const deleted = Date.parse(run.metadata.deletionTimestamp ?? '');
   if (!Number.isFinite(deleted) || !(run.metadata.finalizers ?? []).includes(FINALIZER)) return { kind: 'ignore' };
+  if (store && now < deleted + GIVE_UP_MS) {
+    const at = deleted + HANDOFF_MS;
+    if (runtimePods === 0 || now >= at) return { kind: 'delete', store };
+    return { kind: 'wait', reason: '', message: '', recheckAt: at };
+  }
   const where = storeLocation(run);
   if (runtimePods === 0) {
     const at = deleted + ORPHAN_AFTER_MS;
@@ -103,20 +149,36 @@ function waitOps(run: RunObj, v: Extract<GcVerdict, { kind: 'wait' }>, now: Date
   return [{ op: 'status', resource: R.runs, object: { ...run, status: { ...run.status, conditions } } }];
 }
 
-function releaseOps(run: RunObj, v: Extract<GcVerdict, { kind: 'release' }>, now: Date): Operation[] {
-  return [
-    {
-      op: 'patch',
-      resource: R.runs,
-      namespace: run.metadata.namespace ?? '',
-      name: run.metadata.name ?? '',
-      patch: {
-        metadata: {
-          resourceVersion: run.metadata.resourceVersion,
-          finalizers: (run.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
-        },
+function dropFinalizer(run: RunObj): Operation {
+  return {
+    op: 'patch',
+    resource: R.runs,
+    namespace: run.metadata.namespace ?? '',
+    name: run.metadata.name ?? '',
+    patch: {
+      metadata: {
+        resourceVersion: run.metadata.resourceVersion,
+        finalizers: (run.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
       },
     },
+  };
+}
+
+/** Delete the bytes, then (only if that succeeded: operations apply in order) release the finalizer. */
+export function deleteOps(run: RunObj, store: S3Location): Operation[] {
+  const op: DeleteRunArtifactsOp = {
+    op: 'deleteRunArtifacts',
+    store,
+    namespace: run.metadata.namespace ?? '',
+    runUID: run.metadata.uid ?? '',
+    credentials: { namespace: GC_SECRET_NAMESPACE, name: GC_SECRET_NAME },
+  };
+  return [op, dropFinalizer(run)];
+}
+
+function releaseOps(run: RunObj, v: Extract<GcVerdict, { kind: 'release' }>, now: Date): Operation[] {
+  return [
+    dropFinalizer(run),
     eventOp(
       involvedOf(run, 'kruntimes.io/v1alpha1', 'Run'),
       { type: 'Warning', reason: 'ArtifactsOrphaned', message: v.message, key: 'artifacts-orphaned' },
@@ -159,12 +221,14 @@ export function collect({ key, state, now }: ReconcileInput): Operation[] {
   const [ns = '', runtime = ''] = key.split('/');
   if (!runtime) return releaseIdentity(ns, state);
   const pods = state.list(R.pods, ns, { runtime }).length;
+  const secret = state.get(R.secrets, GC_SECRET_NAMESPACE, GC_SECRET_NAME);
   const ops: Operation[] = [];
   let recheck: number | undefined;
   for (const run of state.list(R.runs, ns) as RunObj[]) {
     if (run.spec?.runtime !== runtime) continue;
-    const v = judgeRun(run, pods, now.getTime());
-    if (v.kind === 'wait') {
+    const v = judgeRun(run, pods, now.getTime(), gcStore(run, secret));
+    if (v.kind === 'delete') ops.push(...deleteOps(run, v.store));
+    else if (v.kind === 'wait') {
       ops.push(...waitOps(run, v, now));
       recheck = Math.min(recheck ?? Infinity, v.recheckAt);
     } else if (v.kind === 'release') ops.push(...releaseOps(run, v, now));
@@ -173,10 +237,24 @@ export function collect({ key, state, now }: ReconcileInput): Operation[] {
   return ops;
 }
 
+/** The credentials Secret is read (live, by name) only for a key with a deleted S3 Run waiting for cleanup. */
+export function secretRefs({ key, state }: { key: string; state: State }): ObjectRef[] {
+  const [ns = '', runtime = ''] = key.split('/');
+  if (!runtime) return [];
+  const waiting = (state.list(R.runs, ns) as RunObj[]).some(
+    (r) =>
+      r.spec?.runtime === runtime &&
+      !!r.metadata.deletionTimestamp &&
+      (r.metadata.finalizers ?? []).includes(FINALIZER) &&
+      r.status?.artifactStore?.driver === 's3',
+  );
+  return waiting ? [{ resource: R.secrets, namespace: GC_SECRET_NAMESPACE, name: GC_SECRET_NAME }] : [];
+}
+
 const fn: FunctionDef = {
   name: 'run-artifact-gc',
   description:
-    'Says why a deleted Run waits for artifact cleanup and releases its finalizer when no runtimed can clean up within a bound.',
+    "Deletes a deleted Run's S3 artifacts with its own credentials, or says why it waits and releases its finalizer when no runtimed can clean up within a bound.",
   trigger: {
     type: 'watch',
     resource: R.runs,
@@ -194,6 +272,7 @@ const fn: FunctionDef = {
         map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.runtime ?? ''}`],
       },
     ],
+    fetch: { resources: [R.secrets], refs: secretRefs },
   },
   concurrency: 2,
   rbac: [
@@ -203,6 +282,14 @@ const fn: FunctionDef = {
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get', 'list', 'watch', 'patch'] },
     { apiGroups: ['rbac.authorization.k8s.io'], resources: ['rolebindings'], verbs: ['get', 'list', 'watch', 'patch'] },
+    // Its own store credentials (ADR 0022): read by name, nothing else of the platform namespace.
+    {
+      apiGroups: [''],
+      resources: ['secrets'],
+      verbs: ['get'],
+      resourceNames: [GC_SECRET_NAME],
+      scope: 'namespace',
+    },
   ],
   handler: collect,
 };

@@ -1,6 +1,7 @@
 /** Applies a handler's operations with the API client: optimistic concurrency, idempotent creates. */
 import { PatchType, type KubeClient } from '../kube/client.ts';
 import { isApiError } from '../kube/errors.ts';
+import { deleteRunArtifacts } from './artifacts.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { apiVersionOf, resourcePath, type Operation, type Resource } from './types.ts';
 
@@ -38,7 +39,7 @@ export async function executeOperations(
     for (const [k, r] of results.entries()) {
       if (r.status === 'rejected') throw r.reason;
       const b = batch[k]!;
-      if (r.value && b.op !== 'delete') written.push({ resource: b.resource, object: r.value });
+      if (r.value && 'resource' in b && b.op !== 'delete') written.push({ resource: b.resource, object: r.value });
     }
     i = j;
   }
@@ -79,6 +80,9 @@ async function executeOne(
       const body = { apiVersion: apiVersionOf(op.resource), kind: op.resource.kind, ...op.object, metadata: m };
       return client.replace(resourcePath(op.resource, m.namespace, m.name, 'status'), body);
     }
+    case 'deleteRunArtifacts':
+      await deleteRunArtifacts(client, op);
+      return undefined;
     case 'delete':
       try {
         await client.delete(

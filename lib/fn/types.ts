@@ -117,7 +117,23 @@ export type Operation =
   /** Full status write guarded by the object's resourceVersion (optimistic concurrency). */
   | { op: 'status'; resource: Resource; object: KubeObject & { status: unknown } }
   | { op: 'delete'; resource: Resource; namespace?: string; name: string; uid?: string }
+  | DeleteRunArtifactsOp
   | { op: 'requeue'; afterMs: number };
+
+/**
+ * Deletes everything stored for one Run (`[<prefix>/]namespaces/<namespace>/runs/<runUID>/`) from
+ * an S3 store, with the store credentials in `credentials` (a Secret the function's own
+ * ServiceAccount reads; never its content in the operation). Idempotent: nothing there is success.
+ * A failure is transient (retried with backoff; the operations after it are not applied, so a
+ * finalizer released after it stays); an underivable key is terminal (lib/fn/artifacts.ts).
+ */
+export interface DeleteRunArtifactsOp {
+  op: 'deleteRunArtifacts';
+  store: { bucket: string; prefix?: string; endpoint?: string; region?: string; forcePathStyle?: boolean };
+  namespace: string;
+  runUID: string;
+  credentials: { namespace: string; name: string };
+}
 
 export interface ReconcileInput {
   /** namespace/name (or name) of the object the invocation is for. */

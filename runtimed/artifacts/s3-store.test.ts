@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { prefixProblem } from '../../lib/artifacts/keys.ts';
 import { isArtifactError } from './errors.ts';
 import {
   MIN_UPLOAD_PART_SIZE,
@@ -67,10 +68,17 @@ describe('runtimed/artifacts S3 keys', () => {
     );
   });
 
+  it('refuses prefixes with empty, "." or ".." segments (uploads and deletions share the key function)', () => {
+    for (const p of ['a/../b', 'a//b', './a', 'a/..', 'a\\b'])
+      throwsReason(() => runKeyPrefix(p, 'ns', 'uid'), 'ArtifactStoreConfigInvalid', /s3 prefix .* must not contain/);
+    throwsReason(() => resolveS3Config({ bucket: 'b', prefix: 'x/../y' }), 'ArtifactStoreConfigInvalid', /".."/);
+  });
+
   it('keeps every key of one Run under its run prefix and out of every other Run prefix', () => {
+    const safePrefix = fc.string({ maxLength: 10 }).filter((p) => prefixProblem(normalizePrefix(p)) === undefined);
     const seg = fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,10}$/);
     fc.assert(
-      fc.property(fc.string({ maxLength: 10 }), seg, seg, seg, seg, (prefix, ns, uid, other, name) => {
+      fc.property(safePrefix, seg, seg, seg, seg, (prefix, ns, uid, other, name) => {
         const key = objectKey(prefix, ns, uid, name);
         assert.ok(key.startsWith(runKeyPrefix(prefix, ns, uid)));
         assert.ok(key.startsWith(keyRoot(prefix)));

@@ -4,13 +4,7 @@
  * objects carry provenance metadata (§1.7). Credentials come from the SDK default provider
  * chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY from the store's credentials Secret).
  */
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  S3Client,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { constants } from 'node:fs';
 import { mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
@@ -18,6 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, pipeline as pipelineCb } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import {
+  keyRoot as sharedKeyRoot,
+  normalizePrefix,
+  prefixProblem,
+  runKeyPrefix as sharedRunKeyPrefix,
+} from '../../lib/artifacts/keys.ts';
+import { deleteS3Prefix } from '../../lib/artifacts/s3-delete.ts';
+import { s3ClientOptions } from '../../lib/artifacts/gc-credentials.ts';
 import { archiveDirectory } from './archive.ts';
 import { SNIFF_BYTES, detectContentType } from './content-type.ts';
 import { DigestStream } from './digest.ts';
@@ -59,9 +61,7 @@ export interface S3StoreConfig {
   concurrency: number;
 }
 
-export function normalizePrefix(prefix: string | undefined): string {
-  return (prefix ?? '').trim().replace(/^\/+|\/+$/g, '');
-}
+export { normalizePrefix };
 
 function configInvalid(message: string): ArtifactError {
   return new ArtifactError('ArtifactStoreConfigInvalid', message);
@@ -96,6 +96,8 @@ export function resolveS3Config(
   if (bucket.includes('/')) throw configInvalid('s3 bucket must not contain path separators');
   const prefix = normalizePrefix(spec.prefix);
   if (prefix.length > 1024) throw configInvalid('s3 prefix exceeds 1024 characters');
+  const problem = prefixProblem(prefix);
+  if (problem) throw configInvalid(`s3 prefix ${quoteName(prefix)} ${problem}`);
   if (spec.endpoint) checkEndpoint(spec.endpoint);
   return {
     bucket,
@@ -115,29 +117,24 @@ export function resolveS3Config(
  * reject the newer default flexible checksums).
  */
 export function s3ClientConfig(cfg: S3StoreConfig): S3ClientConfig {
-  return {
-    region: cfg.region,
-    forcePathStyle: cfg.forcePathStyle,
-    ...(cfg.endpoint
-      ? {
-          endpoint: cfg.endpoint,
-          requestChecksumCalculation: 'WHEN_REQUIRED',
-          responseChecksumValidation: 'WHEN_REQUIRED',
-        }
-      : {}),
-  };
+  return s3ClientOptions(cfg);
 }
 
+/** The shared key root (lib/artifacts/keys.ts); an unsafe prefix is ArtifactStoreConfigInvalid. */
 export function keyRoot(prefix: string): string {
-  const p = normalizePrefix(prefix);
-  return p ? `${p}/namespaces/` : 'namespaces/';
+  try {
+    return sharedKeyRoot(prefix);
+  } catch (err) {
+    throw configInvalid(err instanceof Error ? err.message : String(err));
+  }
 }
 
-/** `…/namespaces/<ns>/runs/<uid>/` with its trailing slash, so one UID never matches another's prefix. */
+/** `…/namespaces/<ns>/runs/<uid>/` (lib/artifacts/keys.ts, the key function the gc function uses too). */
 export function runKeyPrefix(prefix: string, namespace: string, runUID: string): string {
   assertPathComponent(namespace, 'run namespace');
   assertPathComponent(runUID, 'run UID');
-  return `${keyRoot(prefix)}${namespace}/runs/${runUID}/`;
+  keyRoot(prefix);
+  return sharedRunKeyPrefix(prefix, namespace, runUID);
 }
 
 export function objectKey(prefix: string, namespace: string, runUID: string, name: string): string {
@@ -383,21 +380,12 @@ export class S3ArtifactStore implements ArtifactStore {
     return body;
   }
 
-  /** Lists every key under the Run prefix (all pages) first, then deletes them, so paging never skips keys. */
+  /** Deletes every key under the Run prefix (lib/artifacts/s3-delete.ts: all pages listed first; nothing there is success). */
   async deleteRun(namespace: string, runUID: string): Promise<void> {
     const prefix = runKeyPrefix(this.config.prefix, namespace, runUID);
     const { bucket } = this.config;
     try {
-      const keys: string[] = [];
-      let token: string | undefined;
-      do {
-        const page = await this.client.send(
-          new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
-        );
-        for (const object of page.Contents ?? []) if (object.Key?.startsWith(prefix)) keys.push(object.Key);
-        token = page.IsTruncated ? page.NextContinuationToken : undefined;
-      } while (token);
-      for (const key of keys) await this.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+      await deleteS3Prefix(this.client, bucket, prefix);
     } catch (err) {
       throw asArtifactError(err, 'ArtifactStoreError', `cannot delete artifacts under s3://${bucket}/${prefix}`);
     }
