@@ -17,6 +17,7 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { ms, ratio, summary } from './stats.ts';
 import { cpuDelta, cpuTicks, cpuTotalMs } from './cpu.ts';
+import { BENCH_NODE_KIND, benchUpOptions } from './node-kind.ts';
 import { benchRuntime } from './runtime.ts';
 
 const backlog = process.env.BENCH_CASE === 'backlog';
@@ -204,6 +205,8 @@ async function jobs(api: KubeClient, n: number): Promise<void> {
               {
                 name: 'c',
                 image: 'bash',
+                // A real kubelet pulls an untagged image by default: the kubelet kind imports it locally.
+                imagePullPolicy: 'IfNotPresent',
                 command: ['bash', '-c', `sleep ${SLEEP.toFixed(3)}; echo benchmark-job-${i}`],
               },
             ],
@@ -239,11 +242,8 @@ async function setup(env: Env): Promise<void> {
 
 async function main(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `runs-${process.pid}`);
-  const env = await up({
-    root,
-    nodes: ['bench-a', 'bench-b'],
-    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
-  });
+  const env = await up({ root, ...benchUpOptions(['bench-a', 'bench-b']) });
+  process.stdout.write(`node kind: ${BENCH_NODE_KIND} (${env.state.nodes.length} node(s))\n`);
   try {
     await setup(env);
     // This environment only: its control plane and node agents name `root`; Pods descend from its node agents.
