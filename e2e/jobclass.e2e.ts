@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
+import { E2E_HOST_ADDRESS } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
 import {
   apply,
@@ -175,7 +176,12 @@ describe('JobClass execution: OpenSandbox adapter (local spec-validating server)
   const cls = `e2e-os-${uniq}`;
   before(async () => {
     ns = await newNamespace('jcos');
-    srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true, pools: { small: 1 } });
+    srv = await startOpenSandboxServer({
+      apiKeys: ['key-1'],
+      insecure: true,
+      pools: { small: 1 },
+      host: E2E_HOST_ADDRESS,
+    });
     await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -292,7 +298,7 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     until(ns, name, (x) => !!x.status?.execution?.sandboxID, 'a sandbox', 90_000);
   before(async () => {
     ns = await newNamespace('jcrot');
-    srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true });
+    srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true, host: E2E_HOST_ADDRESS });
     await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
       apiVersion: 'v1',
       kind: 'Secret',
