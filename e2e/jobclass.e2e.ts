@@ -67,7 +67,7 @@ describe('JobClass execution: Kubernetes adapter', function () {
   });
 
   it("runs a Job as a batch/v1 Job with the parameters' ServiceAccount, freezes the class and the effective resources", async () => {
-    await job(ns, 'hello', { jobClassName: cls, image: 'bash', command: ['bash', '-c', 'echo hello from JobClass'] });
+    await job(ns, 'hello', { jobClassName: cls, image: 'bash:5', command: ['bash', '-c', 'echo hello from JobClass'] });
     const j = await until(ns, 'hello', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
     const c = await admin().get<Obj>(`${X}/jobclasses/${cls}`);
     assert.equal(j.status?.resolvedJobClass?.name, cls);
@@ -86,7 +86,7 @@ describe('JobClass execution: Kubernetes adapter', function () {
   });
 
   it('writes a core/v1 Event on the Job for each transition (Accepted, Scheduled, terminal)', async () => {
-    await job(ns, 'evented', { jobClassName: cls, image: 'bash', command: ['true'] });
+    await job(ns, 'evented', { jobClassName: cls, image: 'bash:5', command: ['true'] });
     const j = await until(ns, 'evented', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
     const want = [
       ['Accepted', /^Accepted=True: /],
@@ -110,7 +110,7 @@ describe('JobClass execution: Kubernetes adapter', function () {
   it("does not schedule without the parameters' ServiceAccount (never the default one)", async () => {
     const other = await newNamespace('jc-nosa');
     try {
-      await job(other, 'no-sa', { jobClassName: cls, image: 'bash', command: ['true'] });
+      await job(other, 'no-sa', { jobClassName: cls, image: 'bash:5', command: ['true'] });
       const j = await until(
         other,
         'no-sa',
@@ -152,17 +152,22 @@ describe('JobClass execution: Kubernetes adapter', function () {
 
   it('rejects at admission an unknown class and resources above the class maximum', async () => {
     await assert.rejects(
-      job(ns, 'unknown-class', { jobClassName: 'no-such-class', image: 'bash', command: ['true'] }),
+      job(ns, 'unknown-class', { jobClassName: 'no-such-class', image: 'bash:5', command: ['true'] }),
       (e: unknown) => isApiError(e) && /no-such-class/.test(e.message),
     );
     await assert.rejects(
-      job(ns, 'too-big', { jobClassName: cls, image: 'bash', command: ['true'], resources: { limits: { cpu: '8' } } }),
+      job(ns, 'too-big', {
+        jobClassName: cls,
+        image: 'bash:5',
+        command: ['true'],
+        resources: { limits: { cpu: '8' } },
+      }),
       (e: unknown) => isApiError(e) && /cpu/.test(e.message),
     );
   });
 
   it('cancels a running Job', async () => {
-    await job(ns, 'long', { jobClassName: cls, image: 'bash', command: ['bash', '-c', 'sleep 60'] });
+    await job(ns, 'long', { jobClassName: cls, image: 'bash:5', command: ['bash', '-c', 'sleep 60'] });
     await until(ns, 'long', (x) => x.status?.phase === 'Running', 'Running');
     await admin().patch(`${X}/namespaces/${ns}/jobs/long`, { spec: { cancelRequested: true } });
     const j = await until(ns, 'long', (x) => x.status?.phase === 'Failed', 'Failed (cancelled)', 90_000);
