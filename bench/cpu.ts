@@ -7,6 +7,10 @@ const NAMES: [RegExp, string][] = [
   [/kube-controller-manager/, 'kube-controller-manager'],
   [/kube-scheduler/, 'kube-scheduler'],
   [/nodeagent\/main\.ts/, 'node-agent'],
+  // The kubelet kind's node (BENCH_NODE_KIND=kubelet): the shim before containerd (its name contains it).
+  [/\/kubelet /, 'kubelet'],
+  [/\/containerd-shim-runc-v2 /, 'containerd-shim'],
+  [/\/containerd /, 'containerd'],
   [/kruntimes\.(ts|mjs) apiserver/, 'extension-server'],
   [/kruntimes\.(ts|mjs) runtimed/, 'runtimed'],
   [/runtime-server/, 'runtime-server'],

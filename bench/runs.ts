@@ -17,6 +17,7 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { ms, ratio, summary } from './stats.ts';
 import { cpuDelta, cpuTicks, cpuTotalMs } from './cpu.ts';
+import { BENCH_NODE_KIND, benchUpOptions } from './node-kind.ts';
 import { benchRuntime } from './runtime.ts';
 
 const backlog = process.env.BENCH_CASE === 'backlog';
@@ -204,6 +205,8 @@ async function jobs(api: KubeClient, n: number): Promise<void> {
               {
                 name: 'c',
                 image: 'bash',
+                // A real kubelet pulls an untagged image by default: the kubelet kind imports it locally.
+                imagePullPolicy: 'IfNotPresent',
                 command: ['bash', '-c', `sleep ${SLEEP.toFixed(3)}; echo benchmark-job-${i}`],
               },
             ],
@@ -230,20 +233,21 @@ async function jobs(api: KubeClient, n: number): Promise<void> {
 async function setup(env: Env): Promise<void> {
   const api = env.admin;
   await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  const t0 = performance.now();
   await api.create(
     `/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`,
     benchRuntime('bench-bash', PODS, SLOTS, { 'kruntimes.io/benchmark': 'true' }),
   );
   await runtimeReady(api);
+  process.stdout.write(
+    `Runtime (${PODS} Pods) created → Pods ready: ${(performance.now() - t0).toFixed(0)} ms (first Runtime)\n`,
+  );
 }
 
 async function main(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `runs-${process.pid}`);
-  const env = await up({
-    root,
-    nodes: ['bench-a', 'bench-b'],
-    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
-  });
+  const env = await up({ root, ...benchUpOptions(['bench-a', 'bench-b']) });
+  process.stdout.write(`node kind: ${BENCH_NODE_KIND} (${env.state.nodes.length} node(s))\n`);
   try {
     await setup(env);
     // This environment only: its control plane and node agents name `root`; Pods descend from its node agents.

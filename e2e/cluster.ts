@@ -1,6 +1,7 @@
 /** The e2e suite's own control plane: one per test run, in its own directory and ports. */
 import { join } from 'node:path';
 import { down, NODE_KINDS, up, type Env, type NodeKind } from '../localenv/environment.ts';
+import { POD_GATEWAY } from '../localenv/kubelet-config.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 
 let current: Env | undefined;
@@ -13,6 +14,11 @@ export const E2E_NODE_KIND: NodeKind = NODE_KINDS.includes(process.env.KRT_NODE_
   ? (process.env.KRT_NODE_KIND as NodeKind)
   : 'agent';
 export const E2E_NODES = E2E_NODE_KIND === 'kubelet' ? ['e2e-node-a'] : ['e2e-node-a', 'e2e-node-b'];
+/**
+ * Where a Pod reaches a server the suite runs on the host: the loopback on the node agent (Pods
+ * share the host's network), the CNI bridge's gateway on a real kubelet (127.0.0.1 is the Pod).
+ */
+export const E2E_HOST_ADDRESS = E2E_NODE_KIND === 'kubelet' ? POD_GATEWAY : '127.0.0.1';
 /** The local overlay plus the sample functions the functions e2e exercises (test fixtures only). */
 export const E2E_OVERLAY = 'e2e/fixtures/kustomize';
 

@@ -1,10 +1,11 @@
-/** A local HTTPS git server for tests: git-http-backend (smart HTTP) behind node:https, on 127.0.0.1. */
+/** A local HTTPS git server for tests: git-http-backend (smart HTTP) behind node:https, where Pods reach the host. */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, chmodSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { E2E_HOST_ADDRESS } from './cluster.ts';
 
 export interface GitServer {
   url: string;
@@ -97,7 +98,7 @@ export async function startGitServer(
     });
     cgi.on('close', () => res.end());
   });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const base = `https://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  await new Promise<void>((r) => srv.listen(0, E2E_HOST_ADDRESS, () => r()));
+  const base = `https://${E2E_HOST_ADDRESS}:${(srv.address() as AddressInfo).port}`;
   return { url: `${base}/repo.git`, commit, root, close: () => srv.close() };
 }

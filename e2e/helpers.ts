@@ -6,7 +6,7 @@ import { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { issueCert } from '../localenv/pki.ts';
-import { cluster, E2E_ROOT } from './cluster.ts';
+import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 
 export function admin(): KubeClient {
   return cluster().admin;
@@ -74,7 +74,13 @@ export interface Pki {
 /** A serving certificate signed by the cluster CA (e.g. for <svc>.<ns>.svc backends). */
 export function servingCert(name: string, dns: string[]): Pki {
   const dir = join(E2E_ROOT, 'pki');
-  issueCert(dir, { name, cn: dns[0] ?? name, usage: 'server', dns: [...dns, 'localhost'], ips: ['127.0.0.1'] });
+  issueCert(dir, {
+    name,
+    cn: dns[0] ?? name,
+    usage: 'server',
+    dns: [...dns, 'localhost'],
+    ips: [...new Set(['127.0.0.1', E2E_HOST_ADDRESS])],
+  });
   const r = (f: string): Buffer => readFileSync(join(dir, f));
   return { ca: r('ca.crt'), cert: r(`${name}.crt`), key: r(`${name}.key`) };
 }

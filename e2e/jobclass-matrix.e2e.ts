@@ -90,7 +90,7 @@ describe('JobClass matrix: default class resolution', function () {
 
   it('jobclass: no default keeps Accepted=False/NoDefaultJobClass; two defaults give AmbiguousDefaultJobClass and Warning Events', async () => {
     const n = await ns('jcnodef');
-    await job(n, 'none', { image: 'bash', command: TRUE });
+    await job(n, 'none', { image: 'bash:5', command: TRUE });
     const none = await untilReason(n, 'none', 'Accepted', 'NoDefaultJobClass', 'False');
     assert.match(
       cond(none, 'Accepted')?.message ?? '',
@@ -110,7 +110,7 @@ describe('JobClass matrix: default class resolution', function () {
       await succeeded(n, 'none');
 
       const d2uid = await cls(d2, true);
-      await job(n, 'ambiguous', { image: 'bash', command: TRUE });
+      await job(n, 'ambiguous', { image: 'bash:5', command: TRUE });
       const amb = await untilReason(n, 'ambiguous', 'Accepted', 'AmbiguousDefaultJobClass', 'False');
       assert.match(
         cond(amb, 'Accepted')?.message ?? '',
@@ -155,7 +155,7 @@ describe('JobClass matrix: default class resolution', function () {
         [plain, 'global-default', undefined, g],
       ];
       for (const [n, name, explicit] of cases)
-        await job(n, name, { ...(explicit ? { jobClassName: explicit } : {}), image: 'bash', command: TRUE });
+        await job(n, name, { ...(explicit ? { jobClassName: explicit } : {}), image: 'bash:5', command: TRUE });
       for (const [n, name, , want] of cases) {
         const j = await untilReason(n, name, 'Accepted', 'Accepted', 'True');
         assert.equal(j.status?.resolvedJobClass?.name, want, `${n}/${name} resolves to ${want}`);
@@ -164,7 +164,7 @@ describe('JobClass matrix: default class resolution', function () {
       // A namespace default that does not exist is an error, never a fallback to the global default.
       const dangling = await ns('jcprec', { [NAMESPACE_DEFAULT]: `${p}-missing` });
       await assert.rejects(
-        job(dangling, 'x', { image: 'bash', command: TRUE }),
+        job(dangling, 'x', { image: 'bash:5', command: TRUE }),
         rejectedWith(422, new RegExp(`namespace default JobClass "${p}-missing" does not exist`)),
       );
     } finally {
@@ -193,7 +193,7 @@ describe('JobClass matrix: allowedNamespaces', function () {
 
   it('jobclass: allowedNamespaces is enforced at admission and acceptance; removing the label does not stop a running Job', async () => {
     await assert.rejects(
-      job(other, 'denied', { jobClassName: c, image: 'bash', command: TRUE }),
+      job(other, 'denied', { jobClassName: c, image: 'bash:5', command: TRUE }),
       rejectedWith(403, new RegExp(`JobClass "${c}" is not allowed in namespace ${other}`)),
       'knowing the class name is not enough',
     );
@@ -202,7 +202,7 @@ describe('JobClass matrix: allowedNamespaces', function () {
     // waiting for its Secret when the label goes, is not accepted.
     await job(allowed, 'late', {
       jobClassName: c,
-      image: 'bash',
+      image: 'bash:5',
       command: ['bash', '-c', 'test "$TOKEN" = t0ken'],
       env: [{ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'late-secret', key: 'token' } } }],
     });
@@ -227,11 +227,11 @@ describe('JobClass matrix: allowedNamespaces', function () {
 
     // The label removed after acceptance changes nothing for the accepted Job; new Jobs are refused.
     const g = gate('allow-running');
-    await job(allowed, 'running', { jobClassName: c, image: 'bash', command: g.command });
+    await job(allowed, 'running', { jobClassName: c, image: 'bash:5', command: g.command });
     await running(allowed, 'running');
     await setLabel(allowed, label, null);
     await assert.rejects(
-      job(allowed, 'after', { jobClassName: c, image: 'bash', command: TRUE }),
+      job(allowed, 'after', { jobClassName: c, image: 'bash:5', command: TRUE }),
       rejectedWith(403, /not allowed in namespace/),
     );
     g.open();
@@ -302,7 +302,7 @@ describe('JobClass matrix: class configuration', function () {
         (await eventsOf(obj.metadata.uid)).find((e) => e.reason === k.reason),
       );
       assert.equal(w.type, 'Warning');
-      await job(n, k.name, { jobClassName: k.name, image: 'bash', command: TRUE });
+      await job(n, k.name, { jobClassName: k.name, image: 'bash:5', command: TRUE });
       const j = await untilReason(n, k.name, 'Accepted', 'JobClassNotAccepted', 'False');
       assert.match(
         cond(j, 'Accepted')?.message ?? '',
@@ -337,7 +337,7 @@ describe('JobClass matrix: class configuration', function () {
     const noSa = await newNamespace('jclate');
     try {
       // Submitted before the parameters exist: waits, then is accepted once they appear.
-      await job(noSa, 'early', { jobClassName: c, image: 'bash', command: TRUE });
+      await job(noSa, 'early', { jobClassName: c, image: 'bash:5', command: TRUE });
       await untilReason(noSa, 'early', 'Accepted', 'JobClassNotAccepted', 'False');
       await admin().create(K_PARAMS, kubernetesParams(`${c}-params`));
       await classReady(c);
@@ -350,7 +350,7 @@ describe('JobClass matrix: class configuration', function () {
         'the parameters UID is frozen once they are seen',
       );
       const g = gate('late-running');
-      await job(n, 'late-running', { jobClassName: c, image: 'bash', command: g.command });
+      await job(n, 'late-running', { jobClassName: c, image: 'bash:5', command: g.command });
       await running(n, 'late-running');
 
       // Deleting referenced parameters is blocked and reported, not silent.
@@ -376,7 +376,7 @@ describe('JobClass matrix: class configuration', function () {
       );
       // Even with its ServiceAccount provisioned the old Job is not run on the new object, while a new Job is.
       await serviceAccount(noSa);
-      await job(noSa, 'fresh', { jobClassName: c, image: 'bash', command: TRUE });
+      await job(noSa, 'fresh', { jobClassName: c, image: 'bash:5', command: TRUE });
       const fresh = await succeeded(noSa, 'fresh');
       assert.equal(fresh.status?.resolvedJobClass?.parametersRef?.uid, newUid);
       const still = await getJob(noSa, 'early');
@@ -449,7 +449,7 @@ describe('JobClass matrix: class configuration', function () {
       },
     );
     const run = (name: string, resources?: Record<string, unknown>): Promise<void> =>
-      job(n, name, { jobClassName: c, image: 'bash', command: TRUE, ...(resources ? { resources } : {}) });
+      job(n, name, { jobClassName: c, image: 'bash:5', command: TRUE, ...(resources ? { resources } : {}) });
     await assert.rejects(
       run('req-gt-lim', { requests: { cpu: '2' }, limits: { cpu: '1' } }),
       rejectedWith(422, /spec\.resources\.requests\.cpu must be less than or equal to spec\.resources\.limits\.cpu/),
@@ -519,7 +519,7 @@ describe('JobClass matrix: class configuration', function () {
     const noSa = await newNamespace('jcedit');
     try {
       // Accepted, but not scheduled until its ServiceAccount exists.
-      await job(noSa, 'accepted', { jobClassName: c, image: 'bash', command: TRUE });
+      await job(noSa, 'accepted', { jobClassName: c, image: 'bash:5', command: TRUE });
       const acc = await untilReason(noSa, 'accepted', 'Scheduled', 'ServiceAccountNotFound', 'False');
       assert.deepEqual(acc.status?.effectiveResources, before);
       // New defaults, and a maximum the accepted Job's limits now exceed.
@@ -533,7 +533,7 @@ describe('JobClass matrix: class configuration', function () {
         return a?.status === 'True' && a.observedGeneration === generation;
       });
       await serviceAccount(noSa);
-      await job(noSa, 'new', { jobClassName: c, image: 'bash', command: TRUE });
+      await job(noSa, 'new', { jobClassName: c, image: 'bash:5', command: TRUE });
       for (const [name, want] of [
         ['accepted', before],
         ['new', after],
@@ -544,7 +544,7 @@ describe('JobClass matrix: class configuration', function () {
         assert.deepEqual(batchJobs[0]?.spec.template.spec.containers[0]?.resources, want, `${name}: Pod resources`);
       }
       await assert.rejects(
-        job(noSa, 'too-big', { jobClassName: c, image: 'bash', command: TRUE, resources: before }),
+        job(noSa, 'too-big', { jobClassName: c, image: 'bash:5', command: TRUE, resources: before }),
         rejectedWith(422, /limits/),
         'the new policy applies to new Jobs',
       );
@@ -578,7 +578,7 @@ describe('JobClass matrix: Kubernetes readiness, deletion and recreation', funct
     for (const name of ['complete', 'cancel', 'delete'])
       await job(n, `rc-${name}`, {
         jobClassName: c,
-        image: 'bash',
+        image: 'bash:5',
         command: name === 'complete' ? g.command : ['bash', '-c', 'sleep 300'],
       });
     const del = await running(n, 'rc-delete');
@@ -589,7 +589,7 @@ describe('JobClass matrix: Kubernetes readiness, deletion and recreation', funct
     await admin().delete(rcPath);
     const notReady = await classUntil(c, 'Ready', 'RuntimeClassNotFound', 'False');
     assert.match(cond(notReady, 'Ready')?.message ?? '', new RegExp(`RuntimeClass ${c} does not exist`));
-    await job(n, 'rc-new', { jobClassName: c, image: 'bash', command: TRUE });
+    await job(n, 'rc-new', { jobClassName: c, image: 'bash:5', command: TRUE });
     const waiting = await untilReason(n, 'rc-new', 'Scheduled', 'JobClassNotReady', 'False');
     assert.equal(cond(waiting, 'Accepted')?.status, 'True', 'not Ready is not a rejection');
     assert.match(cond(waiting, 'Scheduled')?.message ?? '', /RuntimeClassNotFound/);
@@ -634,10 +634,10 @@ describe('JobClass matrix: Kubernetes readiness, deletion and recreation', funct
     const c = `e2e-del-${uniq}`;
     owned.unshift(`${CLASSES}/${c}`, `${K_PARAMS}/${c}-params`);
     const cls = await readyKubernetesClass(c);
-    await job(n, 'del-done', { jobClassName: c, image: 'bash', command: TRUE });
+    await job(n, 'del-done', { jobClassName: c, image: 'bash:5', command: TRUE });
     await succeeded(n, 'del-done');
     const g = gate('del-busy');
-    await job(n, 'del-busy', { jobClassName: c, image: 'bash', command: g.command });
+    await job(n, 'del-busy', { jobClassName: c, image: 'bash:5', command: g.command });
     await running(n, 'del-busy');
 
     await admin().delete(`${CLASSES}/${c}`);
@@ -655,7 +655,7 @@ describe('JobClass matrix: Kubernetes readiness, deletion and recreation', funct
       terminating.metadata.deletionTimestamp && terminating.metadata.finalizers?.includes(`${G}/jobclass-protection`),
     );
     await assert.rejects(
-      job(n, 'del-new', { jobClassName: c, image: 'bash', command: TRUE }),
+      job(n, 'del-new', { jobClassName: c, image: 'bash:5', command: TRUE }),
       rejectedWith(422, new RegExp(`JobClass "${c}" is being deleted`)),
     );
     // Its parameters cannot go while the class references them.
@@ -674,11 +674,11 @@ describe('JobClass matrix: Kubernetes readiness, deletion and recreation', funct
     owned.unshift(`${CLASSES}/${c}`, `${K_PARAMS}/${c}-params`);
     const old = await readyKubernetesClass(c);
     const g = gate('same-running');
-    await job(n, 'same-running', { jobClassName: c, image: 'bash', command: g.command });
+    await job(n, 'same-running', { jobClassName: c, image: 'bash:5', command: g.command });
     await running(n, 'same-running');
     const noSa = await newNamespace('jcsame');
     try {
-      await job(noSa, 'same-waiting', { jobClassName: c, image: 'bash', command: TRUE });
+      await job(noSa, 'same-waiting', { jobClassName: c, image: 'bash:5', command: TRUE });
       await untilReason(noSa, 'same-waiting', 'Scheduled', 'ServiceAccountNotFound', 'False');
       // Administrator recovery deletes the class despite its Jobs; the same name comes back with a new UID.
       await admin().delete(`${CLASSES}/${c}`);
@@ -694,7 +694,7 @@ describe('JobClass matrix: Kubernetes readiness, deletion and recreation', funct
         ),
       );
       await serviceAccount(noSa);
-      await job(noSa, 'same-new', { jobClassName: c, image: 'bash', command: TRUE });
+      await job(noSa, 'same-new', { jobClassName: c, image: 'bash:5', command: TRUE });
       const newer = await succeeded(noSa, 'same-new');
       assert.equal(newer.status?.resolvedJobClass?.uid, fresh.metadata.uid);
       const still = await getJob(noSa, 'same-waiting');

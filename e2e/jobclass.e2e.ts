@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { isApiError } from '../lib/kube/errors.ts';
+import { E2E_HOST_ADDRESS } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
 import {
   apply,
@@ -66,7 +67,7 @@ describe('JobClass execution: Kubernetes adapter', function () {
   });
 
   it("runs a Job as a batch/v1 Job with the parameters' ServiceAccount, freezes the class and the effective resources", async () => {
-    await job(ns, 'hello', { jobClassName: cls, image: 'bash', command: ['bash', '-c', 'echo hello from JobClass'] });
+    await job(ns, 'hello', { jobClassName: cls, image: 'bash:5', command: ['bash', '-c', 'echo hello from JobClass'] });
     const j = await until(ns, 'hello', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
     const c = await admin().get<Obj>(`${X}/jobclasses/${cls}`);
     assert.equal(j.status?.resolvedJobClass?.name, cls);
@@ -85,7 +86,7 @@ describe('JobClass execution: Kubernetes adapter', function () {
   });
 
   it('writes a core/v1 Event on the Job for each transition (Accepted, Scheduled, terminal)', async () => {
-    await job(ns, 'evented', { jobClassName: cls, image: 'bash', command: ['true'] });
+    await job(ns, 'evented', { jobClassName: cls, image: 'bash:5', command: ['true'] });
     const j = await until(ns, 'evented', (x) => x.status?.phase === 'Succeeded', 'Succeeded');
     const want = [
       ['Accepted', /^Accepted=True: /],
@@ -109,7 +110,7 @@ describe('JobClass execution: Kubernetes adapter', function () {
   it("does not schedule without the parameters' ServiceAccount (never the default one)", async () => {
     const other = await newNamespace('jc-nosa');
     try {
-      await job(other, 'no-sa', { jobClassName: cls, image: 'bash', command: ['true'] });
+      await job(other, 'no-sa', { jobClassName: cls, image: 'bash:5', command: ['true'] });
       const j = await until(
         other,
         'no-sa',
@@ -151,17 +152,22 @@ describe('JobClass execution: Kubernetes adapter', function () {
 
   it('rejects at admission an unknown class and resources above the class maximum', async () => {
     await assert.rejects(
-      job(ns, 'unknown-class', { jobClassName: 'no-such-class', image: 'bash', command: ['true'] }),
+      job(ns, 'unknown-class', { jobClassName: 'no-such-class', image: 'bash:5', command: ['true'] }),
       (e: unknown) => isApiError(e) && /no-such-class/.test(e.message),
     );
     await assert.rejects(
-      job(ns, 'too-big', { jobClassName: cls, image: 'bash', command: ['true'], resources: { limits: { cpu: '8' } } }),
+      job(ns, 'too-big', {
+        jobClassName: cls,
+        image: 'bash:5',
+        command: ['true'],
+        resources: { limits: { cpu: '8' } },
+      }),
       (e: unknown) => isApiError(e) && /cpu/.test(e.message),
     );
   });
 
   it('cancels a running Job', async () => {
-    await job(ns, 'long', { jobClassName: cls, image: 'bash', command: ['bash', '-c', 'sleep 60'] });
+    await job(ns, 'long', { jobClassName: cls, image: 'bash:5', command: ['bash', '-c', 'sleep 60'] });
     await until(ns, 'long', (x) => x.status?.phase === 'Running', 'Running');
     await admin().patch(`${X}/namespaces/${ns}/jobs/long`, { spec: { cancelRequested: true } });
     const j = await until(ns, 'long', (x) => x.status?.phase === 'Failed', 'Failed (cancelled)', 90_000);
@@ -175,7 +181,12 @@ describe('JobClass execution: OpenSandbox adapter (local spec-validating server)
   const cls = `e2e-os-${uniq}`;
   before(async () => {
     ns = await newNamespace('jcos');
-    srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true, pools: { small: 1 } });
+    srv = await startOpenSandboxServer({
+      apiKeys: ['key-1'],
+      insecure: true,
+      pools: { small: 1 },
+      host: E2E_HOST_ADDRESS,
+    });
     await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -292,7 +303,7 @@ describe('JobClass execution: OpenSandbox API key rotation and backend health (l
     until(ns, name, (x) => !!x.status?.execution?.sandboxID, 'a sandbox', 90_000);
   before(async () => {
     ns = await newNamespace('jcrot');
-    srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true });
+    srv = await startOpenSandboxServer({ apiKeys: ['key-1'], insecure: true, host: E2E_HOST_ADDRESS });
     await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
       apiVersion: 'v1',
       kind: 'Secret',

@@ -1,9 +1,10 @@
 /** Helpers for Run e2e specs. */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
+import { E2E_NODE_KIND, E2E_NODES, E2E_ROOT } from './cluster.ts';
 import { admin, eventually, type Obj } from './helpers.ts';
 
 export const GROUP = '/apis/kruntimes.io/v1alpha1';
@@ -23,8 +24,38 @@ export type RunObj = Obj & {
 };
 type PodObj = KubeObject & {
   spec: { nodeName?: string };
-  status?: { conditions?: { type: string; status: string }[] };
+  status?: {
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: { name: string; containerID?: string }[];
+  };
 };
+
+/** How many Pods a Runtime's DaemonSet (no replicas) has: one per node of the e2e cluster. */
+export const PER_NODE = E2E_NODES.length;
+
+/**
+ * The host pid of a Runtime Pod's runtimed: the node agent records it; on a real kubelet it is
+ * the process in the container's cgroup (its id from the Pod's status; containerd's cgroup path
+ * ends in it) whose command is runtimed.
+ */
+export async function runtimedPid(ns: string, pod: string): Promise<number> {
+  const p = await admin().get<PodObj>(`/api/v1/namespaces/${ns}/pods/${pod}`);
+  if (E2E_NODE_KIND !== 'kubelet') {
+    const file = join(E2E_ROOT, 'nodes', p.spec.nodeName ?? '', 'pods', p.metadata.uid ?? '', 'pids', 'runtimed');
+    return Number(readFileSync(file, 'utf8').trim());
+  }
+  const id = p.status?.containerStatuses?.find((c) => c.name === 'runtimed')?.containerID?.split('://')[1];
+  if (!id) throw new Error(`Pod ${pod} has no running runtimed container`);
+  for (const d of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      if (!readFileSync(`/proc/${d}/cgroup`, 'utf8').includes(id)) continue;
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').includes('runtimed')) return Number(d);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  throw new Error(`no runtimed process in the cgroup of container ${id}`);
+}
 
 export function example(path: string): Record<string, unknown> {
   return parse(readFileSync(join(REPO_ROOT, path), 'utf8')) as Record<string, unknown>;

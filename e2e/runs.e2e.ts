@@ -4,12 +4,10 @@
  * cancellation, retries, capacity and FIFO drain, affinity, runtimed restart and Pod loss.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { KubeClient } from '../lib/kube/client.ts';
-import { E2E_ROOT, cluster } from './cluster.ts';
+import { cluster } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, pkiFile, servingCert } from './helpers.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import {
@@ -22,7 +20,9 @@ import {
   finished,
   getRun,
   phase,
+  PER_NODE,
   runEvent,
+  runtimedPid,
   runtimePods,
   type RunObj,
 } from './runs-helpers.ts';
@@ -34,8 +34,8 @@ describe('Runs on warm Runtime Pods', function () {
     for (const f of ['examples/runtimes/bash.yaml', 'examples/runtimes/python.yaml']) {
       await admin().create(`${GROUP}/namespaces/${ns}/runtimes`, example(f));
     }
-    await runtimePods(ns, 'bash', 2);
-    await runtimePods(ns, 'python', 2);
+    await runtimePods(ns, 'bash', PER_NODE);
+    await runtimePods(ns, 'python', PER_NODE);
   });
   after(async () => {
     await deleteNamespace(ns);
@@ -44,7 +44,7 @@ describe('Runs on warm Runtime Pods', function () {
   it('upstream-style Runtime manifests become ready DaemonSets of Runtime Pods', async () => {
     const rt = await eventually('Runtime bash Ready', async () => {
       const r = await admin().get<RunObj>(`${GROUP}/namespaces/${ns}/runtimes/bash`);
-      return (r.status as { readyReplicas?: number } | undefined)?.readyReplicas === 2 ? r : undefined;
+      return (r.status as { readyReplicas?: number } | undefined)?.readyReplicas === PER_NODE ? r : undefined;
     });
     assert.equal(cond(rt, 'Ready')?.status, 'True');
     const ds = await admin().get<RunObj>(`/apis/apps/v1/namespaces/${ns}/daemonsets/runtime-bash`);
@@ -296,16 +296,6 @@ describe('runtimed restart and Runtime Pod loss', function () {
     await deleteNamespace(ns);
   });
 
-  const pidOf = async (pod: string): Promise<number> => {
-    const p = await admin().get<RunObj & { spec: { nodeName: string } }>(`/api/v1/namespaces/${ns}/pods/${pod}`);
-    return Number(
-      readFileSync(
-        join(E2E_ROOT, 'nodes', p.spec.nodeName, 'pods', p.metadata.uid ?? '', 'pids', 'runtimed'),
-        'utf8',
-      ).trim(),
-    );
-  };
-
   it('finishes a Run correctly when runtimed is killed while it runs', async () => {
     await createRun(
       ns,
@@ -313,7 +303,7 @@ describe('runtimed restart and Runtime Pod loss', function () {
       { name: 'survivor' },
     );
     const r = await phase(ns, 'survivor', 'Running');
-    process.kill(await pidOf(r.status?.assignedPod ?? ''), 'SIGKILL');
+    process.kill(await runtimedPid(ns, r.status?.assignedPod ?? ''), 'SIGKILL');
     const done = await finished(ns, 'survivor', 60_000);
     assert.equal(done.status?.phase, 'Succeeded', done.status?.message);
     assert.deepEqual(done.status?.outputs, { survived: 'yes' });
@@ -432,7 +422,7 @@ describe('git-source Runs', function () {
         },
       }),
     );
-    await runtimePods(ns, 'bash', 2);
+    await runtimePods(ns, 'bash', PER_NODE);
   });
   after(async () => {
     git.close();

@@ -13,7 +13,7 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import { renderRun } from '../cli/wf/commands.ts';
 import { E2E_ROOT } from './cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
-import { GROUP, getRun, runtimePods } from './runs-helpers.ts';
+import { GROUP, PER_NODE, getRun, runtimePods } from './runs-helpers.ts';
 
 type Step = { name: string; phase?: string; runName?: string; outputs?: Record<string, string> };
 type Job = {
@@ -76,7 +76,7 @@ describe('Workflows', function () {
         doc,
       );
     }
-    await runtimePods(ns, 'bash', 2);
+    await runtimePods(ns, 'bash', PER_NODE);
   });
   after(async () => {
     await deleteNamespace(ns);

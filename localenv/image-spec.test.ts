@@ -16,6 +16,23 @@ import { REPO_ROOT } from './paths.ts';
 const images = readdirSync(join(REPO_ROOT, 'images')).sort();
 
 describe('image definitions (Dockerfile, local assembly, node agent)', () => {
+  it('gives runtimed every program it runs: the kruntimes image installs them (git sources need git)', () => {
+    const spec = parseDockerfile(readFileSync(join(REPO_ROOT, 'images', 'kruntimes', 'Dockerfile'), 'utf8'));
+    const programs = new Set<string>();
+    for (const f of readdirSync(join(REPO_ROOT, 'runtimed')).filter(
+      (n) => n.endsWith('.ts') && !n.endsWith('.test.ts'),
+    ))
+      for (const m of readFileSync(join(REPO_ROOT, 'runtimed', f), 'utf8').matchAll(
+        /\b(?:execFile|spawn)(?:Sync)?\(\s*'([\w.-]+)'/g,
+      ))
+        programs.add(m[1] ?? '');
+    assert.ok(programs.has('git'), 'runtimed fetches git sources with git');
+    for (const p of programs)
+      assert.ok(spec.aptPackages.includes(p), `images/kruntimes installs ${p} (runtimed runs it)`);
+    // https repositories: git verifies the server against the system's CA bundle.
+    assert.ok(spec.aptPackages.includes('ca-certificates'), 'images/kruntimes installs ca-certificates');
+  });
+
   it('reads every project Dockerfile into the spec the local assembly builds', () => {
     assert.deepEqual(images, ['bash-runtime', 'kruntimes', 'python-runtime']);
     for (const name of images) {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
+import { POD_GATEWAY } from './kubelet-config.ts';
 import { REPO_ROOT } from './paths.ts';
 import { waitFor } from './process.ts';
 
@@ -56,14 +57,22 @@ export function localizePorts(docs: Doc[], port: number): Doc[] {
  * On the kubelet node kind Pods have their own network namespaces, and kruntimes-system's
  * `restricted` Pod Security forbids hostNetwork: the extension server listens on its Pod IP
  * (all addresses, not the overlay's 127.0.0.1) and node-services relays 127.0.0.1:<port>,
- * where the API server calls it (ExternalName localhost), to that Pod.
+ * where the API server calls it (ExternalName localhost), to that Pod. A local OpenSandbox server
+ * (plain HTTP, allowed for the overlay's 127.0.0.1) is reached from a Pod at the bridge gateway,
+ * the host as Pods see it: that address is allowed too.
  */
 export function localizeForKubelet(docs: Doc[]): Doc[] {
   for (const d of docs) {
-    if (d.kind !== 'Deployment' || d.metadata.name !== EXTENSION_SERVICE) continue;
-    const c = (d.spec as { template: { spec: { containers: { env?: { name: string }[] }[] } } }).template.spec
-      .containers[0];
-    if (c) c.env = (c.env ?? []).filter((e) => e.name !== 'KRT_LISTEN_ADDRESS');
+    if (d.kind !== 'Deployment' || (d.metadata.name !== EXTENSION_SERVICE && d.metadata.name !== FUNCTIONS_DEPLOYMENT))
+      continue;
+    const c = (d.spec as { template: { spec: { containers: { env?: EnvVar[] }[] } } }).template.spec.containers[0];
+    if (!c) continue;
+    if (d.metadata.name === EXTENSION_SERVICE) c.env = (c.env ?? []).filter((e) => e.name !== 'KRT_LISTEN_ADDRESS');
+    c.env = (c.env ?? []).map((e) =>
+      e.name === 'KRT_OPENSANDBOX_INSECURE_HOSTS' && e.value !== undefined
+        ? { ...e, value: [...new Set([...e.value.split(','), POD_GATEWAY])].join(',') }
+        : e,
+    );
   }
   return docs;
 }

@@ -10,6 +10,7 @@ import {
   kubeletArgs,
   kubeletConfig,
   kubeletLayout,
+  POD_GATEWAY,
 } from './kubelet-config.ts';
 import { mountsUnder } from './kubelet-node.ts';
 import { readyPodIP } from './node-services.ts';
@@ -108,6 +109,27 @@ describe('kubelet node kind configuration', () => {
       .template.spec;
     assert.equal(spec.hostNetwork, undefined);
     assert.deepEqual(spec.containers[0]!.env, [{ name: 'KRT_HTTPS_PORT', value: '4443' }]);
+  });
+
+  it('allows plain HTTP OpenSandbox servers at the bridge gateway (the host as Pods see it) where the overlay allows 127.0.0.1', () => {
+    const docs = localizeForKubelet(
+      ['kruntimes-extension', 'kruntimes-functions', 'other'].map((name) => ({
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name },
+        spec: {
+          template: {
+            spec: { containers: [{ env: [{ name: 'KRT_OPENSANDBOX_INSECURE_HOSTS', value: '127.0.0.1' }] }] },
+          },
+        },
+      })),
+    );
+    const hosts = docs.map(
+      (d) =>
+        (d.spec as { template: { spec: { containers: { env: { value: string }[] }[] } } }).template.spec.containers[0]!
+          .env[0]!.value,
+    );
+    assert.deepEqual(hosts, [`127.0.0.1,${POD_GATEWAY}`, `127.0.0.1,${POD_GATEWAY}`, '127.0.0.1']);
   });
 
   it('relays to the newest ready, not terminating Pod', () => {

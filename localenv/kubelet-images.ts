@@ -24,7 +24,7 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { ociImageConfig, parseDockerfile, type ImageSpec } from './image-spec.ts';
+import { BASE_ENV, ociImageConfig, parseDockerfile, type ImageSpec } from './image-spec.ts';
 import { PAUSE_IMAGE } from './kubelet-config.ts';
 import { REPO_ROOT } from './paths.ts';
 
@@ -181,6 +181,41 @@ function pauseLayer(): string {
   return out;
 }
 
+/**
+ * The node agent's toolchain images (nodeagent/images.ts HOST_IMAGES: bash, busybox, python,
+ * debian, run there on the host's binaries) as root images on the Debian rootfs, under the tags
+ * the project's specs and examples name. Like the node agent's, they are stand-ins: python is
+ * bookworm's python3 and busybox is the rootfs's sh and coreutils (docs/kubelet-node.md).
+ */
+export const TOOLCHAIN_IMAGES: { repository: string; tags: string[]; packages: string[]; cmd: string[] }[] = [
+  { repository: 'docker.io/library/bash', tags: ['5', 'latest'], packages: [], cmd: ['bash'] },
+  { repository: 'docker.io/library/busybox', tags: ['1.36', 'latest'], packages: [], cmd: ['sh'] },
+  // The python-runtime image's package set, so the rootfs is shared (and cached) with it.
+  {
+    repository: 'docker.io/library/python',
+    tags: ['3.11', '3.12', 'latest'],
+    packages: ['ca-certificates', 'python3'],
+    cmd: ['python3'],
+  },
+  {
+    repository: 'docker.io/library/debian',
+    tags: ['bookworm', 'bookworm-slim', '12', 'latest'],
+    packages: [],
+    cmd: ['bash'],
+  },
+];
+
+/** A toolchain image's config: no USER (root, as upstream's), the base PATH, its cmd. */
+export function toolchainConfig(cmd: string[], diffIds: string[]): Record<string, unknown> {
+  return {
+    architecture: 'amd64',
+    os: 'linux',
+    created: '1970-01-01T00:00:00Z',
+    config: { Env: Object.entries(BASE_ENV).map(([k, v]) => `${k}=${v}`), Cmd: cmd },
+    rootfs: { type: 'layers', diff_ids: diffIds },
+  };
+}
+
 interface LocalImage {
   name: string;
   refs: string[];
@@ -188,7 +223,7 @@ interface LocalImage {
   config: (diffIds: string[]) => Record<string, unknown>;
 }
 
-/** Every image: the project's (from its Dockerfile) and the sandbox image. */
+/** Every image: the project's (from its Dockerfile), the toolchain images and the sandbox image. */
 function localImages(work: string, nodeBin: string, progress: (m: string) => void): LocalImage[] {
   const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
   const out: LocalImage[] = [];
@@ -206,6 +241,13 @@ function localImages(work: string, nodeBin: string, progress: (m: string) => voi
       config: (diffIds) => ociImageConfig(spec, diffIds, nodeVersion),
     });
   }
+  for (const t of TOOLCHAIN_IMAGES)
+    out.push({
+      name: t.repository,
+      refs: t.tags.map((tag) => `${t.repository}:${tag}`),
+      layers: [rootfsLayer(t.packages, progress)],
+      config: (diffIds) => toolchainConfig(t.cmd, diffIds),
+    });
   out.push({
     name: 'pause',
     refs: [PAUSE_IMAGE],

@@ -23,7 +23,7 @@ export interface ImageConfig {
 const HOST_PATH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
 
 /** Toolchain images that are run with the host's binaries (same behaviour for short scripts). */
-const HOST_IMAGES: Record<string, ImageConfig> = {
+export const HOST_IMAGES: Record<string, ImageConfig> = {
   'docker.io/library/bash': { entrypoint: [], cmd: ['bash'], env: {}, path: [] },
   'docker.io/library/busybox': { entrypoint: [], cmd: ['sh'], env: {}, path: [] },
   'docker.io/library/python': { entrypoint: [], cmd: ['python3'], env: {}, path: [] },

@@ -4,7 +4,7 @@
  * that outlives the Pods using it, and is deleted (directory included) when released.
  * It runs in the node agent process with its own, least-privilege identity.
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
@@ -69,6 +69,17 @@ export function volumeFor(c: Claim, root: string): Volume & Record<string, unkno
   };
 }
 
+/**
+ * A new volume's directory, world-writable as local-dir provisioners create them (rancher's
+ * local-path-provisioner: 0777): a kubelet applies no fsGroup to a hostPath volume, so a
+ * non-root Pod (runtimed as 65532) could not write a root-owned 0755 directory. The mode is set
+ * explicitly because mkdir's is masked by the umask.
+ */
+export function prepareVolumeDir(path: string): void {
+  mkdirSync(path, { recursive: true });
+  chmodSync(path, 0o777);
+}
+
 export class LocalDirProvisioner {
   private claims: ListWatch<Claim> | undefined;
   private volumes: ListWatch<Volume> | undefined;
@@ -108,7 +119,7 @@ export class LocalDirProvisioner {
 
   private async provision(c: Claim): Promise<void> {
     const pv = volumeFor(c, this.root);
-    mkdirSync(pv.spec.hostPath!.path, { recursive: true });
+    prepareVolumeDir(pv.spec.hostPath!.path);
     try {
       await this.client.create('/api/v1/persistentvolumes', pv);
       this.log.info(

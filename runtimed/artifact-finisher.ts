@@ -68,7 +68,7 @@ export class ArtifactFinisher extends OutputsFinisher {
         return {
           ok: false,
           transient: err.transient,
-          reason: err.transient ? 'ArtifactStoreError' : 'ArtifactInvalid',
+          reason: err.reason === 'ArtifactStoreError' ? 'ArtifactStoreError' : 'ArtifactInvalid',
           message: err.message,
         };
       return {

@@ -40,6 +40,8 @@ export interface ServerOptions {
   /** State of a new sandbox (upstream Kubernetes answers once Running; default Running). */
   initialState?: 'Pending' | 'Running';
   retryAfterSeconds?: number;
+  /** The address to listen on and name in url (default 127.0.0.1; Pods on a real kubelet need the host's bridge address). */
+  host?: string;
   now?: () => Date;
   specFile?: string;
 }
@@ -390,9 +392,10 @@ export async function startOpenSandboxServer(o: ServerOptions): Promise<OpenSand
   });
 
   const server = o.tls ? https.createServer({ cert: o.tls.cert, key: o.tls.key }, app) : http.createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = o.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
-  const baseUrl = (): string => `${o.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
+  const baseUrl = (): string => `${o.tls ? 'https' : 'http'}://${host}:${port}`;
 
   return {
     url: baseUrl(),

@@ -12,7 +12,7 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { PROTOCOL } from '../../lib/session/channel.ts';
 import { podAudience } from '../../lib/session/relay.ts';
 import { REPO_ROOT } from '../../localenv/paths.ts';
-import { cluster } from '../cluster.ts';
+import { cluster, E2E_NODE_KIND } from '../cluster.ts';
 import { admin, apiServiceAvailable, deleteNamespace, eventually, newNamespace } from '../helpers.ts';
 import { grant, krt, saKubeconfig } from '../krt.ts';
 import { bashRuntime, createRun, createRuntime, finished, phase, runtimePods } from '../runs-helpers.ts';
@@ -93,6 +93,22 @@ for p in /workspace/.kruntimes/runtime.sock /run/kruntimes/runtime.sock; do
 done
 printf 'visible=%s\\nreplaced=%s\\n' $visible $n >> "$KRUNTIME_OUTPUTS"
 `;
+
+/**
+ * Where a Run reaches the extension server's webhooks: on the node agent every Pod listens on the
+ * host's loopback; on a real kubelet the server listens on its Pod IP, which a Run's Pod reaches
+ * across the Pod network (127.0.0.1 there is the Run's own Pod).
+ */
+async function webhookAddress(port: number): Promise<string> {
+  if (E2E_NODE_KIND !== 'kubelet') return `127.0.0.1:${port}`;
+  const pods = await admin().list<Pod>('/api/v1/namespaces/kruntimes-system/pods', {
+    labelSelector: 'app.kubernetes.io/name=kruntimes-extension',
+  });
+  const ip = pods.items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+    ?.status?.podIP;
+  assert.ok(ip, 'a ready extension server Pod');
+  return `${ip}:${port}`;
+}
 
 /** Opens runtimed's session port with a bearer token: 401 refused, 409 accepted (no such session), -1 no connection. */
 function sessionPort(pod: Pod, port: number, token: string): Promise<number> {
@@ -247,7 +263,7 @@ describe('Security: a Run holds no platform credential (issue 11: 1, 3, 10, 12)'
     assert.equal(operator.code, 5, operator.stderr);
   });
 
-  it('10: images declare non-root users, and the node agent refuses runAsNonRoot with a root image', async () => {
+  it('10: images declare non-root users, and the node refuses runAsNonRoot with a root image', async () => {
     for (const image of ['kruntimes', 'bash-runtime', 'python-runtime']) {
       const docker = readFileSync(join(REPO_ROOT, 'images', image, 'Dockerfile'), 'utf8');
       const user = /^USER\s+(\S+)\s*$/m.exec(docker)?.[1] ?? '';
@@ -301,7 +317,7 @@ describe('Security: a Run holds no platform credential (issue 11: 1, 3, 10, 12)'
       {
         runtime: 'bash',
         source: { inline: FORGE_ADMISSION },
-        env: [{ name: 'WEBHOOK', value: `https://127.0.0.1:${port}/admission/run-workspace-use` }],
+        env: [{ name: 'WEBHOOK', value: `https://${await webhookAddress(port)}/admission/run-workspace-use` }],
       },
       { name: 'forge-admission' },
     );

@@ -17,6 +17,8 @@ export type ArtifactReason =
   /** The store configuration itself is unusable. */
   | 'ArtifactStoreConfigInvalid';
 
+const PERMANENT_ERRNO = new Set(['EACCES', 'EPERM', 'EROFS']);
+
 export class ArtifactError extends Error {
   readonly reason: ArtifactReason;
 
@@ -26,9 +28,14 @@ export class ArtifactError extends Error {
     this.reason = reason;
   }
 
-  /** Transient store failures are retried (requeue) instead of failing the Run. */
+  /**
+   * Transient store failures are retried (requeue) instead of failing the Run. A store that
+   * refuses runtimed's user (EACCES, EPERM) or is read-only (EROFS) refuses every retry too:
+   * that is not transient, and retrying it kept a finished Run Running forever (a hostPath
+   * volume a real kubelet mounts without the Pod's fsGroup).
+   */
   get transient(): boolean {
-    return this.reason === 'ArtifactStoreError';
+    return this.reason === 'ArtifactStoreError' && !PERMANENT_ERRNO.has(errnoCode(this.cause) ?? '');
   }
 }
 
