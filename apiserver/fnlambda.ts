@@ -1,6 +1,6 @@
 /**
  * The function side of the `lambda` transport: the Lambda handler that `aws-lambda-ric` runs in
- * the function's Lambda container image (images/kruntimes-lambda). The event is a
+ * the function's Lambda container image (lambda/Dockerfile). The event is a
  * FunctionInvocation envelope (lib/fn/wire.ts), exactly the body the webhook server accepts; the
  * result is the envelope with the response. Like the webhook server it holds no Kubernetes
  * credentials: the relay applies the operations as the function's ServiceAccount. A malformed

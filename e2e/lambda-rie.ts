@@ -1,7 +1,7 @@
 /**
  * The function's Lambda as host processes for tests and benchmarks: the AWS Lambda Runtime
  * Interface Emulator (scripts/build-lambda-rie.sh; KRT_LAMBDA_RIE_BIN) in front of aws-lambda-ric
- * running cmd/lambda.handler, the entrypoint of images/kruntimes-lambda. Each instance is one
+ * running cmd/lambda.handler, the entrypoint of lambda/Dockerfile. Each instance is one
  * execution environment (one invocation at a time), listening on 127.0.0.1; the relay reaches it
  * at the Invoke API path with the function name `function`.
  */

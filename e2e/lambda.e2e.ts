@@ -1,7 +1,7 @@
 /**
  * The `lambda` transport on the real local cluster (issue 13): the relay invokes every watch
  * function as an AWS Lambda Invoke of the real Runtime Interface Emulator (scripts/build-lambda-rie.sh)
- * in front of aws-lambda-ric running cmd/lambda.handler, the entrypoint of images/kruntimes-lambda,
+ * in front of aws-lambda-ric running cmd/lambda.handler, the entrypoint of the Lambda image (lambda/Dockerfile),
  * as host processes. A Run, a WorkflowRun and a JobClass Job (the Kubernetes adapter) complete
  * with their functions invoked that way, and the operations are applied as each function's own
  * ServiceAccount: the SubjectAccessReviews show the relay's identity may not write what the
