@@ -20,6 +20,7 @@ import { admissionFunctions, FUNCTION_SA_PREFIX, watchFunctions } from './functi
 import { LeaderElector } from './leader.ts';
 import { Relay } from './relay.ts';
 import {
+  CaAgent,
   Endpoints,
   inprocess,
   loadTransportConfig,
@@ -195,8 +196,17 @@ function transports(
   const remote: Partial<Record<TransportName, Transport>> = { inprocess };
   if (by('webhook').length) {
     endpoints = new Endpoints(client, cfg.namespace, (err) => log.warn({ err }, 'function server Pod watch error'));
-    const agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: readFileSync(tcfg.caFile) });
-    remote.webhook = new WebhookTransport({ endpoints, agent, cfg: tcfg, onRounds: onRounds('webhook') });
+    const ca = new CaAgent(tcfg.caFile, (err) =>
+      err
+        ? log.warn({ err }, 'function CA bundle reload failed; keeping the old one')
+        : log.info('reloaded function CA bundle'),
+    );
+    remote.webhook = new WebhookTransport({
+      endpoints,
+      agent: () => ca.get(),
+      cfg: tcfg,
+      onRounds: onRounds('webhook'),
+    });
   }
   if (by('lambda').length) {
     const lcfg = loadLambdaConfig(process.env);

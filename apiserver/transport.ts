@@ -5,6 +5,7 @@
  * name. Which transport a function uses is configuration (KRT_FUNCTION_TRANSPORT[S]).
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import https from 'node:https';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
@@ -134,6 +135,54 @@ export class Endpoints {
   }
 }
 
+/**
+ * The relay's HTTPS agent for the function servers, trusting the CA bundle in `caFile`; when the
+ * file changes (the mounted Secret rotated) a new agent with the new bundle replaces it for the
+ * next invocations, without a relay restart. A bundle that cannot be read keeps the old agent.
+ */
+export class CaAgent {
+  private agent: https.Agent;
+  private ca: string;
+
+  constructor(
+    private readonly caFile: string,
+    private readonly onReload: (err?: unknown) => void = () => undefined,
+    intervalMs = 2000,
+  ) {
+    this.ca = readFileSync(caFile, 'utf8');
+    this.agent = CaAgent.make(this.ca);
+    // Unreferenced: the watch never keeps the relay's process alive.
+    watchFile(caFile, { interval: intervalMs }, () => this.reload()).unref();
+  }
+
+  private static make(ca: string): https.Agent {
+    return new https.Agent({ keepAlive: true, maxSockets: 64, ca });
+  }
+
+  private reload(): void {
+    try {
+      const ca = readFileSync(this.caFile, 'utf8');
+      if (ca === this.ca || !ca.includes('BEGIN CERTIFICATE')) return;
+      this.ca = ca;
+      // In-flight requests finish on the old agent; its idle sockets are closed by the servers'
+      // keep-alive timeout.
+      this.agent = CaAgent.make(ca);
+      this.onReload();
+    } catch (err) {
+      this.onReload(err);
+    }
+  }
+
+  get(): https.Agent {
+    return this.agent;
+  }
+
+  stop(): void {
+    unwatchFile(this.caFile);
+    this.agent.destroy();
+  }
+}
+
 /** POSTs one FunctionInvocation and returns the response (TransientError on any transport failure). */
 export function post(
   agent: https.Agent,
@@ -246,7 +295,8 @@ export function requestOf(fn: WatchFunction, input: ReconcileInput, reads: ReadA
 export class WebhookTransport extends WireTransport {
   constructor(o: {
     endpoints: Pick<Endpoints, 'pick'>;
-    agent: https.Agent;
+    /** The agent (or the current one of a CaAgent) trusting the function servers' CA. */
+    agent: https.Agent | (() => https.Agent);
     cfg: TransportConfig;
     /** Rounds an invocation took (relay metrics). */
     onRounds?: (fn: string, rounds: number) => void;
@@ -260,7 +310,7 @@ export class WebhookTransport extends WireTransport {
         servername: `${service}.${o.cfg.namespace}.svc`,
         path: `/${WIRE_API_VERSION}/${fn.name}`,
       };
-      return post(o.agent, target, req, o.cfg.timeoutMs);
+      return post(typeof o.agent === 'function' ? o.agent() : o.agent, target, req, o.cfg.timeoutMs);
     };
     super('webhook', send, o.onRounds);
   }
