@@ -107,8 +107,12 @@ describe('serverless functions: the lambda transport (Runtime Interface Emulator
 
   before(async () => {
     // Two execution environments: the Run's, the WorkflowRun's and the Job's functions share them.
-    rie = await startLambdaRie(2);
+    // The functions' settings (e.g. the fixture function directory) go where the handlers run.
     const current = (await admin().get<Deploy>(EXTENSION)).spec.template.spec.containers[0]?.env ?? [];
+    const settings = current.filter(
+      (e) => e.name.startsWith('KRT_') && e.value !== undefined && !KEYS.includes(e.name),
+    ) as { name: string; value: string }[];
+    rie = await startLambdaRie(2, Object.fromEntries(settings.map((e) => [e.name, e.value])));
     saved = Object.fromEntries(KEYS.map((k) => [k, current.find((e) => e.name === k)?.value]));
     await setRelayEnv({ KRT_FUNCTION_TRANSPORT: 'lambda', ...rie.env });
     ns = await newNamespace('lambda');
