@@ -26,6 +26,7 @@ export default tseslint.config(
       'lib/api/generated/**',
       'scripts/k8s-bin/**',
       'ui/dist/**',
+      'dist/**',
     ],
   },
   js.configs.recommended,
