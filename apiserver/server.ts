@@ -20,13 +20,16 @@ import { admissionFunctions, FUNCTION_SA_PREFIX, watchFunctions } from './functi
 import { LeaderElector } from './leader.ts';
 import { Relay } from './relay.ts';
 import {
+  CaAgent,
   Endpoints,
   inprocess,
   loadTransportConfig,
   transportOf,
   WebhookTransport,
   type Transport,
+  type TransportName,
 } from './transport.ts';
+import { LambdaTransport, loadLambdaConfig, sigv4Signer } from './lambda.ts';
 import { SessionProxy, SessionTokens } from './sessions/handler.ts';
 
 export interface Running {
@@ -183,22 +186,34 @@ function transports(
   metrics: FnMetrics,
 ): { transportFor: (fn: WatchFunction) => Transport; endpoints: Endpoints | undefined } {
   const tcfg = loadTransportConfig(process.env, cfg.namespace);
-  const remote = watch.filter((f) => transportOf(tcfg, f.name) === 'webhook');
-  log.info({ webhook: remote.map((f) => f.name), default: tcfg.default }, 'function transports');
-  if (!remote.length) return { transportFor: () => inprocess, endpoints: undefined };
-  const endpoints = new Endpoints(client, cfg.namespace, (err) => log.warn({ err }, 'function server Pod watch error'));
-  const agent = new https.Agent({ keepAlive: true, maxSockets: 64, ca: readFileSync(tcfg.caFile) });
-  const webhook = new WebhookTransport({
-    endpoints,
-    agent,
-    cfg: tcfg,
-    onRounds: (fn, rounds) =>
-      metrics.invocationRounds.inc({ function: fn, transport: 'webhook', rounds: rounds > 3 ? '4+' : String(rounds) }),
-  });
-  return {
-    transportFor: (fn) => (transportOf(tcfg, fn.name) === 'webhook' ? webhook : inprocess),
-    endpoints,
-  };
+  const by = (t: string): string[] => watch.filter((f) => transportOf(tcfg, f.name) === t).map((f) => f.name);
+  log.info({ webhook: by('webhook'), lambda: by('lambda'), default: tcfg.default }, 'function transports');
+  const onRounds =
+    (transport: string) =>
+    (fn: string, rounds: number): void =>
+      metrics.invocationRounds.inc({ function: fn, transport, rounds: rounds > 3 ? '4+' : String(rounds) });
+  let endpoints: Endpoints | undefined;
+  const remote: Partial<Record<TransportName, Transport>> = { inprocess };
+  if (by('webhook').length) {
+    endpoints = new Endpoints(client, cfg.namespace, (err) => log.warn({ err }, 'function server Pod watch error'));
+    const ca = new CaAgent(tcfg.caFile, (err) =>
+      err
+        ? log.warn({ err }, 'function CA bundle reload failed; keeping the old one')
+        : log.info('reloaded function CA bundle'),
+    );
+    remote.webhook = new WebhookTransport({
+      endpoints,
+      agent: () => ca.get(),
+      cfg: tcfg,
+      onRounds: onRounds('webhook'),
+    });
+  }
+  if (by('lambda').length) {
+    const lcfg = loadLambdaConfig(process.env);
+    log.info({ endpoints: lcfg.endpoints, sigv4: lcfg.sigv4, concurrency: lcfg.concurrency }, 'lambda transport');
+    remote.lambda = new LambdaTransport(lcfg, lcfg.sigv4 ? sigv4Signer(lcfg.region) : undefined, onRounds('lambda'));
+  }
+  return { transportFor: (fn) => remote[transportOf(tcfg, fn.name)] ?? inprocess, endpoints };
 }
 
 /**

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import https from 'node:https';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { TerminalError, WaitingError } from '../lib/fn/errors.ts';
 import { FakeState } from '../lib/fn/fake-state.ts';
@@ -9,7 +12,7 @@ import { WIRE_API_VERSION, WIRE_KIND } from '../lib/fn/wire.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { functionApp } from './fnserver.ts';
-import { loadTransportConfig, WebhookTransport, type TransportConfig } from './transport.ts';
+import { CaAgent, loadTransportConfig, WebhookTransport, type TransportConfig } from './transport.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -50,10 +53,12 @@ describe('webhook transport (real TLS server, wire format v1alpha1)', () => {
   let agent: https.Agent;
   let rounds: number[] = [];
   let transport: WebhookTransport;
+  let serverCa = '';
 
   before(async () => {
     const now = new Date();
     const ca = await createCa('test-ca', now, 2);
+    serverCa = ca.cert;
     const cert = await issueServing(ca, 'fn', { dns: ['*.ns.svc'], ips: [] }, now, 1);
     server = https.createServer({ cert: cert.cert, key: cert.key }, functionApp([reader], log));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -115,6 +120,27 @@ describe('webhook transport (real TLS server, wire format v1alpha1)', () => {
       wrongName.invoke(reader, { key: 'a/rt', object: undefined, state, now }),
       /does not match|altnames/i,
     );
+  });
+
+  it('trusts a rotated CA bundle without a restart (the file changes, the next invocation uses it)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'krt-ca-'));
+    const file = join(dir, 'ca-bundle.crt');
+    const other = await createCa('other-ca', new Date(), 2);
+    writeFileSync(file, other.cert);
+    const reloads: unknown[] = [];
+    const ca = new CaAgent(file, (err) => reloads.push(err ?? 'ok'), 20);
+    try {
+      const t = new WebhookTransport({ endpoints: { pick: () => address }, agent: () => ca.get(), cfg });
+      const input = { key: 'a/rt', object: state.get(R.runtimes, 'a', 'rt'), state, now };
+      await assert.rejects(t.invoke(reader, input), /certificate|self.signed|unable to verify/i);
+      writeFileSync(file, `${other.cert}\n${serverCa}`);
+      for (let i = 0; i < 500 && !reloads.length; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(reloads, ['ok']);
+      assert.deepEqual(await t.invoke(reader, input), await reader.handler(input));
+    } finally {
+      ca.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses malformed requests with a stable reason', async () => {

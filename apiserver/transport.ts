@@ -5,6 +5,7 @@
  * name. Which transport a function uses is configuration (KRT_FUNCTION_TRANSPORT[S]).
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import https from 'node:https';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
@@ -26,7 +27,7 @@ import {
   type ReadRef,
 } from '../lib/fn/wire.ts';
 
-export type TransportName = 'inprocess' | 'webhook';
+export type TransportName = 'inprocess' | 'webhook' | 'lambda';
 
 export interface Transport {
   readonly name: TransportName;
@@ -52,7 +53,7 @@ export interface TransportConfig {
   timeoutMs: number;
 }
 
-const TRANSPORTS: TransportName[] = ['inprocess', 'webhook'];
+const TRANSPORTS: TransportName[] = ['inprocess', 'webhook', 'lambda'];
 
 function transportName(v: string, what: string): TransportName {
   if ((TRANSPORTS as string[]).includes(v)) return v as TransportName;
@@ -134,6 +135,54 @@ export class Endpoints {
   }
 }
 
+/**
+ * The relay's HTTPS agent for the function servers, trusting the CA bundle in `caFile`; when the
+ * file changes (the mounted Secret rotated) a new agent with the new bundle replaces it for the
+ * next invocations, without a relay restart. A bundle that cannot be read keeps the old agent.
+ */
+export class CaAgent {
+  private agent: https.Agent;
+  private ca: string;
+
+  constructor(
+    private readonly caFile: string,
+    private readonly onReload: (err?: unknown) => void = () => undefined,
+    intervalMs = 2000,
+  ) {
+    this.ca = readFileSync(caFile, 'utf8');
+    this.agent = CaAgent.make(this.ca);
+    // Unreferenced: the watch never keeps the relay's process alive.
+    watchFile(caFile, { interval: intervalMs }, () => this.reload()).unref();
+  }
+
+  private static make(ca: string): https.Agent {
+    return new https.Agent({ keepAlive: true, maxSockets: 64, ca });
+  }
+
+  private reload(): void {
+    try {
+      const ca = readFileSync(this.caFile, 'utf8');
+      if (ca === this.ca || !ca.includes('BEGIN CERTIFICATE')) return;
+      this.ca = ca;
+      // In-flight requests finish on the old agent; its idle sockets are closed by the servers'
+      // keep-alive timeout.
+      this.agent = CaAgent.make(ca);
+      this.onReload();
+    } catch (err) {
+      this.onReload(err);
+    }
+  }
+
+  get(): https.Agent {
+    return this.agent;
+  }
+
+  stop(): void {
+    unwatchFile(this.caFile);
+    this.agent.destroy();
+  }
+}
+
 /** POSTs one FunctionInvocation and returns the response (TransientError on any transport failure). */
 export function post(
   agent: https.Agent,
@@ -178,7 +227,7 @@ export function post(
   });
 }
 
-function parseResponse(req: InvocationRequest, text: string): InvocationResponse {
+export function parseResponse(req: InvocationRequest, text: string): InvocationResponse {
   const env = JSON.parse(text) as { apiVersion?: string; kind?: string; response?: InvocationResponse };
   if (env.apiVersion !== WIRE_API_VERSION || env.kind !== WIRE_KIND || !env.response)
     throw new TransientError(`function ${req.function}: not a ${WIRE_API_VERSION} ${WIRE_KIND} response`);
@@ -186,19 +235,21 @@ function parseResponse(req: InvocationRequest, text: string): InvocationResponse
   return env.response;
 }
 
-/** The webhook transport: one invocation may take several rounds while the function asks for reads. */
-export class WebhookTransport implements Transport {
-  readonly name = 'webhook' as const;
+/** Sends one round of an invocation and returns the function's answer (TransientError on any transport failure). */
+export type SendRound = (fn: WatchFunction, req: InvocationRequest) => Promise<InvocationResponse>;
+
+/**
+ * An out-of-process transport over the FunctionInvocation wire format: one invocation may take
+ * several rounds while the function asks for reads. `send` is the carrier (webhook, lambda).
+ */
+export class WireTransport implements Transport {
   private readonly templates = new Map<string, ReadRef[]>();
 
   constructor(
-    private readonly o: {
-      endpoints: Pick<Endpoints, 'pick'>;
-      agent: https.Agent;
-      cfg: TransportConfig;
-      /** Reads the function was sent per invocation (relay metrics). */
-      onRounds?: (fn: string, rounds: number) => void;
-    },
+    readonly name: Exclude<TransportName, 'inprocess'>,
+    private readonly send: SendRound,
+    /** Rounds an invocation took (relay metrics). */
+    private readonly onRounds?: (fn: string, rounds: number) => void,
   ) {}
 
   async invoke(fn: WatchFunction, input: ReconcileInput): Promise<Operation[]> {
@@ -210,13 +261,13 @@ export class WebhookTransport implements Transport {
     if (template) answer(fillTemplate(template, input.key));
     try {
       for (let round = 1; round <= MAX_ROUNDS; round++) {
-        const res = await this.once(fn, input, [...answered.values()]);
+        const res = await this.send(fn, requestOf(fn, input, [...answered.values()]));
         if (res.needs?.length) {
           answer(res.needs);
           continue;
         }
         if (res.error) throw decodeError(fn.name, res.error);
-        this.o.onRounds?.(fn.name, round);
+        this.onRounds?.(fn.name, round);
         return res.operations ?? [];
       }
     } finally {
@@ -225,26 +276,43 @@ export class WebhookTransport implements Transport {
     }
     throw new TransientError(`function ${fn.name}: still asking for reads after ${MAX_ROUNDS} rounds`);
   }
+}
 
-  private once(fn: WatchFunction, input: ReconcileInput, reads: ReadAnswer[]): Promise<InvocationResponse> {
-    const service = serviceOf(this.o.cfg, fn.name);
-    const address = this.o.endpoints.pick(service);
-    if (!address) throw new TransientError(`function ${fn.name}: no ready endpoint of Service ${service}`);
-    const req: InvocationRequest = {
-      uid: randomUUID(),
-      function: fn.name,
-      trigger: { type: 'watch', resource: fn.trigger.resource },
-      key: input.key,
-      object: input.object ?? null,
-      now: input.now.toISOString(),
-      reads,
+/** One round's request: a fresh uid, the key, the observed object, the reads answered so far and `now`. */
+export function requestOf(fn: WatchFunction, input: ReconcileInput, reads: ReadAnswer[]): InvocationRequest {
+  return {
+    uid: randomUUID(),
+    function: fn.name,
+    trigger: { type: 'watch', resource: fn.trigger.resource },
+    key: input.key,
+    object: input.object ?? null,
+    now: input.now.toISOString(),
+    reads,
+  };
+}
+
+/** The webhook transport: HTTPS POSTs to a ready Pod of the function's Service. */
+export class WebhookTransport extends WireTransport {
+  constructor(o: {
+    endpoints: Pick<Endpoints, 'pick'>;
+    /** The agent (or the current one of a CaAgent) trusting the function servers' CA. */
+    agent: https.Agent | (() => https.Agent);
+    cfg: TransportConfig;
+    /** Rounds an invocation took (relay metrics). */
+    onRounds?: (fn: string, rounds: number) => void;
+  }) {
+    const send: SendRound = (fn, req) => {
+      const service = serviceOf(o.cfg, fn.name);
+      const address = o.endpoints.pick(service);
+      if (!address) throw new TransientError(`function ${fn.name}: no ready endpoint of Service ${service}`);
+      const target = {
+        address,
+        servername: `${service}.${o.cfg.namespace}.svc`,
+        path: `/${WIRE_API_VERSION}/${fn.name}`,
+      };
+      return post(typeof o.agent === 'function' ? o.agent() : o.agent, target, req, o.cfg.timeoutMs);
     };
-    const target = {
-      address,
-      servername: `${service}.${this.o.cfg.namespace}.svc`,
-      path: `/${WIRE_API_VERSION}/${fn.name}`,
-    };
-    return post(this.o.agent, target, req, this.o.cfg.timeoutMs);
+    super('webhook', send, o.onRounds);
   }
 }
 

@@ -14,6 +14,7 @@ echo "== format"; npx prettier --check --log-level=warn .
 echo "== lint"; npx eslint .
 echo "== control plane"; KRT_BIN_DIR=$(bash scripts/build-control-plane.sh | tail -n 1); export KRT_BIN_DIR
 KRT_S3_BIN=$(bash scripts/build-s3-server.sh | tail -n 1); export KRT_S3_BIN
+KRT_LAMBDA_RIE_BIN=$(bash scripts/build-lambda-rie.sh | tail -n 1); export KRT_LAMBDA_RIE_BIN
 echo "== generated files are current"
 (cd scripts/k8s-bin && GOTOOLCHAIN=local go mod download k8s.io/kubernetes k8s.io/api k8s.io/apimachinery)
 python3 crds/hack/generate.py --check
