@@ -320,6 +320,37 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(s.list(D.pods, NS).length, 1);
   });
 
+  it('restart: a Workspace write lost after the sandbox was planned (host killed) is rebuilt from the planned effect', () => {
+    const s = newState();
+    apply(s, [
+      {
+        op: 'create',
+        resource: D.operations,
+        object: {
+          metadata: { name: 'restart1', namespace: NS },
+          spec: { project: 'p1', workspace: 'p1-main', kind: 'restart' },
+        },
+      },
+    ]);
+    const planned = (): boolean => (op(s, 'restart1').status?.effects ?? []).some((e) => e.kind === 'sandbox_ensure');
+    let before = ws(s);
+    for (let i = 0; i < 30 && !planned(); i++) {
+      before = ws(s);
+      clock = new Date(clock.getTime() + 1000);
+      step(s, 1);
+    }
+    assert.ok(planned(), 'the sandbox_ensure effect is planned');
+    // The host dies after the Operation write: the Workspace never learns of the planned sandbox.
+    s.put(D.workspaces, { ...ws(s), status: before.status });
+    settle(s);
+    const done = op(s, 'restart1');
+    assert.equal(done.status?.state, 'succeeded', done.status?.reason);
+    const ensure = done.status?.effects?.find((e) => e.kind === 'sandbox_ensure');
+    assert.equal(ws(s).status?.sandbox?.id, ensure?.externalId ?? ensure?.id);
+    assert.equal(ws(s).status?.runtimeGeneration, 2);
+    assert.equal(s.list(D.pods, NS).length, 1);
+  });
+
   it('reconcile_required: effects of an older lease epoch are re-observed by ID before the operation advances', () => {
     cloneCommit = undefined;
     const s = newState();

@@ -21,7 +21,7 @@ import { commitReady, observedAfterSuccess, observedWhileRunning } from '../../l
 import { advance, block } from '../../lib/devws/operations.ts';
 import { workspaceBranch } from '../../lib/devws/validate.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
-import { D } from '../../lib/devws/api.ts';
+import { D, type Effect } from '../../lib/devws/api.ts';
 import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
 import {
   ensureSandbox,
@@ -134,8 +134,19 @@ export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
     { externalId: pod.metadata.name ?? '', outcome: 'succeeded', nodeId },
     c.epoch,
   );
-  const sandbox = { ...(wst.sandbox ?? { id: planned.id, generation: planned.generation ?? 0 }), nodeId };
-  return both(c, advance(s2, endsReady(c)), { ...wst, sandbox });
+  return both(c, advance(s2, endsReady(c)), plannedSandbox(wst, planned, nodeId));
+}
+
+/**
+ * The Workspace with the planned sandbox recorded. The planned effect is the durable intent: when
+ * the Workspace write that recorded it was lost (the host died between the Operation write and
+ * the Workspace write), the Workspace still names the previous, terminated sandbox and is rebuilt
+ * from the effect; otherwise the Node step would wait for a sandbox that is gone.
+ */
+function plannedSandbox(wst: WorkspaceStatus, planned: Effect, nodeId: string): WorkspaceStatus {
+  if (wst.sandbox?.id === planned.id) return { ...wst, sandbox: { ...wst.sandbox, nodeId } };
+  const generation = planned.generation ?? 0;
+  return { ...wst, runtimeGeneration: generation, sandbox: { id: planned.id, generation, nodeId }, node: undefined };
 }
 
 /**
