@@ -131,6 +131,17 @@ function settle(state: FakeState, epoch = 1): void {
   assert.fail('the controller did not settle');
 }
 
+/** Creates a lifecycle Operation as a user would (kubectl create / krt). */
+function createOp(s: FakeState, name: string, kind: Operation['spec']['kind'], workspace = 'p1-main'): void {
+  apply(s, [
+    {
+      op: 'create',
+      resource: D.operations,
+      object: { metadata: { name, namespace: NS }, spec: { project: 'p1', workspace, kind } },
+    },
+  ]);
+}
+
 const op = (s: FakeState, name: string): Operation => s.get(D.operations, NS, name) as Operation;
 const ws = (s: FakeState): Workspace => s.get(D.workspaces, NS, 'p1-main') as Workspace;
 
@@ -178,16 +189,7 @@ describe('devws-controller (in-memory state)', () => {
     const s = newState();
     const epoch = ws(s).status?.admissionEpoch ?? 0;
     nodesUp = false;
-    apply(s, [
-      {
-        op: 'create',
-        resource: D.operations,
-        object: {
-          metadata: { name: 'stop1', namespace: NS },
-          spec: { project: 'p1', workspace: 'p1-main', kind: 'stop' },
-        },
-      },
-    ]);
+    createOp(s, 'stop1', 'stop');
     settle(s);
     assert.equal(op(s, 'stop1').status?.step, 'quiesce');
     assert.equal(ws(s).status?.admissionOpen, false);
@@ -209,16 +211,7 @@ describe('devws-controller (in-memory state)', () => {
     );
     assert.equal(s.list(D.pods, NS).length, 0);
     assert.equal(s.list(D.pvcs, NS).length, 1, 'stop keeps the data');
-    apply(s, [
-      {
-        op: 'create',
-        resource: D.operations,
-        object: {
-          metadata: { name: 'start1', namespace: NS },
-          spec: { project: 'p1', workspace: 'p1-main', kind: 'start' },
-        },
-      },
-    ]);
+    createOp(s, 'start1', 'start');
     settle(s);
     assert.equal(op(s, 'start1').status?.state, 'succeeded');
     assert.deepEqual(op(s, 'start1').status?.steps, ['sandbox', 'node', 'done']);
@@ -273,16 +266,7 @@ describe('devws-controller (in-memory state)', () => {
     const s = newState();
     nodesBusy = true;
     try {
-      apply(s, [
-        {
-          op: 'create',
-          resource: D.operations,
-          object: {
-            metadata: { name: 'stop2', namespace: NS },
-            spec: { project: 'p1', workspace: 'p1-main', kind: 'stop' },
-          },
-        },
-      ]);
+      createOp(s, 'stop2', 'stop');
       settle(s);
     } finally {
       nodesBusy = false;
@@ -296,16 +280,7 @@ describe('devws-controller (in-memory state)', () => {
 
   it('restart: a lost Workspace write after terminate does not block the next generation (the effect is the evidence)', () => {
     const s = newState();
-    apply(s, [
-      {
-        op: 'create',
-        resource: D.operations,
-        object: {
-          metadata: { name: 'restart1', namespace: NS },
-          spec: { project: 'p1', workspace: 'p1-main', kind: 'restart' },
-        },
-      },
-    ]);
+    createOp(s, 'restart1', 'restart');
     for (let i = 0; i < 30 && op(s, 'restart1').status?.step !== 'sandbox'; i++) {
       clock = new Date(clock.getTime() + 1000);
       step(s, 1);
@@ -322,16 +297,7 @@ describe('devws-controller (in-memory state)', () => {
 
   it('restart: a Workspace write lost after the sandbox was planned (host killed) is rebuilt from the planned effect', () => {
     const s = newState();
-    apply(s, [
-      {
-        op: 'create',
-        resource: D.operations,
-        object: {
-          metadata: { name: 'restart1', namespace: NS },
-          spec: { project: 'p1', workspace: 'p1-main', kind: 'restart' },
-        },
-      },
-    ]);
+    createOp(s, 'restart1', 'restart');
     const planned = (): boolean => (op(s, 'restart1').status?.effects ?? []).some((e) => e.kind === 'sandbox_ensure');
     let before = ws(s);
     for (let i = 0; i < 30 && !planned(); i++) {
