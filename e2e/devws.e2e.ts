@@ -5,7 +5,7 @@
  * a local smart-HTTP server and the Project's status.snapshot). Admission refusals, create ->
  * ready with a real clone, admin_required, forged and stale Node reports fenced, stop (with krt), start
  * without a clone, restart with the function host killed mid-operation (same effect IDs, one
- * sandbox), and an isolated Workspace created and deleted with its data.
+ * sandbox), an isolated Workspace created and deleted with its data, and delete_project.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -278,5 +278,32 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       'only the main Workspace keeps data',
     );
     assert.equal((await pods()).length, 1, 'only the main sandbox runs');
+  });
+
+  it('delete_project: every Workspace closed and proven idle, its sandbox terminated and data deleted, then the Project goes', async () => {
+    const body = { ...lifecycle('del-p1', 'delete_project'), spec: { project: 'p1', kind: 'delete_project' as const } };
+    await admin().create(p('operations'), body);
+    const done = await succeeded('del-p1');
+    assert.deepEqual(done.status?.steps, ['quiesce', 'terminate', 'cleanup', 'done']);
+    // The isolated Workspace was already deleted: only the main one is closed, for a new epoch.
+    assert.deepEqual(
+      done.status?.workspacesBefore?.map((b) => `${b.workspace}:${b.observedState ?? ''}`),
+      ['p1-main:ready'],
+    );
+    assert.deepEqual(done.status?.effects?.map((e) => `${e.kind}:${e.workspace ?? ''}:${e.outcome ?? ''}`).sort(), [
+      'sandbox_terminate:p1-main:succeeded',
+      'workspace_data_delete:p1-main:succeeded',
+    ]);
+    assert.deepEqual(await pods(), [], 'no sandbox left');
+    const pvcs = await admin().list(`/api/v1/namespaces/${ns}/persistentvolumeclaims`);
+    assert.deepEqual(pvcs.items, [], 'no Workspace data left');
+    await eventually('the Project and its Workspaces gone', async () => {
+      const gone = await admin()
+        .get(p('projects/p1'))
+        .then(() => false)
+        .catch((err: unknown) => isApiError(err, 404));
+      return gone && (await admin().list(p('workspaces'))).items.length === 0;
+    });
+    assert.equal((await op('del-p1')).status?.state, 'succeeded', 'the Operation stays as the record');
   });
 });

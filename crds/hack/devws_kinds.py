@@ -251,9 +251,19 @@ def operation_status() -> Schema:
         "cloneInput": clone_input,
         "retriesSeen": integer("RetriesSeen is the spec.retryRequests already honoured.",
                                minimum=0),
-        "effects": array("Effects planned by this operation.", effect(), max_items=32),
+        "effects": array("Effects planned by this operation.", effect(), max_items=160),
         "workspaceBefore": string("WorkspaceBefore is the observed state to restore on "
                                   "resource_in_use.", enum=OBSERVED),
+        "workspacesBefore": array("WorkspacesBefore: the Workspaces a delete_project closes at "
+                                  "once, each with the observed state to restore on "
+                                  "resource_in_use and the admission epoch its close bumped to.",
+                                  obj("One Workspace of the Project.", {
+                                      "workspace": string("Workspace name.", max_length=253),
+                                      "observedState": string("Observed state before.",
+                                                              enum=OBSERVED),
+                                      "admissionEpoch": integer("Admission epoch of the close.",
+                                                                fmt="int64", minimum=0),
+                                  }, required=["workspace", "admissionEpoch"]), max_items=64),
         "conditions": conditions("Conditions of the Operation."),
     }, rules=[
         rule("!has(oldSelf.cloneInput) || (has(self.cloneInput) && "

@@ -10,6 +10,7 @@ import { FakeState } from '../../lib/fn/fake-state.ts';
 import { R } from '../../lib/fn/resources.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
 import { contextFor, initProject, initWorkspace, nodeHealth, reconcileOperation } from './core.ts';
+import { handle } from './index.ts';
 import { NODE_REPORT, readNodeReport, type NodeReportDoc } from '../../lib/devws/node-report.ts';
 import { decideNode } from '../../lib/devws/node-agent.ts';
 
@@ -22,14 +23,19 @@ let uid = 0;
 const writes: string[] = [];
 
 function apply(state: FakeState, ops: FnOp[]): void {
-  // The host writes consecutive status operations in parallel: ordered writes need a barrier.
-  ops.forEach((o, i) =>
-    assert.ok(!(o.op === 'status' && ops[i + 1]?.op === 'status'), 'two status writes in one parallel batch'),
-  );
+  // The host writes consecutive status operations in parallel: a write ordered against the
+  // Operation's needs a barrier (several Workspaces, or a Workspace and its Project, may go together).
+  ops.forEach((o, i) => {
+    const next = ops[i + 1];
+    const pair = o.op === 'status' && next?.op === 'status' ? [o.resource.kind, next.resource.kind] : [];
+    assert.ok(!pair.includes('Operation'), 'an Operation status write in one parallel batch with another');
+  });
   for (const o of ops) {
     if (o.op === 'status') {
-      const st = o.object.status as { state?: string; observedState?: string };
-      writes.push(`${o.resource.kind}/${o.object.metadata.name ?? ''}:${st.state ?? st.observedState ?? ''}`);
+      const st = o.object.status as { state?: string; observedState?: string; lifecycle?: string };
+      writes.push(
+        `${o.resource.kind}/${o.object.metadata.name ?? ''}:${st.state ?? st.observedState ?? st.lifecycle ?? ''}`,
+      );
     }
     if (o.op === 'create' && !state.get(o.resource, o.object.metadata.namespace, o.object.metadata.name ?? '')) {
       state.put(o.resource, {
@@ -133,13 +139,8 @@ function settle(state: FakeState, epoch = 1): void {
 
 /** Creates a lifecycle Operation as a user would (kubectl create / krt). */
 function createOp(s: FakeState, name: string, kind: Operation['spec']['kind'], workspace = 'p1-main'): void {
-  apply(s, [
-    {
-      op: 'create',
-      resource: D.operations,
-      object: { metadata: { name, namespace: NS }, spec: { project: 'p1', workspace, kind } },
-    },
-  ]);
+  const spec = kind === 'delete_project' ? { project: 'p1', kind } : { project: 'p1', workspace, kind };
+  apply(s, [{ op: 'create', resource: D.operations, object: { metadata: { name, namespace: NS }, spec } }]);
 }
 
 const op = (s: FakeState, name: string): Operation => s.get(D.operations, NS, name) as Operation;
@@ -315,6 +316,99 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(ws(s).status?.sandbox?.id, ensure?.externalId ?? ensure?.id);
     assert.equal(ws(s).status?.runtimeGeneration, 2);
     assert.equal(s.list(D.pods, NS).length, 1);
+  });
+
+  /** A ready Project with its main Workspace and a ready isolated one. */
+  function twoWorkspaces(): FakeState {
+    const s = newState();
+    apply(s, [
+      {
+        op: 'create',
+        resource: D.workspaces,
+        object: { metadata: { name: 'p1-task', namespace: NS }, spec: { project: 'p1', kind: 'isolated' } },
+      },
+    ]);
+    settle(s);
+    assert.equal(op(s, 'p1-task-create').status?.state, 'succeeded');
+    return s;
+  }
+  const wsNamed = (s: FakeState, name: string): Workspace | undefined =>
+    s.get(D.workspaces, NS, name) as Workspace | undefined;
+
+  it('delete_project: every Workspace closed for a new epoch and proven idle, sandboxes terminated, data deleted, then the Project goes', () => {
+    const s = twoWorkspaces();
+    const epochs = ['p1-main', 'p1-task'].map((n) => wsNamed(s, n)?.status?.admissionEpoch ?? 0);
+    createOp(s, 'delp', 'delete_project');
+    settle(s);
+    const done = op(s, 'delp').status;
+    assert.equal(done?.state, 'succeeded', done?.reason);
+    assert.deepEqual(done?.steps, ['quiesce', 'terminate', 'cleanup', 'done']);
+    assert.deepEqual(
+      done?.workspacesBefore?.map((b) => [b.workspace, b.observedState, b.admissionEpoch]),
+      [
+        ['p1-main', 'ready', epochs[0]! + 1],
+        ['p1-task', 'ready', epochs[1]! + 1],
+      ],
+    );
+    const effects = (done?.effects ?? []).map(
+      (e) => `${e.kind}:${e.workspace ?? ''}:${e.outcome ?? ''}:${e.leaseEpoch}`,
+    );
+    assert.deepEqual(effects.sort(), [
+      'sandbox_terminate:p1-main:succeeded:1',
+      'sandbox_terminate:p1-task:succeeded:1',
+      'workspace_data_delete:p1-main:succeeded:1',
+      'workspace_data_delete:p1-task:succeeded:1',
+    ]);
+    assert.ok(done?.effects?.every((e) => e.terminated === true || e.removed === true));
+    const at = (w: string): number => writes.lastIndexOf(w);
+    assert.ok(at('Project/p1:deleting') >= 0 && at('Project/p1:deleting') < at('Operation/delp:succeeded'));
+    assert.ok(at('Operation/delp:succeeded') < at('Project/p1:deleted'), 'deleted once the operation succeeded');
+    assert.equal(s.list(D.pods, NS).length, 0, 'no sandbox left');
+    assert.equal(s.list(D.pvcs, NS).length, 0, 'no Workspace data left');
+    assert.equal(s.get(D.projects, NS, 'p1'), undefined, 'the Project is gone');
+    assert.deepEqual(s.list(D.workspaces, NS), [], 'its Workspaces are gone');
+    const del = op(s, 'delp');
+    assert.deepEqual(handle({ key: `${NS}/delp`, object: del, state: s, now: clock }), [], 'the record stays, at rest');
+  });
+
+  it('delete_project refused as a whole: one busy Node fails it resource_in_use; every Workspace restored, the Project active', () => {
+    const s = twoWorkspaces();
+    nodesBusy = true;
+    try {
+      createOp(s, 'delp', 'delete_project');
+      settle(s);
+    } finally {
+      nodesBusy = false;
+    }
+    assert.equal(op(s, 'delp').status?.state, 'failed');
+    assert.equal(op(s, 'delp').status?.reason, 'resource_in_use');
+    for (const name of ['p1-main', 'p1-task']) {
+      assert.equal(wsNamed(s, name)?.status?.observedState, 'ready', name);
+      assert.equal(wsNamed(s, name)?.status?.admissionOpen, true, name);
+    }
+    assert.equal((s.get(D.projects, NS, 'p1') as Project).status?.lifecycle, 'active');
+    assert.equal(s.list(D.pods, NS).length, 2, 'both sandboxes keep running');
+    assert.ok(!op(s, 'delp').status?.effects?.length, 'nothing was terminated or deleted');
+  });
+
+  it('delete_project waits for a running repository sync (retry_wait repository_operation_running), then proceeds', () => {
+    const s = newState();
+    const p = s.get(D.projects, NS, 'p1') as Project;
+    s.put(D.projects, { ...p, status: { ...p.status, sync: { state: 'running', operationId: 'sync-1' } } });
+    createOp(s, 'delp', 'delete_project');
+    for (let i = 0; i < 30; i++) {
+      clock = new Date(clock.getTime() + 1000);
+      step(s, 1);
+    }
+    assert.equal(op(s, 'delp').status?.state, 'retry_wait');
+    assert.equal(op(s, 'delp').status?.reason, 'repository_operation_running');
+    assert.equal(op(s, 'delp').status?.workspacesBefore, undefined, 'no Workspace was touched');
+    assert.equal(ws(s).status?.admissionOpen, true);
+    const p2 = s.get(D.projects, NS, 'p1') as Project;
+    s.put(D.projects, { ...p2, status: { ...p2.status, sync: { state: 'succeeded', operationId: 'sync-1' } } });
+    settle(s);
+    assert.equal(op(s, 'delp').status?.state, 'succeeded');
+    assert.equal(s.get(D.projects, NS, 'p1'), undefined);
   });
 
   it('reconcile_required: effects of an older lease epoch are re-observed by ID before the operation advances', () => {

@@ -38,7 +38,16 @@ import {
   writeOp,
   writeWs,
   type Ctx,
+  type OpCtx,
 } from './steps.ts';
+import {
+  deleteCleanup,
+  deleteQuiesce,
+  deleteTerminate,
+  projectGone,
+  syncHold,
+  type ProjectCtx,
+} from './project-delete.ts';
 
 export function initProject(p: Project): FnOp[] {
   if (p.status?.lifecycle) return [];
@@ -96,7 +105,7 @@ export function initWorkspace(ws: Workspace, p: Project | undefined): FnOp[] {
 }
 
 /** Effects of an older epoch are re-observed by ID (get without creating) before anything else. */
-function reconcileEffects(c: Ctx, s: OperationStatus): OperationStatus {
+function reconcileEffects(c: OpCtx, s: OperationStatus): OperationStatus {
   let out = s;
   for (const e of effectsToReconcile(s, c.epoch)) {
     const ns = c.op.metadata.namespace ?? '';
@@ -113,9 +122,11 @@ function reconcileEffects(c: Ctx, s: OperationStatus): OperationStatus {
   return out;
 }
 
-function finished(c: Ctx, s: OperationStatus): FnOp[] {
+function finished(c: Ctx | ProjectCtx, s: OperationStatus): FnOp[] {
   const p = c.project;
   const st = s.state === 'succeeded' ? 'succeeded' : 'failed';
+  if (c.op.spec.kind === 'delete_project' && st === 'succeeded' && 'workspaces' in c)
+    return projectGone(c, c.workspaces);
   const next = projectAfter(p.status ?? {}, c.op.spec.kind, st);
   return next.lifecycle !== p.status?.lifecycle
     ? [{ op: 'status', resource: D.projects, object: { ...p, status: next } }]
@@ -132,8 +143,17 @@ const STEP_FNS: Partial<Record<NonNullable<OperationStatus['step']>, (c: Ctx, s:
   cleanup: stepCleanup,
 };
 
+/** delete_project acts on every Workspace of the Project at once (project-delete.ts). */
+const PROJECT_STEP_FNS: Partial<
+  Record<NonNullable<OperationStatus['step']>, (c: ProjectCtx, s: OperationStatus) => FnOp[]>
+> = {
+  quiesce: deleteQuiesce,
+  terminate: deleteTerminate,
+  cleanup: deleteCleanup,
+};
+
 /** One Event per state or step transition of the Operation (Warning for failed, blocked, retry_wait). */
-function withEvent(c: Ctx, ops: FnOp[]): FnOp[] {
+function withEvent(c: OpCtx, ops: FnOp[]): FnOp[] {
   const w = ops.find((o) => o.op === 'status' && o.resource === D.operations);
   if (!w || w.op !== 'status') return ops;
   const next = w.object.status as OperationStatus;
@@ -149,11 +169,11 @@ function withEvent(c: Ctx, ops: FnOp[]): FnOp[] {
   return [...ops, eventOp(involvedOf(c.op, API_VERSION, 'Operation'), e, c.now, 'devws-controller')];
 }
 
-export function reconcileOperation(c: Ctx): FnOp[] {
+export function reconcileOperation(c: Ctx | ProjectCtx): FnOp[] {
   return withEvent(c, decideOperation(c));
 }
 
-function decideOperation(c: Ctx): FnOp[] {
+function decideOperation(c: Ctx | ProjectCtx): FnOp[] {
   if (!c.op.status?.state) return [writeOp(c.op, initialStatus(c.op.spec.kind, false))];
   const s = c.op.status;
   if (!isUnfinished(c.op)) return finished(c, s);
@@ -167,11 +187,22 @@ function decideOperation(c: Ctx): FnOp[] {
   );
   if (oldest && oldest.metadata.name !== c.op.metadata.name) return [writeOp(c.op, fail(s, 'operation_in_progress'))];
   if (effectsToReconcile(s, c.epoch).length > 0) return [writeOp(c.op, reconcileEffects(c, s))];
-  if (s.state !== 'running') {
-    const claimed = claim(s, c.now);
-    if (!claimed)
-      return s.retryAt ? [{ op: 'requeue', afterMs: Math.max(500, Date.parse(s.retryAt) - c.now.getTime()) }] : [];
-    return [writeOp(c.op, claimed)];
+  if (s.state !== 'running') return claimStep(c, s);
+  return runStep(c, s);
+}
+
+/** Claim a queued (or due retry_wait) operation; a delete_project waits for a running sync. */
+function claimStep(c: OpCtx, s: OperationStatus): FnOp[] {
+  const claimed = claim(s, c.now);
+  if (!claimed)
+    return s.retryAt ? [{ op: 'requeue', afterMs: Math.max(500, Date.parse(s.retryAt) - c.now.getTime()) }] : [];
+  return [writeOp(c.op, syncHold(c, claimed) ?? claimed)];
+}
+
+function runStep(c: Ctx | ProjectCtx, s: OperationStatus): FnOp[] {
+  if ('workspaces' in c) {
+    const step = PROJECT_STEP_FNS[s.step ?? 'done'];
+    return step ? step(c, s) : [];
   }
   const step = STEP_FNS[s.step ?? 'done'];
   return step ? step(c, s) : [];
@@ -196,12 +227,17 @@ export function contextFor(
   now: Date,
   epoch: number,
   git: GitServerConfig = {},
-): Ctx | undefined {
+): Ctx | ProjectCtx | undefined {
   const ns = op.metadata.namespace ?? '';
   const project = state.get(D.projects, ns, op.spec.project) as Project | undefined;
+  if (!project) return undefined;
+  const base: OpCtx = { op, project, state, now, epoch, gitServer: git.url, gitServerCA: git.ca };
+  if (op.spec.kind === 'delete_project') {
+    const all = state.list(D.workspaces, ns) as Workspace[];
+    return { ...base, workspaces: all.filter((w) => w.spec.project === op.spec.project) };
+  }
   const ws = op.spec.workspace ? (state.get(D.workspaces, ns, op.spec.workspace) as Workspace | undefined) : undefined;
-  if (!project || !ws) return undefined;
-  return { op, ws, project, state, now, epoch, gitServer: git.url, gitServerCA: git.ca };
+  return ws ? { ...base, ws } : undefined;
 }
 
 /**

@@ -62,7 +62,9 @@ export function handle({ key, object, state, now }: ReconcileInput): FnOp[] {
   const lease = state.get(D.leases, RELAY_NS, RELAY_LEASE) as LeaseLike | undefined;
   const cm = state.get(D.configMaps, RELAY_NS, CONFIG_MAP) as ConfigMapLike | undefined;
   const ctx = contextFor(op, state, now, leaseEpoch(lease), gitServerConfig(cm, process.env));
-  return ctx ? reconcileOperation(ctx) : [{ op: 'requeue', afterMs: 2000 }];
+  if (ctx) return reconcileOperation(ctx);
+  // A finished Operation outlives its Project (delete_project's record): nothing left to do.
+  return isUnfinished(op) ? [{ op: 'requeue', afterMs: 2000 }] : [];
 }
 
 const wsKey = (o: KubeObject): string[] => [`@ws:${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`];
@@ -103,6 +105,8 @@ const fn: FunctionDef = {
       resources: ['projects', 'workspaces', 'operations'],
       verbs: ['get', 'list', 'watch', 'create'],
     },
+    // delete_project: once it succeeded, the Project and its Workspaces go.
+    { apiGroups: [GROUP], resources: ['projects', 'workspaces'], verbs: ['delete'] },
     {
       apiGroups: [GROUP],
       resources: ['projects/status', 'workspaces/status', 'operations/status'],

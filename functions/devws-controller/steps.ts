@@ -33,9 +33,9 @@ import {
   type SandboxOptions,
 } from './substrate.ts';
 
-export interface Ctx {
+/** What every operation's decision sees. */
+export interface OpCtx {
   op: Operation;
-  ws: Workspace;
   project: Project;
   state: State;
   now: Date;
@@ -45,7 +45,12 @@ export interface Ctx {
   gitServerCA?: string;
 }
 
-const ns = (c: Ctx): string => c.op.metadata.namespace ?? '';
+/** An operation on one Workspace (every kind but delete_project). */
+export interface Ctx extends OpCtx {
+  ws: Workspace;
+}
+
+const ns = (c: OpCtx): string => c.op.metadata.namespace ?? '';
 export const writeOp = (op: Operation, status: OperationStatus): FnOp => ({
   op: 'status',
   resource: D.operations,
@@ -56,7 +61,7 @@ export const writeWs = (ws: Workspace, status: WorkspaceStatus): FnOp => ({
   resource: D.workspaces,
   object: { ...ws, status },
 });
-const requeue = (ms: number): FnOp => ({ op: 'requeue', afterMs: ms });
+export const requeue = (ms: number): FnOp => ({ op: 'requeue', afterMs: ms });
 const endsReady = (c: Ctx): boolean => observedAfterSuccess(c.op.spec.kind) === 'ready';
 const opRef = (c: Ctx, s: OperationStatus): WorkspaceStatus['operation'] => ({
   name: c.op.metadata.name ?? '',
@@ -92,7 +97,7 @@ const sandboxOptions = (c: Ctx, generation: number): SandboxOptions => ({
  * means terminated, even when the Workspace write that recorded it was lost (a 409 after the
  * Operation had advanced); without this the next generation would block sandbox_not_terminated.
  */
-function withTerminateEvidence(wst: WorkspaceStatus, s: OperationStatus): WorkspaceStatus {
+export function withTerminateEvidence(wst: WorkspaceStatus, s: OperationStatus): WorkspaceStatus {
   const sb = wst.sandbox;
   if (!sb || sb.terminated) return wst;
   const done = (s.effects ?? []).some(

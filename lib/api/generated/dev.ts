@@ -138,6 +138,21 @@ export interface components {
                  * @enum {string}
                  */
                 workspaceBefore?: "provisioning" | "starting" | "ready" | "stopping" | "stopped" | "deleting" | "deleted" | "unavailable";
+                /** @description WorkspacesBefore: the Workspaces a delete_project closes at once, each with the observed state to restore on resource_in_use and the admission epoch its close bumped to. */
+                workspacesBefore?: {
+                    /**
+                     * Format: int64
+                     * @description Admission epoch of the close.
+                     */
+                    admissionEpoch: number;
+                    /**
+                     * @description Observed state before.
+                     * @enum {string}
+                     */
+                    observedState?: "provisioning" | "starting" | "ready" | "stopping" | "stopped" | "deleting" | "deleted" | "unavailable";
+                    /** @description Workspace name. */
+                    workspace: string;
+                }[];
             };
         };
         /** @description Project is a Git repository's development environment; it owns exactly one main Workspace. */
