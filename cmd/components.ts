@@ -162,3 +162,15 @@ export async function devwsNode(): Promise<number> {
   await runNodeAgent(agent, cfg, log, stop.signal);
   return 0;
 }
+
+/** `kruntimes devws-git-server`: the Git Server of developer workspaces (ADR 0020); until SIGTERM. */
+export async function devwsGitServer(): Promise<number> {
+  const { loadGitServerOptions, startGitServer } = await import('../runtimed/devws-git-server.ts');
+  const log = pino({ base: { component: 'devws-git-server', version: VERSION } });
+  const o = loadGitServerOptions(process.env);
+  const srv = await startGitServer(o);
+  log.info({ url: srv.url, root: o.root }, 'git server serving');
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => void srv.close().then(() => resolve(0)));
+  });
+}

@@ -1,7 +1,7 @@
 /** The entrypoint of the kruntimes image: `kruntimes <component> [args]`. */
 import { createServer } from 'node:http';
 import { VERSION } from '../lib/version.ts';
-import { apiserver, dashboard, devwsNode, fnRun, runtimed, runtimeServer } from './components.ts';
+import { apiserver, dashboard, devwsGitServer, devwsNode, fnRun, runtimed, runtimeServer } from './components.ts';
 
 type Handler = (args: string[]) => Promise<number>;
 
@@ -47,6 +47,7 @@ const components: Record<string, Handler> = {
   runtimed: () => runtimed(),
   'runtime-server': (args) => runtimeServer(args),
   'devws-node': () => devwsNode(),
+  'devws-git-server': () => devwsGitServer(),
 };
 
 const [name, ...rest] = process.argv.slice(2);

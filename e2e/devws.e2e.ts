@@ -1,22 +1,26 @@
 /**
  * Developer workspaces (ADR 0020, docs/workspaces-dev.md) on the real cluster, one namespace and
  * one Project. The Node agent (`kruntimes devws-node` in every sandbox Pod) clones, proves
- * idleness and heartbeats on its own; the spec plays only the Git Server's sync (a snapshot ref on
- * a local smart-HTTP server and the Project's status.snapshot). Admission refusals, create ->
+ * idleness and heartbeats on its own; the devws-sync function has the Git Server
+ * (`kruntimes devws-git-server`'s code, run by the spec where Pods reach the host) fetch the
+ * external repository (a second smart-HTTP server) and records the snapshot. Admission refusals, create ->
  * ready with a real clone, admin_required, forged and stale Node reports fenced, stop (with krt), start
  * without a clone, restart with the function host killed mid-operation (same effect IDs, one
  * sandbox), an isolated Workspace created and deleted with its data, and delete_project.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
 import { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
 import { NODE_REPORT, readNodeReport } from '../lib/devws/node-report.ts';
-import { cluster, E2E_NODE_KIND, E2E_ROOT } from './cluster.ts';
-import { publishRef, startGitServer, type GitServer } from './git-server.ts';
+import { cluster, E2E_HOST_ADDRESS, E2E_NODE_KIND, E2E_ROOT } from './cluster.ts';
+import { startGitServer, type GitServer } from './git-server.ts';
+import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
 import {
   admin,
   deleteNamespace,
@@ -31,6 +35,17 @@ import { krt, saKubeconfig } from './krt.ts';
 const G = '/apis/dev.kruntimes.io/v1alpha1';
 const SYS = 'kruntimes-system';
 const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
+const SYNC_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-git-sync`;
+
+/** Creates an object in kruntimes-system, or replaces the content of the one a previous run left. */
+async function upsert(collection: string, path: string, body: KubeObject & Record<string, unknown>): Promise<void> {
+  await admin()
+    .create(collection, body)
+    .catch(async (err: unknown) => {
+      if (!isApiError(err, 409)) throw err;
+      await admin().patch(path, body);
+    });
+}
 
 async function refusal(client: KubeClient, call: (c: KubeClient) => Promise<unknown>): Promise<string> {
   try {
@@ -58,6 +73,8 @@ async function killFunctionHost(): Promise<void> {
 describe('developer workspaces (dev.kruntimes.io)', function () {
   let ns: string;
   let git: GitServer;
+  let gitServer: RunningGitServer;
+  let gitRoot: string;
   const p = (n: string): string => `${G}/namespaces/${ns}/${n}`;
   const op = (name: string): Promise<Operation> => admin().get<Operation>(p(`operations/${name}`));
   const ws = (name = 'p1-main'): Promise<Workspace> => admin().get<Workspace>(p(`workspaces/${name}`));
@@ -89,20 +106,33 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
   before(async () => {
     ns = await newNamespace('devws');
     const pki = servingCert(`devws-git-${ns}`, ['git.local']);
+    // The external repository, and the Git Server that syncs from it and serves the Nodes.
     git = await startGitServer({ 'README.md': '# p1\n' }, pki);
-    const data = { gitServerUrl: new URL(git.url).origin, gitServerCA: pki.ca.toString() };
-    await admin()
-      .create(`/api/v1/namespaces/${SYS}/configmaps`, { metadata: { name: 'kruntimes-devws' }, data })
-      .catch(async (err: unknown) => {
-        if (!isApiError(err, 409)) throw err;
-        await admin().patch(CONFIG, { data });
-      });
+    gitRoot = mkdtempSync(join(tmpdir(), 'krt-devws-git-server-'));
+    writeFileSync(join(gitRoot, 'external-ca.pem'), pki.ca);
+    const token = randomBytes(24).toString('hex');
+    gitServer = await startDevwsGitServer({
+      root: join(gitRoot, 'repos'),
+      cert: pki.cert,
+      key: pki.key,
+      syncToken: token,
+      externalCAFile: join(gitRoot, 'external-ca.pem'),
+      host: E2E_HOST_ADDRESS,
+    });
+    const secret = { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token } };
+    await upsert(`/api/v1/namespaces/${SYS}/secrets`, SYNC_SECRET, secret);
+    const data = { gitServerUrl: gitServer.url, gitServerCA: pki.ca.toString() };
+    await upsert(`/api/v1/namespaces/${SYS}/configmaps`, CONFIG, { metadata: { name: 'kruntimes-devws' }, data });
   });
   after(async () => {
     git.close();
-    await admin()
-      .delete(CONFIG)
-      .catch(() => undefined);
+    await gitServer.close();
+    rmSync(gitRoot, { recursive: true, force: true });
+    for (const path of [CONFIG, SYNC_SECRET]) {
+      await admin()
+        .delete(path)
+        .catch(() => undefined);
+    }
     await deleteNamespace(ns);
   });
 
@@ -118,17 +148,23 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     );
   });
 
-  it('create_project: the Node clones the binding snapshot; the main Workspace is ready and the operation succeeds; operation_in_progress meanwhile', async () => {
-    const created = await admin().create<Project>(p('projects'), project('https://git.example/o/r.git', 'main'));
-    const ref = `refs/ora/upstreams/${created.metadata.uid ?? ''}/snapshots/${git.commit}`;
-    publishRef(git, `${ns}/p1.git`, ref);
-    await admin().patch(p('projects/p1/status'), { status: { snapshot: { ref, commit: git.commit } } });
+  it('create_project: the sync records the binding snapshot, the Node clones it from the Git Server; the main Workspace is ready and the operation succeeds; operation_in_progress meanwhile', async () => {
+    const created = await admin().create<Project>(p('projects'), project(git.url, 'main'));
     assert.match(
       await refusal(admin(), (c) => c.create(p('operations'), lifecycle('stop0', 'stop'))),
       /^409 .*operation_in_progress/,
     );
     const done = await succeeded('p1-create');
-    assert.equal(done.status?.cloneInput?.workspaceBranch, 'refs/heads/workspaces/p1-main/main');
+    const synced = await admin().get<Project>(p('projects/p1'));
+    const ref = `refs/ora/upstreams/${created.metadata.uid ?? ''}/snapshots/${git.commit}`;
+    assert.deepEqual(synced.status?.snapshot, { ref, commit: git.commit }, 'devws-sync recorded the snapshot');
+    assert.deepEqual(synced.status?.sync, { state: 'succeeded', operationId: 'p1-sync-1' });
+    assert.deepEqual(done.status?.cloneInput, {
+      repositoryUrl: `${gitServer.url}/${ns}/p1.git`,
+      snapshotRef: ref,
+      baseCommit: git.commit,
+      workspaceBranch: 'refs/heads/workspaces/p1-main/main',
+    });
     const w = await ws();
     assert.equal(w.status?.observedState, 'ready');
     assert.equal(w.status?.admissionOpen, true);

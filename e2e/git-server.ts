@@ -15,13 +15,6 @@ export interface GitServer {
   close(): void;
 }
 
-/** Serves the test commit as a second repository at `<root>/<path>` with `ref` pointing to it (a binding snapshot). */
-export function publishRef(g: GitServer, path: string, ref: string): void {
-  const dest = join(g.root, path);
-  execFileSync('git', ['clone', '-q', '--bare', join(g.root, 'repo.git'), dest]);
-  execFileSync('git', ['update-ref', ref, g.commit], { cwd: dest });
-}
-
 const BACKEND = '/usr/lib/git-core/git-http-backend';
 
 function makeRepo(files: Record<string, string>): { root: string; commit: string } {
