@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import type { Operation, Workspace } from '../../lib/devws/api.ts';
-import { isolatedManifest, operationManifest, operationRows, progressLine, workspaceRows } from './commands.ts';
+import {
+  isolatedManifest,
+  operationManifest,
+  operationRows,
+  progressLine,
+  projectDeleteManifest,
+  workspaceRows,
+} from './commands.ts';
 
 const ws: Workspace = {
   metadata: { name: 'p1-main', creationTimestamp: new Date().toISOString() },
@@ -25,6 +32,12 @@ describe('krt project | workspace | op', () => {
     assert.deepEqual(o.spec, { project: 'p1', workspace: 'p1-main', kind: 'delete_workspace' });
     assert.equal(o.metadata.generateName, 'p1-main-delete-');
     assert.equal(operationManifest('restart', ws).metadata.generateName, 'p1-main-restart-');
+  });
+
+  it('krt project delete is a delete_project Operation of the Project, without a Workspace', () => {
+    const o = projectDeleteManifest('p1');
+    assert.deepEqual(o.spec, { project: 'p1', kind: 'delete_project' });
+    assert.equal(o.metadata.generateName, 'p1-delete-');
   });
 
   it('an isolated Workspace keeps an empty baseRef (allowed) and leaves an absent one out', () => {

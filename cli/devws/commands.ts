@@ -59,6 +59,16 @@ export function operationManifest(kind: OperationKind, ws: Workspace): Operation
   };
 }
 
+/** delete_project: no Workspace, the whole Project (admins only: admission answers 403 admin_required). */
+export function projectDeleteManifest(project: string): Operation {
+  return {
+    apiVersion: API,
+    kind: 'Operation',
+    metadata: { generateName: `${project}-delete-` },
+    spec: { project, kind: 'delete_project' },
+  };
+}
+
 /** `op/<name> <kind>: <state> step <step> (n/m) [reason]`: one line per step or state change. */
 export function progressLine(o: Operation): string {
   const s = o.status ?? {};
@@ -218,6 +228,17 @@ function registerProject(program: Command): void {
       await c.client.create(path(c, 'projects'), projectManifest(name, o.repo, o.branch, o.displayName));
       out(`project.dev.kruntimes.io/${name} created\n`);
       await followCreated(c, `${name}-create`, o.wait);
+    });
+  project
+    .command('delete')
+    .description(
+      'delete a Project: every Workspace stopped and its data deleted, then the Project (delete_project; admins only)',
+    )
+    .argument('<name>')
+    .option('--wait', 'follow the delete_project operation to its end')
+    .action(async (name: string, o: { wait?: boolean }, cmd: Command) => {
+      const c = conn(cmd);
+      await started(c, await c.client.create<Operation>(path(c, 'operations'), projectDeleteManifest(name)), o.wait);
     });
   listOrGet<Project>(project, 'projects', projectRows);
 }
