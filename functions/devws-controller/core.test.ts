@@ -391,6 +391,30 @@ describe('devws-controller (in-memory state)', () => {
     assert.ok(!op(s, 'delp').status?.effects?.length, 'nothing was terminated or deleted');
   });
 
+  it('delete_project after a lease change: its effects of the old epoch are re-observed by ID before it advances; nothing twice', () => {
+    const s = twoWorkspaces();
+    createOp(s, 'delp', 'delete_project');
+    const planned = (): number => (op(s, 'delp').status?.effects ?? []).length;
+    for (let i = 0; i < 30 && planned() === 0; i++) {
+      clock = new Date(clock.getTime() + 1000);
+      step(s, 1);
+    }
+    assert.equal(op(s, 'delp').status?.step, 'terminate');
+    const before = op(s, 'delp').status;
+    step(s, 2);
+    const after = op(s, 'delp').status;
+    assert.equal(after?.step, before?.step, 'the reconciling write advances nothing');
+    assert.deepEqual(
+      after?.effects?.map((e) => [e.id, e.leaseEpoch]),
+      before?.effects?.map((e) => [e.id, 2]),
+    );
+    settle(s, 2);
+    const done = op(s, 'delp').status;
+    assert.equal(done?.state, 'succeeded', done?.reason);
+    assert.equal(new Set(done?.effects?.map((e) => e.id)).size, done?.effects?.length, 'no effect planned twice');
+    assert.equal(done?.effects?.length, 4);
+  });
+
   it('delete_project waits for a running repository sync (retry_wait repository_operation_running), then proceeds', () => {
     const s = newState();
     const p = s.get(D.projects, NS, 'p1') as Project;
