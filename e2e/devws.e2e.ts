@@ -150,6 +150,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
 
   it('create_project: the sync records the binding snapshot, the Node clones it from the Git Server; the main Workspace is ready and the operation succeeds; operation_in_progress meanwhile', async () => {
     const created = await admin().create<Project>(p('projects'), project(git.url, 'main'));
+    await eventually('the controller created p1-create', () => op('p1-create'));
     assert.match(
       await refusal(admin(), (c) => c.create(p('operations'), lifecycle('stop0', 'stop'))),
       /^409 .*operation_in_progress/,

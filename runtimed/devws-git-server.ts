@@ -201,7 +201,11 @@ export async function startGitServer(o: GitServerOptions): Promise<RunningGitSer
   const { port } = srv.address() as AddressInfo;
   return {
     url: `https://${o.host && o.host !== '0.0.0.0' ? o.host : 'localhost'}:${port}`,
-    close: () => new Promise((resolve) => srv.close(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        srv.close(() => resolve());
+        srv.closeAllConnections();
+      }),
   };
 }
 
