@@ -1,0 +1,101 @@
+/**
+ * functions/devws-sync's I/O half against the real Git Server (runtimed/devws-git-server.ts, real git over
+ * real HTTPS): the handler reads the ConfigMap and the token Secret, asks the server, and records
+ * the snapshot it made; a refused sync is recorded failed; an unreachable server is asked again.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { D, type Project } from '../lib/devws/api.ts';
+import { FakeState } from '../lib/fn/fake-state.ts';
+import { R } from '../lib/fn/resources.ts';
+import type { Operation as FnOp } from '../lib/fn/types.ts';
+import { createCa, issueServing } from '../lib/tls/certs.ts';
+import { startGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
+import { handle } from '../functions/devws-sync/index.ts';
+
+const TOKEN = 'sync-token-for-the-test';
+
+describe('devws-sync against the Git Server (real git over HTTPS)', function () {
+  this.timeout(30_000);
+  let dir: string;
+  let ca: string;
+  let external: RunningGitServer;
+  let server: RunningGitServer;
+  let commit: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'krt-devws-sync-'));
+    const now = new Date();
+    const authority = await createCa('test-ca', now, 1);
+    const tls = await issueServing(authority, 'localhost', { dns: ['localhost'], ips: ['127.0.0.1'] }, now, 1);
+    ca = authority.cert;
+    writeFileSync(join(dir, 'ca.pem'), ca);
+    const env = {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@x',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@x',
+    };
+    const work = join(dir, 'work');
+    execFileSync('git', ['init', '-q', '-b', 'main', work]);
+    writeFileSync(join(work, 'a.txt'), 'a\n');
+    execFileSync('git', ['add', '.'], { cwd: work });
+    execFileSync('git', ['commit', '-q', '-m', 'a'], { cwd: work, env });
+    commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: work, encoding: 'utf8' }).trim();
+    execFileSync('git', ['clone', '-q', '--bare', work, join(dir, 'ext', 'o', 'r.git')]);
+    const common = { ...tls, syncToken: TOKEN, host: '127.0.0.1' };
+    external = await startGitServer({ ...common, root: join(dir, 'ext') });
+    server = await startGitServer({ ...common, root: join(dir, 'srv'), externalCAFile: join(dir, 'ca.pem') });
+  });
+  after(async () => {
+    await external.close();
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const stateFor = (p: Project, url = server.url): FakeState =>
+    new FakeState([
+      [D.projects, p],
+      [
+        D.configMaps,
+        {
+          metadata: { name: 'kruntimes-devws', namespace: 'kruntimes-system' },
+          data: { gitServerUrl: url, gitServerCA: ca },
+        },
+      ],
+      [
+        R.secrets,
+        {
+          metadata: { name: 'kruntimes-devws-git-sync', namespace: 'kruntimes-system' },
+          data: { token: Buffer.from(TOKEN).toString('base64') },
+        },
+      ],
+    ]);
+  const project = (branch: string): Project => ({
+    metadata: { name: 'p1', namespace: 'team', uid: 'b-1' },
+    spec: { repository: { url: `${external.url}/o/r.git`, defaultBranch: branch } },
+    status: { lifecycle: 'provisioning', bindingId: 'b-1', sync: { state: 'running', operationId: 'p1-sync-1' } },
+  });
+  const written = (ops: FnOp[]): Project['status'] => {
+    const w = ops.find((o) => o.op === 'status');
+    return w?.op === 'status' ? (w.object as Project).status : undefined;
+  };
+  const run = async (p: Project, url?: string): Promise<FnOp[]> =>
+    handle({ key: 'team/p1', object: p, state: stateFor(p, url), now: new Date() });
+
+  it('records the snapshot the Git Server made of the binding branch', async () => {
+    const st = written(await run(project('main')));
+    assert.deepEqual(st?.snapshot, { ref: `refs/ora/upstreams/b-1/snapshots/${commit}`, commit });
+    assert.deepEqual(st?.sync, { state: 'succeeded', operationId: 'p1-sync-1' });
+  });
+
+  it('a branch the repository does not have fails the sync; an unreachable Git Server is asked again', async () => {
+    assert.deepEqual(written(await run(project('nope')))?.sync, { state: 'failed', operationId: 'p1-sync-1' });
+    const gone = await run(project('main'), 'https://127.0.0.1:1');
+    assert.deepEqual(gone, [{ op: 'requeue', afterMs: 5000 }]);
+  });
+});
