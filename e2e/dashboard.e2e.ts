@@ -94,16 +94,13 @@ async function freePort(): Promise<number> {
  */
 function httpsStatus(url: string, ca: string, headers: Record<string, string> = {}): Promise<number> {
   const u = new URL(url);
+  const path = u.pathname + u.search;
   return new Promise((resolve, reject) => {
-    const req = https.get(
-      { host: '127.0.0.1', port: u.port, path: u.pathname + u.search, servername: u.hostname, ca, agent: false },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      },
-    );
-    req.setHeader('host', u.host);
-    for (const [k, v] of Object.entries(headers)) req.setHeader(k, v);
+    const opts = { host: '127.0.0.1', port: u.port, path, servername: u.hostname, ca, agent: false };
+    const req = https.get({ ...opts, headers: { ...headers, host: u.host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
     req.on('error', reject);
   });
 }
