@@ -9,7 +9,10 @@
  *     from their resourceVersion or relist);
  *   - every SOAK_NAV_MS the page switches tab and back (its EventSources close and reopen: the
  *     server stops and starts its watches); every 10th time through the namespace list, which
- *     closes the Runs stream too (the others live through many cuts).
+ *     closes the Runs stream too (the others live through many cuts);
+ *   - the page's clock (Playwright's: Date, timers, animation frames) jumps one minute forward
+ *     SOAK_PAGE_MINUTES (60) times spread over the run, so the page lives through an hour of its
+ *     own time (ages, durations, its flush timers) while the updates keep coming.
  * Then: dropped updates (Runs whose row does not show the API server's final resourceVersion, or
  * missing/extra rows, once quiet), the page's JS heap after GC and the server's RSS, before/after.
  *   npx tsx bench/dashboard-soak.ts
@@ -18,18 +21,25 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { chromium, type Page } from 'playwright-core';
-import { down, up, type Env } from '../localenv/environment.ts';
-import { REPO_ROOT } from '../localenv/paths.ts';
+import type { Page } from 'playwright-core';
+import type { Env } from '../localenv/environment.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
-import { buildUi } from '../scripts/build-ui.ts';
-import { heapMiB, rssMiB, startProcess } from './dashboard-util.ts';
+import {
+  benchMain,
+  heapMiB,
+  rssMiB,
+  signIn,
+  startKrtDashboard,
+  withDashboardBench,
+  type DashboardBench,
+} from './dashboard-util.ts';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? '180');
 const RUNS = Number(process.env.SOAK_RUNS ?? '100');
 const CONC = Number(process.env.SOAK_CONCURRENCY ?? '8');
 const DROP_MS = Number(process.env.SOAK_DROP_MS ?? '3000');
 const NAV_MS = Number(process.env.SOAK_NAV_MS ?? '1500');
+const PAGE_MINUTES = Number(process.env.SOAK_PAGE_MINUTES ?? '60');
 const NS = 'bench-soak';
 const RUNS_PATH = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs`;
 
@@ -83,6 +93,7 @@ interface Counters {
   recreated: number;
   drops: number;
   navigations: number;
+  pageMinutes: number;
 }
 
 async function writers(env: Env, until: number, c: Counters): Promise<void> {
@@ -115,6 +126,20 @@ async function navigator(page: Page, until: number, c: Counters): Promise<void> 
     await page.evaluate(`location.hash = '#/ns/${NS}/runs'`);
     c.navigations++;
   }
+}
+
+/** Moves the page's clock one minute forward PAGE_MINUTES times, evenly over the run. */
+async function pageHour(page: Page, until: number, c: Counters): Promise<void> {
+  const step = (until - Date.now()) / (PAGE_MINUTES + 1);
+  while (c.pageMinutes < PAGE_MINUTES && Date.now() + step < until) {
+    await new Promise((r) => setTimeout(r, step));
+    await page.clock.fastForward('01:00');
+    c.pageMinutes++;
+  }
+  // What the waits' overhead left over, in one jump at the end: the page lives the whole hour.
+  const left = PAGE_MINUTES - c.pageMinutes;
+  if (left > 0) await page.clock.fastForward(left * 60_000);
+  c.pageMinutes += Math.max(0, left);
 }
 
 /** Runs whose row is missing, extra, or shows another resourceVersion than the API server's. */
@@ -156,62 +181,37 @@ async function soak(env: Env, page: Page, dashboard: ChildProcess, proxy: { cut:
     timeout: 60_000,
   });
   const before = { rss: rssMiB(dashboard.pid ?? 0), heap: await heapMiB(page) };
-  const c: Counters = { updates: 0, recreated: 0, drops: 0, navigations: 0 };
+  const c: Counters = { updates: 0, recreated: 0, drops: 0, navigations: 0, pageMinutes: 0 };
   const until = Date.now() + SECONDS * 1000;
   const cutter = setInterval(() => (c.drops += proxy.cut()), DROP_MS);
   const t0 = performance.now();
-  await Promise.all([writers(env, until, c), navigator(page, until, c)]);
+  await Promise.all([writers(env, until, c), navigator(page, until, c), pageHour(page, until, c)]);
   clearInterval(cutter);
   const m = await settle(env, page);
   const after = { rss: rssMiB(dashboard.pid ?? 0), heap: await heapMiB(page) };
   const secs = (performance.now() - t0) / 1000;
+  const skew = ((await page.evaluate<number>('Date.now()')) - Date.now()) / 60_000;
   process.stdout.write(
-    `soak ${secs.toFixed(0)} s on ${RUNS} Runs: ${c.updates} updates (${(c.updates / secs).toFixed(0)}/s), ${c.recreated} deletes+creates, ${c.drops} API server connections of the dashboard cut, ${c.navigations} tab switches (EventSources closed and reopened)\n` +
+    `soak ${secs.toFixed(0)} s on ${RUNS} Runs: ${c.updates} updates (${(c.updates / secs).toFixed(0)}/s), ${c.recreated} deletes+creates, ${c.drops} API server connections of the dashboard cut, ${c.navigations} tab switches (EventSources closed and reopened), the page's clock ${skew.toFixed(0)} min ahead of real time (${c.pageMinutes} one-minute jumps)\n` +
       `dropped updates once quiet: ${m.stale} stale rows, ${m.missing} missing, ${m.extra} extra\n` +
       `page JS heap after GC ${before.heap.toFixed(1)} → ${after.heap.toFixed(1)} MiB; dashboard server RSS ${before.rss.toFixed(0)} → ${after.rss.toFixed(0)} MiB\n`,
   );
 }
 
-async function main(): Promise<void> {
-  await buildUi();
-  const root = join(REPO_ROOT, '.kruntimes', 'bench', `dashboard-soak-${process.pid}`);
-  const env = await up({
-    root,
-    nodes: ['bench-a'],
-    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
-  }).catch(async (err: unknown) => {
-    await down(root, { purge: true }).catch(() => undefined);
-    throw err;
-  });
-  const procs: ChildProcess[] = [];
-  const browser = await chromium.launch({
-    executablePath: process.env.KRT_CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox'],
-  });
+async function bench(b: DashboardBench): Promise<void> {
+  const { env, browser } = b;
   const proxy = await cuttingProxy(new URL(env.server));
   try {
     await env.admin.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-    let loginUrl = '';
-    const kc = proxiedKubeconfig(env, proxy.port);
-    const krt = [join(REPO_ROOT, 'bin', 'krt'), 'dashboard', '--no-open', '--kubeconfig', kc, '-n', NS];
-    const dashboard = await startProcess(krt[0] ?? '', krt.slice(1), /open http/, (l) => {
-      loginUrl = /open (\S+)/.exec(l)?.[1] ?? loginUrl;
-    });
-    procs.push(dashboard);
+    const dashboard = await startKrtDashboard(b, proxiedKubeconfig(env, proxy.port), NS);
     const page = await (await browser.newContext()).newPage();
-    await page.goto(loginUrl);
-    await page.goto(`${new URL(loginUrl).origin}/#/ns/${NS}/runs`);
-    await soak(env, page, dashboard, proxy);
+    // The page's own time is Playwright's from the start: pageHour moves it an hour forward.
+    await page.clock.install();
+    await signIn(page, dashboard.loginUrl, `#/ns/${NS}/runs`);
+    await soak(env, page, dashboard.process, proxy);
   } finally {
     proxy.close();
-    await browser.close();
-    for (const p of procs) p.kill('SIGINT');
-    env.admin.close();
-    await down(root, { purge: true });
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+benchMain(() => withDashboardBench('dashboard-soak', bench));

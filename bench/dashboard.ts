@@ -12,14 +12,21 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { chromium, type Page } from 'playwright-core';
-import { down, up, type Env } from '../localenv/environment.ts';
-import { REPO_ROOT } from '../localenv/paths.ts';
+import type { Page } from 'playwright-core';
+import type { Env } from '../localenv/environment.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
-import { buildUi } from '../scripts/build-ui.ts';
 import { benchRuntime } from './runtime.ts';
-import { heapMiB, rssMiB, startProcess } from './dashboard-util.ts';
+import {
+  benchMain,
+  heapMiB,
+  rssMiB,
+  signIn,
+  startKrtDashboard,
+  startProcess,
+  withDashboardBench,
+  type DashboardBench,
+} from './dashboard-util.ts';
 import { ms, ratio, summary } from './stats.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? '30');
@@ -55,8 +62,7 @@ const OBSERVER = `(() => {
 /** The Runs page, reporting each Run's terminal phase to `seen` as the DOM shows it. */
 async function openRunsPage(page: Page, loginUrl: string, seen: Seen): Promise<void> {
   await page.exposeFunction('krtSeen', (name: string) => mark(seen, name));
-  await page.goto(loginUrl);
-  await page.goto(`${new URL(loginUrl).origin}/#/ns/${NS}/runs`);
+  await signIn(page, loginUrl, `#/ns/${NS}/runs`);
   await page.waitForSelector('main');
   await page.evaluate(OBSERVER.replace('TERMINAL', JSON.stringify(TERMINAL)));
 }
@@ -168,65 +174,34 @@ async function memory(env: Env, page: Page, dashboard: ChildProcess, kubectl: Ch
   );
 }
 
-async function main(): Promise<void> {
-  await buildUi();
-  const root = join(REPO_ROOT, '.kruntimes', 'bench', `dashboard-${process.pid}`);
-  // A failed start still stops what it started (etcd, the control plane, the node agent).
-  const env = await up({
-    root,
-    nodes: ['bench-a'],
-    ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}),
-  }).catch(async (err: unknown) => {
-    await down(root, { purge: true }).catch(() => undefined);
-    throw err;
-  });
+async function bench({ env, browser, started }: DashboardBench): Promise<void> {
   const o: Observers = { ref: new Map(), page: new Map(), kubectl: new Map() };
-  const procs: ChildProcess[] = [];
-  const browser = await chromium.launch({
-    executablePath: process.env.KRT_CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox'],
+  await setup(env);
+  const watch = new ListWatch<Run>(env.admin, { path: RUNS_PATH }, (d) => {
+    if (TERMINAL.includes(d.object.status?.phase ?? '')) mark(o.ref, d.object.metadata.name ?? '');
   });
-  try {
-    await setup(env);
-    const watch = new ListWatch<Run>(env.admin, { path: RUNS_PATH }, (d) => {
-      if (TERMINAL.includes(d.object.status?.phase ?? '')) mark(o.ref, d.object.metadata.name ?? '');
-    });
-    watch.start();
-    await watch.synced;
-    let loginUrl = '';
-    const krt = [join(REPO_ROOT, 'bin', 'krt'), 'dashboard', '--no-open', '--kubeconfig', env.kubeconfig, '-n', NS];
-    const dashboard = await startProcess(krt[0]!, krt.slice(1), /open http/, (l) => {
-      loginUrl = /open (\S+)/.exec(l)?.[1] ?? loginUrl;
-    });
-    procs.push(dashboard);
-    const cols = ['-o', 'custom-columns=NAME:.metadata.name,PHASE:.status.phase', '--no-headers'];
-    const kubectl = await startProcess(
-      join(env.state.binDir, 'kubectl'),
-      ['--kubeconfig', env.kubeconfig, '-n', NS, 'get', 'runs', '-w', ...cols],
-      undefined,
-      (l) => {
-        const [name, phase] = l.trim().split(/\s+/);
-        if (name && TERMINAL.includes(phase ?? '')) mark(o.kubectl, name);
-      },
-    );
-    procs.push(kubectl);
-    const page = await (await browser.newContext()).newPage();
-    await openRunsPage(page, loginUrl, o.page);
-    // kubectl prints nothing for an empty namespace: its first line comes with the first Run.
-    await env.admin.create(RUNS_PATH, run('warm-up', 'bash'));
-    await waitFor('the warm-up Run on every observer', () => [o.ref, o.page, o.kubectl].every((s) => s.has('warm-up')));
-    await latency(env, o);
-    await memory(env, page, dashboard, kubectl);
-    watch.stop();
-  } finally {
-    await browser.close();
-    for (const p of procs) p.kill('SIGINT');
-    env.admin.close();
-    await down(root, { purge: true });
-  }
+  watch.start();
+  await watch.synced;
+  const dashboard = await startKrtDashboard({ env, browser, started }, env.kubeconfig, NS);
+  const cols = ['-o', 'custom-columns=NAME:.metadata.name,PHASE:.status.phase', '--no-headers'];
+  const kubectl = await startProcess(
+    join(env.state.binDir, 'kubectl'),
+    ['--kubeconfig', env.kubeconfig, '-n', NS, 'get', 'runs', '-w', ...cols],
+    undefined,
+    (l) => {
+      const [name, phase] = l.trim().split(/\s+/);
+      if (name && TERMINAL.includes(phase ?? '')) mark(o.kubectl, name);
+    },
+  );
+  started.push(kubectl);
+  const page = await (await browser.newContext()).newPage();
+  await openRunsPage(page, dashboard.loginUrl, o.page);
+  // kubectl prints nothing for an empty namespace: its first line comes with the first Run.
+  await env.admin.create(RUNS_PATH, run('warm-up', 'bash'));
+  await waitFor('the warm-up Run on every observer', () => [o.ref, o.page, o.kubectl].every((s) => s.has('warm-up')));
+  await latency(env, o);
+  await memory(env, page, dashboard.process, kubectl);
+  watch.stop();
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+benchMain(() => withDashboardBench('dashboard', bench));

@@ -144,7 +144,13 @@ export async function dashboard(): Promise<number> {
   const { inClusterOptions, startInClusterDashboard } = await import('../cli/dashboard/incluster.ts');
   const log = pino({ base: { component: 'dashboard', version: VERSION } });
   const o = inClusterOptions(process.env);
-  const d = await startInClusterDashboard(o);
+  const d = await startInClusterDashboard({
+    ...o,
+    onReload: (e) =>
+      e.event === 'reloaded'
+        ? log.info('reloaded the serving certificate')
+        : log.warn({ err: e.err }, 'serving certificate reload failed; keeping the old one'),
+  });
   log.info({ url: d.origin, auth: o.auth, port: o.port }, 'dashboard serving');
   return new Promise((resolve) => {
     process.once('SIGTERM', () => void d.close().then(() => resolve(0)));

@@ -8,12 +8,18 @@
  * - cancel works for a user with patch on Runs, and is hidden (and refused by the API server)
  *   for one without it;
  * - the server refuses requests without its session cookie, with a foreign Host, or actions
- *   without the CSRF header, and sends the strict CSP.
+ *   without the CSRF header, and sends the strict CSP;
+ * - the in-cluster mode serves HTTPS only, with the certificate the cluster's tls-certificates
+ *   function issued for the dashboard's Service (the browser reaches it by that name).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { createHash, X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { parse } from 'yaml';
@@ -21,6 +27,8 @@ import { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { clientFromKubeconfig } from '../lib/kube/config.ts';
 import { SESSION_COOKIE, startInClusterDashboard } from '../cli/dashboard/incluster.ts';
+import type { ServingTls } from '../cli/dashboard/tls.ts';
+import { DASHBOARD_DNS, NAMESPACE as KRUNTIMES_NS, SECRET as TLS_SECRET } from '../functions/tls-certificates/index.ts';
 import { startDashboard, type Dashboard } from '../cli/dashboard/server.ts';
 import { buildUi } from '../scripts/build-ui.ts';
 import { cluster, E2E_ROOT } from './cluster.ts';
@@ -44,6 +52,52 @@ const tokenOf = (kubeconfig: string): string =>
 function statusWithHost(origin: string, path: string, cookie: string, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = http.get(`${origin}${path}`, { headers: { cookie, host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+  });
+}
+
+/** The dashboard Service's name: the in-cluster mode is reached by it, as an Ingress reaches the Pod. */
+const DASHBOARD_HOST = DASHBOARD_DNS[0] ?? '';
+
+/**
+ * The dashboard's pair and the CA from the cluster's TLS Secret (what the tls-certificates
+ * function issued), the pair written to files as the Pod's volume holds it.
+ */
+async function clusterDashboardTls(): Promise<{ tls: ServingTls; ca: string; spki: string }> {
+  const secret = await admin().get<KubeObject & { data: Record<string, string> }>(
+    `/api/v1/namespaces/${KRUNTIMES_NS}/secrets/${TLS_SECRET}`,
+  );
+  const pem = (k: string): string => Buffer.from(secret.data[k] ?? '', 'base64').toString('utf8');
+  const dir = mkdtempSync(join(tmpdir(), 'krt-dash-e2e-'));
+  const tls = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
+  writeFileSync(tls.certFile, pem('dashboard.crt'));
+  writeFileSync(tls.keyFile, pem('dashboard.key'), { mode: 0o600 });
+  const der = new X509Certificate(pem('dashboard.crt')).publicKey.export({ type: 'spki', format: 'der' });
+  return { tls, ca: pem('ca-bundle.crt'), spki: createHash('sha256').update(der).digest('base64') };
+}
+
+/** A free port on 127.0.0.1 (the in-cluster server's URL names its port before it listens). */
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+/**
+ * An HTTPS request to `url` (a name of the dashboard's Service) on 127.0.0.1, trusting only the
+ * cluster's CA and checking the certificate against that name; resolves with the status.
+ */
+function httpsStatus(url: string, ca: string, headers: Record<string, string> = {}): Promise<number> {
+  const u = new URL(url);
+  const path = u.pathname + u.search;
+  return new Promise((resolve, reject) => {
+    const opts = { host: '127.0.0.1', port: u.port, path, servername: u.hostname, ca, agent: false };
+    const req = https.get({ ...opts, headers: { ...headers, host: u.host } }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });
@@ -79,6 +133,7 @@ describe('dashboard in a real browser', function () {
   let full: Dashboard;
   let limited: Dashboard;
   const tokens = { operator: '', reader: '' };
+  let served: Awaited<ReturnType<typeof clusterDashboardTls>>;
 
   const contexts: { close: () => Promise<void> }[] = [];
   async function open(d: Dashboard, hash: string): Promise<Page> {
@@ -123,7 +178,17 @@ describe('dashboard in a real browser', function () {
     tokens.reader = tokenOf(kc.reader);
     full = await startDashboard(clientFromKubeconfig(kc.operator), { namespace: ns });
     limited = await startDashboard(clientFromKubeconfig(kc.reader), { namespace: ns });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    served = await clusterDashboardTls();
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        // The in-cluster server under its Service's name; Chromium has no trust store to add the
+        // cluster's CA to, so it accepts exactly the dashboard's key (SPKI pin), nothing else.
+        `--host-resolver-rules=MAP ${DASHBOARD_HOST} 127.0.0.1`,
+        `--ignore-certificate-errors-spki-list=${served.spki}`,
+      ],
+    });
     await runtimePods(ns, 'bash', 1);
     await apiServiceAvailable('logs.kruntimes.io');
   });
@@ -250,16 +315,37 @@ describe('dashboard in a real browser', function () {
     await shot(page, 'refused-logs');
   });
 
-  it("in-cluster mode: signs in with the user's token (sealed Secure cookie) or the auth proxy's, acts only as that user", async () => {
+  it("in-cluster mode: HTTPS only; signs in with the user's token (sealed Secure cookie) or the auth proxy's, acts only as that user", async () => {
     // The API server and its CA only: no credentials of the server's own.
     const base = new KubeClient({ server: cluster().server, ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')) });
-    const byToken = await startInClusterDashboard({ base, auth: 'token', listenHost: '127.0.0.1', namespace: ns });
-    const byProxy = await startInClusterDashboard({ base, auth: 'proxy', listenHost: '127.0.0.1', namespace: ns });
+    const start = async (auth: 'token' | 'proxy'): Promise<Dashboard> => {
+      const port = await freePort();
+      const url = `https://${DASHBOARD_HOST}:${port}`;
+      return startInClusterDashboard({
+        base,
+        auth,
+        listenHost: '127.0.0.1',
+        port,
+        url,
+        namespace: ns,
+        tls: served.tls,
+      });
+    };
+    const byToken = await start('token');
+    const byProxy = await start('proxy');
     await createRun(ns, { runtime: 'bash', source: { inline: 'true' } }, { name: 'signed-in' });
     try {
       const ctx = await browser.newContext();
       contexts.push(ctx);
       const page = await ctx.newPage();
+      assert.match(byToken.origin, /^https:\/\/kruntimes-dashboard\.kruntimes-system\.svc:/);
+      // Plain HTTP gets no answer; HTTPS presents the cluster-issued certificate for the Service's name.
+      const plain = `http://127.0.0.1:${new URL(byToken.origin).port}/healthz`;
+      await assert.rejects(
+        new Promise((resolve, reject) => http.get(plain, resolve).on('error', reject)),
+        'no plain HTTP',
+      );
+      assert.equal(await httpsStatus(`${byToken.origin}/healthz`, served.ca), 200);
       await page.goto(`${byToken.origin}/`);
       await page.waitForURL(/\/login$/);
       await page.fill('input[name="token"]', 'not-a-token');
@@ -276,9 +362,11 @@ describe('dashboard in a real browser', function () {
       const asReader = await page.evaluate(async (p) => (await fetch(`/api/get?path=${p}`)).status, wfs);
       assert.equal(asReader, 403, 'the reader may not list Workflows: the server acts as the reader');
       const viaProxy = (auth?: string): Promise<number> =>
-        fetch(`${byProxy.origin}/api/get?path=${encodeURIComponent(wfs)}`, {
-          headers: auth ? { authorization: `Bearer ${auth}` } : {},
-        }).then((r) => r.status);
+        httpsStatus(
+          `${byProxy.origin}/api/get?path=${encodeURIComponent(wfs)}`,
+          served.ca,
+          auth ? { authorization: `Bearer ${auth}` } : {},
+        );
       assert.deepEqual(
         [await viaProxy(), await viaProxy(tokens.reader), await viaProxy(tokens.operator)],
         [401, 403, 200],

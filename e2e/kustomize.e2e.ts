@@ -82,7 +82,7 @@ describe('kustomize overlays and components', function () {
     }
   });
 
-  it('the dashboard component adds a server with no token, no role and the Secure-cookie configuration', async () => {
+  it('the dashboard component adds an HTTPS server with no token, no role and the Secure-cookie configuration', async () => {
     const production = ids(await kubectl(['kustomize', join(REPO_ROOT, 'kustomize', 'overlays', 'production')]));
     const dir = join(REPO_ROOT, '.kruntimes', `kustomize-dash-${process.pid}`);
     mkdirSync(dir, { recursive: true });
@@ -102,15 +102,20 @@ describe('kustomize overlays and components', function () {
           'ServiceAccount/kruntimes-system/kruntimes-dashboard',
         ],
       );
+      type Probe = { httpGet: { port: string; scheme?: string } };
       type Container = {
         args: string[];
         env: { name: string; value: string }[];
         securityContext: { capabilities: { drop: string[] } };
+        readinessProbe: Probe;
+        livenessProbe: Probe;
       };
+      type Volume = { name: string; secret?: { secretName: string; items?: { key: string; path: string }[] } };
+      type PodSpec = { automountServiceAccountToken?: boolean; containers: Container[]; volumes: Volume[] };
       type Obj = Doc & {
         subjects?: unknown[];
         automountServiceAccountToken?: boolean;
-        spec?: { template: { spec: { automountServiceAccountToken?: boolean; containers: Container[] } } };
+        spec?: { template: { spec: PodSpec }; ports?: { name: string; port: number; targetPort: string }[] };
       };
       const docs = parseAllDocuments(yaml).map((d) => d.toJSON() as Obj);
       // Least privilege: nothing binds the dashboard's ServiceAccount to any role.
@@ -127,6 +132,15 @@ describe('kustomize overlays and components', function () {
       assert.match(env.KRT_DASHBOARD_URL ?? '', /^https:\/\//);
       assert.equal(env.KRT_DASHBOARD_AUTH, 'token');
       assert.deepEqual(c?.securityContext.capabilities.drop, ['ALL']);
+      // HTTPS in the Pod: the dashboard's own pair of the TLS Secret (not the CA key), probes over HTTPS.
+      const secrets = (pod?.volumes ?? []).filter((v) => v.secret);
+      assert.deepEqual(
+        secrets.map((v) => [v.secret?.secretName, v.secret?.items?.map((i) => `${i.key}->${i.path}`)]),
+        [['kruntimes-extension-tls', ['dashboard.crt->tls.crt', 'dashboard.key->tls.key']]],
+      );
+      assert.deepEqual([c?.readinessProbe.httpGet.scheme, c?.livenessProbe.httpGet.scheme], ['HTTPS', 'HTTPS']);
+      const svc = docs.find((d) => d.kind === 'Service' && d.metadata.name === 'kruntimes-dashboard');
+      assert.deepEqual(svc?.spec?.ports, [{ name: 'https', port: 443, targetPort: 'https' }]);
       // The API server accepts every object as written (schema, names, references).
       const added = parseAllDocuments(yaml)
         .filter((d) => /kruntimes-dashboard/.test(String((d.toJSON() as Doc).metadata.name)))

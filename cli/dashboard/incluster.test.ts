@@ -1,42 +1,154 @@
 /**
- * The in-cluster dashboard's front door without a cluster (its API server points nowhere): the
- * sealed cookie, the sign-in page and its CSRF check, the Host check, the auth proxy mode's
- * refusal without a bearer token, and the configuration from the environment (fail closed).
+ * The in-cluster dashboard's front door without a cluster (its API server points nowhere): HTTPS
+ * only with the certificate the tls-certificates function issues for its Service (a rotated pair
+ * is served without a restart), the sealed cookie, the sign-in page and its CSRF check, the Host
+ * check, the auth proxy mode's refusal without a bearer token, and the configuration from the
+ * environment (fail closed).
  * e2e/dashboard.e2e.ts signs in with real ServiceAccount tokens against the real API server.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { randomBytes, X509Certificate } from 'node:crypto';
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { buildUi } from '../../scripts/build-ui.ts';
+import { DASHBOARD_DNS, desiredMaterial } from '../../functions/tls-certificates/index.ts';
+import { issueServing, type KeyPairPem } from '../../lib/tls/certs.ts';
 import { inClusterOptions, seal, SESSION_COOKIE, startInClusterDashboard, unseal } from './incluster.ts';
 import type { Dashboard } from './server.ts';
+import type { ReloadEvent, ServingTls } from './tls.ts';
 
 interface Answer {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** The SHA-256 fingerprint of the certificate the server presented. */
+  served: string;
 }
 
-function request(
+/** The Service's name, as the Ingress (or the e2e's browser) reaches the Pod. */
+const SERVICE_NAME = DASHBOARD_DNS[0] ?? '';
+/** The certificate material the tls-certificates function issues (its CA and the dashboard's pair). */
+const issued = desiredMaterial(undefined, new Date()).then((m) => m.material);
+
+/** An HTTPS request that trusts only the project's CA and checks the Service's name; a fresh connection each. */
+async function request(
   url: string,
   o: { method?: string; headers?: Record<string, string>; body?: string } = {},
 ): Promise<Answer> {
+  const ca = (await issued).ca.cert;
   return new Promise<Answer>((resolve, reject) => {
-    const req = http.request(url, { method: o.method ?? 'GET', headers: o.headers }, (res) => {
+    const opts = { method: o.method ?? 'GET', headers: o.headers, ca, servername: SERVICE_NAME, agent: false };
+    const req = https.request(url, opts, (res) => {
+      const served = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, served }));
     });
     req.on('error', reject);
     req.end(o.body);
   });
 }
 
+/** Writes a key pair where the Secret's volume would hold it (each file replaced by a rename, like the kubelet's swap). */
+function writePair(dir: string, pair: Partial<KeyPairPem>): ServingTls {
+  const tls = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
+  for (const [file, pem] of [
+    [tls.certFile, pair.cert],
+    [tls.keyFile, pair.key],
+  ] as const) {
+    if (pem === undefined) continue;
+    writeFileSync(`${file}.new`, pem);
+    renameSync(`${file}.new`, file);
+  }
+  return tls;
+}
+
+async function servingTls(): Promise<ServingTls> {
+  return writePair(mkdtempSync(join(tmpdir(), 'krt-dash-tls-')), (await issued).dashboard);
+}
+
 const nowhere = (): KubeClient => new KubeClient({ server: 'https://127.0.0.1:1' });
+const fingerprint = (pem: string): string => new X509Certificate(pem).fingerprint256;
+
+describe('in-cluster dashboard: HTTPS only, with the certificate issued for its Service', function () {
+  this.timeout(30_000);
+  let d: Dashboard | undefined;
+  before(() => buildUi({ ifStale: true }));
+  afterEach(async () => d?.close());
+
+  it('answers HTTPS with the dashboard certificate and nothing over plain HTTP', async () => {
+    d = await startInClusterDashboard({
+      base: nowhere(),
+      auth: 'proxy',
+      listenHost: '127.0.0.1',
+      tls: await servingTls(),
+    });
+    assert.match(d.origin, /^https:\/\//);
+    const ok = await request(`${d.origin}/healthz`);
+    assert.equal(ok.status, 200);
+    assert.equal(ok.served, fingerprint((await issued).dashboard.cert));
+    const plain = d.origin.replace('https://', 'http://');
+    await assert.rejects(
+      new Promise((resolve, reject) => http.get(`${plain}/healthz`, resolve).on('error', reject)),
+      'a plain HTTP request gets no answer',
+    );
+  });
+
+  it('serves a rotated pair without a restart, and keeps the old one while the new files do not match', async () => {
+    const tls = await servingTls();
+    const events: ReloadEvent[] = [];
+    let heard: () => void = () => undefined;
+    const next = (): Promise<void> => new Promise((r) => (heard = r));
+    const onReload = (e: ReloadEvent): void => {
+      events.push(e);
+      heard();
+    };
+    d = await startInClusterDashboard({
+      base: nowhere(),
+      auth: 'proxy',
+      listenHost: '127.0.0.1',
+      tls: { ...tls, checkMs: 50 },
+      onReload,
+    });
+    const dir = join(tls.certFile, '..');
+    // What the function does 30 days before expiry: a new pair for the Service from the same CA.
+    const renewed = await issueServing(
+      (await issued).ca,
+      SERVICE_NAME,
+      { dns: DASHBOARD_DNS, ips: [] },
+      new Date(),
+      365,
+    );
+    let change = next();
+    writePair(dir, { cert: renewed.cert });
+    await change;
+    assert.equal(events.at(-1)?.event, 'kept', 'a new certificate with the old key does not load');
+    assert.equal((await request(`${d.origin}/healthz`)).served, fingerprint((await issued).dashboard.cert));
+    change = next();
+    writePair(dir, { key: renewed.key });
+    await change;
+    assert.equal(events.at(-1)?.event, 'reloaded');
+    const after = await request(`${d.origin}/healthz`, {});
+    assert.equal(after.status, 200);
+    assert.equal(after.served, fingerprint(renewed.cert));
+  });
+
+  it('refuses to start without a loadable pair', async () => {
+    const tls = writePair(mkdtempSync(join(tmpdir(), 'krt-dash-tls-')), {
+      cert: (await issued).dashboard.cert,
+      key: (await issued).functions.key,
+    });
+    await assert.rejects(
+      startInClusterDashboard({ base: nowhere(), auth: 'proxy', listenHost: '127.0.0.1', tls }),
+      /serving certificate .* do not load/,
+    );
+  });
+});
 
 describe('in-cluster dashboard: sealed session cookie', () => {
   it('unseals what it sealed, and nothing sealed with another key or altered', () => {
@@ -59,8 +171,9 @@ describe('in-cluster dashboard: front door', function () {
   const key = randomBytes(32);
   before(async () => {
     await buildUi({ ifStale: true });
-    token = await startInClusterDashboard({ base: nowhere(), auth: 'token', listenHost: '127.0.0.1', key });
-    proxy = await startInClusterDashboard({ base: nowhere(), auth: 'proxy', listenHost: '127.0.0.1' });
+    const tls = await servingTls();
+    token = await startInClusterDashboard({ base: nowhere(), auth: 'token', listenHost: '127.0.0.1', key, tls });
+    proxy = await startInClusterDashboard({ base: nowhere(), auth: 'proxy', listenHost: '127.0.0.1', tls });
   });
   after(async () => {
     await token?.close();
@@ -144,9 +257,11 @@ describe('in-cluster dashboard: configuration (fail closed)', () => {
     );
   });
 
-  it('uses no credentials of its own: the API server and its CA only', () => {
+  it('uses no credentials of its own: the API server and its CA only; serves HTTPS from the mounted pair', () => {
     const o = inClusterOptions({ ...env, KRT_DASHBOARD_URL: 'https://d.example' });
     assert.equal(o.auth, 'token');
+    assert.deepEqual(o.tls, { certFile: '/etc/kruntimes/tls/tls.crt', keyFile: '/etc/kruntimes/tls/tls.key' });
+    assert.equal(o.port, 8443);
     assert.equal(o.base.server.toString(), 'https://10.96.0.1/');
     assert.equal((o.base as unknown as { token?: unknown }).token, undefined);
   });

@@ -8,15 +8,17 @@
  * - proxy: behind the cluster's auth proxy (e.g. oauth2-proxy), which sends the user's token as
  *   `Authorization: Bearer`; without it a request is refused.
  * Both: the public URL's Host only (421), actions need its Origin and the CSRF header, strict CSP.
+ * It serves HTTPS only, with the certificate the tls-certificates function issues for its Service
+ * (reloaded on rotation, ./tls.ts): the hop from the Ingress or auth proxy is encrypted too.
  * Tokens are never logged.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import { cookieOf, CSP, csrfOk, dashboardApp, listen, refuseCsrf, securityHeaders, type Dashboard } from './server.ts';
+import { secureServer, type ReloadEvent, type ServingTls } from './tls.ts';
 
 export const SESSION_COOKIE = '__Host-krt_dashboard';
 export type AuthMode = 'token' | 'proxy';
@@ -25,7 +27,11 @@ export interface InClusterOptions {
   /** The API server and its CA only: no credentials of its own are ever used. */
   base: KubeClient;
   auth: AuthMode;
-  /** The URL users open (https://dashboard.example.com); without it: http://127.0.0.1:<port> (tests). */
+  /** The serving certificate and key (PEM files, reloaded when they change): HTTPS only. */
+  tls: ServingTls;
+  /** What a certificate reload did (the component logs it). */
+  onReload?: (e: ReloadEvent) => void;
+  /** The URL users open (https://dashboard.example.com); without it: https://127.0.0.1:<port> (tests). */
   url?: string;
   listenHost?: string;
   port?: number;
@@ -175,11 +181,19 @@ export async function startInClusterDashboard(o: InClusterOptions): Promise<Dash
   const ctx: Ctx = { o, key: o.key ?? randomBytes(32), host: '', origin: '' };
   const clientOf = (req: Request): KubeClient => o.base.withToken(tokens.get(req) ?? '');
   const app = dashboardApp(front(ctx, tokens), clientOf, o.namespace ?? 'default');
-  const l = await listen(createServer(app), o.listenHost ?? '0.0.0.0', o.port ?? 0);
-  const url = new URL(o.url ?? `http://127.0.0.1:${l.port}`);
+  const secure = secureServer(app, o.tls, o.onReload);
+  const l = await listen(secure.server, o.listenHost ?? '0.0.0.0', o.port ?? 0).catch((err: unknown) => {
+    secure.stop();
+    throw err;
+  });
+  const url = new URL(o.url ?? `https://127.0.0.1:${l.port}`);
   ctx.host = url.host;
   ctx.origin = url.origin;
-  return { loginUrl: `${ctx.origin}/login`, origin: ctx.origin, close: l.close };
+  const close = (): Promise<void> => {
+    secure.stop();
+    return l.close();
+  };
+  return { loginUrl: `${ctx.origin}/login`, origin: ctx.origin, close };
 }
 
 /** The in-cluster options from the environment (the component's Deployment sets them). */
@@ -197,8 +211,12 @@ export function inClusterOptions(env: NodeJS.ProcessEnv): InClusterOptions {
   return {
     base: new KubeClient({ server: `https://${h}:${env.KUBERNETES_SERVICE_PORT ?? '443'}`, ca }),
     auth,
+    tls: {
+      certFile: env.KRT_DASHBOARD_TLS_CERT ?? '/etc/kruntimes/tls/tls.crt',
+      keyFile: env.KRT_DASHBOARD_TLS_KEY ?? '/etc/kruntimes/tls/tls.key',
+    },
     url,
-    port: Number(env.KRT_DASHBOARD_PORT ?? '8080'),
+    port: Number(env.KRT_DASHBOARD_PORT ?? '8443'),
     namespace: env.KRT_DASHBOARD_NAMESPACE ?? 'default',
     ...(keyFile ? { key: createHash('sha256').update(readFileSync(keyFile)).digest() } : {}),
   };

@@ -17,6 +17,8 @@ function secretOf(
       'tls.key': b64(m.serving.key),
       'functions.crt': b64(m.functions.cert),
       'functions.key': b64(m.functions.key),
+      'dashboard.crt': b64(m.dashboard.cert),
+      'dashboard.key': b64(m.dashboard.key),
       'ca.crt': b64(m.ca.cert),
       'ca.key': b64(m.ca.key),
       'ca-bundle.crt': b64(m.caBundle),
@@ -52,6 +54,33 @@ describe('tls-certificates function', () => {
     assert.equal(next.material.ca.cert, first.ca.cert);
   });
 
+  it("issues the dashboard's certificate for its Service only, and adds it to an existing Secret", async () => {
+    const first = (await desiredMaterial(undefined, t0)).material;
+    const leaf = new X509Certificate(first.dashboard.cert);
+    assert.ok(leaf.verify(new X509Certificate(first.ca.cert).publicKey));
+    assert.ok(leaf.checkHost('kruntimes-dashboard.kruntimes-system.svc'));
+    assert.ok(leaf.checkHost('kruntimes-dashboard.kruntimes-system.svc.cluster.local'));
+    assert.equal(leaf.checkHost('kruntimes-fn-run-scheduler.kruntimes-system.svc'), undefined, 'no other Service');
+    assert.equal(leaf.checkIP('127.0.0.1'), undefined);
+    assert.notEqual(first.dashboard.key, first.functions.key, 'a key of its own');
+    const old = secretOf(first);
+    delete old.data['dashboard.crt'];
+    delete old.data['dashboard.key'];
+    const next = await desiredMaterial(old, new Date(t0.getTime() + DAY));
+    assert.ok(next.changed);
+    assert.deepEqual(
+      [next.material.serving.cert, next.material.functions.cert, next.material.ca.cert],
+      [first.serving.cert, first.functions.cert, first.ca.cert],
+    );
+    assert.ok(new X509Certificate(next.material.dashboard.cert).verify(new X509Certificate(first.ca.cert).publicKey));
+    const applied = await rotate({
+      state: { get: () => old, list: () => [] },
+      now: new Date(t0.getTime() + DAY),
+    });
+    const data = (applied[0] as unknown as { object: { data: Record<string, string> } }).object.data;
+    assert.ok(data['dashboard.crt'] && data['dashboard.key'], 'the Secret carries the dashboard pair');
+  });
+
   it('keeps valid material, renews the leaf 30 days before expiry, and keeps the old CA in the bundle while it is valid', async () => {
     const first = (await desiredMaterial(undefined, t0)).material;
     const again = await desiredMaterial(secretOf(first), new Date(t0.getTime() + 10 * DAY));
@@ -63,9 +92,12 @@ describe('tls-certificates function', () => {
     assert.ok(leafRenewal.changed);
     assert.equal(leafRenewal.material.ca.cert, first.ca.cert, 'same CA');
     assert.notEqual(leafRenewal.material.serving.cert, first.serving.cert);
+    assert.notEqual(leafRenewal.material.dashboard.cert, first.dashboard.cert, 'the dashboard leaf renewed too');
     const caTime = new Date(notAfter(first.ca.cert).getTime() - 30 * DAY);
     const caRenewal = await desiredMaterial(secretOf(first), caTime);
     assert.notEqual(caRenewal.material.ca.cert, first.ca.cert);
+    const newCa = new X509Certificate(caRenewal.material.ca.cert).publicKey;
+    assert.ok(new X509Certificate(caRenewal.material.dashboard.cert).verify(newCa), 'reissued by the new CA');
     assert.equal(splitBundle(caRenewal.material.caBundle).length, 2, 'old and new CA both trusted during rotation');
     const later = await desiredMaterial(
       secretOf(caRenewal.material),

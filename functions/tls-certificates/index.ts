@@ -1,5 +1,6 @@
 /**
- * Cron function: keeps the extension API server's serving certificate and every caBundle that
+ * Cron function: keeps the extension API server's serving certificate (and those of the function
+ * servers and the in-cluster dashboard) and every caBundle that
  * must trust it current, rotating without downtime. The serving certificate is renewed 30 days
  * before expiry from the same CA; the CA is renewed 90 days before expiry and, until the old
  * CA expires, caBundles carry both CAs so every client trusts the old and new serving cert.
@@ -40,12 +41,46 @@ export interface Material {
   /** The function servers' certificate (webhook transport): any Service of the namespace. Their
    * Pods mount only these two keys of the Secret (functions.crt, functions.key). */
   functions: KeyPairPem;
+  /** The in-cluster dashboard's certificate (kustomize/components/dashboard): its Service only.
+   * Its Pod mounts only these two keys (dashboard.crt, dashboard.key). */
+  dashboard: KeyPairPem;
 }
 
 /** The DNS names of the function servers' certificate: every Service of the kruntimes namespace. */
 export const FUNCTION_SERVER_DNS = [`*.${NAMESPACE}.svc`, `*.${NAMESPACE}.svc.cluster.local`];
 
+/** The dashboard's Service (kustomize/components/dashboard) and the DNS names its certificate carries. */
+export const DASHBOARD_SERVICE = 'kruntimes-dashboard';
+export const DASHBOARD_DNS = [
+  `${DASHBOARD_SERVICE}.${NAMESPACE}.svc`,
+  `${DASHBOARD_SERVICE}.${NAMESPACE}.svc.cluster.local`,
+  DASHBOARD_SERVICE,
+];
+
 const renewLeaf = (leaf: KeyPairPem, now: Date): boolean => notAfter(leaf.cert).getTime() - now.getTime() < 30 * DAY;
+
+/** The key pair stored under `<name>.crt` and `<name>.key`, when both are there. */
+const pairOf = (d: Record<string, string>, name: string): KeyPairPem | undefined =>
+  d[`${name}.crt`] && d[`${name}.key`] ? { cert: unb64(d[`${name}.crt`]), key: unb64(d[`${name}.key`]) } : undefined;
+
+/** The leaf certificates of `ca`, each kept while valid for 30 more days, else issued anew. */
+async function leaves(
+  ca: KeyPairPem,
+  held: Partial<Record<'serving' | 'functions' | 'dashboard', KeyPairPem>>,
+  now: Date,
+): Promise<{ leaves: Pick<Material, 'serving' | 'functions' | 'dashboard'>; changed: boolean }> {
+  let changed = false;
+  const leaf = async (have: KeyPairPem | undefined, cn: string, dns: string[], ips: string[]): Promise<KeyPairPem> => {
+    if (have && !renewLeaf(have, now)) return have;
+    changed = true;
+    return issueServing(ca, cn, { dns, ips }, now, 365);
+  };
+  const dns = [`${SERVICE}.${NAMESPACE}.svc`, `${SERVICE}.${NAMESPACE}.svc.cluster.local`, SERVICE, 'localhost'];
+  const serving = await leaf(held.serving, `${SERVICE}.${NAMESPACE}.svc`, dns, ['127.0.0.1']);
+  const functions = await leaf(held.functions, `functions.${NAMESPACE}.svc`, FUNCTION_SERVER_DNS, []);
+  const dashboard = await leaf(held.dashboard, `${DASHBOARD_SERVICE}.${NAMESPACE}.svc`, DASHBOARD_DNS, []);
+  return { leaves: { serving, functions, dashboard }, changed };
+}
 
 /** Decides the material to hold now, reusing what is still valid. */
 export async function desiredMaterial(
@@ -53,21 +88,14 @@ export async function desiredMaterial(
   now: Date,
 ): Promise<{ material: Material; changed: boolean }> {
   const d = current?.data ?? {};
-  let ca: KeyPairPem | undefined =
-    d['ca.crt'] && d['ca.key'] ? { cert: unb64(d['ca.crt']), key: unb64(d['ca.key']) } : undefined;
+  let ca = d['ca.crt'] && d['ca.key'] ? { cert: unb64(d['ca.crt']), key: unb64(d['ca.key']) } : undefined;
   let bundle = unb64(d['ca-bundle.crt']) || ca?.cert || '';
-  let serving: KeyPairPem | undefined =
-    d['tls.crt'] && d['tls.key'] ? { cert: unb64(d['tls.crt']), key: unb64(d['tls.key']) } : undefined;
-  let functions: KeyPairPem | undefined =
-    d['functions.crt'] && d['functions.key']
-      ? { cert: unb64(d['functions.crt']), key: unb64(d['functions.key']) }
-      : undefined;
+  let held = { serving: pairOf(d, 'tls'), functions: pairOf(d, 'functions'), dashboard: pairOf(d, 'dashboard') };
   let changed = false;
   if (!ca || notAfter(ca.cert).getTime() - now.getTime() < 90 * DAY) {
     ca = await createCa('kruntimes-extension-ca', now, 3650);
     bundle = [ca.cert, ...splitBundle(bundle).filter((c) => notAfter(c).getTime() > now.getTime())].join('\n');
-    serving = undefined;
-    functions = undefined;
+    held = { serving: undefined, functions: undefined, dashboard: undefined };
     changed = true;
   }
   const expired = splitBundle(bundle).filter((c) => notAfter(c).getTime() <= now.getTime());
@@ -77,16 +105,11 @@ export async function desiredMaterial(
       .join('\n');
     changed = true;
   }
-  if (!serving || renewLeaf(serving, now)) {
-    const dns = [`${SERVICE}.${NAMESPACE}.svc`, `${SERVICE}.${NAMESPACE}.svc.cluster.local`, SERVICE, 'localhost'];
-    serving = await issueServing(ca, `${SERVICE}.${NAMESPACE}.svc`, { dns, ips: ['127.0.0.1'] }, now, 365);
-    changed = true;
-  }
-  if (!functions || renewLeaf(functions, now)) {
-    functions = await issueServing(ca, `functions.${NAMESPACE}.svc`, { dns: FUNCTION_SERVER_DNS, ips: [] }, now, 365);
-    changed = true;
-  }
-  return { material: { ca, caBundle: bundle.trim() + '\n', serving, functions }, changed };
+  const issued = await leaves(ca, held, now);
+  return {
+    material: { ca, caBundle: bundle.trim() + '\n', ...issued.leaves },
+    changed: changed || issued.changed,
+  };
 }
 
 function caPatches(state: CronInput['state'], bundle: string): Operation[] {
@@ -132,6 +155,8 @@ export async function rotate({ state, now }: CronInput): Promise<Operation[]> {
           'tls.key': b64(material.serving.key),
           'functions.crt': b64(material.functions.cert),
           'functions.key': b64(material.functions.key),
+          'dashboard.crt': b64(material.dashboard.cert),
+          'dashboard.key': b64(material.dashboard.key),
           'ca.crt': b64(material.ca.cert),
           'ca.key': b64(material.ca.key),
           'ca-bundle.crt': b64(material.caBundle),

@@ -1,0 +1,66 @@
+/**
+ * The in-cluster dashboard's HTTPS server: its certificate is the `dashboard.crt`/`dashboard.key`
+ * pair the tls-certificates function issues for the dashboard's Service (mounted from the Secret
+ * kruntimes-extension-tls), and a rotated pair is picked up without a restart, as the extension
+ * API server does: both files are polled, and a new pair replaces the old one only once it loads
+ * (a half-written rotation, e.g. a new certificate with the old key, keeps the old pair serving).
+ */
+import { readFileSync, unwatchFile, watchFile, type StatsListener } from 'node:fs';
+import https from 'node:https';
+import type { RequestListener } from 'node:http';
+import { createSecureContext } from 'node:tls';
+
+export interface ServingTls {
+  certFile: string;
+  keyFile: string;
+  /** How often the files are checked for a rotated pair (ms); 2 s by default. */
+  checkMs?: number;
+}
+
+/** What a reload did: `reloaded`, or `kept` with the reason the new files did not load. */
+export type ReloadEvent = { event: 'reloaded' } | { event: 'kept'; err: unknown };
+
+const options = (tls: ServingTls): https.ServerOptions => ({
+  cert: readFileSync(tls.certFile),
+  key: readFileSync(tls.keyFile),
+  minVersion: 'TLSv1.2',
+});
+
+/** Loads the pair once (a clear error when it is missing or does not match). */
+function firstOptions(tls: ServingTls): https.ServerOptions {
+  try {
+    const o = options(tls);
+    createSecureContext(o);
+    return o;
+  } catch (err) {
+    throw new Error(
+      `the dashboard's serving certificate ${tls.certFile} and key ${tls.keyFile} do not load (mount dashboard.crt and dashboard.key of the Secret kruntimes-extension-tls): ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+}
+
+/** An HTTPS server for `app` whose certificate follows the files; `stop` ends the polling. */
+export function secureServer(
+  app: RequestListener,
+  tls: ServingTls,
+  onReload: (e: ReloadEvent) => void = () => undefined,
+): { server: https.Server; stop: () => void } {
+  const server = https.createServer(firstOptions(tls), app);
+  const reload: StatsListener = (curr, prev) => {
+    if (curr.mtimeMs === prev.mtimeMs && curr.ino === prev.ino) return;
+    try {
+      server.setSecureContext(options(tls));
+      onReload({ event: 'reloaded' });
+    } catch (err) {
+      onReload({ event: 'kept', err });
+    }
+  };
+  const interval = tls.checkMs ?? 2000;
+  for (const f of [tls.certFile, tls.keyFile]) watchFile(f, { interval, persistent: false }, reload);
+  return {
+    server,
+    stop: () => {
+      for (const f of [tls.certFile, tls.keyFile]) unwatchFile(f, reload);
+    },
+  };
+}
