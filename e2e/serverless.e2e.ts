@@ -13,7 +13,7 @@
  */
 import assert from 'node:assert/strict';
 import { PatchType } from '../lib/kube/client.ts';
-import { loadFunctions, watchFunctions } from '../apiserver/functions.ts';
+import { admissionFunctions, loadFunctions, watchFunctions } from '../apiserver/functions.ts';
 import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
 import { cleanup, uniq, X } from './jobclass-fixtures.ts';
 import { createRun, example, finished, getRun, GROUP, runtimePods, type RunObj } from './runs-helpers.ts';
@@ -66,7 +66,7 @@ describe('serverless functions: webhook transport and one identity per function'
     if (switched) await useTransport('inprocess');
   });
 
-  it('RBAC both ways: the relay reads no Secret and writes no Run itself; each function may what it declares only', async () => {
+  it('RBAC both ways: the relay reads no Secret, writes no Run and reviews no access itself; each function may what it declares only', async () => {
     await assertAppliedAsFunctions(ns);
     const relay = sa('kruntimes-extension');
     const secrets = { verb: 'get', resource: 'secrets', namespace: ns, name: 'x' };
@@ -80,12 +80,18 @@ describe('serverless functions: webhook transport and one identity per function'
       'a cron function is not impersonated',
     );
     assert.equal(await may(relay, { verb: 'impersonate', resource: 'users', name: 'admin' }), false);
+    // Admission functions too: the server reviews access only as the function that declares it.
+    const review = { verb: 'create', group: 'authorization.k8s.io', resource: 'subjectaccessreviews' };
+    assert.equal(await may(relay, review), false, 'relay: create subjectaccessreviews');
+    assert.equal(await may(relay, impersonate('kruntimes-fn-jobclass-admission')), true);
+    assert.equal(await may(sa('kruntimes-fn-jobclass-admission'), review), true, 'jobclass-admission: review');
     assert.equal(await may(sa('kruntimes-fn-run-scheduler'), secrets), false, 'scheduler: get secrets');
     const opensandbox = sa('kruntimes-fn-jobclass-opensandbox');
     assert.equal(await may(opensandbox, secrets), true, 'opensandbox adapter: get secrets by name');
     assert.equal(await may(opensandbox, { ...secrets, verb: 'list', name: undefined }), false);
     assert.equal(await may(opensandbox, runStatus), false);
-    for (const fn of watchFunctions(await loadFunctions())) {
+    const fns = await loadFunctions();
+    for (const fn of [...watchFunctions(fns), ...admissionFunctions(fns)]) {
       for (const r of fn.rbac) {
         const a: Access = {
           verb: r.verbs[0]!,
