@@ -130,15 +130,37 @@ interface Row {
   tput: number;
   cpuPerRun: number;
   ok: number;
+  /** Function invocations (reconciles, any transport) per Run, from the relay's metrics. */
+  callsPerRun: number;
+}
+
+/** Reconciles so far per function, from the extension server's /metrics (any transport). */
+async function reconciles(api: KubeClient): Promise<Record<string, number>> {
+  const pods = await api.list<KubeObject & { status?: { podIP?: string } }>(
+    '/api/v1/namespaces/kruntimes-system/pods',
+    { labelSelector: 'app.kubernetes.io/name=kruntimes-extension' },
+  );
+  const ip = pods.items.find((p) => p.status?.podIP && !p.metadata.deletionTimestamp)?.status?.podIP;
+  const text = ip ? await (await fetch(`http://${ip}:8080/metrics`)).text() : '';
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^controller_runtime_reconcile_total\{([^}]*)\} (\d+)/gm)) {
+    const fn = /controller="([^"]+)"/.exec(m[1] ?? '')?.[1] ?? '';
+    out[fn] = (out[fn] ?? 0) + Number(m[2]);
+  }
+  return out;
 }
 
 async function measure(api: KubeClient, t: Transport, round: number, mine: (cmd: string) => boolean): Promise<Row> {
   await burst(api, `warm-${t}-${round}`, 5);
-  const before = cpuTicks(mine);
+  const [before, calls0] = [cpuTicks(mine), await reconciles(api)];
   const r = await burst(api, `b-${t}-${round}`, RUNS);
   const cpu = cpuTotalMs(before, cpuTicks(mine));
+  const calls1 = await reconciles(api);
+  const perFn = Object.entries(calls1).map(([fn, n]) => [fn, n - (calls0[fn] ?? 0)] as const);
+  process.stdout.write(`  ${t} invocations: ${perFn.map(([fn, n]) => `${fn}=${n}`).join(' ')}\n`);
   const s = summary(r.complete);
-  return { t, p50: s.p50, p95: s.p95, tput: r.ok / r.wallS, cpuPerRun: cpu / RUNS, ok: r.ok };
+  const callsPerRun = perFn.reduce((a, [, n]) => a + n, 0) / RUNS;
+  return { t, p50: s.p50, p95: s.p95, tput: r.ok / r.wallS, cpuPerRun: cpu / RUNS, ok: r.ok, callsPerRun };
 }
 
 /** Each transport's median over the rounds, and its ratios to inprocess (the issue's target: 1.15x). */
@@ -157,6 +179,7 @@ function report(rows: Row[]): void {
       tput: med(r.map((x) => x.tput)),
       cpuPerRun: med(r.map((x) => x.cpuPerRun)),
       ok: Math.min(...r.map((x) => x.ok)),
+      callsPerRun: med(r.map((x) => x.callsPerRun)),
     };
   };
   const base = of('inprocess');
@@ -170,7 +193,7 @@ function report(rows: Row[]): void {
     const r = of(t);
     process.stdout.write(
       `  ${t.padEnd(9)} complete p50 ${ms(r.p50)}  p95 ${ms(r.p95)}  throughput ${r.tput.toFixed(1)} Runs/s  ` +
-        `CPU/Run ${r.cpuPerRun.toFixed(1)} ms  ok ${r.ok}/${RUNS}  ` +
+        `CPU/Run ${r.cpuPerRun.toFixed(1)} ms  invocations/Run ${r.callsPerRun.toFixed(1)}  ok ${r.ok}/${RUNS}  ` +
         `(p50 ${(r.p50 / base.p50).toFixed(2)}x of inprocess, throughput ${(r.tput / base.tput).toFixed(2)}x)\n`,
     );
   }
