@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
-import { decide, reviewResponse } from './admission.ts';
+import { pino } from 'pino';
+import { admissionRouter, decide, reviewResponse } from './admission.ts';
+import { functionUser } from './functions.ts';
+import { KubeClient } from '../lib/kube/client.ts';
+import { FnMetrics } from '../lib/fn/metrics.ts';
 import type { AdmissionFunction, AdmissionRequest } from '../lib/fn/types.ts';
 import { checkOwner } from '../e2e/fixtures/functions/sample-policy/index.ts';
 
@@ -67,5 +71,21 @@ describe('admission router', () => {
     assert.equal(checkOwner(req).allowed, false);
     assert.equal(checkOwner({ ...req, object: { metadata: { name: 'x' } } }).allowed, true);
     assert.equal(checkOwner({ ...req, object: { ...req.object!, data: { owner: 'a' } } }).allowed, true);
+  });
+
+  it("makes each function's API calls through its own client: the function's ServiceAccount", () => {
+    const asked: string[] = [];
+    const server = new KubeClient({ server: 'https://127.0.0.1:6443' });
+    admissionRouter(
+      [fnWith(() => ({ allowed: true })), { ...fnWith(() => ({ allowed: true })), name: 'u' }],
+      (fn) => {
+        asked.push(fn.name);
+        return server.as(functionUser('kruntimes-system', fn.name));
+      },
+      pino({ level: 'silent' }),
+      new FnMetrics(),
+    );
+    assert.deepEqual(asked, ['t', 'u']);
+    assert.equal(functionUser('kruntimes-system', 't'), 'system:serviceaccount:kruntimes-system:kruntimes-fn-t');
   });
 });

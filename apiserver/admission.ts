@@ -66,18 +66,9 @@ export async function decide(
   }
 }
 
-export function admissionRouter(
-  functions: AdmissionFunction[],
-  client: KubeClient,
-  log: Logger,
-  metrics: FnMetrics,
-  now: () => Date = () => new Date(),
-): Router {
-  const router = express.Router();
-  router.use(express.json({ limit: '3mb' }));
-  const byName = new Map(functions.map((f) => [f.name, f]));
-  const ctx = {
-    now: now(),
+/** The API calls a handler may make, through `client` (the function's own identity). */
+export function apiContext(client: KubeClient): Pick<AdmissionContext, 'post' | 'get'> {
+  return {
     post: <T>(path: string, body: unknown): Promise<T> =>
       client.request<T>('POST', path, { body, contentType: 'application/json', timeoutMs: 2000 }),
     get: async <T extends KubeObject>(path: string): Promise<T | undefined> => {
@@ -89,10 +80,26 @@ export function admissionRouter(
       }
     },
   };
+}
+
+/**
+ * Serves each admission function at /admission/<name>; its handler's API calls go through
+ * `clientFor(fn)`, the function's own ServiceAccount (never the server's identity).
+ */
+export function admissionRouter(
+  functions: AdmissionFunction[],
+  clientFor: (fn: AdmissionFunction) => KubeClient,
+  log: Logger,
+  metrics: FnMetrics,
+  now: () => Date = () => new Date(),
+): Router {
+  const router = express.Router();
+  router.use(express.json({ limit: '3mb' }));
+  const byName = new Map(functions.map((f) => [f.name, { fn: f, api: apiContext(clientFor(f)) }]));
   router.post(`${ADMISSION_PREFIX}:name`, (req: Request, res: Response) => {
-    const fn = byName.get(String(req.params.name));
+    const { fn, api } = byName.get(String(req.params.name)) ?? {};
     const review = req.body as AdmissionReview;
-    if (!fn || !review?.request?.uid) {
+    if (!fn || !api || !review?.request?.uid) {
       res.status(fn ? 400 : 404).json({
         message: fn
           ? 'expected an admission.k8s.io/v1 AdmissionReview with request.uid'
@@ -102,7 +109,7 @@ export function admissionRouter(
     }
     const end = metrics.admissionTime.startTimer({ function: fn.name });
     const deadlineMs = Math.max(200, fn.trigger.timeoutSeconds * 1000 - 500);
-    void decide(fn, review.request, { ...ctx, now: now() }, deadlineMs).then((result) => {
+    void decide(fn, review.request, { ...api, now: now() }, deadlineMs).then((result) => {
       end();
       metrics.admissionTotal.inc({ function: fn.name, allowed: String(result.allowed) });
       if (!result.allowed)

@@ -19,6 +19,12 @@ export const FUNCTIONS_DIR = join(REPO_ROOT, 'functions');
 export const EXTRA_DIRS_ENV = 'KRT_EXTRA_FUNCTION_DIRS';
 /** The ServiceAccount of function <name> is kruntimes-fn-<name> (scripts/gen-manifests.ts renders it). */
 export const FUNCTION_SA_PREFIX = 'kruntimes-fn-';
+/**
+ * The user a function's API calls are made as: its own ServiceAccount, which the extension server
+ * impersonates (watch functions' operations and live reads, admission functions' reads and reviews).
+ */
+export const functionUser = (namespace: string, fn: string): string =>
+  `system:serviceaccount:${namespace}:${FUNCTION_SA_PREFIX}${fn}`;
 
 /** functions/ plus the extra directories named in the environment (test fixtures). */
 export function functionDirs(env: NodeJS.ProcessEnv = process.env): string[] {

@@ -1,47 +1,17 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { pino } from 'pino';
-import { TerminalError, TransientError, WaitingError } from '../lib/fn/errors.ts';
+import { TransientError, WaitingError } from '../lib/fn/errors.ts';
 import { FakeState } from '../lib/fn/fake-state.ts';
 import { lambdaName, lambdaRequest, lambdaResult } from '../lib/fn/lambda.ts';
 import { R } from '../lib/fn/resources.ts';
-import type { ReconcileInput, WatchFunction } from '../lib/fn/types.ts';
 import { WIRE_API_VERSION, WIRE_KIND, type InvocationRequest } from '../lib/fn/wire.ts';
-import type { KubeObject } from '../lib/kube/types.ts';
 import { BadRequest, lambdaHandler, servedFunctions } from './fnlambda.ts';
 import { EndpointPool, LambdaTransport, loadLambdaConfig, sigv4Signer, type LambdaConfig } from './lambda.ts';
+import { obj, reader } from './transport-fixtures.ts';
 
 const log = pino({ level: 'silent' });
 
-/** Reads a Runtime by the key's name and lists the namespace's labelled Pods: the scheduler's shape. */
-const reader: WatchFunction = {
-  name: 'reader',
-  description: 'test',
-  trigger: { type: 'watch', resource: R.runtimes },
-  rbac: [],
-  handler: ({ key, state, now }: ReconcileInput) => {
-    const [ns, name] = key.split('/') as [string, string];
-    const rt = state.get(R.runtimes, ns, name);
-    const pods = state.list(R.pods, ns, { runtime: name });
-    if (!rt) throw new WaitingError('NoRuntime', 'runtime missing', 1234);
-    if (rt.metadata.labels?.bad) throw new TerminalError('Bad', 'bad runtime');
-    return [
-      {
-        op: 'apply',
-        resource: R.configMaps,
-        object: {
-          metadata: { name: `${name}-seen`, namespace: ns },
-          data: { pods: pods.map((p) => p.metadata.name).join(','), at: now.toISOString() },
-        },
-      },
-      { op: 'requeue', afterMs: 500 },
-    ];
-  },
-};
-
-const obj = (name: string, ns: string, labels: Record<string, string> = {}): KubeObject => ({
-  metadata: { name, namespace: ns, labels },
-});
 const now = new Date('2026-01-02T03:04:05.000Z');
 const wireReq = (over: Partial<InvocationRequest> = {}): InvocationRequest => ({
   uid: 'u-1',

@@ -16,7 +16,7 @@ import { ADMISSION_PREFIX, admissionRouter } from './admission.ts';
 import { verifyProxyCert, type RequestHeaderConfig, type RequestHeaderSource } from './aggregation/requestheader.ts';
 import { aggregationRouter } from './aggregation/router.ts';
 import type { ServerConfig } from './config.ts';
-import { admissionFunctions, FUNCTION_SA_PREFIX, watchFunctions } from './functions.ts';
+import { admissionFunctions, functionUser, watchFunctions } from './functions.ts';
 import { LeaderElector } from './leader.ts';
 import { Relay } from './relay.ts';
 import {
@@ -64,7 +64,9 @@ export async function startServer(
       ADMISSION_PREFIX,
       requireApiServerCert(() => aggregated.source.current(), log),
     );
-  app.use(admissionRouter(admissionFunctions(selected), client, log.child({ host: 'admission' }), metrics));
+  // Each admission function reads and reviews as its own ServiceAccount, like the watch functions.
+  const asFunction = (fn: FunctionDef): KubeClient => client.as(functionUser(cfg.namespace, fn.name));
+  app.use(admissionRouter(admissionFunctions(selected), asFunction, log.child({ host: 'admission' }), metrics));
   app.use(aggregated.router);
   const secure = secureServer(cfg, app, aggregated.source, log);
   const sessions = new SessionProxy({
@@ -151,7 +153,7 @@ function startRelay(
     client,
     // Every operation and live read of a function is made as its own ServiceAccount (the relay
     // may impersonate exactly those, by resourceNames): its generated role is all it can do.
-    clientFor: (fn) => client.as(`system:serviceaccount:${cfg.namespace}:${FUNCTION_SA_PREFIX}${fn.name}`),
+    clientFor: (fn) => client.as(functionUser(cfg.namespace, fn.name)),
     transportFor,
     log: log.child({ host: 'relay' }),
     metrics: host.metrics,

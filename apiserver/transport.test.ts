@@ -7,44 +7,13 @@ import { pino } from 'pino';
 import { TerminalError, WaitingError } from '../lib/fn/errors.ts';
 import { FakeState } from '../lib/fn/fake-state.ts';
 import { R } from '../lib/fn/resources.ts';
-import type { ReconcileInput, WatchFunction } from '../lib/fn/types.ts';
 import { WIRE_API_VERSION, WIRE_KIND } from '../lib/fn/wire.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
-import type { KubeObject } from '../lib/kube/types.ts';
 import { functionApp } from './fnserver.ts';
 import { CaAgent, loadTransportConfig, WebhookTransport, type TransportConfig } from './transport.ts';
+import { obj, reader } from './transport-fixtures.ts';
 
 const log = pino({ level: 'silent' });
-
-/** Reads a Runtime by the key's name and lists the namespace's labelled Pods: the scheduler's shape. */
-const reader: WatchFunction = {
-  name: 'reader',
-  description: 'test',
-  trigger: { type: 'watch', resource: R.runtimes },
-  rbac: [],
-  handler: ({ key, state, now }: ReconcileInput) => {
-    const [ns, name] = key.split('/') as [string, string];
-    const rt = state.get(R.runtimes, ns, name);
-    const pods = state.list(R.pods, ns, { runtime: name });
-    if (!rt) throw new WaitingError('NoRuntime', 'runtime missing', 1234);
-    if (rt.metadata.labels?.bad) throw new TerminalError('Bad', 'bad runtime');
-    return [
-      {
-        op: 'apply',
-        resource: R.configMaps,
-        object: {
-          metadata: { name: `${name}-seen`, namespace: ns },
-          data: { pods: pods.map((p) => p.metadata.name).join(','), at: now.toISOString() },
-        },
-      },
-      { op: 'requeue', afterMs: 500 },
-    ];
-  },
-};
-
-const obj = (name: string, ns: string, labels: Record<string, string> = {}): KubeObject => ({
-  metadata: { name, namespace: ns, labels },
-});
 
 describe('webhook transport (real TLS server, wire format v1alpha1)', () => {
   let server: https.Server;

@@ -14,6 +14,7 @@ import { functionApp } from '../apiserver/fnserver.ts';
 import { LambdaTransport, loadLambdaConfig } from '../apiserver/lambda.ts';
 import { inprocess, loadTransportConfig, WebhookTransport, type Transport } from '../apiserver/transport.ts';
 import { startLambdaRie } from '../e2e/lambda-rie.ts';
+import { buildBundle } from '../localenv/bundle.ts';
 import { FakeState } from '../lib/fn/fake-state.ts';
 import { R } from '../lib/fn/resources.ts';
 import type { ReconcileInput, WatchFunction } from '../lib/fn/types.ts';
@@ -65,6 +66,7 @@ async function main(): Promise<void> {
   agent.destroy();
   server.close();
 
+  await buildBundle(); // the Lambda runs the bundle (cmd/lambda.mjs), as in its image
   const rie = await startLambdaRie(1, { KRT_FUNCTIONS: 'run-scheduler' });
   const lambda = new LambdaTransport(loadLambdaConfig(rie.env), undefined);
   try {

@@ -10,6 +10,7 @@
  *   npx tsx bench/transports.ts            # 50 Runs, concurrency 25, 4 Lambda execution environments
  *   BENCH_ROUNDS=2 npx tsx bench/transports.ts   # each transport twice, interleaved
  */
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { down, up } from '../localenv/environment.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
@@ -129,29 +130,73 @@ interface Row {
   tput: number;
   cpuPerRun: number;
   ok: number;
+  /** Function invocations (reconciles, any transport) per Run, from the relay's metrics. */
+  callsPerRun: number;
+}
+
+/** Reconciles so far per function, from the extension server's /metrics (any transport). */
+async function reconciles(api: KubeClient): Promise<Record<string, number>> {
+  const pods = await api.list<KubeObject & { status?: { podIP?: string } }>(
+    '/api/v1/namespaces/kruntimes-system/pods',
+    { labelSelector: 'app.kubernetes.io/name=kruntimes-extension' },
+  );
+  const ip = pods.items.find((p) => p.status?.podIP && !p.metadata.deletionTimestamp)?.status?.podIP;
+  const text = ip ? await (await fetch(`http://${ip}:8080/metrics`)).text() : '';
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^controller_runtime_reconcile_total\{([^}]*)\} (\d+)/gm)) {
+    const fn = /controller="([^"]+)"/.exec(m[1] ?? '')?.[1] ?? '';
+    out[fn] = (out[fn] ?? 0) + Number(m[2]);
+  }
+  return out;
 }
 
 async function measure(api: KubeClient, t: Transport, round: number, mine: (cmd: string) => boolean): Promise<Row> {
   await burst(api, `warm-${t}-${round}`, 5);
-  const before = cpuTicks(mine);
+  const [before, calls0] = [cpuTicks(mine), await reconciles(api)];
   const r = await burst(api, `b-${t}-${round}`, RUNS);
   const cpu = cpuTotalMs(before, cpuTicks(mine));
+  const calls1 = await reconciles(api);
+  const perFn = Object.entries(calls1).map(([fn, n]) => [fn, n - (calls0[fn] ?? 0)] as const);
+  process.stdout.write(`  ${t} invocations: ${perFn.map(([fn, n]) => `${fn}=${n}`).join(' ')}\n`);
   const s = summary(r.complete);
-  return { t, p50: s.p50, p95: s.p95, tput: r.ok / r.wallS, cpuPerRun: cpu / RUNS, ok: r.ok };
+  const callsPerRun = perFn.reduce((a, [, n]) => a + n, 0) / RUNS;
+  return { t, p50: s.p50, p95: s.p95, tput: r.ok / r.wallS, cpuPerRun: cpu / RUNS, ok: r.ok, callsPerRun };
 }
 
+/** Each transport's median over the rounds, and its ratios to inprocess (the issue's target: 1.15x). */
 function report(rows: Row[]): void {
-  const base = rows.filter((r) => r.t === 'inprocess');
-  const med = (xs: number[]): number => summary(xs).p50;
-  const b50 = med(base.map((r) => r.p50));
-  const bt = med(base.map((r) => r.tput));
+  const med = (xs: number[]): number => {
+    const s = [...xs].sort((x, y) => x - y);
+    const m = Math.floor(s.length / 2);
+    return s.length % 2 ? (s[m] ?? NaN) : ((s[m - 1] ?? NaN) + (s[m] ?? NaN)) / 2;
+  };
+  const of = (t: Transport): Row => {
+    const r = rows.filter((x) => x.t === t);
+    return {
+      t,
+      p50: med(r.map((x) => x.p50)),
+      p95: med(r.map((x) => x.p95)),
+      tput: med(r.map((x) => x.tput)),
+      cpuPerRun: med(r.map((x) => x.cpuPerRun)),
+      ok: Math.min(...r.map((x) => x.ok)),
+      callsPerRun: med(r.map((x) => x.callsPerRun)),
+    };
+  };
+  const base = of('inprocess');
   process.stdout.write(
-    `\ntransports: ${RUNS} Runs, concurrency ${CONC}, 2 Runtime Pods, ${LAMBDA_ENVS} Lambda execution environments\n`,
+    `\ntransports: ${RUNS} Runs, concurrency ${CONC}, 2 Runtime Pods, ${LAMBDA_ENVS} Lambda execution environments, ` +
+      `median of ${ROUNDS} round(s); load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}\n`,
   );
-  for (const r of rows)
+  for (const t of ['inprocess', 'webhook', 'lambda'] as const) {
+    const r = of(t);
     process.stdout.write(
-      `  ${r.t.padEnd(9)} complete p50 ${ms(r.p50)}  p95 ${ms(r.p95)}  throughput ${r.tput.toFixed(1)} Runs/s  CPU/Run ${r.cpuPerRun.toFixed(1)} ms  ok ${r.ok}/${RUNS}  (p50 ${(r.p50 / b50).toFixed(2)}x, throughput ${(bt / r.tput).toFixed(2)}x of inprocess)\n`,
+      `  ${t.padEnd(9)} complete p50 ${ms(r.p50)}  p95 ${ms(r.p95)}  throughput ${r.tput.toFixed(1)} Runs/s  ` +
+        `CPU/Run ${r.cpuPerRun.toFixed(1)} ms  invocations/Run ${r.callsPerRun.toFixed(1)}  ok ${r.ok}/${RUNS}  ` +
+        `(p50 ${(r.p50 / base.p50).toFixed(2)}x of inprocess, throughput ${(r.tput / base.tput).toFixed(2)}x)\n`,
     );
+  }
 }
 
 async function main(): Promise<void> {
@@ -167,13 +212,16 @@ async function main(): Promise<void> {
     await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, benchRuntime('bench-bash', 2, 64, {}));
     await burst(api, 'ready', 2);
+    // One unmeasured burst first: the first burst after the Runtime starts is slower whatever the
+    // transport, and would count against the one measured first (inprocess).
+    await burst(api, 'warm', RUNS);
     const mine = (cmd: string): boolean => cmd.includes(root) || /aws-lambda-ri[ce]/.test(cmd);
     const rows: Row[] = [];
     for (let round = 0; round < ROUNDS; round++)
       for (const t of ['inprocess', 'webhook', 'lambda'] as const) {
         await use(api, t, rie);
         rows.push(await measure(api, t, round, mine));
-        process.stdout.write(`${JSON.stringify(rows[rows.length - 1])}\n`);
+        process.stdout.write(`${JSON.stringify({ ...rows[rows.length - 1], load: loadavg()[0] })}\n`);
       }
     report(rows);
   } finally {

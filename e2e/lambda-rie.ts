@@ -1,15 +1,18 @@
 /**
  * The function's Lambda as host processes for tests and benchmarks: the AWS Lambda Runtime
  * Interface Emulator (scripts/build-lambda-rie.sh; KRT_LAMBDA_RIE_BIN) in front of aws-lambda-ric
- * running cmd/lambda.handler, the entrypoint of lambda/Dockerfile. Each instance is one
+ * running cmd/lambda.handler, the entrypoint of lambda/Dockerfile, which loads the JavaScript bundle
+ * (dist/lambda.mjs; the local environment builds it on `up`) on plain node as in the image. Each instance is one
  * execution environment (one invocation at a time), listening on 127.0.0.1; the relay reaches it
  * at the Invoke API path with the function name `function`.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { freePort } from '../localenv/ports.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
+import { LAMBDA_FILE } from '../localenv/bundle.ts';
 import { lambdaRequest } from '../lib/fn/lambda.ts';
 
 export interface LambdaRie {
@@ -34,10 +37,18 @@ async function startOne(
   const [port, apiPort] = [await freePort(), await freePort()];
   const args = ['--runtime-interface-emulator-address', `127.0.0.1:${port}`];
   args.push('--runtime-api-address', `127.0.0.1:${apiPort}`);
+  // The image's entrypoint: plain node running aws-lambda-ric, which loads cmd/lambda.mjs (the bundle).
   // A process group of its own: stop() ends the emulator and the runtime it started.
-  const child = spawn(bin, [...args, process.execPath, '--import', 'tsx', ric, 'cmd/lambda.handler'], {
+  const child = spawn(bin, [...args, process.execPath, ric, 'cmd/lambda.handler'], {
     cwd: REPO_ROOT,
-    env: { ...process.env, LAMBDA_TASK_ROOT: REPO_ROOT, LOG_LEVEL: 'warn', PINO_LEVEL: 'warn', ...env },
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '',
+      LAMBDA_TASK_ROOT: REPO_ROOT,
+      LOG_LEVEL: 'warn',
+      PINO_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', process.env.KRT_LAMBDA_RIE_LOG ? 'inherit' : 'ignore'],
     detached: true,
   });
@@ -62,6 +73,7 @@ async function warm(url: string, deadline: number): Promise<void> {
 
 /** Starts `count` execution environments of the watch functions (KRT_FUNCTIONS in `env` narrows them). */
 export async function startLambdaRie(count = 1, env: Record<string, string> = {}): Promise<LambdaRie> {
+  if (!existsSync(LAMBDA_FILE)) throw new Error(`${LAMBDA_FILE} is missing: build the bundle (npm run bundle)`);
   const bin = rieBin();
   const ric = createRequire(join(REPO_ROOT, 'package.json')).resolve('aws-lambda-ric');
   const children: (ChildProcess & { url: string })[] = [];

@@ -12,47 +12,23 @@
  * with KRT_FUNCTION_TRANSPORT=webhook the whole suite already runs that way and nothing switches.
  */
 import assert from 'node:assert/strict';
-import type { KubeObject } from '../lib/kube/types.ts';
 import { PatchType } from '../lib/kube/client.ts';
-import { loadFunctions, watchFunctions } from '../apiserver/functions.ts';
-import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
-import {
-  cleanup,
-  cond as jobCond,
-  job,
-  readyKubernetesClass,
-  serviceAccount,
-  uniq,
-  until,
-  X,
-} from './jobclass-fixtures.ts';
+import { admissionFunctions, loadFunctions, watchFunctions } from '../apiserver/functions.ts';
+import { admin, deleteNamespace, eventually, newNamespace } from './helpers.ts';
+import { cleanup, uniq, X } from './jobclass-fixtures.ts';
 import { createRun, example, finished, getRun, GROUP, runtimePods, type RunObj } from './runs-helpers.ts';
-
-const NS = 'kruntimes-system';
-const DEPLOYMENTS = '/apis/apps/v1/namespaces/kruntimes-system/deployments';
-type Deploy = Obj & {
-  metadata: { generation?: number };
-  status?: { observedGeneration?: number; replicas?: number; updatedReplicas?: number; availableReplicas?: number };
-};
-type Pod = Obj & { status?: { podIP?: string; containerStatuses?: { ready: boolean }[] } };
-
-async function rolledOut(name: string, want: number): Promise<void> {
-  await eventually(
-    `Deployment ${name} rolled out with ${want} available`,
-    async () => {
-      const d = await admin().get<Deploy>(`${DEPLOYMENTS}/${name}`);
-      const s = d.status ?? {};
-      return (
-        (s.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) &&
-        (s.replicas ?? 0) === want &&
-        (s.updatedReplicas ?? 0) === want &&
-        (s.availableReplicas ?? 0) === want
-      );
-    },
-    120_000,
-    200,
-  );
-}
+import {
+  assertAppliedAsFunctions,
+  DEPLOYMENTS,
+  impersonate,
+  may,
+  NS,
+  readyPod,
+  rolledOut,
+  runWorkflowAndJob,
+  sa,
+  type Access,
+} from './transport-helpers.ts';
 
 /** The transport switch: configuration of the two Deployments, never code. */
 async function useTransport(t: 'webhook' | 'inprocess'): Promise<void> {
@@ -74,52 +50,6 @@ async function useTransport(t: 'webhook' | 'inprocess'): Promise<void> {
   await rolledOut('kruntimes-extension', 1);
 }
 
-async function readyPod(app: string): Promise<Pod> {
-  return eventually(`a ready ${app} Pod`, async () => {
-    const pods = await admin().list<Pod>(`/api/v1/namespaces/${NS}/pods`, {
-      labelSelector: `app.kubernetes.io/name=${app}`,
-    });
-    return pods.items.find((x) => x.status?.containerStatuses?.[0]?.ready && !x.metadata.deletionTimestamp);
-  });
-}
-
-/** Remote invocations per function from the relay's metrics (webhook transport). */
-async function webhookInvocations(): Promise<Record<string, number>> {
-  const pod = await readyPod('kruntimes-extension');
-  const text = await (await fetch(`http://${pod.status?.podIP ?? ''}:8080/metrics`)).text();
-  const out: Record<string, number> = {};
-  for (const m of text.matchAll(/^kruntimes_function_remote_invocations_total\{([^}]*)\} (\d+)/gm)) {
-    const fn = /function="([^"]+)"/.exec(m[1] ?? '')?.[1] ?? '';
-    if (/transport="webhook"/.test(m[1] ?? '')) out[fn] = (out[fn] ?? 0) + Number(m[2]);
-  }
-  return out;
-}
-
-interface Access {
-  verb: string;
-  group?: string;
-  resource: string;
-  subresource?: string;
-  namespace?: string;
-  name?: string;
-}
-async function may(user: string, a: Access): Promise<boolean> {
-  const r = await admin().create<KubeObject & { status?: { allowed?: boolean } }>(
-    '/apis/authorization.k8s.io/v1/subjectaccessreviews',
-    {
-      apiVersion: 'authorization.k8s.io/v1',
-      kind: 'SubjectAccessReview',
-      spec: {
-        user,
-        groups: ['system:serviceaccounts', `system:serviceaccounts:${NS}`, 'system:authenticated'],
-        resourceAttributes: { group: '', ...a },
-      },
-    },
-  );
-  return r.status?.allowed === true;
-}
-const sa = (name: string): string => `system:serviceaccount:${NS}:${name}`;
-
 describe('serverless functions: webhook transport and one identity per function', function () {
   let ns: string;
   const cls = `e2e-sls-${uniq}`;
@@ -136,27 +66,32 @@ describe('serverless functions: webhook transport and one identity per function'
     if (switched) await useTransport('inprocess');
   });
 
-  it('RBAC both ways: the relay reads no Secret and writes no Run itself; each function may what it declares only', async () => {
+  it('RBAC both ways: the relay reads no Secret, writes no Run and reviews no access itself; each function may what it declares only', async () => {
+    await assertAppliedAsFunctions(ns);
     const relay = sa('kruntimes-extension');
     const secrets = { verb: 'get', resource: 'secrets', namespace: ns, name: 'x' };
     const runStatus = { verb: 'update', group: 'kruntimes.io', resource: 'runs', subresource: 'status', namespace: ns };
     assert.equal(await may(relay, secrets), false, 'relay: get secrets');
-    assert.equal(await may(relay, runStatus), false, 'relay: update runs/status');
     assert.equal(await may(relay, { verb: 'create', group: 'kruntimes.io', resource: 'runs', namespace: ns }), false);
     assert.equal(await may(relay, { verb: 'list', group: 'kruntimes.io', resource: 'runs' }), true, 'relay: list runs');
-    const imp = (name: string): Access => ({ verb: 'impersonate', resource: 'serviceaccounts', namespace: NS, name });
-    assert.equal(await may(relay, imp('kruntimes-fn-run-scheduler')), true);
-    assert.equal(await may(relay, imp('kruntimes-fn-tls-certificates')), false, 'a cron function is not impersonated');
-    assert.equal(await may(relay, imp('default')), false);
+    assert.equal(
+      await may(relay, impersonate('kruntimes-fn-tls-certificates')),
+      false,
+      'a cron function is not impersonated',
+    );
     assert.equal(await may(relay, { verb: 'impersonate', resource: 'users', name: 'admin' }), false);
-    const scheduler = sa('kruntimes-fn-run-scheduler');
-    assert.equal(await may(scheduler, runStatus), true, 'scheduler: update runs/status');
-    assert.equal(await may(scheduler, secrets), false, 'scheduler: get secrets');
+    // Admission functions too: the server reviews access only as the function that declares it.
+    const review = { verb: 'create', group: 'authorization.k8s.io', resource: 'subjectaccessreviews' };
+    assert.equal(await may(relay, review), false, 'relay: create subjectaccessreviews');
+    assert.equal(await may(relay, impersonate('kruntimes-fn-jobclass-admission')), true);
+    assert.equal(await may(sa('kruntimes-fn-jobclass-admission'), review), true, 'jobclass-admission: review');
+    assert.equal(await may(sa('kruntimes-fn-run-scheduler'), secrets), false, 'scheduler: get secrets');
     const opensandbox = sa('kruntimes-fn-jobclass-opensandbox');
     assert.equal(await may(opensandbox, secrets), true, 'opensandbox adapter: get secrets by name');
     assert.equal(await may(opensandbox, { ...secrets, verb: 'list', name: undefined }), false);
     assert.equal(await may(opensandbox, runStatus), false);
-    for (const fn of watchFunctions(await loadFunctions())) {
+    const fns = await loadFunctions();
+    for (const fn of [...watchFunctions(fns), ...admissionFunctions(fns)]) {
       for (const r of fn.rbac) {
         const a: Access = {
           verb: r.verbs[0]!,
@@ -176,45 +111,7 @@ describe('serverless functions: webhook transport and one identity per function'
   });
 
   it('a Run, a Workflow and a JobClass Job complete with their functions invoked over the webhook transport', async () => {
-    await createRun(
-      ns,
-      { runtime: 'bash', source: { inline: 'echo "sum=$((20 + 22))" >> "$KRUNTIME_OUTPUTS"' } },
-      { name: 'hook-run' },
-    );
-    await admin().create(`${GROUP}/namespaces/${ns}/workflowruns`, {
-      apiVersion: 'kruntimes.io/v1alpha1',
-      kind: 'WorkflowRun',
-      metadata: { name: 'hook-wf' },
-      spec: {
-        jobs: {
-          a: { 'runs-on': 'bash', steps: [{ name: 's', run: 'echo first' }] },
-          b: { 'runs-on': 'bash', needs: ['a'], steps: [{ name: 't', run: 'echo second' }] },
-        },
-      },
-    });
-    await serviceAccount(ns);
-    await readyKubernetesClass(cls);
-    await job(ns, 'hook-job', { jobClassName: cls, image: 'bash', command: ['bash', '-c', 'echo hello'] });
-    const run = await finished(ns, 'hook-run');
-    assert.equal(run.status?.phase, 'Succeeded', run.status?.message);
-    assert.deepEqual(run.status?.outputs, { sum: '42' });
-    const wf = await eventually(
-      'WorkflowRun hook-wf to finish',
-      async () => {
-        const w = await admin().get<Obj & { status?: { phase?: string; message?: string } }>(
-          `${GROUP}/namespaces/${ns}/workflowruns/hook-wf`,
-        );
-        return ['Succeeded', 'Failed', 'Cancelled'].includes(w.status?.phase ?? '') ? w : undefined;
-      },
-      90_000,
-      100,
-    );
-    assert.equal(wf.status?.phase, 'Succeeded', wf.status?.message);
-    const j = await until(ns, 'hook-job', (x) => ['Succeeded', 'Failed'].includes(x.status?.phase ?? ''), 'finished');
-    assert.equal(j.status?.phase, 'Succeeded', jobCond(j, 'Succeeded')?.message);
-    const seen = await webhookInvocations();
-    for (const fn of ['run-scheduler', 'workflowrun-controller', 'jobclass-controller', 'jobclass-kubernetes'])
-      assert.ok((seen[fn] ?? 0) > 0, `${fn} was invoked over the webhook transport: ${JSON.stringify(seen)}`);
+    await runWorkflowAndJob(ns, 'hook', cls, 'webhook');
   });
 
   it('a function Pod deleted in the middle of a burst of Runs loses and duplicates nothing', async () => {

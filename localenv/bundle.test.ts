@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildBundle, functionEntries } from './bundle.ts';
 import { REPO_ROOT } from './paths.ts';
+import { R } from '../lib/fn/resources.ts';
+import { WIRE_API_VERSION, WIRE_KIND } from '../lib/fn/wire.ts';
 
 /** Files the bundled modules open beside themselves: new URL('./x', import.meta.url). */
 function besideFiles(): string[] {
@@ -20,34 +22,86 @@ function besideFiles(): string[] {
   return out;
 }
 
+/**
+ * Runs cmd/lambda.mjs as aws-lambda-ric does (import the module, call `handler` with the event) in a
+ * plain node without tsx, from a copy of the Lambda image's layout: cmd/lambda.mjs beside dist/.
+ */
+function invokeLambda(root: string, event: unknown): string {
+  const script = [
+    `const { handler } = await import(${JSON.stringify(join(root, 'cmd', 'lambda.mjs'))});`,
+    `process.stdout.write('\\n' + JSON.stringify(await handler(${JSON.stringify(event)})));`,
+  ].join('\n');
+  // The handler logs (pino) on stdout too: its answer is the last line.
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '', KRT_FUNCTIONS: 'run-scheduler' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return out.split('\n').at(-1) ?? '';
+}
+
 describe('per-Pod components bundle', function () {
   this.timeout(60_000);
-  it('builds an entry that runs, with every file its modules open beside themselves', async () => {
-    // Inside the checkout (ignored), so the bundle resolves its external npm packages.
+  // Inside the checkout (ignored), so the bundle resolves its external npm packages.
+  let root = '';
+  let dir = '';
+  before(async () => {
     mkdirSync(join(REPO_ROOT, '.kruntimes'), { recursive: true });
-    const dir = mkdtempSync(join(REPO_ROOT, '.kruntimes', 'bundle-test-'));
-    try {
-      await buildBundle(dir);
-      const beside = besideFiles();
-      assert.ok(beside.includes('function-worker.py') && beside.includes('pty-bridge.py'), beside.join(','));
-      for (const f of beside) assert.ok(existsSync(join(dir, f)), `${f} beside the bundle`);
-      const out = execFileSync(process.execPath, [join(dir, 'kruntimes.mjs'), 'version'], { encoding: 'utf8' });
-      assert.match(out, /^kruntimes \d/);
-      // Every function (and the e2e suite's samples) loads from the bundle, without tsx.
-      const env = { ...process.env, KRT_EXTRA_FUNCTION_DIRS: 'e2e/fixtures/functions', NODE_OPTIONS: '' };
-      const listed = execFileSync(process.execPath, [join(dir, 'kruntimes.mjs'), 'fn', 'list'], {
-        encoding: 'utf8',
-        env,
-      });
-      const names = listed
-        .trim()
-        .split('\n')
-        .map((l) => l.split(' ')[0]);
-      const expected = Object.keys(functionEntries()).map((k) => k.split('/').at(-2));
-      assert.ok(expected.includes('run-scheduler') && expected.includes('sample-echo'), expected.join(','));
-      assert.deepEqual([...names].sort(), [...expected].sort());
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    root = mkdtempSync(join(REPO_ROOT, '.kruntimes', 'bundle-test-'));
+    dir = join(root, 'dist');
+    await buildBundle(dir);
+  });
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  it('builds an entry that runs, with every file its modules open beside themselves', () => {
+    const beside = besideFiles();
+    assert.ok(beside.includes('function-worker.py') && beside.includes('pty-bridge.py'), beside.join(','));
+    for (const f of beside) assert.ok(existsSync(join(dir, f)), `${f} beside the bundle`);
+    const out = execFileSync(process.execPath, [join(dir, 'kruntimes.mjs'), 'version'], { encoding: 'utf8' });
+    assert.match(out, /^kruntimes \d/);
+    // Every function (and the e2e suite's samples) loads from the bundle, without tsx.
+    const env = { ...process.env, KRT_EXTRA_FUNCTION_DIRS: 'e2e/fixtures/functions', NODE_OPTIONS: '' };
+    const listed = execFileSync(process.execPath, [join(dir, 'kruntimes.mjs'), 'fn', 'list'], {
+      encoding: 'utf8',
+      env,
+    });
+    const names = listed
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ')[0]);
+    const expected = Object.keys(functionEntries()).map((k) => k.split('/').at(-2));
+    assert.ok(expected.includes('run-scheduler') && expected.includes('sample-echo'), expected.join(','));
+    assert.deepEqual([...names].sort(), [...expected].sort());
+  });
+
+  it("the Lambda image's handler module (cmd/lambda.mjs) runs the bundled handler: no TypeScript, no tsx", () => {
+    // Only what lambda/Dockerfile copies: cmd/lambda.mjs and the bundle (no cmd/lambda-handler.ts).
+    mkdirSync(join(root, 'cmd'));
+    copyFileSync(join(REPO_ROOT, 'cmd', 'lambda.mjs'), join(root, 'cmd', 'lambda.mjs'));
+    const request = {
+      uid: 'u-1',
+      function: 'run-scheduler',
+      trigger: { type: 'watch', resource: R.runtimes },
+      key: 'ns/bash',
+      object: null,
+      now: '2026-12-01T10:00:00.000Z',
+      reads: [],
+    };
+    const out = JSON.parse(invokeLambda(root, { apiVersion: WIRE_API_VERSION, kind: WIRE_KIND, request })) as {
+      kind: string;
+      response: { uid: string; needs?: unknown[] };
+    };
+    assert.equal(out.kind, WIRE_KIND);
+    assert.equal(out.response.uid, 'u-1');
+    assert.ok((out.response.needs ?? []).length > 0, JSON.stringify(out));
+    // The image runs what it copies: the bundle stage's dist/ and cmd/lambda.mjs, on plain node.
+    const dockerfile = readFileSync(join(REPO_ROOT, 'lambda', 'Dockerfile'), 'utf8')
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .join('\n');
+    assert.match(dockerfile, /^COPY cmd\/lambda\.mjs \.\/cmd\/lambda\.mjs$/m);
+    assert.match(dockerfile, /^COPY --from=bundle \/src\/dist \.\/dist$/m);
+    assert.match(dockerfile, /^ENTRYPOINT \["node", "\/var\/task\/node_modules\/aws-lambda-ric\/index\.mjs"\]$/m);
+    assert.doesNotMatch(dockerfile, /tsx/);
   });
 });

@@ -6,8 +6,9 @@
  * loads the extension server's dependencies; every function is an entry of its own that shares
  * the chunks (one instance of each module), found by apiserver/functions.ts. The source maps are written for debugging (node --enable-source-maps)
  * but not loaded by default: loading them costs more CPU at start than the bundle saves.
- * The images' entrypoint (images/kruntimes/bin/kruntimes) uses the bundle when it exists; the
- * local environment rebuilds it on every `up`, the image build once (`npm run bundle`).
+ * The images' entrypoint (images/kruntimes/bin/kruntimes) and the Lambda handler module
+ * (cmd/lambda.mjs) use the bundle when it exists; the local environment rebuilds it on every `up`,
+ * the image builds once (`npm run bundle`).
  */
 import { build } from 'esbuild';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -17,6 +18,11 @@ import { REPO_ROOT } from './paths.ts';
 
 export const BUNDLE_DIR = join(REPO_ROOT, 'dist');
 export const BUNDLE_FILE = join(BUNDLE_DIR, 'kruntimes.mjs');
+/**
+ * The watch functions' Lambda handler (cmd/lambda-handler.ts), an entry of its own sharing the
+ * chunks: cmd/lambda.mjs, the module aws-lambda-ric loads (lambda/Dockerfile), imports it from here.
+ */
+export const LAMBDA_FILE = join(BUNDLE_DIR, 'lambda.mjs');
 /** Files the Runtime Server opens next to its own module (new URL('./x', import.meta.url)). */
 const BESIDE = ['pty-bridge.py', 'function-worker.py'];
 /**
@@ -36,7 +42,11 @@ const STALE_AFTER_MS = 10 * 60_000;
  */
 export async function buildBundle(outdir: string = BUNDLE_DIR, now = Date.now()): Promise<string[]> {
   const result = await build({
-    entryPoints: { kruntimes: join(REPO_ROOT, 'cmd', 'kruntimes.ts'), ...functionEntries() },
+    entryPoints: {
+      kruntimes: join(REPO_ROOT, 'cmd', 'kruntimes.ts'),
+      lambda: join(REPO_ROOT, 'cmd', 'lambda-handler.ts'),
+      ...functionEntries(),
+    },
     outdir,
     outExtension: { '.js': '.mjs' },
     chunkNames: 'chunk-[hash]',
@@ -52,7 +62,7 @@ export async function buildBundle(outdir: string = BUNDLE_DIR, now = Date.now())
   });
   mkdirSync(outdir, { recursive: true });
   const entry = join(outdir, 'kruntimes.mjs');
-  // Chunks first, then the functions' entries, the main entry last.
+  // Chunks first, then the functions' and the Lambda handler's entries, the main entry last.
   const rank = (path: string): number => (path.startsWith(entry) ? 2 : basename(path).startsWith('chunk-') ? 0 : 1);
   const files = [...result.outputFiles].sort((a, b) => rank(a.path) - rank(b.path));
   for (const f of files) {
