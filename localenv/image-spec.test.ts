@@ -60,6 +60,18 @@ describe('image definitions (Dockerfile, local assembly, node agent)', () => {
     );
   });
 
+  it('runs no dependency install script in the project images (aws-lambda-ric builds with cmake, absent there)', () => {
+    for (const name of images) {
+      const runs = readFileSync(join(REPO_ROOT, 'images', name, 'Dockerfile'), 'utf8')
+        .split('\n')
+        .filter((l) => /^RUN .*\bnpm (ci|install)\b/.test(l));
+      assert.ok(runs.length > 0, name);
+      for (const run of runs)
+        for (const cmd of run.split('&&').filter((c) => /\bnpm (ci|install)\b/.test(c)))
+          assert.match(cmd, /--ignore-scripts/, `${name}: ${cmd.trim()}`);
+    }
+  });
+
   it('agrees with images/<name>/image.json, which the node agent runs', () => {
     for (const name of images) {
       const spec = parseDockerfile(readFileSync(join(REPO_ROOT, 'images', name, 'Dockerfile'), 'utf8'));
