@@ -89,7 +89,8 @@ export class Functions {
   /** Registers (idempotent per id); a RegistrationError says why the handler cannot be used. */
   async register(spec: FunctionSpec): Promise<{ created: boolean }> {
     if (this.all.has(spec.id)) return { created: false };
-    const h = this.lang === 'python' ? new PythonHandler(spec, this.baseEnv, this.opts) : new BashWorker(spec, this.baseEnv);
+    const h =
+      this.lang === 'python' ? new PythonHandler(spec, this.baseEnv, this.opts) : new BashWorker(spec, this.baseEnv);
     await h.register();
     if (this.all.has(spec.id)) {
       h.close();

@@ -96,7 +96,8 @@ describe('runtimed/runtime-server python worker hand-off (issue 15)', () => {
 
   it('a handed-over channel is answered by the worker itself, with the same results as through the Runtime Server', async () => {
     const fns = new Functions('python', env);
-    for (const h of ['echo', 'bad', 'nan', 'big']) await fns.register({ id: h, handler: `pkg.h.${h}`, workingDir: dir });
+    for (const h of ['echo', 'bad', 'nan', 'big'])
+      await fns.register({ id: h, handler: `pkg.h.${h}`, workingDir: dir });
     const cases: [string, string, string][] = [
       ['echo', '{"a":1}', 'ok'],
       ['echo', '{"a":\n2}', 'ok'],

@@ -223,8 +223,7 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
       // (python); otherwise this process serves it, checking fence and registration per call.
       if (!lease.expired() && fns.get(fnId)?.handOff(socket, head)) return;
       serveCallChannel(socket, head, fnId, fns, () => lease.expired());
-    }
-    else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
+    } else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
   });
   // Connections come from runtimed's socket only, and may wait idle until runtimed uses them.
   srv.headersTimeout = 0;
