@@ -76,12 +76,14 @@ async function main(): Promise<void> {
     },
   });
   const bare = await bareEcho();
+  const bareProc = await bareEcho(true);
   try {
     const ep = (name: string): InvokeEndpoint =>
       gw.endpoint({ metadata: { namespace: 'bench', name, uid: 'u' } } as Run);
     const payload = JSON.stringify(PAYLOAD);
     const r = await interleaved(CALLS, {
       'bare HTTPS round trip (keep-alive)': bare.call,
+      'bare HTTPS round trip to a separate process': bareProc.call,
       'gateway alone (a target that answers at once)': () => invokeEndpoint(ep('fn-noop'), 'token', PAYLOAD),
       'python old path: RuntimeClient -> Runtime Server -> worker': () =>
         servers.hop.rc.invokeFunction('python', payload),
@@ -104,6 +106,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     bare.close();
+    bareProc.close();
     closeInvokeAgents();
     gw.close();
     for (const s of Object.values(servers)) s.child.kill('SIGTERM');

@@ -2,7 +2,8 @@
  * Function-mode benchmark (not a test, issue 15): calls of a trivial bash and python handler on
  * Ready function Runs through the Runtime Gateway (HTTPS keep-alive, Bearer token, cached
  * authorization -> runtimed -> the python worker, or the Runtime Server for bash), one at a time;
- * next to, in the same run, a bare HTTPS round trip to a local process (keep-alive, JSON echo),
+ * next to, in the same run, a bare HTTPS round trip (keep-alive, JSON echo; the echo in the bench
+ * process, as before, and in a separate local process, as a call to a local server crosses one),
  * the python call on the old path (a second python Runtime with KRT_FUNCTION_CALL_HANDOFF=off:
  * runtimed -> Runtime Server -> worker), and the same work as task Runs (create -> Succeeded,
  * client-observed).
@@ -128,13 +129,15 @@ type Measured = { lat: number[]; perSec: number };
 
 function report(calls: Record<string, Measured>, tasks: Record<string, number[]>): string {
   const b = summary(calls.bare?.lat ?? []);
+  const bp = summary(calls['bare-process']?.lat ?? []);
   const hop = summary(calls['python-hop']?.lat ?? []);
   const direct = summary(calls.python?.lat ?? []);
   const lines = [
     `kruntimes function calls: ${CALLS} rounds of one call each (bare, python, python old path, bash; interleaved), payload ${JSON.stringify(PAYLOAD)}; ${TASKS} task Runs per language`,
-    `baseline: bare HTTPS round trip to a local process (keep-alive)  p50 ${ms(b.p50)}  p99 ${ms(b.p99)}  ${calls.bare?.perSec.toFixed(0)}/s`,
-    `python old path (runtimed -> Runtime Server -> worker)  p50 ${ms(hop.p50)}  p99 ${ms(hop.p99)}  ${calls['python-hop']?.perSec.toFixed(0)}/s  ${ratio(hop.p50, b.p50)} bare`,
-    `python new path (runtimed -> worker)                    p50 ${ms(direct.p50)}  p99 ${ms(direct.p99)}  ${calls.python?.perSec.toFixed(0)}/s  ${ratio(direct.p50, b.p50)} bare`,
+    `baseline: bare HTTPS round trip, echo in the bench process (keep-alive)  p50 ${ms(b.p50)}  p99 ${ms(b.p99)}  ${calls.bare?.perSec.toFixed(0)}/s`,
+    `baseline: bare HTTPS round trip, echo in a separate local process (keep-alive)  p50 ${ms(bp.p50)}  p99 ${ms(bp.p99)}  ${calls['bare-process']?.perSec.toFixed(0)}/s`,
+    `python old path (runtimed -> Runtime Server -> worker)  p50 ${ms(hop.p50)}  p99 ${ms(hop.p99)}  ${calls['python-hop']?.perSec.toFixed(0)}/s  ${ratio(hop.p50, b.p50)} bare, ${ratio(hop.p50, bp.p50)} bare-process`,
+    `python new path (runtimed -> worker)                    p50 ${ms(direct.p50)}  p99 ${ms(direct.p99)}  ${calls.python?.perSec.toFixed(0)}/s  ${ratio(direct.p50, b.p50)} bare, ${ratio(direct.p50, bp.p50)} bare-process`,
     `python new / old p50 ${ratio(direct.p50, hop.p50)}; p99 ${ratio(direct.p99, hop.p99)}`,
   ];
   for (const lang of ['python', 'bash']) {
@@ -144,7 +147,7 @@ function report(calls: Record<string, Measured>, tasks: Record<string, number[]>
     lines.push(
       `${lang} function call through the gateway  p50 ${ms(f.p50)}  p99 ${ms(f.p99)}  ${m?.perSec.toFixed(0)}/s (one Run, one call at a time)`,
       `${lang} same work as a task Run (create -> Succeeded)  p50 ${ms(t.p50)}  p99 ${ms(t.p99)}`,
-      `${lang} ratios: call / bare p50 ${ratio(f.p50, b.p50)}; task Run / call p50 ${ratio(t.p50, f.p50)}`,
+      `${lang} ratios: call / bare p50 ${ratio(f.p50, b.p50)}; call / bare-process p50 ${ratio(f.p50, bp.p50)}; task Run / call p50 ${ratio(t.p50, f.p50)}`,
     );
   }
   return `${lines.join('\n')}\n`;
@@ -154,12 +157,14 @@ async function main(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `functions-${process.pid}`);
   const env = await up({ root, ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}) });
   const bare = await bareEcho();
+  const bareProc = await bareEcho(true);
   try {
     const token = await setup(env.admin);
     const ep: Record<string, InvokeEndpoint> = {};
     for (const name of FNS) ep[name] = await endpointOf(env.admin, NS, `fn-${name}`);
     const calls = await interleaved(CALLS, {
       bare: bare.call,
+      'bare-process': bareProc.call,
       python: () => invokeEndpoint(ep.python as InvokeEndpoint, token, PAYLOAD),
       'python-hop': () => invokeEndpoint(ep['python-hop'] as InvokeEndpoint, token, PAYLOAD),
       bash: () => invokeEndpoint(ep.bash as InvokeEndpoint, token, PAYLOAD),
@@ -169,6 +174,7 @@ async function main(): Promise<void> {
     process.stdout.write(report(calls, tasks));
   } finally {
     bare.close();
+    bareProc.close();
     closeInvokeAgents();
     env.admin.close();
     if (process.env.BENCH_KEEP !== '1') await down(root, { purge: true });
