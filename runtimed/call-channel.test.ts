@@ -87,7 +87,7 @@ describe('runtimed function call channel (issue 15)', () => {
       mkdirSync(join(dir, 'fns'));
       writeFileSync(
         join(dir, 'fns', 'h.py'),
-        'import time\ndef echo(p):\n    print("noise")\n    return p\ndef slow(p):\n    time.sleep(30)\n',
+        'import os, time\ndef echo(p):\n    print("noise")\n    return p\ndef slow(p):\n    time.sleep(30)\ndef die(p):\n    os._exit(3)\n',
       );
       dial = new DialIn(join(dir, 'rt.sock'));
       await dial.listen();
@@ -131,6 +131,17 @@ describe('runtimed function call channel (issue 15)', () => {
       await client.unregisterFunction('p');
       const gone = await client.invokeFunction('p', '1');
       assert.deepEqual(gone.ok ? '' : [gone.reason, gone.error], ['NotRegistered', 'function p not registered']);
+    });
+
+    it('a worker that dies during a call: Cancelled, and the next call answers NotRegistered at once (no wait for a 101)', async () => {
+      for (let i = 0; i < 15; i++) {
+        await client.registerFunction({ id: `die${i}`, handler: 'fns.h.die', workingDir: dir });
+        const r = await client.invokeFunction(`die${i}`, '1');
+        assert.equal(r.ok ? '' : r.reason, 'Cancelled');
+        // Often handed to the dying worker before its exit is seen: the hand-off must not hang.
+        const next = await client.invokeFunction(`die${i}`, '1');
+        assert.deepEqual(next.ok ? '' : [next.reason, next.error], ['NotRegistered', 'the python worker has exited']);
+      }
     });
 
     it('runtimed refuses a call itself once the lease it renewed lapsed', async () => {

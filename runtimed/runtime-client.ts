@@ -114,12 +114,26 @@ export class RuntimeClient {
     if (this.fenced()) return { ok: false, reason: 'NotRegistered', error: 'fenced: the execution lease lapsed' };
     let ch = this.channels.get(id);
     if (!ch?.open) {
-      ch = await CallChannel.open(this.channel.createConnection, id);
+      ch = await this.openChannel(id);
       if (!ch) return { ok: false, reason: 'NotRegistered', error: `function ${id} not registered` };
       this.channels.get(id)?.close();
       this.channels.set(id, ch);
     }
     return ch.call(oneLine(payload));
+  }
+
+  /**
+   * Opens function `id`'s call channel. A connection closed before its 101 (a python worker that
+   * ended just as the Runtime Server handed it the channel) is opened once more: no call was sent
+   * on it, and the Runtime Server has then seen the worker's end and answers the channel itself.
+   */
+  private async openChannel(id: string): Promise<CallChannel | undefined> {
+    try {
+      return await CallChannel.open(this.channel.createConnection, id);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ECONNRESET') throw err;
+      return CallChannel.open(this.channel.createConnection, id);
+    }
   }
 
   /** Who answers the calls of function `id`'s open channel ('runtime-server', 'python-worker'), if one is open. */

@@ -179,4 +179,22 @@ describe('runtimed/runtime-server python worker hand-off (issue 15)', () => {
       off.fence();
     }
   });
+
+  it('a channel handed to a worker that died before taking it is closed, not left waiting for a 101', async () => {
+    const fns = new Functions('python', env);
+    await fns.register({ id: 'f', handler: 'pkg.h.echo', workingDir: dir });
+    const r = (await fns.get('f')!.invoke('0')) as { output: { pid: number } };
+    const pair = await socketPair(dir);
+    try {
+      const closed = new Promise((resolve) => pair.near.once('close', resolve));
+      pair.near.resume();
+      // Killed and handed a channel in the same tick: the Runtime Server has not seen the exit yet.
+      process.kill(r.output.pid, 'SIGKILL');
+      assert.equal(fns.get('f')?.handOff(pair.far, Buffer.alloc(0)), true);
+      await closed;
+    } finally {
+      pair.close();
+      fns.fence();
+    }
+  });
 });

@@ -47,6 +47,9 @@ export class PythonHandler implements Handler {
   private waiting?: Pending;
   private stderr = '';
   private channels = 0;
+  private killed = false;
+  /** Connections handed to the worker and not yet known to be taken (closed here if it dies first). */
+  private readonly handed = new Set<{ close(): void }>();
   constructor(
     private readonly spec: FunctionSpec,
     private readonly baseEnv: NodeJS.ProcessEnv,
@@ -67,6 +70,12 @@ export class PythonHandler implements Handler {
       this.stderr = (this.stderr + c.toString('utf8')).slice(-4096);
     });
     w.on('close', () => this.resolveLine(undefined));
+    // Node keeps a passed handle open until the receiver acknowledges it, and a worker that died
+    // never will: close it, so runtimed sees the connection end instead of waiting for a 101.
+    w.on('exit', () => {
+      for (const h of this.handed) h.close();
+      this.handed.clear();
+    });
     w.on('error', ignore);
     w.stdin?.on('error', ignore);
     this.leaseRenewed();
@@ -80,9 +89,15 @@ export class PythonHandler implements Handler {
     }
   }
 
+  /** The worker, unless it exited or this handler killed it (its exit may not have been seen yet). */
   private alive(): ChildProcess | undefined {
     const w = this.worker;
-    return w && w.exitCode === null && w.signalCode === null ? w : undefined;
+    return w && !this.killed && w.exitCode === null && w.signalCode === null ? w : undefined;
+  }
+
+  private kill(): void {
+    this.killed = true;
+    killGroup(this.worker);
   }
 
   /** Sends the lease's deadline (CLOCK_MONOTONIC ns as a string, null when not armed) over the IPC channel. */
@@ -102,11 +117,15 @@ export class PythonHandler implements Handler {
   handOff(socket: Duplex, head: Buffer): boolean {
     const w = this.alive();
     if (!this.opts.handOff || !w?.connected || !(socket instanceof Socket)) return false;
+    const handle = (socket as unknown as { _handle?: { close(): void } })._handle;
+    if (!handle) return false;
     const n = ++this.channels;
     // The connection leaves the Runtime Server's HTTP server for good (no per-socket bookkeeping).
     (socket as Socket & { server: unknown }).server = null;
+    this.handed.add(handle);
     w.send({ calls: n, head: head.toString('hex') }, socket, ignore);
-    w.send({ go: n }, ignore);
+    // Written only after the acknowledgement: from then on the worker holds the only copy.
+    w.send({ go: n }, () => this.handed.delete(handle));
     return true;
   }
 
@@ -152,10 +171,10 @@ export class PythonHandler implements Handler {
 
   /** Kills the worker with the call: a python call cannot be stopped alone (the function is unusable afterwards). */
   cancel(): void {
-    killGroup(this.worker);
+    this.kill();
   }
 
   close(): void {
-    killGroup(this.worker);
+    this.kill();
   }
 }
