@@ -4,7 +4,8 @@
  * socket; the Runtime Gateway (authorization answered as allowed, cached as in a Pod) forwards to
  * it through RuntimeClient; the client is lib/invoke. Side by side, in the same run: a bare HTTPS
  * JSON echo (keep-alive), RuntimeClient straight to the Runtime Server (no gateway), and the
- * gateway, for a trivial bash and python handler.
+ * gateway, for a trivial bash and python handler; python also on its old path (a Runtime Server
+ * with KRT_FUNCTION_CALL_HANDOFF=off stays between runtimed and the worker).
  *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 rounds, one call of each measure per round
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -32,17 +33,19 @@ const HANDLERS = {
 async function runtimeServer(
   dir: string,
   lang: 'bash' | 'python',
+  name: string = lang,
+  extraEnv: Record<string, string> = {},
 ): Promise<{ rc: RuntimeClient; child: ChildProcess }> {
-  const work = join(dir, `work-${lang}`);
+  const work = join(dir, `work-${name}`);
   const h = HANDLERS[lang];
   mkdirSync(join(work, 'fns'), { recursive: true });
   writeFileSync(join(work, h.file), h.text);
-  const dial = new DialIn(join(dir, `${lang}.sock`), 30_000);
+  const dial = new DialIn(join(dir, `${name}.sock`), 30_000);
   await dial.listen();
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts'), 'runtime-server', '--language', lang],
-    { env: { ...process.env, KRT_RUNTIME_SOCKET: dial.path }, stdio: ['ignore', 'ignore', 'inherit'] },
+    { env: { ...process.env, ...extraEnv, KRT_RUNTIME_SOCKET: dial.path }, stdio: ['ignore', 'ignore', 'inherit'] },
   );
   const rc = new RuntimeClient(dial);
   await rc.registerFunction({ id: lang, handler: h.handler, workingDir: work });
@@ -51,7 +54,12 @@ async function runtimeServer(
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'krt-fnbench-'));
-  const servers = { bash: await runtimeServer(dir, 'bash'), python: await runtimeServer(dir, 'python') };
+  const servers = {
+    bash: await runtimeServer(dir, 'bash'),
+    python: await runtimeServer(dir, 'python'),
+    // The old python call path (the Runtime Server between runtimed and the worker), side by side.
+    hop: await runtimeServer(dir, 'python', 'hop', { KRT_FUNCTION_CALL_HANDOFF: 'off' }),
+  };
   const gw = await startGateway({
     address: '127.0.0.1',
     port: 0,
@@ -62,20 +70,26 @@ async function main(): Promise<void> {
     target: (name) => {
       if (name === 'fn-noop')
         return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
-      const rc = servers[name === 'fn-bash' ? 'bash' : 'python'].rc;
-      return { code: 200, run: {} as Run, call: (p) => rc.invokeFunction(name.slice(3), p) };
+      const server = name === 'fn-bash' ? 'bash' : name === 'fn-hop' ? 'hop' : 'python';
+      const id = server === 'bash' ? 'bash' : 'python';
+      return { code: 200, run: {} as Run, call: (p) => servers[server].rc.invokeFunction(id, p) };
     },
   });
   const bare = await bareEcho();
+  const bareProc = await bareEcho(true);
   try {
     const ep = (name: string): InvokeEndpoint =>
       gw.endpoint({ metadata: { namespace: 'bench', name, uid: 'u' } } as Run);
     const payload = JSON.stringify(PAYLOAD);
     const r = await interleaved(CALLS, {
       'bare HTTPS round trip (keep-alive)': bare.call,
+      'bare HTTPS round trip to a separate process': bareProc.call,
       'gateway alone (a target that answers at once)': () => invokeEndpoint(ep('fn-noop'), 'token', PAYLOAD),
-      'python: Runtime Server direct (call channel)': () => servers.python.rc.invokeFunction('python', payload),
-      'python: through the gateway': () => invokeEndpoint(ep('fn-python'), 'token', PAYLOAD),
+      'python old path: RuntimeClient -> Runtime Server -> worker': () =>
+        servers.hop.rc.invokeFunction('python', payload),
+      'python new path: RuntimeClient -> worker': () => servers.python.rc.invokeFunction('python', payload),
+      'python old path: through the gateway': () => invokeEndpoint(ep('fn-hop'), 'token', PAYLOAD),
+      'python new path: through the gateway': () => invokeEndpoint(ep('fn-python'), 'token', PAYLOAD),
       'bash: Runtime Server direct (call channel)': () => servers.bash.rc.invokeFunction('bash', payload),
       'bash: through the gateway': () => invokeEndpoint(ep('fn-bash'), 'token', PAYLOAD),
     });
@@ -86,12 +100,13 @@ async function main(): Promise<void> {
     for (const [name, m] of Object.entries(r)) {
       const x = summary(m.lat);
       lines.push(
-        `${name.padEnd(48)} p50 ${ms(x.p50).padStart(8)}  p99 ${ms(x.p99).padStart(8)}  ${m.perSec.toFixed(0).padStart(5)}/s  ${ratio(x.p50, base)} bare`,
+        `${name.padEnd(58)} p50 ${ms(x.p50).padStart(8)}  p99 ${ms(x.p99).padStart(8)}  ${m.perSec.toFixed(0).padStart(5)}/s  ${ratio(x.p50, base)} bare`,
       );
     }
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
     bare.close();
+    bareProc.close();
     closeInvokeAgents();
     gw.close();
     for (const s of Object.values(servers)) s.child.kill('SIGTERM');

@@ -1,9 +1,12 @@
 /**
  * Function-mode benchmark (not a test, issue 15): calls of a trivial bash and python handler on
  * Ready function Runs through the Runtime Gateway (HTTPS keep-alive, Bearer token, cached
- * authorization -> runtimed -> Runtime Server), one at a time; next to, in the same run, a bare
- * HTTPS round trip to a local process (keep-alive, JSON echo) and the same work as task Runs
- * (create -> Succeeded, client-observed).
+ * authorization -> runtimed -> the python worker, or the Runtime Server for bash), one at a time;
+ * next to, in the same run, a bare HTTPS round trip (keep-alive, JSON echo; the echo in the bench
+ * process, as before, and in a separate local process, as a call to a local server crosses one),
+ * the python call on the old path (a second python Runtime with KRT_FUNCTION_CALL_HANDOFF=off:
+ * runtimed -> Runtime Server -> worker), and the same work as task Runs (create -> Succeeded,
+ * client-observed).
  *   npx tsx bench/functions.ts           # BENCH_CALLS=300 rounds (one call of each per round), BENCH_TASKS=20 task Runs
  */
 import { join } from 'node:path';
@@ -30,7 +33,10 @@ async function until<T>(f: () => Promise<T | undefined>): Promise<T> {
   }
 }
 
-const runtime = (name: 'bash' | 'python'): object => ({
+type Fn = 'bash' | 'python' | 'python-hop';
+const LANG: Record<Fn, 'bash' | 'python'> = { bash: 'bash', python: 'python', 'python-hop': 'python' };
+
+const runtime = (name: Fn): object => ({
   apiVersion: 'kruntimes.io/v1alpha1',
   kind: 'Runtime',
   metadata: { name },
@@ -38,7 +44,17 @@ const runtime = (name: 'bash' | 'python'): object => ({
     replicas: 1,
     capacity: { resources: { runs: '4' } },
     template: {
-      spec: { containers: [{ name: 'runtime', image: IMAGES[name], args: ['--port=9091', '--work-dir=/workspace'] }] },
+      spec: {
+        containers: [
+          {
+            name: 'runtime',
+            image: IMAGES[LANG[name]],
+            args: ['--port=9091', '--work-dir=/workspace'],
+            // The old call path, measured beside the new one in the same run.
+            ...(name === 'python-hop' ? { env: [{ name: 'KRT_FUNCTION_CALL_HANDOFF', value: 'off' }] } : {}),
+          },
+        ],
+      },
     },
   },
 });
@@ -47,6 +63,7 @@ const FUNCTIONS = {
   bash: { handler: 'echo.echo', source: { inlinePath: 'echo.sh', inline: 'echo() { printf "%s" "$1"; }\n' } },
   python: { handler: 'fns.echo.echo', source: { inlinePath: 'fns/echo.py', inline: 'def echo(p):\n    return p\n' } },
 };
+const FNS: Fn[] = ['bash', 'python', 'python-hop'];
 const TASK = {
   bash: { inline: `printf '%s' '${JSON.stringify(PAYLOAD)}'\n` },
   python: { inline: `import json\nprint(json.dumps(${JSON.stringify(PAYLOAD)}))\n` },
@@ -55,13 +72,14 @@ const TASK = {
 /** Namespace, Runtimes, both function Runs Ready, and a caller token allowed to get Runs. */
 async function setup(api: KubeClient): Promise<string> {
   await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  for (const lang of ['bash', 'python'] as const) {
-    await api.create(`${G}/runtimes`, runtime(lang));
+  for (const name of FNS) {
+    const f = FUNCTIONS[LANG[name]];
+    await api.create(`${G}/runtimes`, runtime(name));
     await api.create(`${G}/runs`, {
       apiVersion: 'kruntimes.io/v1alpha1',
       kind: 'Run',
-      metadata: { name: `fn-${lang}` },
-      spec: { runtime: lang, mode: { function: { handler: FUNCTIONS[lang].handler } }, source: FUNCTIONS[lang].source },
+      metadata: { name: `fn-${name}` },
+      spec: { runtime: name, mode: { function: { handler: f.handler } }, source: f.source },
     });
   }
   await api.create(`/api/v1/namespaces/${NS}/serviceaccounts`, {
@@ -80,9 +98,9 @@ async function setup(api: KubeClient): Promise<string> {
     `/api/v1/namespaces/${NS}/serviceaccounts/caller/token`,
     { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
   );
-  for (const lang of ['bash', 'python'])
+  for (const name of FNS)
     await until(async () =>
-      (await api.get<Run>(`${G}/runs/fn-${lang}`)).status?.phase === 'Ready' ? true : undefined,
+      (await api.get<Run>(`${G}/runs/fn-${name}`)).status?.phase === 'Ready' ? true : undefined,
     );
   return tok.status.token;
 }
@@ -111,9 +129,16 @@ type Measured = { lat: number[]; perSec: number };
 
 function report(calls: Record<string, Measured>, tasks: Record<string, number[]>): string {
   const b = summary(calls.bare?.lat ?? []);
+  const bp = summary(calls['bare-process']?.lat ?? []);
+  const hop = summary(calls['python-hop']?.lat ?? []);
+  const direct = summary(calls.python?.lat ?? []);
   const lines = [
-    `kruntimes function calls: ${CALLS} rounds of one call each (bare, python, bash; interleaved), payload ${JSON.stringify(PAYLOAD)}; ${TASKS} task Runs per language`,
-    `baseline: bare HTTPS round trip to a local process (keep-alive)  p50 ${ms(b.p50)}  p99 ${ms(b.p99)}  ${calls.bare?.perSec.toFixed(0)}/s`,
+    `kruntimes function calls: ${CALLS} rounds of one call each (bare, python, python old path, bash; interleaved), payload ${JSON.stringify(PAYLOAD)}; ${TASKS} task Runs per language`,
+    `baseline: bare HTTPS round trip, echo in the bench process (keep-alive)  p50 ${ms(b.p50)}  p99 ${ms(b.p99)}  ${calls.bare?.perSec.toFixed(0)}/s`,
+    `baseline: bare HTTPS round trip, echo in a separate local process (keep-alive)  p50 ${ms(bp.p50)}  p99 ${ms(bp.p99)}  ${calls['bare-process']?.perSec.toFixed(0)}/s`,
+    `python old path (runtimed -> Runtime Server -> worker)  p50 ${ms(hop.p50)}  p99 ${ms(hop.p99)}  ${calls['python-hop']?.perSec.toFixed(0)}/s  ${ratio(hop.p50, b.p50)} bare, ${ratio(hop.p50, bp.p50)} bare-process`,
+    `python new path (runtimed -> worker)                    p50 ${ms(direct.p50)}  p99 ${ms(direct.p99)}  ${calls.python?.perSec.toFixed(0)}/s  ${ratio(direct.p50, b.p50)} bare, ${ratio(direct.p50, bp.p50)} bare-process`,
+    `python new / old p50 ${ratio(direct.p50, hop.p50)}; p99 ${ratio(direct.p99, hop.p99)}`,
   ];
   for (const lang of ['python', 'bash']) {
     const m = calls[lang];
@@ -122,7 +147,7 @@ function report(calls: Record<string, Measured>, tasks: Record<string, number[]>
     lines.push(
       `${lang} function call through the gateway  p50 ${ms(f.p50)}  p99 ${ms(f.p99)}  ${m?.perSec.toFixed(0)}/s (one Run, one call at a time)`,
       `${lang} same work as a task Run (create -> Succeeded)  p50 ${ms(t.p50)}  p99 ${ms(t.p99)}`,
-      `${lang} ratios: call / bare p50 ${ratio(f.p50, b.p50)}; task Run / call p50 ${ratio(t.p50, f.p50)}`,
+      `${lang} ratios: call / bare p50 ${ratio(f.p50, b.p50)}; call / bare-process p50 ${ratio(f.p50, bp.p50)}; task Run / call p50 ${ratio(t.p50, f.p50)}`,
     );
   }
   return `${lines.join('\n')}\n`;
@@ -132,13 +157,16 @@ async function main(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `functions-${process.pid}`);
   const env = await up({ root, ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}) });
   const bare = await bareEcho();
+  const bareProc = await bareEcho(true);
   try {
     const token = await setup(env.admin);
     const ep: Record<string, InvokeEndpoint> = {};
-    for (const lang of ['python', 'bash']) ep[lang] = await endpointOf(env.admin, NS, `fn-${lang}`);
+    for (const name of FNS) ep[name] = await endpointOf(env.admin, NS, `fn-${name}`);
     const calls = await interleaved(CALLS, {
       bare: bare.call,
+      'bare-process': bareProc.call,
       python: () => invokeEndpoint(ep.python as InvokeEndpoint, token, PAYLOAD),
+      'python-hop': () => invokeEndpoint(ep['python-hop'] as InvokeEndpoint, token, PAYLOAD),
       bash: () => invokeEndpoint(ep.bash as InvokeEndpoint, token, PAYLOAD),
     });
     const tasks: Record<string, number[]> = {};
@@ -146,6 +174,7 @@ async function main(): Promise<void> {
     process.stdout.write(report(calls, tasks));
   } finally {
     bare.close();
+    bareProc.close();
     closeInvokeAgents();
     env.admin.close();
     if (process.env.BENCH_KEEP !== '1') await down(root, { purge: true });

@@ -5,9 +5,13 @@
  * 429 for a concurrent call, cancel with a call in flight, 404 for the old UID after the Run was
  * recreated, registration retry then Failed, Pod loss (retried elsewhere, or Failed and then
  * deletable: the reaper drops the finalizer no runtimed is left to drop), and the idle timeout.
+ * Also a session Run's WebSocket operations through the same gateway (SDK and browser clients).
  */
 import assert from 'node:assert/strict';
+import WebSocket from 'ws';
 import { isApiError } from '../lib/kube/errors.ts';
+import { Channel, frame, PROTOCOL } from '../lib/session/channel.ts';
+import { TOKEN_PROTOCOL_PREFIX } from '../runtimed/gateway.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, InvokeError } from '../lib/invoke/client.ts';
 import { deleteNamespace, eventually, newNamespace, serviceAccountClient, admin } from './helpers.ts';
 import { grant, krt, saKubeconfig } from './krt.ts';
@@ -30,6 +34,31 @@ const slowBash = (seconds: number): Record<string, unknown> => ({
   inlinePath: 'slow.sh',
   inline: `slow() { sleep ${seconds}; echo '"slept"'; }\n`,
 });
+
+/** One session operation through the gateway at `url` (wss): stdout, or the refusal's HTTP code. */
+function operate(
+  url: string,
+  ca: Buffer,
+  auth: { header?: string; subprotocol?: string },
+  input: string,
+): Promise<{ code: number; stdout: string }> {
+  const protocols = [PROTOCOL, ...(auth.subprotocol ? [`${TOKEN_PROTOCOL_PREFIX}${auth.subprotocol}`] : [])];
+  const headers = auth.header ? { Authorization: `Bearer ${auth.header}` } : {};
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, protocols, { headers, ca });
+    let stdout = '';
+    ws.on('unexpected-response', (_req, res) => resolve({ code: res.statusCode ?? 0, stdout }));
+    ws.on('open', () => {
+      ws.send(frame(Channel.Stdin, input));
+      ws.send(Buffer.from([Channel.Close, Channel.Stdin]));
+    });
+    ws.on('message', (m: Buffer) => {
+      if (m[0] === Channel.Stdout) stdout += m.subarray(1).toString('utf8');
+    });
+    ws.on('close', () => resolve({ code: 101, stdout }));
+    ws.on('error', (err) => resolve({ code: 0, stdout: String(err) }));
+  });
+}
 
 async function refused(p: Promise<unknown>): Promise<InvokeError> {
   const err = await p.then(
@@ -58,6 +87,12 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
       metadata: { name: 'stranger' },
     });
     callerKubeconfig = await saKubeconfig(ns, 'caller');
+    await saKubeconfig(ns, 'operator');
+    await grant(ns, 'operator', 'operator', {
+      apiGroups: ['sessions.kruntimes.io'],
+      resources: ['runs/session'],
+      verbs: ['create'],
+    });
     caller = (await serviceAccountClient(ns, 'caller')).bearerToken() ?? '';
     stranger = (await serviceAccountClient(ns, 'stranger')).bearerToken() ?? '';
     // Started first, checked last: ends on its own after 2 s without a call.
@@ -91,6 +126,28 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
     assert.equal((await refused(invokeEndpoint(ep, stranger, {}))).code, 403);
     assert.equal((await refused(invokeEndpoint(ep, 'not-a-token', {}))).code, 401);
     assert.deepEqual((await invokeEndpoint(ep, caller, {})).output, { greeting: 'hello world' });
+  });
+
+  it('serves a session Run over WebSocket through the gateway: create on runs/session needed (header or browser subprotocol token)', async () => {
+    const shell = await createRun(ns, { runtime: 'bash', mode: { session: {} } }, { name: 'shell' });
+    await phase(ns, 'shell', 'Ready');
+    // The bash Runtime has one Pod: the session Run is behind the same gateway as greet-bash.
+    const ep = await endpointOf(admin(), ns, 'greet-bash');
+    const url = `wss://${new URL(ep.url).host}/v1/namespaces/${ns}/runs/shell/${shell.metadata.uid}/session`;
+    const ca = Buffer.from(ep.caBundle ?? '', 'base64');
+    const operator = (await serviceAccountClient(ns, 'operator')).bearerToken() ?? '';
+    const byHeader = await operate(url, ca, { header: operator }, 'echo $((6*7))\n');
+    assert.deepEqual(byHeader, { code: 101, stdout: '42\n' });
+    const browser = await operate(url, ca, { subprotocol: Buffer.from(operator).toString('base64url') }, 'echo hi\n');
+    assert.deepEqual(browser, { code: 101, stdout: 'hi\n' });
+    assert.equal((await operate(url, ca, { header: caller }, 'echo no\n')).code, 403); // get on runs is not enough
+    assert.equal((await operate(url, ca, {}, '')).code, 401);
+    assert.equal(
+      (await operate(url.replace(shell.metadata.uid ?? '', 'other-uid'), ca, { header: operator }, '')).code,
+      404,
+    );
+    // Its capacity slot goes back for the specs below.
+    await admin().patch(`${GROUP}/namespaces/${ns}/runs/shell`, { spec: { cancelRequested: true } });
   });
 
   it('a python function imports its module once and stays warm; a failing call leaves it Ready; krt invoke calls it', async () => {

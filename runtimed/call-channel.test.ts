@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { oneLine } from './call-channel.ts';
@@ -73,6 +73,84 @@ describe('runtimed function call channel (issue 15)', () => {
       await client.renewLease(1);
       await new Promise((r) => setTimeout(r, 50));
       const r = await client.invokeFunction('f', '1');
+      assert.deepEqual(r.ok ? '' : [r.reason, r.error], ['NotRegistered', 'fenced: the execution lease lapsed']);
+    });
+  });
+
+  describe('python: the channel handed to the warm worker', () => {
+    let dir: string;
+    let srv: RuntimeServer;
+    let dial: DialIn;
+    let client: RuntimeClient;
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'krt-pycalls-'));
+      mkdirSync(join(dir, 'fns'));
+      writeFileSync(
+        join(dir, 'fns', 'h.py'),
+        'import os, time\ndef echo(p):\n    print("noise")\n    return p\ndef slow(p):\n    time.sleep(30)\ndef die(p):\n    os._exit(3)\n',
+      );
+      dial = new DialIn(join(dir, 'rt.sock'));
+      await dial.listen();
+      srv = startRuntimeServer(dial.path, 'python', { PATH: process.env.PATH });
+      client = new RuntimeClient(dial);
+    });
+    after(() => {
+      client.close();
+      srv.close();
+      srv.functions.fence();
+      dial.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('the worker answers runtimed itself: no call reaches the Runtime Server', async () => {
+      await client.registerFunction({ id: 'p', handler: 'fns.h.echo', workingDir: dir });
+      const f = srv.functions.get('p')!;
+      let throughServer = 0;
+      const invoke = f.invoke.bind(f);
+      f.invoke = (payload) => (throughServer++, invoke(payload));
+      for (let i = 0; i < 20; i++)
+        assert.deepEqual(await client.invokeFunction('p', `{"i":\n${i}}`), { ok: true, output: { i } });
+      assert.equal(client.callServer('p'), 'python-worker');
+      assert.equal(throughServer, 0);
+    });
+
+    it('a call the Run cancels is Cancelled (the worker ended); the function then answers NotRegistered', async () => {
+      await client.registerFunction({ id: 's', handler: 'fns.h.slow', workingDir: dir });
+      const call = client.invokeFunction('s', '1');
+      for (let i = 0; i < 100 && client.callServer('s') !== 'python-worker'; i++)
+        await new Promise((r) => setTimeout(r, 20));
+      await client.cancelFunctionCall('s');
+      assert.deepEqual(await call, {
+        ok: false,
+        reason: 'Cancelled',
+        error: 'the python-worker ended during the call',
+      });
+      const next = await client.invokeFunction('s', '1');
+      assert.deepEqual(next.ok ? '' : [next.reason, next.error], ['NotRegistered', 'the python worker has exited']);
+      assert.equal(client.callServer('s'), 'runtime-server');
+      await client.unregisterFunction('p');
+      const gone = await client.invokeFunction('p', '1');
+      assert.deepEqual(gone.ok ? '' : [gone.reason, gone.error], ['NotRegistered', 'function p not registered']);
+    });
+
+    it('a worker that dies during a call: Cancelled, and the next call answers NotRegistered at once (no wait for a 101)', async () => {
+      for (let i = 0; i < 15; i++) {
+        await client.registerFunction({ id: `die${i}`, handler: 'fns.h.die', workingDir: dir });
+        const r = await client.invokeFunction(`die${i}`, '1');
+        assert.equal(r.ok ? '' : r.reason, 'Cancelled');
+        // Often handed to the dying worker before its exit is seen: the hand-off must not hang.
+        const next = await client.invokeFunction(`die${i}`, '1');
+        assert.deepEqual(next.ok ? '' : [next.reason, next.error], ['NotRegistered', 'the python worker has exited']);
+      }
+    });
+
+    it('runtimed refuses a call itself once the lease it renewed lapsed', async () => {
+      await client.registerFunction({ id: 'q', handler: 'fns.h.echo', workingDir: dir });
+      assert.deepEqual(await client.invokeFunction('q', '2'), { ok: true, output: 2 });
+      await client.renewLease(1);
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(client.fenced(), true);
+      const r = await client.invokeFunction('q', '1');
       assert.deepEqual(r.ok ? '' : [r.reason, r.error], ['NotRegistered', 'fenced: the execution lease lapsed']);
     });
   });

@@ -3,13 +3,21 @@
  * dialled-in connection per function, one line per call each way, opened on the first call and
  * reopened after it closes. A channel carries one call at a time (the gateway allows one in
  * flight per Run); a second concurrent call is answered Busy without touching the connection.
+ * A python function's channel is answered by its warm worker itself (the Runtime Server handed
+ * the connection over; its 101 says `Kruntimes-Call-Server: python-worker`). That process runs
+ * the function's code, so every answer is parsed as untrusted (parseInvokeResult), and the
+ * channel closing during a call means the worker ended: the call is Cancelled, as before.
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Oncreate } from './dial-in.ts';
+import { parseInvokeResult } from './runtime-server/function-base.ts';
 import { CALL_LINE_LIMIT, CALLS_UPGRADE, lineSplitter } from './runtime-server/function-calls.ts';
 import type { InvokeResult } from './runtime-server/functions.ts';
+
+/** The 101 header naming who answers the calls of a channel (absent: the Runtime Server). */
+export const CALL_SERVER_HEADER = 'kruntimes-call-server';
 
 type Waiter = { resolve: (r: InvokeResult) => void; reject: (e: Error) => void };
 
@@ -18,11 +26,13 @@ export class CallChannel {
   private constructor(
     private readonly socket: Duplex,
     head: Buffer,
+    /** Who answers the calls: 'runtime-server', or the worker that took the channel ('python-worker'). */
+    readonly servedBy: string,
   ) {
     const feed = lineSplitter(
       CALL_LINE_LIMIT,
       (line) => this.answer(line),
-      () => socket.destroy(new Error('the Runtime Server sent an over-long answer')),
+      () => socket.destroy(new Error('the call channel sent an over-long answer')),
     );
     const text = new StringDecoder('utf8');
     socket.on('data', (c: Buffer) => feed(text.write(c)));
@@ -44,9 +54,10 @@ export class CallChannel {
         headers: { Connection: 'Upgrade', Upgrade: CALLS_UPGRADE },
         createConnection: connect,
       });
-      req.once('upgrade', (_res, socket, head) => {
+      req.once('upgrade', (res, socket, head) => {
         socket.setTimeout(0);
-        resolve(new CallChannel(socket, head));
+        const by = res.headers[CALL_SERVER_HEADER];
+        resolve(new CallChannel(socket, head, typeof by === 'string' ? by : 'runtime-server'));
       });
       req.once('response', (res) => {
         res.resume();
@@ -79,18 +90,15 @@ export class CallChannel {
   private answer(line: string): void {
     const w = this.waiter;
     this.waiter = undefined;
-    if (!w) return;
-    try {
-      w.resolve(JSON.parse(line) as InvokeResult);
-    } catch {
-      w.reject(new Error('the Runtime Server sent an answer that is not JSON'));
-    }
+    w?.resolve(parseInvokeResult(line));
   }
 
   private fail(err: Error): void {
     const w = this.waiter;
     this.waiter = undefined;
-    w?.reject(err);
+    if (!w) return;
+    if (this.servedBy === 'runtime-server') w.reject(err);
+    else w.resolve({ ok: false, reason: 'Cancelled', error: `the ${this.servedBy} ended during the call` });
   }
 }
 

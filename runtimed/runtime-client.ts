@@ -14,6 +14,8 @@ export class FunctionRegistrationError extends Error {
 export class RuntimeClient {
   private readonly agent: http.Agent;
   private readonly channels = new Map<string, CallChannel>();
+  /** When the execution lease this runtimed last renewed lapses (performance.now()), undefined before the first. */
+  private leaseUntil?: number;
   constructor(readonly channel: DialIn) {
     this.agent = channel.agent();
   }
@@ -83,8 +85,16 @@ export class RuntimeClient {
 
   /** Renews the Runtime Server's execution lease (fencing; runtime-server/lease.ts). */
   async renewLease(validForMs: number): Promise<void> {
+    const sent = performance.now();
     const r = await this.json<{ message?: string }>('POST', '/v1/lease', { validForMs });
     if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
+    // Counted from before the request: never later than the Runtime Server's own deadline.
+    this.leaseUntil = sent + validForMs;
+  }
+
+  /** Whether the execution lease lapsed as far as this runtimed renewed it (no call may start then). */
+  fenced(now = performance.now()): boolean {
+    return this.leaseUntil !== undefined && now >= this.leaseUntil;
   }
 
   /** Registers a function handler (idempotent per id); FunctionRegistrationError when the handler cannot be used. */
@@ -97,17 +107,39 @@ export class RuntimeClient {
   /**
    * One call of a registered function; `payload` is JSON text (at most 1 MiB). No timeout: the
    * Run's bounds the call. It goes over the function's call channel (call-channel.ts), opened on
-   * the first call and kept: one line each way, no HTTP request per call.
+   * the first call and kept: one line each way, no HTTP request per call. The fence is checked
+   * here first (runtimed's own view of the lease), then again by whoever answers the channel.
    */
   async invokeFunction(id: string, payload: string): Promise<InvokeResult> {
+    if (this.fenced()) return { ok: false, reason: 'NotRegistered', error: 'fenced: the execution lease lapsed' };
     let ch = this.channels.get(id);
     if (!ch?.open) {
-      ch = await CallChannel.open(this.channel.createConnection, id);
+      ch = await this.openChannel(id);
       if (!ch) return { ok: false, reason: 'NotRegistered', error: `function ${id} not registered` };
       this.channels.get(id)?.close();
       this.channels.set(id, ch);
     }
     return ch.call(oneLine(payload));
+  }
+
+  /**
+   * Opens function `id`'s call channel. A connection closed before its 101 (a python worker that
+   * ended just as the Runtime Server handed it the channel) is opened once more: no call was sent
+   * on it, and the Runtime Server has then seen the worker's end and answers the channel itself.
+   */
+  private async openChannel(id: string): Promise<CallChannel | undefined> {
+    try {
+      return await CallChannel.open(this.channel.createConnection, id);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ECONNRESET') throw err;
+      return CallChannel.open(this.channel.createConnection, id);
+    }
+  }
+
+  /** Who answers the calls of function `id`'s open channel ('runtime-server', 'python-worker'), if one is open. */
+  callServer(id: string): string | undefined {
+    const ch = this.channels.get(id);
+    return ch?.open ? ch.servedBy : undefined;
   }
 
   async cancelFunctionCall(id: string): Promise<void> {

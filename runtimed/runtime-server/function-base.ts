@@ -2,6 +2,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, normalize } from 'node:path';
+import type { Duplex } from 'node:stream';
 
 /** Largest payload and output of one call (the gateway's limits). */
 export const FUNCTION_IO_LIMIT = 1 << 20;
@@ -20,6 +21,27 @@ export type InvokeResult =
   | { ok: false; reason: 'FunctionError' | 'Cancelled' | 'OutputTooLarge' | 'Busy' | 'NotRegistered'; error: string };
 
 export class RegistrationError extends Error {}
+
+const FAILURE_REASONS = new Set(['FunctionError', 'Cancelled', 'OutputTooLarge', 'Busy', 'NotRegistered']);
+
+/**
+ * Pure: one answer line as an InvokeResult. The line may come from a process that runs the
+ * function's code (the python worker answers runtimed directly), so anything that is not a
+ * well-formed result is a FunctionError, never trusted as-is.
+ */
+export function parseInvokeResult(line: string): InvokeResult {
+  let m: unknown;
+  try {
+    m = JSON.parse(line);
+  } catch {
+    return { ok: false, reason: 'FunctionError', error: 'the function answered a line that is not JSON' };
+  }
+  const r = (m && typeof m === 'object' ? m : {}) as Record<string, unknown>;
+  if (r.ok === true) return { ok: true, output: r.output ?? null };
+  if (r.ok === false && typeof r.reason === 'string' && FAILURE_REASONS.has(r.reason) && typeof r.error === 'string')
+    return { ok: false, reason: r.reason as 'FunctionError', error: r.error };
+  return { ok: false, reason: 'FunctionError', error: 'the function answered a malformed result' };
+}
 
 /** Splits `a.b.c` into (`a.b`, `c`); a clear RegistrationError when it has no dot. */
 export function splitHandler(handler: string): { module: string; fn: string } {
@@ -65,4 +87,19 @@ export interface Handler {
   cancel(): void;
   /** Unregistered: the in-flight call and any worker end. */
   close(): void;
+  /**
+   * Takes over an upgraded call channel (the 101 is written by the taker); false when this
+   * handler does not serve channels itself (the Runtime Server then serves it line by line).
+   */
+  handOff?(socket: Duplex, head: Buffer): boolean;
+  /** The execution lease was renewed: a handler that serves calls itself learns the new deadline. */
+  leaseRenewed?(): void;
+}
+
+/** How the Runtime Server's handlers serve calls. */
+export interface HandlerOptions {
+  /** Python: hand each call channel to the warm worker (default); false keeps the Runtime Server on the call path. */
+  handOff: boolean;
+  /** The execution lease's deadline in CLOCK_MONOTONIC nanoseconds (process.hrtime), undefined when not armed. */
+  leaseDeadline: () => bigint | undefined;
 }

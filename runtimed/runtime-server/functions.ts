@@ -4,26 +4,18 @@
  *  - bash: handler `file.function` (file relative to the working directory, `file` or `file.sh`);
  *    a warm bash worker (bash-worker.ts) sources the file once at registration and runs each call
  *    in a fresh subshell of it, `function "<payload>"`, whose stdout is the output;
- *  - python: handler `pkg.module.function`; a warm worker process (function-worker.py) imports the
- *    module once at registration and answers one line per call, so no call pays an import.
+ *  - python: handler `pkg.module.function`; a warm worker process (python-worker.ts,
+ *    function-worker.py) imports the module once at registration and answers one line per call, so
+ *    no call pays an import; runtimed's call channel is handed to it, so no call crosses this process.
  * Output that parses as JSON is returned as that value, otherwise as a string.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { Duplex } from 'node:stream';
 import { BashWorker } from './bash-worker.ts';
 import type { Language } from './command.ts';
-import {
-  FUNCTION_IO_LIMIT,
-  REGISTER_TIMEOUT_MS,
-  RegistrationError,
-  killGroup,
-  splitHandler,
-  type FunctionSpec,
-  type Handler,
-  type InvokeResult,
-} from './function-base.ts';
+import type { FunctionSpec, Handler, HandlerOptions, InvokeResult } from './function-base.ts';
+import { PythonHandler } from './python-worker.ts';
 
-export const FUNCTION_WORKER = fileURLToPath(new URL('./function-worker.py', import.meta.url));
+export { FUNCTION_WORKER } from './python-worker.ts';
 export {
   FUNCTION_IO_LIMIT,
   REGISTER_TIMEOUT_MS,
@@ -32,103 +24,9 @@ export {
   outputValue,
   splitHandler,
   type FunctionSpec,
+  type HandlerOptions,
   type InvokeResult,
 } from './function-base.ts';
-
-type Pending = (line: string | undefined) => void;
-
-class PythonHandler implements Handler {
-  private worker?: ChildProcess;
-  private buf = '';
-  private waiting?: Pending;
-  private stderr = '';
-  constructor(
-    private readonly spec: FunctionSpec,
-    private readonly baseEnv: NodeJS.ProcessEnv,
-  ) {}
-
-  async register(): Promise<void> {
-    splitHandler(this.spec.handler);
-    const w = spawn('python3', ['-u', FUNCTION_WORKER, this.spec.handler], {
-      cwd: this.spec.workingDir,
-      env: { ...this.spec.env, ...this.baseEnv, PYTHONDONTWRITEBYTECODE: '1' },
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    this.worker = w;
-    w.stdout?.on('data', (c: Buffer) => this.data(c));
-    w.stderr?.on('data', (c: Buffer) => {
-      this.stderr = (this.stderr + c.toString('utf8')).slice(-4096);
-    });
-    w.on('close', () => this.resolveLine(undefined));
-    w.stdin?.on('error', () => undefined);
-    const timer = setTimeout(() => killGroup(w), REGISTER_TIMEOUT_MS);
-    const line = await this.next();
-    clearTimeout(timer);
-    const msg = line ? (JSON.parse(line) as { ready?: boolean; error?: string }) : undefined;
-    if (!msg?.ready) {
-      killGroup(w);
-      throw new RegistrationError(msg?.error ?? `python worker exited: ${this.stderr.trim().slice(-1024)}`);
-    }
-  }
-
-  private data(c: Buffer): void {
-    this.buf += c.toString('utf8');
-    if (this.buf.length > 2 * FUNCTION_IO_LIMIT + 4096) {
-      this.buf = '';
-      killGroup(this.worker);
-      return;
-    }
-    let nl: number;
-    while ((nl = this.buf.indexOf('\n')) >= 0) {
-      const line = this.buf.slice(0, nl);
-      this.buf = this.buf.slice(nl + 1);
-      this.resolveLine(line);
-    }
-  }
-
-  private resolveLine(line: string | undefined): void {
-    const w = this.waiting;
-    this.waiting = undefined;
-    w?.(line);
-  }
-
-  private next(): Promise<string | undefined> {
-    return new Promise((resolve) => {
-      this.waiting = resolve;
-    });
-  }
-
-  async invoke(payload: string): Promise<InvokeResult> {
-    const w = this.worker;
-    if (!w || w.exitCode !== null || w.signalCode !== null)
-      return { ok: false, reason: 'NotRegistered', error: 'the python worker has exited' };
-    let line0: string;
-    try {
-      line0 = JSON.stringify({ payload: JSON.parse(payload) as unknown });
-    } catch {
-      return { ok: false, reason: 'FunctionError', error: 'the payload is not JSON' };
-    }
-    const answer = this.next();
-    w.stdin?.write(`${line0}\n`);
-    const line = await answer;
-    if (line === undefined) return { ok: false, reason: 'Cancelled', error: 'the python worker ended during the call' };
-    const msg = JSON.parse(line) as { ok: boolean; output?: unknown; error?: string };
-    if (!msg.ok) return { ok: false, reason: 'FunctionError', error: msg.error ?? 'error' };
-    if (line.length > FUNCTION_IO_LIMIT + 32)
-      return { ok: false, reason: 'OutputTooLarge', error: `output exceeds ${FUNCTION_IO_LIMIT} bytes` };
-    return { ok: true, output: msg.output };
-  }
-
-  /** Kills the worker with the call: a python call cannot be stopped alone (the function is unusable afterwards). */
-  cancel(): void {
-    killGroup(this.worker);
-  }
-
-  close(): void {
-    killGroup(this.worker);
-  }
-}
 
 /** One registered function: its handler and whether a call is in flight. */
 export class RegisteredFunction {
@@ -157,14 +55,32 @@ export class RegisteredFunction {
   close(): void {
     this.handler.close();
   }
+
+  /** Hands an upgraded call channel to the handler's worker; false when the Runtime Server serves it. */
+  handOff(socket: Duplex, head: Buffer): boolean {
+    return this.handler.handOff?.(socket, head) ?? false;
+  }
+
+  leaseRenewed(): void {
+    this.handler.leaseRenewed?.();
+  }
+}
+
+/** Whether the python worker takes the call channel (KRT_FUNCTION_CALL_HANDOFF=off keeps the Runtime Server on the path). */
+export function handOffEnabled(env: NodeJS.ProcessEnv): boolean {
+  return env.KRT_FUNCTION_CALL_HANDOFF !== 'off';
 }
 
 export class Functions {
   private readonly all = new Map<string, RegisteredFunction>();
+  private readonly opts: HandlerOptions;
   constructor(
     private readonly lang: Language,
     private readonly baseEnv: NodeJS.ProcessEnv,
-  ) {}
+    opts: Partial<HandlerOptions> = {},
+  ) {
+    this.opts = { handOff: handOffEnabled(baseEnv), leaseDeadline: () => undefined, ...opts };
+  }
 
   get(id: string): RegisteredFunction | undefined {
     return this.all.get(id);
@@ -173,13 +89,17 @@ export class Functions {
   /** Registers (idempotent per id); a RegistrationError says why the handler cannot be used. */
   async register(spec: FunctionSpec): Promise<{ created: boolean }> {
     if (this.all.has(spec.id)) return { created: false };
-    const h = this.lang === 'python' ? new PythonHandler(spec, this.baseEnv) : new BashWorker(spec, this.baseEnv);
+    const h =
+      this.lang === 'python' ? new PythonHandler(spec, this.baseEnv, this.opts) : new BashWorker(spec, this.baseEnv);
     await h.register();
     if (this.all.has(spec.id)) {
       h.close();
       return { created: false };
     }
-    this.all.set(spec.id, new RegisteredFunction(spec, h));
+    const f = new RegisteredFunction(spec, h);
+    this.all.set(spec.id, f);
+    // Renewals during the registration went to the registered functions only.
+    f.leaseRenewed();
     return { created: true };
   }
 
@@ -189,6 +109,11 @@ export class Functions {
     f.close();
     this.all.delete(id);
     return true;
+  }
+
+  /** The execution lease was renewed: handlers that serve calls themselves learn the new deadline. */
+  leaseRenewed(): void {
+    for (const f of this.all.values()) f.leaseRenewed();
   }
 
   /** The execution lease lapsed: every function goes (fencing). */

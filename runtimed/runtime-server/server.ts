@@ -10,7 +10,8 @@
  *   POST   /v1/functions                   register a function handler (idempotent per id; 422 when unusable)
  *   POST   /v1/functions/:id/invoke        one call: JSON payload in, {ok, output | reason, error} out
  *   GET    /v1/functions/:id/calls         Upgrade: kruntimes-function-calls; then one line per call
- *                                          each way (function-calls.ts), the invoke hot path
+ *                                          each way (function-calls.ts), the invoke hot path; a python
+ *                                          function's channel is handed to its worker (python-worker.ts)
  *   POST   /v1/functions/:id/cancel        kill the in-flight call
  *   DELETE /v1/functions/:id               unregister (kills an in-flight call)
  *   POST   /v1/lease                       {"validForMs": n}: renew the execution lease (lease.ts)
@@ -92,11 +93,17 @@ async function collection(
   return json(res, created ? 201 : 200, execution.summary());
 }
 
-async function renewLease(req: IncomingMessage, res: ServerResponse, lease: ExecutionLease): Promise<void> {
+async function renewLease(
+  req: IncomingMessage,
+  res: ServerResponse,
+  lease: ExecutionLease,
+  fns: Functions,
+): Promise<void> {
   if (req.method !== 'POST') return json(res, 405, { message: 'method not allowed' });
   const body = (await readBody(req)) as { validForMs?: unknown };
   if (typeof body.validForMs !== 'number') return json(res, 400, { message: 'validForMs (a number) is required' });
   lease.renew(body.validForMs);
+  fns.leaseRenewed();
   return json(res, 200, { remainingMs: lease.remainingMs() });
 }
 
@@ -148,7 +155,7 @@ async function route(
   const url = new URL(req.url ?? '/', 'http://runtime');
   const parts = url.pathname.split('/').filter(Boolean);
   if (url.pathname === '/healthz') return json(res, 200, { healthy: true });
-  if (url.pathname === '/v1/lease') return renewLease(req, res, lease);
+  if (url.pathname === '/v1/lease') return renewLease(req, res, lease, fns);
   if (parts[0] === 'v1' && parts[1] === 'functions') return functionRoute(req, res, fns, lease, parts);
   if (parts[0] !== 'v1' || parts[1] !== 'executions') return json(res, 404, { message: 'not found' });
   const id = parts[2] ? decodeURIComponent(parts[2]) : undefined;
@@ -169,10 +176,16 @@ async function route(
   return json(res, 405, { message: 'method not allowed' });
 }
 
+/** Pure: a deadline `remainingMs` from now on CLOCK_MONOTONIC (process.hrtime, as Python's time.monotonic_ns). */
+export function leaseDeadlineNs(remainingMs: number | undefined, nowNs = process.hrtime.bigint()): bigint | undefined {
+  return remainingMs === undefined ? undefined : nowNs + BigInt(Math.round(remainingMs * 1e6));
+}
+
 /** A running Runtime Server and its channel to runtimed. */
 export interface RuntimeServer {
   server: Server;
   channel: DialOut;
+  functions: Functions;
   close: () => void;
 }
 
@@ -185,7 +198,7 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
   // are group-writable so runtimed can read and clean up.
   process.umask(0o002);
   const ex = new Executions(lang, baseEnv);
-  const fns = new Functions(lang, baseEnv);
+  const fns = new Functions(lang, baseEnv, { leaseDeadline: () => leaseDeadlineNs(lease.remainingMs()) });
   // Session operations are fenced with the executions (issue 11 c): none runs past the lease.
   const sessions = new SessionOperations(lang, baseEnv, () => lease.expired());
   const lease = new ExecutionLease(() => {
@@ -205,9 +218,12 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
     const pathname = new URL(req.url ?? '/', 'http://runtime').pathname;
     const fnId = callsPathId(pathname);
     if (pathname === '/v1/sessions') sessions.handleUpgrade(req, socket, head);
-    else if (fnId && req.headers.upgrade === CALLS_UPGRADE)
+    else if (fnId && req.headers.upgrade === CALLS_UPGRADE) {
+      // A registered, unfenced function whose worker takes the channel answers runtimed itself
+      // (python); otherwise this process serves it, checking fence and registration per call.
+      if (!lease.expired() && fns.get(fnId)?.handOff(socket, head)) return;
       serveCallChannel(socket, head, fnId, fns, () => lease.expired());
-    else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
+    } else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
   });
   // Connections come from runtimed's socket only, and may wait idle until runtimed uses them.
   srv.headersTimeout = 0;
@@ -216,6 +232,7 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
   return {
     server: srv,
     channel,
+    functions: fns,
     close: () => {
       channel.close();
       srv.close();
