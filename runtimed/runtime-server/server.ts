@@ -219,6 +219,11 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
     close: () => {
       channel.close();
       srv.close();
+      // As when a container's init process exits on a kubelet: no execution, function worker or
+      // session operation (each in its own process group) outlives the Runtime Server.
+      ex.fence();
+      fns.fence();
+      sessions.fence();
     },
   };
 }
