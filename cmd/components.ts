@@ -95,11 +95,16 @@ export async function runtimeServer(args: string[]): Promise<number> {
   const { RUNTIME_SOCKET } = await import('../runtimed/config.ts');
   const socket = process.env.KRT_RUNTIME_SOCKET ?? RUNTIME_SOCKET;
   const { startRuntimeServer } = await import('../runtimed/runtime-server/server.ts');
-  const srv = startRuntimeServer(socket, language, process.env);
-  process.stderr.write(
-    `${JSON.stringify({ level: 30, component: 'runtime-server', language, socket, msg: 'runtime server listening' })}\n`,
-  );
+  const say = (level: number, msg: string): boolean =>
+    process.stderr.write(`${JSON.stringify({ level, component: 'runtime-server', language, socket, msg })}\n`);
   return new Promise((resolve) => {
+    // runtimed gone for good (no dial connected for DIAL_DEFAULTS.giveUpMs): exit, not dial forever.
+    const srv = startRuntimeServer(socket, language, process.env, () => {
+      say(50, 'runtimed has been unreachable for too long (gone for good): exiting');
+      srv.close();
+      resolve(1);
+    });
+    say(30, 'runtime server listening');
     process.once('SIGTERM', () => {
       srv.close();
       resolve(0);
