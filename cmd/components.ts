@@ -133,15 +133,18 @@ export async function runtimed(): Promise<number> {
     finisher: await makeFinisher(cfg, recorderFor(client)),
     log,
   });
-  return new Promise((resolve) => {
-    process.once('SIGTERM', () => {
-      void daemon
+  const { gracefulShutdown, shutdownBoundMs } = await import('../runtimed/shutdown.ts');
+  const end = await gracefulShutdown(
+    process,
+    () =>
+      daemon
         .drain(cfg.drainMs)
         .catch((err: unknown) => log.warn({ err }, 'drain failed'))
-        .then(() => daemon.stop())
-        .then(() => resolve(0));
-    });
-  });
+        .then(() => daemon.stop()),
+    shutdownBoundMs(cfg.drainMs),
+  );
+  if (end !== 'stopped') log.warn({ end }, 'stop did not finish: exiting anyway');
+  return 0;
 }
 
 /** `kruntimes dashboard`: the web dashboard in the cluster (kustomize/components/dashboard); until SIGTERM. */
