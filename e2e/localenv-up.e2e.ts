@@ -20,7 +20,7 @@ describe('krt local: a failed up() stops what it started', function () {
     if (!real) this.skip(); // set by scripts/test.sh (bash scripts/build-control-plane.sh)
     root = mkdtempSync(join(tmpdir(), 'krt-upfail-'));
     bin = mkdtempSync(join(tmpdir(), 'krt-upfail-bin-'));
-    for (const c of ['etcd', 'kube-apiserver', 'kubectl']) symlinkSync(join(real!, c), join(bin, c));
+    for (const c of ['etcd', 'kube-apiserver', 'kubectl']) symlinkSync(join(real, c), join(bin, c));
     writeFileSync(join(bin, 'kube-controller-manager'), '#!/bin/sh\necho "broken on purpose" >&2\nexit 3\n');
     chmodSync(join(bin, 'kube-controller-manager'), 0o755);
   });

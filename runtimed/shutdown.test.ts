@@ -6,7 +6,14 @@ describe('runtimed graceful shutdown', () => {
   it('waits for the stop to finish', async () => {
     const proc = new EventEmitter();
     let stopped = false;
-    const done = gracefulShutdown(proc, async () => void (stopped = true), 60_000);
+    const done = gracefulShutdown(
+      proc,
+      () => {
+        stopped = true;
+        return Promise.resolve();
+      },
+      60_000,
+    );
     proc.emit('SIGTERM');
     assert.equal(await done, 'stopped');
     assert.ok(stopped);
