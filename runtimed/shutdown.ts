@@ -14,14 +14,15 @@ export function gracefulShutdown(
 ): Promise<ShutdownEnd> {
   return new Promise((resolve) => {
     proc.once('SIGTERM', () => {
-      const bound = setTimeout(() => resolve('bound'), boundMs);
-      proc.once('SIGTERM', () => resolve('signal'));
+      const end = (how: ShutdownEnd): void => {
+        clearTimeout(bound);
+        resolve(how);
+      };
+      const bound = setTimeout(() => end('bound'), boundMs);
+      proc.once('SIGTERM', () => end('signal'));
       stop()
         .catch(() => undefined)
-        .finally(() => {
-          clearTimeout(bound);
-          resolve('stopped');
-        });
+        .finally(() => end('stopped'));
     });
   });
 }
