@@ -20,7 +20,7 @@ export interface DialOut {
 
 export interface DialOutOptions {
   idle?: number;
-  /** The first redial delay; it doubles with each failure in a row up to maxRetryMs. */
+  /** The first redial delay; it doubles with each failed round in a row up to maxRetryMs. */
   retryMs?: number;
   maxRetryMs?: number;
   /** How long dials may fail in a row before runtimed counts as gone for good. */
@@ -29,8 +29,8 @@ export interface DialOutOptions {
   now?: () => number;
 }
 
-/** How runtimed's Runtime Server waits for runtimed: 200 ms doubling to 2 s; gone after 2 minutes. */
-export const DIAL_DEFAULTS = { retryMs: 200, maxRetryMs: 2000, giveUpMs: 120_000 };
+/** How the Runtime Server waits for runtimed: 100 ms doubling to 1 s per round; gone after 2 minutes. */
+export const DIAL_DEFAULTS = { retryMs: 100, maxRetryMs: 1000, giveUpMs: 120_000 };
 
 /** The delay before the next dial after `failures` failures in a row (at least 1). */
 export function redialDelayMs(failures: number, baseMs: number, maxMs: number): number {
@@ -55,14 +55,15 @@ export function dialOut(path: string, srv: Server, opts: DialOutOptions = {}): D
     if (waiting.delete(s)) top();
   };
   const failed = (): void => {
-    failures++;
     failingSince ??= now();
     if (peerGone(failingSince, now(), giveUpMs)) {
       close();
       opts.onGone?.();
       return;
     }
-    retry ??= setTimeout(
+    if (retry) return; // one redial round at a time: the failures of one round count once
+    failures++;
+    retry = setTimeout(
       () => {
         retry = undefined;
         top();
