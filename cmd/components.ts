@@ -95,11 +95,16 @@ export async function runtimeServer(args: string[]): Promise<number> {
   const { RUNTIME_SOCKET } = await import('../runtimed/config.ts');
   const socket = process.env.KRT_RUNTIME_SOCKET ?? RUNTIME_SOCKET;
   const { startRuntimeServer } = await import('../runtimed/runtime-server/server.ts');
-  const srv = startRuntimeServer(socket, language, process.env);
-  process.stderr.write(
-    `${JSON.stringify({ level: 30, component: 'runtime-server', language, socket, msg: 'runtime server listening' })}\n`,
-  );
+  const say = (level: number, msg: string): boolean =>
+    process.stderr.write(`${JSON.stringify({ level, component: 'runtime-server', language, socket, msg })}\n`);
   return new Promise((resolve) => {
+    // runtimed gone for good (no dial connected for DIAL_DEFAULTS.giveUpMs): exit, not dial forever.
+    const srv = startRuntimeServer(socket, language, process.env, () => {
+      say(50, 'runtimed has been unreachable for too long (gone for good): exiting');
+      srv.close();
+      resolve(1);
+    });
+    say(30, 'runtime server listening');
     process.once('SIGTERM', () => {
       srv.close();
       resolve(0);
@@ -128,15 +133,18 @@ export async function runtimed(): Promise<number> {
     finisher: await makeFinisher(cfg, recorderFor(client)),
     log,
   });
-  return new Promise((resolve) => {
-    process.once('SIGTERM', () => {
-      void daemon
+  const { gracefulShutdown, shutdownBoundMs } = await import('../runtimed/shutdown.ts');
+  const end = await gracefulShutdown(
+    process,
+    () =>
+      daemon
         .drain(cfg.drainMs)
         .catch((err: unknown) => log.warn({ err }, 'drain failed'))
-        .then(() => daemon.stop())
-        .then(() => resolve(0));
-    });
-  });
+        .then(() => daemon.stop()),
+    shutdownBoundMs(cfg.drainMs),
+  );
+  if (end !== 'stopped') log.warn({ end }, 'stop did not finish: exiting anyway');
+  return 0;
 }
 
 /** `kruntimes dashboard`: the web dashboard in the cluster (kustomize/components/dashboard); until SIGTERM. */

@@ -420,6 +420,24 @@ export async function up(opts: UpOptions): Promise<Env> {
   // see their volumes through their mounts only, never these paths.
   chmodSync(opts.root, 0o700);
   const s = await initialState(opts, binDir);
+  const before = { ...s.pids };
+  try {
+    return await startAll(s, l, opts, binDir, progress);
+  } catch (err) {
+    // A failed start stops what this call started (not what it found running), as down() would.
+    progress('start failed: stopping the components this start started');
+    await stopStarted(s, before);
+    throw err;
+  }
+}
+
+async function startAll(
+  s: EnvState,
+  l: Layout,
+  opts: UpOptions,
+  binDir: string,
+  progress: (m: string) => void,
+): Promise<Env> {
   progress('generating PKI and kubeconfigs');
   ensureClusterPki(l.pki, s.nodes);
   // Allocated before the API server starts: its webhook client configuration names the port.
@@ -455,6 +473,28 @@ export async function up(opts: UpOptions): Promise<Env> {
     });
   }
   return { state: s, kubeconfig, server: `https://127.0.0.1:${s.ports.apiserver}`, admin };
+}
+
+/** The order down() stops the control plane in (the node agent first: it stops its Pods' processes). */
+const DOWN_ORDER: Component[] = ['node-agent', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
+const downGraceMs = (c: Component): number => (c === 'node-agent' ? 40_000 : 10_000);
+
+/** The components `up` started itself: their pid is new since it began. */
+export function startedSince(
+  before: Partial<Record<Component, number>>,
+  now: Partial<Record<Component, number>>,
+): Component[] {
+  return (Object.keys(now) as Component[]).filter((c) => now[c] !== undefined && now[c] !== before[c]);
+}
+
+/** After a failed up(): stops, in down()'s order, what it started; components it found running stay. */
+async function stopStarted(s: EnvState, before: Partial<Record<Component, number>>): Promise<void> {
+  const started = new Set(startedSince(before, s.pids));
+  const kubeletParts: Component[] = ['node-services', 'kubelet', 'containerd'];
+  if (s.nodeKind === 'kubelet' && kubeletParts.some((c) => started.has(c))) await downKubeletNode(s);
+  for (const c of DOWN_ORDER) if (started.has(c)) await stopGroup(s.pids[c], downGraceMs(c));
+  for (const c of started) delete s.pids[c];
+  writeState(s);
 }
 
 /**
@@ -495,8 +535,7 @@ export async function down(root: string, opts: { purge?: boolean } = {}): Promis
   const s = readState(root);
   if (s) {
     if (s.nodeKind === 'kubelet') await downKubeletNode(s);
-    const order: Component[] = ['node-agent', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
-    for (const c of order) await stopGroup(s.pids[c], c === 'node-agent' ? 40_000 : 10_000);
+    for (const c of DOWN_ORDER) await stopGroup(s.pids[c], downGraceMs(c));
     s.pids = {};
     writeState(s);
   }

@@ -94,10 +94,14 @@ describe('node agent container identity (runAsUser/runAsGroup, fsGroup, image US
       '--regid=1000',
       '--groups=65532',
       '--no-new-privs',
+      '--pdeathsig',
+      'KILL',
       '--',
     ]);
     assert.deepEqual(setprivArgs({ uid: 1000, gid: 1000, groups: [], noNewPrivs: false }).slice(3), [
       '--clear-groups',
+      '--pdeathsig',
+      'KILL',
       '--',
     ]);
   });

@@ -74,6 +74,15 @@ describe('runtime server: execution lease (fencing) with real processes', () => 
     assert.equal((await client.follow('b', 0, () => undefined)).state, 'SUCCEEDED');
   });
 
+  it('kills the process groups of its executions when it closes (SIGTERM): none outlives it', async () => {
+    const mark = join(dir, 'c');
+    await start('c', `sleep 300 & echo $! > "${mark}.child"; ${loop(mark)}`);
+    while (!existsSync(`${mark}.pid`) || !existsSync(`${mark}.child`)) await new Promise((r) => setTimeout(r, 20));
+    const pids = [Number(readFileSync(`${mark}.pid`, 'utf8')), Number(readFileSync(`${mark}.child`, 'utf8'))];
+    srv.close();
+    while (pids.some(alive)) await new Promise((r) => setTimeout(r, 20));
+  });
+
   /** Opens a session operation; resolves with its status frame, or the HTTP status it was refused with. */
   const operation = (
     command: string[],

@@ -193,7 +193,12 @@ export interface RuntimeServer {
  * Starts the Runtime Server, dialling runtimed's socket (runtimed listens in a directory the
  * runtime container mounts read-only; see runtimed/dial-in.ts).
  */
-export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: NodeJS.ProcessEnv): RuntimeServer {
+export function startRuntimeServer(
+  socketPath: string,
+  lang: Language,
+  baseEnv: NodeJS.ProcessEnv,
+  onGone?: () => void,
+): RuntimeServer {
   // The runtime container and runtimed run as different uids sharing the Pod's fsGroup: files
   // are group-writable so runtimed can read and clean up.
   process.umask(0o002);
@@ -228,7 +233,7 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
   // Connections come from runtimed's socket only, and may wait idle until runtimed uses them.
   srv.headersTimeout = 0;
   srv.requestTimeout = 0;
-  const channel = dialOut(socketPath, srv);
+  const channel = dialOut(socketPath, srv, onGone ? { onGone } : {});
   return {
     server: srv,
     channel,
@@ -236,6 +241,11 @@ export function startRuntimeServer(socketPath: string, lang: Language, baseEnv: 
     close: () => {
       channel.close();
       srv.close();
+      // As when a container's init process exits on a kubelet: no execution, function worker or
+      // session operation (each in its own process group) outlives the Runtime Server.
+      ex.fence();
+      fns.fence();
+      sessions.fence();
     },
   };
 }
