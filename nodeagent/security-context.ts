@@ -85,7 +85,7 @@ export function podFsUser(pod: Pod): number | undefined {
  * The setpriv arguments that switch to `id` (empty for root: the container keeps root). The kernel
  * clears a process's parent-death signal when its uid or gid changes (prctl(2)), so the switch
  * sets it again (setpriv applies it after the switch): the container still dies with the node
- * agent (container.ts, ADR 0023).
+ * agent (container.ts, ADR 0025).
  */
 export function setprivArgs(id: Identity): string[] {
   if (id.uid === 0 && id.gid === 0 && id.groups.length === 0 && !id.noNewPrivs) return [];
