@@ -40,6 +40,8 @@ describe('kustomize overlays and components', function () {
         'Role/kruntimes-system/kruntimes:extension:fixtures',
         'RoleBinding/kruntimes-system/kruntimes:extension:fixtures',
         'ServiceAccount/kruntimes-system/kruntimes-fn-sample-echo',
+        // The sample admission function's own identity (it declares no rules, so no role).
+        'ServiceAccount/kruntimes-system/kruntimes-fn-sample-policy',
         'ServiceAccount/kruntimes-system/kruntimes-fn-sample-sweep',
       ],
     );
