@@ -1,10 +1,11 @@
 /** A local HTTPS git server for tests: git-http-backend (smart HTTP) behind node:https, where Pods reach the host. */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, chmodSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serveGit } from '../runtimed/devws-git-server.ts';
 import { E2E_HOST_ADDRESS } from './cluster.ts';
 
 export interface GitServer {
@@ -14,8 +15,6 @@ export interface GitServer {
   root: string;
   close(): void;
 }
-
-const BACKEND = '/usr/lib/git-core/git-http-backend';
 
 function makeRepo(files: Record<string, string>): { root: string; commit: string } {
   const root = mkdtempSync(join(tmpdir(), 'krt-git-'));
@@ -51,46 +50,9 @@ export async function startGitServer(
   tls: { cert: Buffer; key: Buffer },
 ): Promise<GitServer> {
   const { root, commit } = makeRepo(files);
-  const srv = https.createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
-    const url = new URL(req.url ?? '/', 'https://git');
-    const cgi = spawn(BACKEND, [], {
-      env: {
-        GIT_PROJECT_ROOT: root,
-        GIT_HTTP_EXPORT_ALL: '1',
-        PATH_INFO: url.pathname,
-        QUERY_STRING: url.search.slice(1),
-        REQUEST_METHOD: req.method ?? 'GET',
-        CONTENT_TYPE: req.headers['content-type'] ?? '',
-        REMOTE_ADDR: '127.0.0.1',
-        ...(req.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: req.headers['content-encoding'] } : {}),
-        GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
-      },
-    });
-    req.pipe(cgi.stdin);
-    let head = Buffer.alloc(0);
-    let headersDone = false;
-    cgi.stdout.on('data', (chunk: Buffer) => {
-      if (headersDone) {
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      headersDone = true;
-      let status = 200;
-      for (const line of head.subarray(0, end).toString().split('\r\n')) {
-        const i = line.indexOf(':');
-        const k = line.slice(0, i).trim();
-        const v = line.slice(i + 1).trim();
-        if (k.toLowerCase() === 'status') status = Number(v.split(' ')[0]);
-        else res.setHeader(k, v);
-      }
-      res.writeHead(status);
-      res.write(head.subarray(end + 4));
-    });
-    cgi.on('close', () => res.end());
-  });
+  const srv = https.createServer({ cert: tls.cert, key: tls.key }, (req, res) =>
+    serveGit(root, req, res, new URL(req.url ?? '/', 'https://git')),
+  );
   await new Promise<void>((r) => srv.listen(0, E2E_HOST_ADDRESS, () => r()));
   const base = `https://${E2E_HOST_ADDRESS}:${(srv.address() as AddressInfo).port}`;
   return { url: `${base}/repo.git`, commit, root, close: () => srv.close() };

@@ -137,12 +137,15 @@ async function handleSync(o: GitServerOptions, req: IncomingMessage, res: Server
   }
 }
 
-/** The CGI bridge to `git http-backend` (read-only: upload-pack only). */
-function serveGit(o: GitServerOptions, req: IncomingMessage, res: ServerResponse, url: URL): void {
+/**
+ * The CGI bridge to `git http-backend` for the repositories below `root` (what it may serve is
+ * the caller's to decide: the Git Server routes upload-pack only). Also the test git servers'.
+ */
+export function serveGit(root: string, req: IncomingMessage, res: ServerResponse, url: URL): void {
   const cgi = spawn('git', ['http-backend'], {
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
-      GIT_PROJECT_ROOT: o.root,
+      GIT_PROJECT_ROOT: root,
       GIT_HTTP_EXPORT_ALL: '1',
       PATH_INFO: url.pathname,
       QUERY_STRING: url.search.slice(1),
@@ -191,7 +194,7 @@ export function route(o: GitServerOptions, req: IncomingMessage, res: ServerResp
     m?.[5] === 'info/refs' && req.method === 'GET' && url.searchParams.get('service') === 'git-upload-pack';
   const pack = m?.[5] === 'git-upload-pack' && req.method === 'POST';
   if (!infoRefs && !pack) return send(res, 404, { reason: 'not_found' });
-  serveGit(o, req, res, url);
+  serveGit(o.root, req, res, url);
 }
 
 export async function startGitServer(o: GitServerOptions): Promise<RunningGitServer> {
