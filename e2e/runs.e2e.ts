@@ -339,6 +339,18 @@ describe('runtimed restart and Runtime Pod loss', function () {
     assert.equal(mover.status?.attempt, 2);
     assert.ok(!pods.has(mover.status?.assignedPod), 'retried on a replacement Pod');
   });
+
+  it('leaves a Run to PodGone when its Runtime Pod is deleted gracefully (its Runtime Server stops under it)', async () => {
+    // Both containers get SIGTERM: the Runtime Server kills its executions on the way out while
+    // runtimed still runs. That is the Pod's loss, not a failure runtimed may report (it reported
+    // Fenced before, and no retry for PodGone applied).
+    await createRun(ns, { runtime: 'dur', source: { inline: 'sleep 30' } }, { name: 'graceful' });
+    const g = await phase(ns, 'graceful', 'Running');
+    await admin().delete(`/api/v1/namespaces/${ns}/pods/${g.status?.assignedPod}`, { gracePeriodSeconds: 10 });
+    const done = await finished(ns, 'graceful', 90_000);
+    assert.equal(done.status?.phase, 'Failed');
+    assert.equal(cond(done, 'Completed')?.reason, 'PodGone', cond(done, 'Completed')?.message);
+  });
 });
 
 describe("runtimed may write only its own Pod's Runs", function () {

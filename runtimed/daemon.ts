@@ -255,7 +255,10 @@ export async function startDaemon(o: {
   const health = await serveHealth(cfg, runtime, metrics.registry);
   log.info({ pod: cfg.podName, runtime: cfg.runtime, workers: cfg.workers }, 'runtimed ready');
   return {
-    drain: (boundMs) => gc.drain(boundMs),
+    drain: (boundMs) => {
+      runner.beginStop();
+      return gc.drain(boundMs);
+    },
     stop: async () => {
       clearInterval(timer);
       for (const part of [watch, gc, cleaner]) part.stop();

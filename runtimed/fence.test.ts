@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { STALE_MS } from '../lib/run/fencing.ts';
-import { classifyFailure } from './finish.ts';
+import { classifyFailure, isShutdownKill } from './finish.ts';
 import { FENCE_MS, leaseValidity, takenAway } from './fence.ts';
 import { ExecutionLease, MAX_LEASE_MS, type LeaseClock } from './runtime-server/lease.ts';
 import type { Run } from './types.ts';
@@ -73,6 +73,13 @@ describe('fencing: execution lease timing', () => {
       records: 0,
     });
     assert.equal(f.reason, 'Fenced');
+  });
+
+  it('tells an execution killed because its Runtime Server stopped from a fenced one', () => {
+    const s = { id: 'u', state: 'FAILED' as const, exitCode: -1, errorMessage: 'shutdown', startedAt: '', records: 0 };
+    assert.equal(isShutdownKill(s), true);
+    assert.equal(isShutdownKill({ ...s, errorMessage: 'fenced' }), false);
+    assert.equal(classifyFailure(s).reason, 'ExecutionLost');
   });
 });
 

@@ -32,9 +32,18 @@ const PREPARE_MESSAGES = ['no args or script provided', 'no script or args provi
 export const FENCED_MESSAGE =
   'runtimed could not renew its execution lease (no accepted heartbeat within the lease), so the execution was stopped';
 
+/** The message of an execution its Runtime Server killed because the server itself stopped. */
+export const SHUTDOWN_MESSAGE = 'the runtime container stopped while the execution ran';
+
+/** Whether the Runtime Server killed the execution because it stopped (its container stops). */
+export function isShutdownKill(s: Summary): boolean {
+  return s.errorMessage === 'shutdown' && s.exitCode === -1;
+}
+
 export function classifyFailure(s: Summary, stderrTail = ''): { reason: string; message: string } {
   if (s.errorMessage === 'timeout' && s.exitCode === -1) return { reason: 'Timeout', message: 'timeout' };
   if (s.errorMessage === 'fenced' && s.exitCode === -1) return { reason: 'Fenced', message: FENCED_MESSAGE };
+  if (isShutdownKill(s)) return { reason: 'ExecutionLost', message: SHUTDOWN_MESSAGE };
   if (PREPARE_MESSAGES.includes(s.errorMessage))
     return { reason: 'PrepareSource', message: `prepare source: ${s.errorMessage}` };
   const base = s.errorMessage || `exit status ${s.exitCode}`;

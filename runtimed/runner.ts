@@ -29,7 +29,7 @@ import type { RuntimeClient } from './runtime-client.ts';
 import type { Summary } from './runtime-server/executions.ts';
 import { PrepareError, prepareSource } from './source.ts';
 import type { Run } from './types.ts';
-import { classifyFailure, type Collected, type Finisher } from './finish.ts';
+import { classifyFailure, isShutdownKill, type Collected, type Finisher } from './finish.ts';
 import type { RunRecorder } from './artifact-finisher.ts';
 import { isArtifactError, stageArtifactInputs } from './artifacts/index.ts';
 import {
@@ -150,6 +150,9 @@ const rvNum = (r: Run): bigint => {
   }
 };
 
+/** How long runtimed waits for its own SIGTERM after the Runtime Server stopped under a Run. */
+const SHUTDOWN_SIGNAL_WAIT_MS = 2000;
+
 export class Runner implements FunctionHost {
   readonly active = new Map<string, Active>();
   readonly functions: FunctionRuns = new FunctionRuns(this);
@@ -158,10 +161,33 @@ export class Runner implements FunctionHost {
   /** Called after a Run was released (its workspace may now be cleaned up). */
   onRelease: () => void = () => undefined;
   private readonly waiting = new Set<string>();
+  /** Set when runtimed got SIGTERM: its Pod is being stopped (see stopping()). */
+  private stopSignalled = false;
+  private readonly stopWaiters: (() => void)[] = [];
   /** When this runtimed started (seconds precision like creationTimestamp, rounded down, with a margin). */
   private readonly bornAt = Math.floor(Date.now() / 1000) * 1000 + 1000;
 
   constructor(readonly d: RunnerDeps) {}
+
+  /** runtimed got SIGTERM (its Pod stops): executions the stopping Runtime Server kills from now on
+   * are left to the Pod's fate (the reaper's PodGone, with the Run's retry policy), not failed here. */
+  beginStop(): void {
+    this.stopSignalled = true;
+    for (const w of this.stopWaiters.splice(0)) w();
+  }
+
+  /** Whether runtimed is stopping, waiting up to `withinMs` for the SIGTERM that the container
+   * runtime sends to every container of a stopping Pod at once (the Runtime Server may see it first). */
+  stopping(withinMs: number): Promise<boolean> {
+    if (this.stopSignalled || withinMs <= 0) return Promise.resolve(this.stopSignalled);
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(this.stopSignalled), withinMs);
+      this.stopWaiters.push(() => {
+        clearTimeout(t);
+        resolve(true);
+      });
+    });
+  }
 
   event(run: Run, type: 'Normal' | 'Warning', reason: string, message: string, key: string): void {
     runEvent(this.d, run, { type, reason, message, key });
@@ -540,6 +566,13 @@ export class Runner implements FunctionHost {
     }
     if (a.timedOut) {
       await this.failed(a, 'Timeout', `timeout after ${formatDuration(parseDuration(a.run.spec.timeout) ?? 0)}`);
+      return;
+    }
+    if (s.state !== 'SUCCEEDED' && isShutdownKill(s) && (await this.stopping(SHUTDOWN_SIGNAL_WAIT_MS))) {
+      // The Pod stops: its Runtime Server killed the execution on its way out. Not the Run's
+      // failure: left to the Pod's fate (PodGone, then the Run's retry policy).
+      this.d.log.info({ run: a.run.metadata.name }, 'Runtime Pod stopping: the Run is left to the reaper');
+      await this.release(a);
       return;
     }
     if (s.state !== 'SUCCEEDED') {

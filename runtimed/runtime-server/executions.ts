@@ -136,8 +136,9 @@ export class Execution extends EventEmitter {
   }
 
   /** SIGTERM the process group, SIGKILL after 2 s; the execution FAILS with exit -1 and the reason.
-   * 'fenced' (the execution lease lapsed) SIGKILLs at once: nothing may run past the lease. */
-  kill(reason: 'timeout' | 'cancelled' | 'fenced'): void {
+   * 'fenced' (the execution lease lapsed) and 'shutdown' (the Runtime Server itself stops: its
+   * container is being stopped) SIGKILL at once: nothing may run past the lease or the server. */
+  kill(reason: 'timeout' | 'cancelled' | 'fenced' | 'shutdown'): void {
     if (this.state !== 'RUNNING') return;
     const pid = this.child?.pid;
     const sig = (s: NodeJS.Signals): void => {
@@ -147,7 +148,7 @@ export class Execution extends EventEmitter {
         /* gone */
       }
     };
-    if (reason === 'fenced') sig('SIGKILL');
+    if (reason === 'fenced' || reason === 'shutdown') sig('SIGKILL');
     else {
       sig('SIGTERM');
       setTimeout(() => sig('SIGKILL'), 2000).unref();
@@ -180,10 +181,11 @@ export class Executions {
     return { execution: e, created: true };
   }
 
-  /** The execution lease lapsed: kill every running execution (SIGKILL); returns their ids. */
-  fence(): string[] {
+  /** The execution lease lapsed ('fenced') or the Runtime Server stops ('shutdown'): kill every
+   * running execution (SIGKILL); returns their ids. */
+  fence(reason: 'fenced' | 'shutdown' = 'fenced'): string[] {
     const killed = [...this.all.values()].filter((e) => e.state === 'RUNNING');
-    for (const e of killed) e.kill('fenced');
+    for (const e of killed) e.kill(reason);
     return killed.map((e) => e.id);
   }
 

@@ -81,6 +81,8 @@ describe('runtime server: execution lease (fencing) with real processes', () => 
     const pids = [Number(readFileSync(`${mark}.pid`, 'utf8')), Number(readFileSync(`${mark}.child`, 'utf8'))];
     srv.close();
     while (pids.some(alive)) await new Promise((r) => setTimeout(r, 20));
+    // Not 'fenced': the lease did not lapse; runtimed leaves such a Run to its Pod's fate.
+    assert.equal(srv.executions.get('c')?.summary().errorMessage, 'shutdown');
   });
 
   /** Opens a session operation; resolves with its status frame, or the HTTP status it was refused with. */

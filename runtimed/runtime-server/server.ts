@@ -185,6 +185,7 @@ export function leaseDeadlineNs(remainingMs: number | undefined, nowNs = process
 export interface RuntimeServer {
   server: Server;
   channel: DialOut;
+  executions: Executions;
   functions: Functions;
   close: () => void;
 }
@@ -237,13 +238,16 @@ export function startRuntimeServer(
   return {
     server: srv,
     channel,
+    executions: ex,
     functions: fns,
     close: () => {
       channel.close();
       srv.close();
       // As when a container's init process exits on a kubelet: no execution, function worker or
-      // session operation (each in its own process group) outlives the Runtime Server.
-      ex.fence();
+      // session operation (each in its own process group) outlives the Runtime Server. Its
+      // executions end 'shutdown', not 'fenced': the lease did not lapse, the container stops
+      // (runtimed leaves such a Run to the Pod's fate when it stops too; see runner.ts).
+      ex.fence('shutdown');
       fns.fence();
       sessions.fence();
     },
