@@ -30,7 +30,7 @@ import { applyBootstrap } from './bootstrap.ts';
 import { EXTENSION_SERVICE, installKruntimes, KRUNTIMES_NS } from './install.ts';
 import { ensureClusterPki, FIRST_SERVICE_IP } from './pki.ts';
 import { freePorts } from './ports.ts';
-import { isAlive, spawnDetached, stopGroup, waitFor } from './process.ts';
+import { GiveUp, isAlive, spawnDetached, stopGroup, waitFor } from './process.ts';
 import { buildBundle } from './bundle.ts';
 import { REPO_ROOT } from './paths.ts';
 import type { NodeAgentConfig } from '../nodeagent/config.ts';
@@ -228,7 +228,7 @@ async function ensureRunning(s: EnvState, l: Layout, spec: StartSpec, progress: 
     `${spec.component} to become healthy (log: ${join(l.logs, `${spec.component}.log`)})`,
     async () => {
       if (!isAlive(s.pids[spec.component]))
-        throw new Error(`${spec.component} exited; see ${join(l.logs, `${spec.component}.log`)}`);
+        throw new GiveUp(`${spec.component} exited; see ${join(l.logs, `${spec.component}.log`)}`);
       return spec.health();
     },
     spec.timeoutMs,

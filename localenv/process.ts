@@ -73,7 +73,13 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Polls check() until it returns true or the deadline passes; reports progress every ~5 s. */
+/** Thrown by a waitFor check that knows waiting is pointless (the process it waits for exited). */
+export class GiveUp extends Error {
+  override name = 'GiveUp';
+}
+
+/** Polls check() until it returns true or the deadline passes; reports progress every ~5 s. A
+ * check that throws counts as "not yet", except GiveUp, which ends the wait at once. */
 export async function waitFor(
   what: string,
   check: () => Promise<boolean>,
@@ -83,7 +89,11 @@ export async function waitFor(
   const start = Date.now();
   let lastReport = start;
   for (;;) {
-    if (await check().catch(() => false)) return;
+    const ok = await check().catch((err: unknown) => {
+      if (err instanceof GiveUp) throw err;
+      return false;
+    });
+    if (ok) return;
     const now = Date.now();
     if (now - start > timeoutMs)
       throw new Error(`timed out after ${Math.round(timeoutMs / 1000)}s waiting for ${what}`);
