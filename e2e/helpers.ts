@@ -12,11 +12,14 @@ export function admin(): KubeClient {
   return cluster().admin;
 }
 
+/** Polls fn until it returns a value; on timeout the error names what was awaited, the last error,
+ * and what `explain` says about the state then (e.g. the object's status), for CI logs. */
 export async function eventually<T>(
   what: string,
   fn: () => Promise<T | undefined | false>,
   timeoutMs = 60_000,
   everyMs = 100,
+  explain?: () => Promise<string>,
 ): Promise<T> {
   const start = Date.now();
   let lastErr: unknown;
@@ -27,8 +30,11 @@ export async function eventually<T>(
     } catch (err) {
       lastErr = err;
     }
-    if (Date.now() - start > timeoutMs)
-      throw new Error(`timed out waiting for ${what}${lastErr instanceof Error ? `: ${lastErr.message}` : ''}`);
+    if (Date.now() - start > timeoutMs) {
+      const seen = explain ? await explain().catch((err: unknown) => `(explain failed: ${String(err)})`) : '';
+      const last = lastErr instanceof Error ? `: ${lastErr.message}` : '';
+      throw new Error(`timed out waiting for ${what}${last}${seen ? `; last seen: ${seen}` : ''}`);
+    }
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

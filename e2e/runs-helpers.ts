@@ -25,6 +25,7 @@ export type RunObj = Obj & {
 type PodObj = KubeObject & {
   spec: { nodeName?: string };
   status?: {
+    phase?: string;
     conditions?: { type: string; status: string }[];
     containerStatuses?: { name: string; containerID?: string }[];
   };
@@ -85,6 +86,8 @@ export async function runtimePods(ns: string, runtime: string, count: number): P
       return pods.length >= count ? pods : undefined;
     },
     90_000,
+    100,
+    () => describePods(ns, `runtime=${runtime}`),
   );
 }
 
@@ -132,6 +135,7 @@ export async function finished(ns: string, name: string, timeoutMs = 60_000): Pr
     },
     timeoutMs,
     20,
+    () => describeRun(ns, name),
   );
 }
 
@@ -144,7 +148,25 @@ export async function phase(ns: string, name: string, want: string, timeoutMs = 
     },
     timeoutMs,
     20,
+    () => describeRun(ns, name),
   );
+}
+
+/** A Run's status in one line for a timeout message. */
+async function describeRun(ns: string, name: string): Promise<string> {
+  const r = await getRun(ns, name);
+  return JSON.stringify({ spec: { runtime: r.spec?.runtime }, status: r.status ?? {} });
+}
+
+/** The Pods matching a selector, each with its phase, node and conditions, for a timeout message. */
+async function describePods(ns: string, labelSelector: string): Promise<string> {
+  const pods = (await admin().list<PodObj>(`/api/v1/namespaces/${ns}/pods`, { labelSelector })).items;
+  const one = (p: PodObj): string => {
+    const conds = (p.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).join(',');
+    const gone = p.metadata.deletionTimestamp ? ' deleting' : '';
+    return `${p.metadata.name} ${p.status?.phase ?? '?'}${gone} [${conds}]`;
+  };
+  return pods.length ? pods.map(one).join('; ') : 'no Pods';
 }
 
 export function cond(r: RunObj, type: string): { status: string; reason: string; message: string } | undefined {
