@@ -15,8 +15,40 @@ export interface ExecuteResult {
   written: Written[];
 }
 
-/** Consecutive status writes touch distinct objects, so they go out concurrently (bounded). */
-const PARALLEL_STATUS = 16;
+/**
+ * Consecutive status writes (each touches a distinct object) and Event creates (fire-and-forget,
+ * never read back by a handler) go out concurrently, at most this many at a time. A handler that
+ * interleaves them (a Run's status, then its Event, as the scheduler does for each waiting Run)
+ * would otherwise write one at a time: 300 waiting Runs took a scheduler invocation ~35 s.
+ */
+const PARALLEL_WRITES = 16;
+
+type Applied = Exclude<Operation, { op: 'requeue' }>;
+
+const parallelisable = (o: Operation): boolean =>
+  o.op === 'status' || (o.op === 'create' && o.resource.resource === 'events' && o.resource.group === '');
+
+/** Splits ops into batches applied one after another; requeue ops are left out. */
+export function writeBatches(ops: Operation[], max = PARALLEL_WRITES): Applied[][] {
+  const out: Applied[][] = [];
+  let cur: Applied[] = [];
+  const flush = (): void => {
+    if (cur.length) out.push(cur);
+    cur = [];
+  };
+  for (const op of ops) {
+    if (op.op === 'requeue') continue;
+    if (!parallelisable(op)) {
+      flush();
+      out.push([op]);
+      continue;
+    }
+    if (cur.length >= max) flush();
+    cur.push(op);
+  }
+  flush();
+  return out;
+}
 
 export async function executeOperations(
   client: KubeClient,
@@ -24,24 +56,15 @@ export async function executeOperations(
   ops: Operation[],
 ): Promise<ExecuteResult> {
   let requeueAfterMs: number | undefined;
+  for (const op of ops) if (op.op === 'requeue') requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, op.afterMs);
   const written: Written[] = [];
-  for (let i = 0; i < ops.length;) {
-    const op = ops[i]!;
-    if (op.op === 'requeue') {
-      requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, op.afterMs);
-      i++;
-      continue;
-    }
-    let j = i + 1;
-    if (op.op === 'status') while (j < ops.length && j - i < PARALLEL_STATUS && ops[j]!.op === 'status') j++;
-    const batch = ops.slice(i, j) as Exclude<Operation, { op: 'requeue' }>[];
+  for (const batch of writeBatches(ops)) {
     const results = await Promise.allSettled(batch.map((b) => executeOne(client, fieldManager, b)));
     for (const [k, r] of results.entries()) {
       if (r.status === 'rejected') throw r.reason;
       const b = batch[k]!;
       if (r.value && 'resource' in b && b.op !== 'delete') written.push({ resource: b.resource, object: r.value });
     }
-    i = j;
   }
   return requeueAfterMs === undefined ? { written } : { requeueAfterMs, written };
 }
