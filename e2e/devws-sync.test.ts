@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { D, type Project } from '../lib/devws/api.ts';
@@ -131,5 +131,14 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
     assert.deepEqual(written(ops)?.sync, { state: 'failed', operationId: 'p1-sync-1' });
     const event = ops.find((o) => o.op === 'create' && (o.object as { kind?: string }).kind === 'Event');
     assert.match(JSON.stringify(event), /403: sync_target_forbidden/);
+  });
+
+  it("a deleted Project's repository is removed from the Git Server", async () => {
+    assert.ok(written(await run(project('main')))?.snapshot);
+    const repo = join(dir, 'srv', 'team', 'p1.git');
+    assert.ok(existsSync(repo));
+    current = undefined;
+    const ops = await handle({ key: 'team/p1', object: undefined, state: stateFor(project('main')), now: new Date() });
+    assert.deepEqual([ops, existsSync(repo)], [[], false]);
   });
 });

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -42,7 +42,10 @@ function sh(args: string[], cwd: string): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8', env }).trim();
 }
 
-type Answer = { code: number; doc: { ref?: string; commit?: string; reason?: string; message?: string } };
+type Answer = {
+  code: number;
+  doc: { ref?: string; commit?: string; reason?: string; message?: string; removed?: boolean };
+};
 
 function call(url: string, ca: string, opts: { method?: string; token?: string; body?: unknown }): Promise<Answer> {
   return new Promise((resolve, reject) => {
@@ -384,6 +387,21 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
     });
     const missing = await sync({ project: 'pn' });
     assert.deepEqual([missing.code, missing.doc.reason], [422, 'repository_sync_failed']);
+  });
+
+  it("a deleted Project's repository is removed (only with the sync token, never while the Project lives)", async () => {
+    authority.projects.set('team/pd', project('pd', `${external}/o/r.git`));
+    assert.equal((await sync({ project: 'pd' })).code, 200);
+    const repo = join(dir, 'srv', 'team', 'pd.git');
+    const remove = (token = TOKEN): Promise<Answer> =>
+      call(`${server.url}/-/remove`, ca, { method: 'POST', token, body: { namespace: 'team', project: 'pd' } });
+    assert.deepEqual([(await remove()).code, (await remove()).doc.reason], [409, 'project_not_deleted']);
+    authority.projects.set('team/pd', project('pd', `${external}/o/r.git`, 'deleted'));
+    assert.deepEqual([(await remove(NODE_A)).code, existsSync(repo)], [401, true], 'not without the sync token');
+    assert.deepEqual([(await remove()).code, existsSync(repo)], [200, false]);
+    authority.projects.delete('team/pd');
+    const again = await remove();
+    assert.deepEqual([again.code, again.doc], [200, { removed: false }], 'idempotent once gone');
   });
 
   it('serves only upload-pack: receive-pack and other paths are 404', async () => {

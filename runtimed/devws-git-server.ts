@@ -13,7 +13,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import { isIP, type AddressInfo } from 'node:net';
@@ -217,6 +217,30 @@ async function handleSync(o: GitServerOptions, req: IncomingMessage, res: Server
 }
 
 /**
+ * Removes a deleted Project's repository (ADR 0026): POST /-/remove {namespace, project} with the
+ * sync token; 200 {removed} when the Project is gone or deleted (idempotent), 409
+ * project_not_deleted while it lives. Serialized with the repository's syncs.
+ */
+async function handleRemove(o: GitServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  try {
+    if (!authorized(req, o.syncToken)) throw new GitAccessError('unauthenticated', 401, 'the sync token is required');
+    const r = validateSyncRequest(await readJson(req));
+    const p = await asked('reading the Project', o.authority.project(r.namespace, r.project));
+    if (p && p.status?.lifecycle !== 'deleted')
+      throw new GitAccessError('project_not_deleted', 409, `Project ${r.namespace}/${r.project} is not deleted`);
+    const dir = join(o.root, r.namespace, `${r.project}.git`);
+    const removed = await serialized(dir, () => {
+      const existed = existsSync(dir);
+      rmSync(dir, { recursive: true, force: true });
+      return Promise.resolve(existed);
+    });
+    send(res, 200, { removed });
+  } catch (e) {
+    refuse(res, e);
+  }
+}
+
+/**
  * Authenticates and authorises a read of namespace/project: 401 unauthenticated (no token, or one
  * the API does not accept for the Git audience), 403 repository_forbidden, 503
  * authorization_unavailable. Allowed answers are remembered briefly per token digest and Project.
@@ -297,6 +321,10 @@ export function route(o: GitServerOptions, cache: ReviewCache<true>, req: Incomi
   const url = new URL(req.url ?? '/', 'https://git');
   if (url.pathname === '/-/sync' && req.method === 'POST') {
     void handleSync(o, req, res);
+    return;
+  }
+  if (url.pathname === '/-/remove' && req.method === 'POST') {
+    void handleRemove(o, req, res);
     return;
   }
   const m = REPO_PATH.exec(url.pathname);
