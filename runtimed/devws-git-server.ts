@@ -52,6 +52,8 @@ export interface GitServerOptions {
   externalCAFile?: string;
   host?: string;
   port?: number;
+  /** Told of every internal failure and every 5xx refusal (never a token: none is in an error). */
+  onError?: (err: unknown) => void;
 }
 
 export interface RunningGitServer {
@@ -173,8 +175,10 @@ async function readJson(req: IncomingMessage, limit = 64 * 1024): Promise<unknow
   }
 }
 
-function refuse(res: ServerResponse, e: unknown): void {
-  if (e instanceof GitAccessError || e instanceof DevwsError) {
+function refuse(o: GitServerOptions, res: ServerResponse, e: unknown): void {
+  const typed = e instanceof GitAccessError || e instanceof DevwsError;
+  if (!typed || e.code >= 500) o.onError?.(e);
+  if (typed) {
     const headers = e.code === 401 ? { 'www-authenticate': `Bearer realm="${GIT_AUDIENCE}"` } : {};
     res.writeHead(e.code, { 'content-type': 'application/json', ...headers });
     res.end(JSON.stringify({ reason: e.reason, message: e.message }));
@@ -212,7 +216,7 @@ async function handleSync(o: GitServerOptions, req: IncomingMessage, res: Server
     }
     send(res, 200, result);
   } catch (e) {
-    refuse(res, e);
+    refuse(o, res, e);
   }
 }
 
@@ -236,7 +240,7 @@ async function handleRemove(o: GitServerOptions, req: IncomingMessage, res: Serv
     });
     send(res, 200, { removed });
   } catch (e) {
-    refuse(res, e);
+    refuse(o, res, e);
   }
 }
 
@@ -336,7 +340,7 @@ export function route(o: GitServerOptions, cache: ReviewCache<true>, req: Incomi
     () => serveGit(o.root, req, res, url),
     (e: unknown) => {
       req.resume();
-      refuse(res, e);
+      refuse(o, res, e);
     },
   );
 }
