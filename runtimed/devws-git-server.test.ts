@@ -291,7 +291,8 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
     } finally {
       authority.down = false;
     }
-    const brief = await gitServer({ root: join(dir, 'srv'), reviewTtlMs: 0 });
+    const told: unknown[] = [];
+    const brief = await gitServer({ root: join(dir, 'srv'), reviewTtlMs: 0, onError: (err) => told.push(err) });
     const r = await call(`${brief.url}/team/p1.git/info/refs?service=git-upload-pack`, ca, { token: READER });
     assert.equal(r.code, 200);
     authority.down = true;
@@ -301,6 +302,11 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
         [again.code, again.doc.reason],
         [503, 'authorization_unavailable'],
         'nothing cached: asked again',
+      );
+      assert.match(
+        String(told[0]),
+        /authorization_unavailable: TokenReview: connect ECONNREFUSED/,
+        'the operator is told',
       );
     } finally {
       authority.down = false;
