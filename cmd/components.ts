@@ -182,7 +182,7 @@ export async function devwsGitServer(): Promise<number> {
   const { loadGitServerOptions, startGitServer } = await import('../runtimed/devws-git-server.ts');
   const log = pino({ base: { component: 'devws-git-server', version: VERSION } });
   const o = loadGitServerOptions(process.env);
-  const srv = await startGitServer(o);
+  const srv = await startGitServer({ ...o, onError: (err) => log.warn({ err }, 'git server request failed') });
   log.info({ url: srv.url, root: o.root }, 'git server serving');
   return new Promise((resolve) => {
     process.once('SIGTERM', () => void srv.close().then(() => resolve(0)));

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { D, type Project } from '../lib/devws/api.ts';
@@ -13,7 +13,11 @@ import { FakeState } from '../lib/fn/fake-state.ts';
 import { R } from '../lib/fn/resources.ts';
 import type { Operation as FnOp } from '../lib/fn/types.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
-import { startGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { parseCidrList } from '../lib/devws/sync-target.ts';
+import type { GitAuthority } from '../runtimed/devws-git-authority.ts';
+import { serveGit, startGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { handle } from '../functions/devws-sync/index.ts';
 
 const TOKEN = 'sync-token-for-the-test';
@@ -22,16 +26,24 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
   this.timeout(30_000);
   let dir: string;
   let ca: string;
-  let external: RunningGitServer;
+  let external: { url: string; close(): void };
+  let current: Project | undefined;
+  /** The Git Server reads the Project it syncs (here: the one the handler was given). */
+  const authority: GitAuthority = {
+    review: () => Promise.resolve(undefined),
+    mayRead: () => Promise.resolve(false),
+    workspaces: () => Promise.resolve([]),
+    project: () => Promise.resolve(current),
+  };
   let server: RunningGitServer;
   let commit: string;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'krt-devws-sync-'));
     const now = new Date();
-    const authority = await createCa('test-ca', now, 1);
-    const tls = await issueServing(authority, 'localhost', { dns: ['localhost'], ips: ['127.0.0.1'] }, now, 1);
-    ca = authority.cert;
+    const testCa = await createCa('test-ca', now, 1);
+    const tls = await issueServing(testCa, 'localhost', { dns: ['localhost'], ips: ['127.0.0.1'] }, now, 1);
+    ca = testCa.cert;
     writeFileSync(join(dir, 'ca.pem'), ca);
     const env = {
       ...process.env,
@@ -47,12 +59,23 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
     execFileSync('git', ['commit', '-q', '-m', 'a'], { cwd: work, env });
     commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: work, encoding: 'utf8' }).trim();
     execFileSync('git', ['clone', '-q', '--bare', work, join(dir, 'ext', 'o', 'r.git')]);
-    const common = { ...tls, syncToken: TOKEN, host: '127.0.0.1' };
-    external = await startGitServer({ ...common, root: join(dir, 'ext') });
-    server = await startGitServer({ ...common, root: join(dir, 'srv'), externalCAFile: join(dir, 'ca.pem') });
+    const ext = https.createServer(tls, (req, res) =>
+      serveGit(join(dir, 'ext'), req, res, new URL(req.url ?? '/', 'https://x')),
+    );
+    await new Promise<void>((r) => ext.listen(0, '127.0.0.1', () => r()));
+    external = { url: `https://127.0.0.1:${(ext.address() as AddressInfo).port}`, close: () => ext.close() };
+    server = await startGitServer({
+      ...tls,
+      syncToken: TOKEN,
+      host: '127.0.0.1',
+      root: join(dir, 'srv'),
+      externalCAFile: join(dir, 'ca.pem'),
+      authority,
+      targets: { allow: parseCidrList('127.0.0.1/32'), deny: [] },
+    });
   });
   after(async () => {
-    await external.close();
+    external.close();
     await server.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -84,8 +107,10 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
     const w = ops.find((o) => o.op === 'status');
     return w?.op === 'status' ? (w.object as Project).status : undefined;
   };
-  const run = async (p: Project, url?: string): Promise<FnOp[]> =>
-    handle({ key: 'team/p1', object: p, state: stateFor(p, url), now: new Date() });
+  const run = async (p: Project, url?: string): Promise<FnOp[]> => {
+    current = p;
+    return handle({ key: 'team/p1', object: p, state: stateFor(p, url), now: new Date() });
+  };
 
   it('records the snapshot the Git Server made of the binding branch', async () => {
     const st = written(await run(project('main')));
@@ -97,5 +122,23 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
     assert.deepEqual(written(await run(project('nope')))?.sync, { state: 'failed', operationId: 'p1-sync-1' });
     const gone = await run(project('main'), 'https://127.0.0.1:1');
     assert.deepEqual(gone, [{ op: 'requeue', afterMs: 5000 }]);
+  });
+
+  it('a Project whose repository is on an internal address fails its sync with the reason (sync_target_forbidden)', async () => {
+    const p = project('main');
+    p.spec.repository.url = 'https://169.254.169.254/latest/meta-data.git';
+    const ops = await run(p);
+    assert.deepEqual(written(ops)?.sync, { state: 'failed', operationId: 'p1-sync-1' });
+    const event = ops.find((o) => o.op === 'create' && (o.object as { kind?: string }).kind === 'Event');
+    assert.match(JSON.stringify(event), /403: sync_target_forbidden/);
+  });
+
+  it("a deleted Project's repository is removed from the Git Server", async () => {
+    assert.ok(written(await run(project('main')))?.snapshot);
+    const repo = join(dir, 'srv', 'team', 'p1.git');
+    assert.ok(existsSync(repo));
+    current = undefined;
+    const ops = await handle({ key: 'team/p1', object: undefined, state: stateFor(project('main')), now: new Date() });
+    assert.deepEqual([ops, existsSync(repo)], [[], false]);
   });
 });

@@ -21,6 +21,12 @@ import { NODE_REPORT, readNodeReport } from '../lib/devws/node-report.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_NODE_KIND, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
+import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
+import { GIT_AUDIENCE } from '../lib/devws/git-access.ts';
+import { parseCidrList } from '../lib/devws/sync-target.ts';
+import { parseAllDocuments } from 'yaml';
+import https from 'node:https';
+import { REPO_ROOT } from '../localenv/paths.ts';
 import {
   admin,
   deleteNamespace,
@@ -36,6 +42,42 @@ const G = '/apis/dev.kruntimes.io/v1alpha1';
 const SYS = 'kruntimes-system';
 const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
 const SYNC_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-git-sync`;
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+const GIT_ROLE = `${RBAC}/clusterroles/kruntimes:devws-git`;
+
+/**
+ * The Git Server's API identity as the component ships it: its ClusterRole read from
+ * kustomize/components/devws-git-server, bound to a ServiceAccount of the spec's namespace.
+ */
+async function gitServerIdentity(ns: string): Promise<KubeClient> {
+  const file = readFileSync(join(REPO_ROOT, 'kustomize/components/devws-git-server/git-server.yaml'), 'utf8');
+  const role = parseAllDocuments(file)
+    .map((d) => d.toJSON() as KubeObject)
+    .find((d) => d.kind === 'ClusterRole');
+  assert.ok(role, 'the component has a ClusterRole');
+  await upsert(`${RBAC}/clusterroles`, GIT_ROLE, role);
+  await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: 'devws-git' } });
+  await admin().create(`${RBAC}/clusterrolebindings`, {
+    metadata: { name: `kruntimes:devws-git:${ns}` },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'kruntimes:devws-git' },
+    subjects: [{ kind: 'ServiceAccount', name: 'devws-git', namespace: ns }],
+  });
+  return serviceAccountClient(ns, 'devws-git');
+}
+
+/** GET info/refs of a repository on the Git Server with an optional bearer token: the status code and reason. */
+function infoRefs(base: string, ca: Buffer, path: string, token?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const headers = token ? { authorization: `Bearer ${token}` } : {};
+    const req = https.request(`${base}/${path}/info/refs?service=git-upload-pack`, { ca, headers }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve(`${res.statusCode ?? 0} ${/"reason":"(\w+)"/.exec(body)?.[1] ?? ''}`.trim()));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** Creates an object in kruntimes-system, or replaces the content of the one a previous run left. */
 async function upsert(collection: string, path: string, body: KubeObject & Record<string, unknown>): Promise<void> {
@@ -75,6 +117,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
   let git: GitServer;
   let gitServer: RunningGitServer;
   let gitRoot: string;
+  let gitCA: Buffer;
   const p = (n: string): string => `${G}/namespaces/${ns}/${n}`;
   const op = (name: string): Promise<Operation> => admin().get<Operation>(p(`operations/${name}`));
   const ws = (name = 'p1-main'): Promise<Workspace> => admin().get<Workspace>(p(`workspaces/${name}`));
@@ -111,6 +154,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     gitRoot = mkdtempSync(join(tmpdir(), 'krt-devws-git-server-'));
     writeFileSync(join(gitRoot, 'external-ca.pem'), pki.ca);
     const token = randomBytes(24).toString('hex');
+    gitCA = pki.ca;
     gitServer = await startDevwsGitServer({
       root: join(gitRoot, 'repos'),
       cert: pki.cert,
@@ -118,6 +162,10 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       syncToken: token,
       externalCAFile: join(gitRoot, 'external-ca.pem'),
       host: E2E_HOST_ADDRESS,
+      // Every read is reviewed by the cluster, as the component's ServiceAccount.
+      authority: kubeGitAuthority(await gitServerIdentity(ns)),
+      // The external repository is on this host: allowed explicitly (a sync refuses internal addresses).
+      targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
     });
     const secret = { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token } };
     await upsert(`/api/v1/namespaces/${SYS}/secrets`, SYNC_SECRET, secret);
@@ -128,7 +176,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     git.close();
     await gitServer.close();
     rmSync(gitRoot, { recursive: true, force: true });
-    for (const path of [CONFIG, SYNC_SECRET]) {
+    for (const path of [CONFIG, SYNC_SECRET, GIT_ROLE, `${RBAC}/clusterrolebindings/kruntimes:devws-git:${ns}`]) {
       await admin()
         .delete(path)
         .catch(() => undefined);
@@ -178,6 +226,40 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       'Project active',
       async () => (await admin().get<Project>(p('projects/p1'))).status?.lifecycle === 'active',
     );
+  });
+
+  it("the Git Server reviews every clone: none without a token, none with an API token, none of another Project with the Node's own", async () => {
+    const w = await ws();
+    const sandbox = await admin().get<KubeObject>(`/api/v1/namespaces/${ns}/pods/${w.status?.sandbox?.id ?? ''}`);
+    const nodeToken = async (audiences?: string[]): Promise<string> =>
+      (
+        await admin().create<KubeObject & { status: { token: string } }>(
+          `/api/v1/namespaces/${ns}/serviceaccounts/kruntimes-devws-node/token`,
+          {
+            apiVersion: 'authentication.k8s.io/v1',
+            kind: 'TokenRequest',
+            spec: {
+              expirationSeconds: 600,
+              ...(audiences ? { audiences } : {}),
+              boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: sandbox.metadata.name, uid: sandbox.metadata.uid },
+            },
+          },
+        )
+      ).status.token;
+    const git = await nodeToken([GIT_AUDIENCE]);
+    assert.equal(
+      await infoRefs(gitServer.url, gitCA, `${ns}/p1.git`, git),
+      '200',
+      "the Node reads its own Project's repository",
+    );
+    assert.equal(await infoRefs(gitServer.url, gitCA, `${ns}/p1.git`), '401 unauthenticated');
+    assert.equal(
+      await infoRefs(gitServer.url, gitCA, `${ns}/p1.git`, await nodeToken()),
+      '401 unauthenticated',
+      'an API token is not a Git token',
+    );
+    assert.equal(await infoRefs(gitServer.url, gitCA, `${ns}/p2.git`, git), '403 repository_forbidden');
+    assert.equal(await infoRefs(gitServer.url, gitCA, `default/p1.git`, git), '403 repository_forbidden');
   });
 
   it('admin_required: an editor may not delete the Project (delete_project needs the admin role)', async () => {

@@ -153,4 +153,70 @@ describe('kustomize overlays and components', function () {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('the devws Git Server component: its review-only ClusterRole, a NetworkPolicy for sandboxes and devws-sync, and a test overlay that allow-lists the sync target explicitly', async () => {
+    const production = ids(await kubectl(['kustomize', join(REPO_ROOT, 'kustomize', 'overlays', 'production')]));
+    const dir = join(REPO_ROOT, '.kruntimes', `kustomize-git-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    try {
+      // The e2e's repositories live on the host: a test installation says so, explicitly.
+      const allow = `[{"op": "replace", "path": "/spec/template/spec/containers/0/env/5/value", "value": "127.0.0.1/32"}]`;
+      writeFileSync(
+        join(dir, 'kustomization.yaml'),
+        `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../kustomize/overlays/production]\ncomponents: [../../kustomize/components/devws-git-server]\npatches:\n  - target: {kind: Deployment, name: kruntimes-devws-git}\n    patch: '${allow}'\n`,
+      );
+      const yaml = await kubectl(['kustomize', dir]);
+      assert.deepEqual(
+        ids(yaml).filter((i) => !production.includes(i)),
+        [
+          'ClusterRole//kruntimes:devws-git',
+          'ClusterRoleBinding//kruntimes:devws-git',
+          'Deployment/kruntimes-system/kruntimes-devws-git',
+          'NetworkPolicy/kruntimes-system/kruntimes-devws-git',
+          'PersistentVolumeClaim/kruntimes-system/kruntimes-devws-git',
+          'Service/kruntimes-system/kruntimes-devws-git',
+          'ServiceAccount/kruntimes-system/kruntimes-devws-git',
+        ],
+      );
+      type Peer = { namespaceSelector?: object; podSelector?: { matchLabels?: object; matchExpressions?: object[] } };
+      type Obj = Doc & {
+        rules?: { resources: string[]; verbs: string[] }[];
+        spec?: {
+          ingress?: { from: Peer[] }[];
+          policyTypes?: string[];
+          template?: { spec: { containers: { env: { name: string; value: string }[] }[] } };
+        };
+      };
+      const docs = parseAllDocuments(yaml).map((d) => d.toJSON() as Obj);
+      const role = docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === 'kruntimes:devws-git');
+      assert.deepEqual(
+        role?.rules?.map((r) => `${r.resources.join(',')}:${r.verbs.join(',')}`),
+        ['tokenreviews:create', 'subjectaccessreviews:create', 'projects:get', 'workspaces:list'],
+        'reviews and reads only',
+      );
+      const np = docs.find((d) => d.kind === 'NetworkPolicy' && d.metadata.name === 'kruntimes-devws-git');
+      assert.deepEqual(np?.spec?.policyTypes, ['Ingress']);
+      assert.deepEqual(np?.spec?.ingress?.[0]?.from, [
+        {
+          namespaceSelector: {},
+          podSelector: { matchExpressions: [{ key: 'dev.kruntimes.io/workspace', operator: 'Exists' }] },
+        },
+        { podSelector: { matchLabels: { 'app.kubernetes.io/name': 'kruntimes-extension' } } },
+        { podSelector: { matchLabels: { 'app.kubernetes.io/name': 'kruntimes-fn-devws-sync' } } },
+      ]);
+      const dep = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'kruntimes-devws-git');
+      const env = Object.fromEntries(
+        (dep?.spec?.template?.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]),
+      );
+      assert.deepEqual([env.KRT_GIT_SYNC_ALLOW, env.KRT_GIT_SYNC_DENY], ['127.0.0.1/32', '']);
+      // The API server accepts every object as written (schema, names, references).
+      const added = parseAllDocuments(yaml)
+        .filter((d) => /devws-git/.test(String((d.toJSON() as Doc).metadata.name)))
+        .map((d) => d.toString())
+        .join('---\n');
+      await kubectl(['apply', '--dry-run=server', '-f', '-'], added);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

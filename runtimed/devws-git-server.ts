@@ -1,20 +1,37 @@
 /**
- * `kruntimes devws-git-server`: the Git Server of developer workspaces (ADR 0020). It holds one
- * bare repository per Project (`<root>/<namespace>/<project>.git`) with the binding's snapshots
- * (`refs/ora/upstreams/<bindingId>/snapshots/<commit>`) and serves them read-only over smart HTTP
- * (`git http-backend`, upload-pack only) to the Nodes, which clone only from here. One more
- * endpoint, `POST /-/sync`, is the sync function's: with the sync token it fetches the binding
- * branch of the external repository (https only) and records a snapshot of its commit.
+ * `kruntimes devws-git-server`: the Git Server of developer workspaces (ADR 0020, ADR 0026). It
+ * holds one bare repository per Project (`<root>/<namespace>/<project>.git`) with the binding's
+ * snapshots (`refs/ora/upstreams/<bindingId>/snapshots/<commit>`) and serves them read-only over
+ * smart HTTP (`git http-backend`, upload-pack only) to the Nodes, which clone only from here.
+ * Every read is authenticated (a Kubernetes token for the Git audience, TokenReview) and
+ * authorised for its Project (a Node only for the Project of its own Workspace, anyone else by a
+ * SubjectAccessReview); the API server not answering refuses (503). One more endpoint,
+ * `POST /-/sync`, is the sync function's: with the sync token it fetches the binding branch of the
+ * Project's own repository (read from the Project object; https only; never an internal address
+ * unless allow-listed) and records a snapshot of its commit.
  */
 import { execFile, spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { lookup } from 'node:dns/promises';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DevwsError } from '../lib/devws/api.ts';
-import { snapshotRef, validateSyncRequest, type SyncRequest } from '../lib/devws/sync.ts';
+import {
+  authorizeNode,
+  bearerToken,
+  GIT_AUDIENCE,
+  GitAccessError,
+  nodeOf,
+  ReviewCache,
+  tokenDigest,
+} from '../lib/devws/git-access.ts';
+import { snapshotRef, syncTarget, validateSyncRequest, type SyncTarget } from '../lib/devws/sync.ts';
+import { parseCidrList, vetAddresses, type TargetPolicy } from '../lib/devws/sync-target.ts';
+import { kubeGitAuthority, type GitAuthority } from './devws-git-authority.ts';
+import { defaultClient } from '../lib/kube/config.ts';
 
 export interface GitServerOptions {
   /** Where the Projects' bare repositories live. */
@@ -23,10 +40,20 @@ export interface GitServerOptions {
   key: Buffer | string;
   /** The bearer token of POST /-/sync (the sync function's). */
   syncToken: string;
+  /** Reviews tokens, authorises reads and reads Projects (the Kubernetes API: kubeGitAuthority). */
+  authority: GitAuthority;
+  /** Where a sync may fetch from beyond the public internet (allow) and what else it must not (deny). */
+  targets?: TargetPolicy;
+  /** Resolves a repository host to its addresses (default: the system resolver, every address). */
+  resolve?: (host: string) => Promise<string[]>;
+  /** How long an allowed read is remembered per token digest and Project (default 10 s). */
+  reviewTtlMs?: number;
   /** CA bundle (PEM file) for fetching external repositories; unset: the system's. */
   externalCAFile?: string;
   host?: string;
   port?: number;
+  /** Told of every internal failure and every 5xx refusal (never a token: none is in an error). */
+  onError?: (err: unknown) => void;
 }
 
 export interface RunningGitServer {
@@ -34,6 +61,8 @@ export interface RunningGitServer {
   url: string;
   close(): Promise<void>;
 }
+
+export const REVIEW_TTL_MS = 10_000;
 
 /** Repository paths the server answers: /<namespace>/<project>.git/(info/refs|git-upload-pack). */
 const REPO_PATH =
@@ -71,24 +100,50 @@ function serialized<T>(key: string, run: () => Promise<T>): Promise<T> {
   return next;
 }
 
+const systemResolve = async (host: string): Promise<string[]> =>
+  (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
 /**
- * Fetches the binding branch of the external repository into the Project's repository and records
- * the snapshot ref of its commit. Only the https transport is allowed (no file, ext or ssh).
+ * Vets the repository host (every address it resolves to; ADR 0026) and returns git's options
+ * that pin the fetch to the vetted address and forbid redirects.
  */
-export async function syncRepository(o: GitServerOptions, r: SyncRequest): Promise<{ ref: string; commit: string }> {
-  const dir = join(o.root, r.namespace, `${r.project}.git`);
+export async function pinnedFetchOptions(o: GitServerOptions, url: string): Promise<string[]> {
+  const u = new URL(url);
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  const policy = o.targets ?? { allow: [], deny: [] };
+  const literal = isIP(host) !== 0;
+  let addresses: string[];
+  try {
+    addresses = literal ? [host] : await (o.resolve ?? systemResolve)(host);
+  } catch {
+    throw new GitAccessError('repository_sync_failed', 422, `${host} does not resolve`);
+  }
+  const address = vetAddresses(host, addresses, policy);
+  const pin = isIP(address) === 6 ? `[${address}]` : address;
+  const resolve = literal ? [] : ['-c', `http.curloptResolve=${host}:${u.port || '443'}:${pin}`];
+  return ['-c', 'http.followRedirects=false', ...resolve];
+}
+
+/**
+ * Fetches the binding branch of the Project's repository into the Project's repository here and
+ * records the snapshot ref of its commit. Only the https transport is allowed (no file, ext or
+ * ssh), only to a vetted address, without redirects.
+ */
+export async function syncRepository(o: GitServerOptions, t: SyncTarget): Promise<{ ref: string; commit: string }> {
+  const dir = join(o.root, t.namespace, `${t.project}.git`);
   return serialized(dir, async () => {
+    const pinned = await pinnedFetchOptions(o, t.url);
     if (!existsSync(join(dir, 'HEAD'))) {
       mkdirSync(dir, { recursive: true, mode: 0o750 });
       await git(['init', '-q', '--bare', dir], o.root);
       await git(['config', 'http.receivepack', 'false'], dir);
     }
     const env = o.externalCAFile ? { GIT_SSL_CAINFO: o.externalCAFile } : {};
-    const head = `refs/ora/upstreams/${r.bindingId}/heads/${r.branch}`;
-    const allow = ['-c', 'protocol.allow=never', '-c', 'protocol.https.allow=always'];
-    await git([...allow, 'fetch', '-q', '--no-tags', '--', r.url, `+refs/heads/${r.branch}:${head}`], dir, env);
+    const head = `refs/ora/upstreams/${t.bindingId}/heads/${t.branch}`;
+    const allow = ['-c', 'protocol.allow=never', '-c', 'protocol.https.allow=always', ...pinned];
+    await git([...allow, 'fetch', '-q', '--no-tags', '--', t.url, `+refs/heads/${t.branch}:${head}`], dir, env);
     const commit = await git(['rev-parse', '--verify', `${head}^{commit}`], dir);
-    const ref = snapshotRef(r.bindingId, commit);
+    const ref = snapshotRef(t.bindingId, commit);
     await git(['update-ref', ref, commit], dir);
     return { ref, commit };
   });
@@ -120,21 +175,104 @@ async function readJson(req: IncomingMessage, limit = 64 * 1024): Promise<unknow
   }
 }
 
-/** POST /-/sync: 200 {ref, commit}; 400 a bad request; 422 repository_sync_failed (the fetch failed). */
+function refuse(o: GitServerOptions, res: ServerResponse, e: unknown): void {
+  const typed = e instanceof GitAccessError || e instanceof DevwsError;
+  if (!typed || e.code >= 500) o.onError?.(e);
+  if (typed) {
+    const headers = e.code === 401 ? { 'www-authenticate': `Bearer realm="${GIT_AUDIENCE}"` } : {};
+    res.writeHead(e.code, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify({ reason: e.reason, message: e.message }));
+    return;
+  }
+  send(res, 500, { reason: 'internal' });
+}
+
+/** The Kubernetes API not answering is never read as an answer: 503 authorization_unavailable. */
+async function asked<T>(what: string, call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new GitAccessError('authorization_unavailable', 503, `${what}: ${why.slice(0, 200)}`);
+  }
+}
+
+/**
+ * POST /-/sync: 200 {ref, commit}; 401 without the sync token; 400 a bad request; 404/409 the
+ * Project is missing, not syncable or not what the request names; 403 sync_target_forbidden (an
+ * internal address); 422 repository_sync_failed (the fetch failed); 503 the API did not answer.
+ */
 async function handleSync(o: GitServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (!authorized(req, o.syncToken)) return send(res, 401, { reason: 'unauthorized' });
-  let r: SyncRequest;
   try {
-    r = validateSyncRequest(await readJson(req));
+    if (!authorized(req, o.syncToken)) throw new GitAccessError('unauthenticated', 401, 'the sync token is required');
+    const r = validateSyncRequest(await readJson(req));
+    const t = syncTarget(r, await asked('reading the Project', o.authority.project(r.namespace, r.project)));
+    let result: { ref: string; commit: string };
+    try {
+      result = await syncRepository(o, t);
+    } catch (e) {
+      if (e instanceof GitAccessError) throw e;
+      throw new GitAccessError('repository_sync_failed', 422, e instanceof Error ? e.message : String(e));
+    }
+    send(res, 200, result);
   } catch (e) {
-    if (e instanceof DevwsError) return send(res, e.code, { reason: e.reason, message: e.message });
-    throw e;
+    refuse(o, res, e);
   }
+}
+
+/**
+ * Removes a deleted Project's repository (ADR 0026): POST /-/remove {namespace, project} with the
+ * sync token; 200 {removed} when the Project is gone or deleted (idempotent), 409
+ * project_not_deleted while it lives. Serialized with the repository's syncs.
+ */
+async function handleRemove(o: GitServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   try {
-    send(res, 200, await syncRepository(o, r));
+    if (!authorized(req, o.syncToken)) throw new GitAccessError('unauthenticated', 401, 'the sync token is required');
+    const r = validateSyncRequest(await readJson(req));
+    const p = await asked('reading the Project', o.authority.project(r.namespace, r.project));
+    if (p && p.status?.lifecycle !== 'deleted')
+      throw new GitAccessError('project_not_deleted', 409, `Project ${r.namespace}/${r.project} is not deleted`);
+    const dir = join(o.root, r.namespace, `${r.project}.git`);
+    const removed = await serialized(dir, () => {
+      const existed = existsSync(dir);
+      rmSync(dir, { recursive: true, force: true });
+      return Promise.resolve(existed);
+    });
+    send(res, 200, { removed });
   } catch (e) {
-    send(res, 422, { reason: 'repository_sync_failed', message: e instanceof Error ? e.message : String(e) });
+    refuse(o, res, e);
   }
+}
+
+/**
+ * Authenticates and authorises a read of namespace/project: 401 unauthenticated (no token, or one
+ * the API does not accept for the Git audience), 403 repository_forbidden, 503
+ * authorization_unavailable. Allowed answers are remembered briefly per token digest and Project.
+ */
+export async function authorizeRead(
+  o: GitServerOptions,
+  cache: ReviewCache<true>,
+  header: string | undefined,
+  namespace: string,
+  project: string,
+): Promise<void> {
+  const token = bearerToken(header);
+  if (!token)
+    throw new GitAccessError('unauthenticated', 401, `a bearer token for the audience ${GIT_AUDIENCE} is required`);
+  const key = `${tokenDigest(token)} ${namespace}/${project}`;
+  if (cache.get(key)) return;
+  const id = await asked('TokenReview', o.authority.review(token));
+  if (!id) throw new GitAccessError('unauthenticated', 401, `the token is not valid for the audience ${GIT_AUDIENCE}`);
+  const node = nodeOf(id);
+  if (node)
+    authorizeNode(node, namespace, project, await asked('listing Workspaces', o.authority.workspaces(namespace)));
+  else if (!(await asked('SubjectAccessReview', o.authority.mayRead(id, namespace, project))))
+    throw new GitAccessError(
+      'repository_forbidden',
+      403,
+      `${id.username} may not get projects/repository ${namespace}/${project}`,
+    );
+  cache.set(key, true);
 }
 
 /**
@@ -183,23 +321,34 @@ export function serveGit(root: string, req: IncomingMessage, res: ServerResponse
   cgi.on('close', () => res.end());
 }
 
-export function route(o: GitServerOptions, req: IncomingMessage, res: ServerResponse): void {
+export function route(o: GitServerOptions, cache: ReviewCache<true>, req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? '/', 'https://git');
   if (url.pathname === '/-/sync' && req.method === 'POST') {
-    handleSync(o, req, res).catch(() => send(res, 500, { reason: 'internal' }));
+    void handleSync(o, req, res);
+    return;
+  }
+  if (url.pathname === '/-/remove' && req.method === 'POST') {
+    void handleRemove(o, req, res);
     return;
   }
   const m = REPO_PATH.exec(url.pathname);
   const infoRefs =
     m?.[5] === 'info/refs' && req.method === 'GET' && url.searchParams.get('service') === 'git-upload-pack';
   const pack = m?.[5] === 'git-upload-pack' && req.method === 'POST';
-  if (!infoRefs && !pack) return send(res, 404, { reason: 'not_found' });
-  serveGit(o.root, req, res, url);
+  if (!m?.[1] || !m[3] || (!infoRefs && !pack)) return send(res, 404, { reason: 'not_found' });
+  authorizeRead(o, cache, req.headers.authorization, m[1], m[3]).then(
+    () => serveGit(o.root, req, res, url),
+    (e: unknown) => {
+      req.resume();
+      refuse(o, res, e);
+    },
+  );
 }
 
 export async function startGitServer(o: GitServerOptions): Promise<RunningGitServer> {
   mkdirSync(o.root, { recursive: true, mode: 0o750 });
-  const srv = https.createServer({ cert: o.cert, key: o.key }, (req, res) => route(o, req, res));
+  const cache = new ReviewCache<true>(o.reviewTtlMs ?? REVIEW_TTL_MS);
+  const srv = https.createServer({ cert: o.cert, key: o.key }, (req, res) => route(o, cache, req, res));
   await new Promise<void>((resolve) => srv.listen(o.port ?? 0, o.host ?? '0.0.0.0', () => resolve()));
   const { port } = srv.address() as AddressInfo;
   return {
@@ -212,7 +361,7 @@ export async function startGitServer(o: GitServerOptions): Promise<RunningGitSer
   };
 }
 
-/** The daemon's configuration from its environment (files mounted from Secrets). */
+/** The daemon's configuration from its environment (files mounted from Secrets, its own ServiceAccount). */
 export function loadGitServerOptions(env: NodeJS.ProcessEnv): GitServerOptions {
   const need = (k: string): string => {
     const v = env[k];
@@ -226,6 +375,8 @@ export function loadGitServerOptions(env: NodeJS.ProcessEnv): GitServerOptions {
     cert: readFileSync(need('KRT_GIT_TLS_CERT')),
     key: readFileSync(need('KRT_GIT_TLS_KEY')),
     syncToken,
+    authority: kubeGitAuthority(defaultClient(env, 'kruntimes-devws-git-server')),
+    targets: { allow: parseCidrList(env.KRT_GIT_SYNC_ALLOW), deny: parseCidrList(env.KRT_GIT_SYNC_DENY) },
     ...(env.KRT_GIT_EXTERNAL_CA ? { externalCAFile: env.KRT_GIT_EXTERNAL_CA } : {}),
     port: Number(env.KRT_GIT_PORT ?? '8443'),
   };

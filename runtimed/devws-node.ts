@@ -16,6 +16,7 @@ import { isApiError } from '../lib/kube/errors.ts';
 import type { Operation, Workspace } from '../lib/devws/api.ts';
 import { NODE_REPORT, readNodeReport, type CloneReport, type NodeReportDoc } from '../lib/devws/node-report.ts';
 import { gitProcessEnv } from './source.ts';
+import { GIT_TOKEN_FILE } from '../lib/devws/git-access.ts';
 import { decideNode, type JournalEntry, type NodeAction, type NodeSelf } from '../lib/devws/node-agent.ts';
 
 export interface NodeConfig {
@@ -24,6 +25,8 @@ export interface NodeConfig {
   self: NodeSelf;
   home: string;
   gitCA?: string;
+  /** The Git-audience token the Node presents to the Git Server (its projected token, re-read per clone). */
+  gitTokenFile?: string;
   pollMs: number;
 }
 
@@ -41,11 +44,46 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv): NodeConfig {
     self: { nodeId: need('KRT_NODE_ID'), incarnation: randomUUID(), sandboxId: need('POD_NAME'), generation },
     home: need('HOME'),
     ...(env.KRT_GIT_CA ? { gitCA: env.KRT_GIT_CA } : {}),
+    gitTokenFile: env.KRT_GIT_TOKEN_FILE ?? join(SA_TOKEN_DIR, GIT_TOKEN_FILE),
     pollMs: Number(env.KRT_NODE_POLL_MS ?? '1000'),
   };
 }
 
 const stateDir = (cfg: NodeConfig): string => join(cfg.home, '.krt-node');
+const SA_TOKEN_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/**
+ * git's environment for the clone: the Git Server's CA, and its credential as configuration in
+ * the environment (GIT_CONFIG_*), never in the URL, the command line, .git/config or a log;
+ * scoped to the repository URL, and no redirect is followed (it would carry the header elsewhere).
+ */
+export function cloneEnv(cfg: NodeConfig, repositoryUrl: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...gitProcessEnv(process.env), GIT_TERMINAL_PROMPT: '0' };
+  if (cfg.gitCA) {
+    const ca = join(stateDir(cfg), 'git-ca.pem');
+    mkdirSync(stateDir(cfg), { recursive: true, mode: 0o700 });
+    writeFileSync(ca, cfg.gitCA);
+    env.GIT_SSL_CAINFO = ca;
+  }
+  const config: [string, string][] = [['http.followRedirects', 'false']];
+  const token = readToken(cfg.gitTokenFile);
+  if (token) config.push([`http.${repositoryUrl}.extraHeader`, `Authorization: Bearer ${token}`]);
+  env.GIT_CONFIG_COUNT = String(config.length);
+  config.forEach(([k, v], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = k;
+    env[`GIT_CONFIG_VALUE_${i}`] = v;
+  });
+  return env;
+}
+
+function readToken(file: string | undefined): string {
+  try {
+    return file ? readFileSync(file, 'utf8').trim() : '';
+  } catch {
+    return '';
+  }
+}
+
 const journalFile = (cfg: NodeConfig, op: string, attempt: number): string =>
   join(stateDir(cfg), 'clone', `${op}-${attempt}.json`);
 
@@ -87,12 +125,7 @@ export async function runClone(cfg: NodeConfig, a: Extract<NodeAction, { kind: '
   const { input } = a;
   if (!/^https:\/\/[^\s]+$/.test(input.repositoryUrl) || !/^[\w./-]+$/.test(a.localBranch))
     throw new Error('the clone input is not an https URL and a branch name');
-  const env: NodeJS.ProcessEnv = { ...gitProcessEnv(process.env), GIT_TERMINAL_PROMPT: '0' };
-  if (cfg.gitCA) {
-    const ca = join(stateDir(cfg), 'git-ca.pem');
-    writeFileSync(ca, cfg.gitCA);
-    env.GIT_SSL_CAINFO = ca;
-  }
+  const env = cloneEnv(cfg, input.repositoryUrl);
   const dir = join(cfg.home, 'src');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });

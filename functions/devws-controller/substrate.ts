@@ -8,6 +8,7 @@ import { D, GROUP, type Workspace } from '../../lib/devws/api.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { NODE_CLUSTER_ROLE, NODE_SA } from '../../lib/devws/node-report.ts';
+import { GIT_AUDIENCE, GIT_TOKEN_FILE } from '../../lib/devws/git-access.ts';
 
 export const WORKSPACE_LABEL = `${GROUP}/workspace`;
 export const SANDBOX_IMAGE = process.env.KRT_DEVWS_SANDBOX_IMAGE ?? 'bash';
@@ -70,6 +71,8 @@ const tokenVolume = {
   projected: {
     sources: [
       { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
+      // The Git Server's credential (ADR 0026): a token only the Git Server accepts, never the API.
+      { serviceAccountToken: { path: GIT_TOKEN_FILE, audience: GIT_AUDIENCE, expirationSeconds: 3607 } },
       { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
     ],
   },

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import type { Project } from '../../lib/devws/api.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
-import { afterSync, decideSync } from './core.ts';
+import { afterSync, decideSync, removalOf } from './core.ts';
 import { outcomeOf } from './index.ts';
 
 const COMMIT = 'a'.repeat(40);
@@ -70,5 +70,12 @@ describe('devws-sync (pure decisions)', () => {
     assert.equal(outcomeOf(401, '{}').kind, 'unanswered');
     assert.equal(outcomeOf(503, 'no').kind, 'unanswered');
     assert.equal(outcomeOf(200, 'garbage').kind, 'unanswered');
+  });
+
+  it('a deleted Project (gone, or recorded deleted) has its repository removed; a live one never', () => {
+    assert.deepEqual(removalOf('team/p1', undefined), { namespace: 'team', project: 'p1' });
+    assert.deepEqual(removalOf('team/p1', project({ lifecycle: 'deleted' })), { namespace: 'team', project: 'p1' });
+    assert.equal(removalOf('team/p1', project({ lifecycle: 'deleting', bindingId: 'b-1' })), undefined);
+    assert.equal(removalOf('team/p1', project({ lifecycle: 'active', bindingId: 'b-1' })), undefined);
   });
 });

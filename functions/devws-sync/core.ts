@@ -76,3 +76,16 @@ export function afterSync(p: Project, o: SyncOutcome, now: Date): FnOp[] {
     eventOp(involved, { type: 'Normal', reason: 'RepositorySynced', message, key: operationId }, now, 'devws-sync'),
   ];
 }
+
+/**
+ * A Project that is gone (or recorded deleted) has its repository removed from the Git Server
+ * (ADR 0026): the namespace/project to remove, from the object or the watch key of a deleted one.
+ */
+export function removalOf(key: string, p: Project | undefined): { namespace: string; project: string } | undefined {
+  if (p) {
+    if (p.status?.lifecycle !== 'deleted') return undefined;
+    return { namespace: p.metadata.namespace ?? '', project: p.metadata.name ?? '' };
+  }
+  const [namespace, project] = key.split('/');
+  return namespace && project ? { namespace, project } : undefined;
+}

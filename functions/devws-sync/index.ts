@@ -11,7 +11,7 @@ import { D, GROUP, type Project } from '../../lib/devws/api.ts';
 import type { SyncRequest, SyncResult } from '../../lib/devws/sync.ts';
 import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation as FnOp, ReconcileInput, State } from '../../lib/fn/types.ts';
-import { afterSync, decideSync, type SyncOutcome } from './core.ts';
+import { afterSync, decideSync, removalOf, SYNC_RETRY_MS, type SyncOutcome } from './core.ts';
 
 const SYS = process.env.POD_NAMESPACE ?? 'kruntimes-system';
 export const CONFIG_MAP = 'kruntimes-devws';
@@ -38,11 +38,15 @@ export function syncEndpoint(state: State): SyncEndpoint | undefined {
   };
 }
 
-/** POST /-/sync: 200 synced; 4xx failed (the Git Server refused or the fetch failed); anything else unanswered. */
-export function callSync(e: SyncEndpoint, r: SyncRequest): Promise<SyncOutcome> {
+/** POST to the Git Server: the status code and body, or why it did not answer. */
+function post(
+  e: SyncEndpoint,
+  url: string,
+  body: unknown,
+): Promise<{ code: number; body: string } | { error: string }> {
   return new Promise((resolve) => {
     const req = https.request(
-      e.url,
+      url,
       {
         method: 'POST',
         headers: { authorization: `Bearer ${e.token}`, 'content-type': 'application/json' },
@@ -52,13 +56,29 @@ export function callSync(e: SyncEndpoint, r: SyncRequest): Promise<SyncOutcome> 
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve(outcomeOf(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
       },
     );
     req.on('timeout', () => req.destroy(new Error('the Git Server did not answer in time')));
-    req.on('error', (err) => resolve({ kind: 'unanswered', message: err.message }));
-    req.end(JSON.stringify(r));
+    req.on('error', (err) => resolve({ error: err.message }));
+    req.end(JSON.stringify(body));
   });
+}
+
+/** POST /-/remove of a deleted Project's repository: done (or refused for good), else asked again after 5 s. */
+export async function removeRepository(
+  e: SyncEndpoint,
+  target: { namespace: string; project: string },
+): Promise<FnOp[]> {
+  const r = await post(e, e.url.replace(/\/-\/sync$/, '/-/remove'), target);
+  const again = 'error' in r || (r.code !== 200 && outcomeOf(r.code, r.body).kind === 'unanswered');
+  return again ? [{ op: 'requeue', afterMs: SYNC_RETRY_MS }] : [];
+}
+
+/** POST /-/sync: 200 synced; 4xx failed (the Git Server refused or the fetch failed); anything else unanswered. */
+export async function callSync(e: SyncEndpoint, r: SyncRequest): Promise<SyncOutcome> {
+  const res = await post(e, e.url, r);
+  return 'error' in res ? { kind: 'unanswered', message: res.error } : outcomeOf(res.code, res.body);
 }
 
 export function outcomeOf(code: number, body: string): SyncOutcome {
@@ -74,10 +94,12 @@ export function outcomeOf(code: number, body: string): SyncOutcome {
   return { kind: 'unanswered', message };
 }
 
-export async function handle({ object, state, now }: ReconcileInput): Promise<FnOp[]> {
+export async function handle({ key, object, state, now }: ReconcileInput): Promise<FnOp[]> {
   const p = object as Project | undefined;
-  if (!p) return [];
   const endpoint = syncEndpoint(state);
+  const removal = removalOf(key, p);
+  if (removal) return endpoint ? removeRepository(endpoint, removal) : [];
+  if (!p) return [];
   const d = decideSync(p, !!endpoint);
   if (d.kind === 'ops' || !endpoint) return d.kind === 'ops' ? d.ops : [];
   return afterSync(p, await callSync(endpoint, d.request), now);
@@ -86,7 +108,7 @@ export async function handle({ object, state, now }: ReconcileInput): Promise<Fn
 const fn: FunctionDef = {
   name: 'devws-sync',
   description:
-    "Syncs a developer-workspace Project's repository binding: asks the Git Server to fetch the binding branch and records the snapshot in the Project's status.",
+    "Syncs a developer-workspace Project's repository binding: asks the Git Server to fetch the binding branch and records the snapshot in the Project's status; removes a deleted Project's repository.",
   trigger: {
     type: 'watch',
     resource: D.projects,
