@@ -171,7 +171,9 @@ export class BashWorker implements Handler {
   private async start(module: string): Promise<void> {
     const token = randomBytes(16).toString('hex');
     const out = new CallOutput(`\n${token} `);
-    const w = spawn('bash', ['-c', BASH_WORKER, 'krt-function', this.script, this.fn, this.dir], {
+    // --norc: stdin is a socket (Node's stdio pipes are socketpairs), which `bash -c` takes for
+    // rshd and then runs the user's ~/.bashrc; a handler's worker must run only its file.
+    const w = spawn('bash', ['--norc', '-c', BASH_WORKER, 'krt-function', this.script, this.fn, this.dir], {
       cwd: this.spec.workingDir,
       env: { ...this.spec.env, ...this.baseEnv },
       detached: true,

@@ -51,6 +51,18 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     fns.fence();
   });
 
+  it("bash: the worker never reads the user's ~/.bashrc (stdin is a socket, which bash takes for rshd)", async () => {
+    // Node's stdio pipes are socketpairs; `bash -c` with a socket on stdin runs ~/.bashrc unless
+    // --norc. On this machine a root .bashrc ran `pyenv init`, whose rehash lock hung every worker.
+    const home = await dirWith({ '.bashrc': 'echo rc >> "$HOME/rc-ran"\n' });
+    const dir = await dirWith({ 'h.sh': 'hi() { printf ok; }\n' });
+    const fns = new Functions('bash', { ...env, HOME: home });
+    await fns.register({ id: 'rc', handler: 'h.hi', workingDir: dir });
+    assert.deepEqual(await fns.get('rc')?.invoke('1'), { ok: true, output: 'ok' });
+    fns.fence();
+    await assert.rejects(readFile(join(home, 'rc-ran'), 'utf8'), { code: 'ENOENT' });
+  });
+
   it('bash: a warm worker sources once; calls are isolated from each other (state, output, processes)', async () => {
     const dir = await dirWith({
       'h.sh': [
