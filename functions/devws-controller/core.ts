@@ -220,8 +220,7 @@ export function contextFor(
   state: State,
   now: Date,
   epoch: number,
-  git: GitServerConfig = {},
-  substrate?: Substrate,
+  git: GitServerConfig & { substrate?: Substrate } = {},
 ): Ctx | ProjectCtx | undefined {
   const ns = op.metadata.namespace ?? '';
   const project = state.get(D.projects, ns, op.spec.project) as Project | undefined;
@@ -234,7 +233,7 @@ export function contextFor(
     epoch,
     gitServer: git.url,
     gitServerCA: git.ca,
-    substrate: substrate ?? kubernetesSubstrate(state, ns),
+    substrate: git.substrate ?? kubernetesSubstrate(state, ns),
   };
   if (op.spec.kind === 'delete_project') {
     const all = state.list(D.workspaces, ns) as Workspace[];
