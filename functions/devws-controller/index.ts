@@ -183,8 +183,13 @@ const fn: FunctionDef = {
       scope: 'namespace',
     },
     // The Node's namespaced identity (substrate.ts nodeIdentity): bound, never granted by the controller itself.
-    { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get', 'create', 'patch'] },
-    { apiGroups: ['rbac.authorization.k8s.io'], resources: ['rolebindings'], verbs: ['get', 'create', 'patch'] },
+    // An OpenSandbox sandbox's Node: a ServiceAccount per sandbox instance, deleted when it is terminated.
+    { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get', 'create', 'patch', 'delete'] },
+    {
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['rolebindings'],
+      verbs: ['get', 'create', 'patch', 'delete'],
+    },
     {
       apiGroups: ['rbac.authorization.k8s.io'],
       resources: ['clusterroles'],

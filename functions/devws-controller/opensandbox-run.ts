@@ -115,7 +115,11 @@ export async function withOpenSandbox(
     o.deps.log(`list of Project ${project.metadata.name ?? ''}: ${listed.error} (nothing decided)`);
     return [{ op: 'requeue', afterMs: 5000 }];
   }
-  const sub = new OpenSandboxSubstrate(listed.sandboxes, project.metadata.uid ?? '', config.settings);
+  const sub = new OpenSandboxSubstrate(
+    listed.sandboxes,
+    { uid: project.metadata.uid ?? '', namespace: project.metadata.namespace ?? '' },
+    config.settings,
+  );
   const ops = decide(sub);
   if (o.act)
     await perform(api, [...once(sub.calls, o.sentAtOf, o.now.getTime()), ...sub.duplicates()], (m) => o.deps.log(m));

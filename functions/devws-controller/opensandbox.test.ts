@@ -39,7 +39,7 @@ describe('devws OpenSandbox substrate (real local OpenSandbox server)', () => {
   const observe = async (): Promise<OpenSandboxSubstrate> => {
     const r = await observeProject(api, PROJECT_UID);
     assert.ok(r.ok, r.ok ? '' : r.error);
-    return new OpenSandboxSubstrate(r.sandboxes, PROJECT_UID);
+    return new OpenSandboxSubstrate(r.sandboxes, { uid: PROJECT_UID, namespace: NS });
   };
   const posts = (): number => srv.calls.filter((c) => c.method === 'POST').length;
 
@@ -62,8 +62,13 @@ describe('devws OpenSandbox substrate (real local OpenSandbox server)', () => {
   it('ensure by ID is idempotent: one create, then the sandbox is found by its effect ID and never created again', async () => {
     const id = 'ws-sbx-0000000000000000000a';
     let sub = await observe();
-    sub.ensure(ws, id, OPTS, undefined);
+    const identity = sub.ensure(ws, id, OPTS, undefined);
     assert.deepEqual(sub.calls, [], 'nothing is sent for an effect that is not durably planned');
+    assert.deepEqual(
+      identity.map((o) => (o.op === 'apply' ? `${o.resource.kind}/${o.object.metadata.name ?? ''}` : o.op)),
+      [`ServiceAccount/${id}`, `RoleBinding/${id}`],
+      'the Node identity (named by the instance ID) is applied with the plan',
+    );
     sub.ensure(ws, id, OPTS, planned(id));
     await perform(api, sub.calls);
     sub = await observe();
@@ -108,7 +113,12 @@ describe('devws OpenSandbox substrate (real local OpenSandbox server)', () => {
     assert.equal((await observe()).sandbox(id)?.terminated, false, 'a failed DELETE is not termination');
     srv.faults.deleteFails = false;
     sub = await observe();
-    sub.terminate(sub.sandbox(id)!);
+    const ops = sub.terminate(sub.sandbox(id)!);
+    assert.deepEqual(
+      ops.map((o) => (o.op === 'delete' ? `${o.resource.kind}/${o.name}` : o.op)),
+      [`ServiceAccount/${id}`, `RoleBinding/${id}`],
+      'the Node identity goes with the terminate call: its token stops authenticating',
+    );
     await perform(api, sub.calls);
     const after = (await observe()).sandbox(id);
     assert.equal(after?.terminated, true);

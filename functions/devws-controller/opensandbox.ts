@@ -14,14 +14,22 @@
  * is the one and the others are deleted. Terminated means the server reports a terminal state.
  * Workspace data is deleted by a wipe sandbox (its own effect ID) that empties the volume; the
  * effect records removed=true once that sandbox has terminated with reason `completed`.
+ *
+ * The Node's identity: a ServiceAccount named by the sandbox instance ID, bound to the Node
+ * ClusterRole, applied with the plan (before any create) and deleted with the terminate call, so
+ * that a terminated generation's token stops authenticating at once; devws-admission fences its
+ * reports exactly as a Pod's. How its token reaches a real OpenSandbox sandbox is not built (the
+ * controller cannot request tokens; see docs/workspaces-dev.md).
  */
-import type { Effect, Workspace } from '../../lib/devws/api.ts';
+import { D, type Effect, type Workspace } from '../../lib/devws/api.ts';
+import { NODE_CLUSTER_ROLE } from '../../lib/devws/node-report.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
 import type { SandboxApi } from '../../lib/opensandbox/client.ts';
 import type { CreateSandboxRequest, Sandbox } from '../../lib/opensandbox/types.ts';
 import {
   HOME,
   NODE_IMAGE,
+  WORKSPACE_LABEL,
   type CreateGate,
   type SandboxOptions,
   type SandboxView,
@@ -80,6 +88,24 @@ function found(id: string, s: Sandbox): Found {
   };
 }
 
+/** The Node's identity: the ServiceAccount named by the sandbox instance ID, bound to the Node ClusterRole. */
+export function sandboxIdentity(ws: Workspace, id: string): FnOp[] {
+  const ns = ws.metadata.namespace ?? '';
+  const labels = { [WORKSPACE_LABEL]: ws.metadata.name ?? '', 'app.kubernetes.io/component': 'devws-node' };
+  return [
+    { op: 'apply', resource: D.serviceAccounts, object: { metadata: { name: id, namespace: ns, labels } } },
+    {
+      op: 'apply',
+      resource: D.roleBindings,
+      object: {
+        metadata: { name: id, namespace: ns, labels },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: NODE_CLUSTER_ROLE },
+        subjects: [{ kind: 'ServiceAccount', name: id, namespace: ns }],
+      },
+    },
+  ];
+}
+
 const byAge = (a: Sandbox, b: Sandbox): number =>
   (a.createdAt ?? '').localeCompare(b.createdAt ?? '') || a.id.localeCompare(b.id);
 
@@ -92,12 +118,12 @@ export class OpenSandboxSubstrate implements Substrate {
   /** `listing`: the Project's sandboxes, listed in this invocation before anything is decided. */
   constructor(
     listing: Sandbox[],
-    private readonly projectUid: string,
+    private readonly project: { uid: string; namespace: string },
     private readonly settings: OpenSandboxSettings = DEFAULT_SETTINGS,
   ) {
     for (const s of listing) {
       const id = s.metadata?.[META.sandbox];
-      if (!id || s.metadata?.[META.project] !== projectUid) continue; // a server ignoring the filter adopts nothing
+      if (!id || s.metadata?.[META.project] !== project.uid) continue; // a server ignoring the filter adopts nothing
       this.byId.set(id, [...(this.byId.get(id) ?? []), s].sort(byAge));
     }
   }
@@ -131,14 +157,19 @@ export class OpenSandboxSubstrate implements Substrate {
   }
 
   ensure(ws: Workspace, id: string, o: SandboxOptions, planned: Effect | undefined): FnOp[] {
-    if (!planned || this.find(id)) return [];
+    const identity = sandboxIdentity(ws, id);
+    if (!planned || this.find(id)) return identity;
     this.calls.push({ kind: 'create', id, request: this.sandboxRequest(ws, id, o) });
-    return [];
+    return identity;
   }
 
   terminate(v: SandboxView): FnOp[] {
     this.calls.push({ kind: 'delete', id: v.id, externalId: v.externalId });
-    return [];
+    const ns = this.project.namespace;
+    return [
+      { op: 'delete', resource: D.serviceAccounts, namespace: ns, name: v.id },
+      { op: 'delete', resource: D.roleBindings, namespace: ns, name: v.id },
+    ];
   }
 
   hasData(_ws: Workspace, effect: Effect | undefined): boolean {
@@ -167,7 +198,7 @@ export class OpenSandboxSubstrate implements Substrate {
 
   private metadata(ws: Workspace, id: string, role: 'sandbox' | 'data-wipe'): Record<string, string> {
     return {
-      [META.project]: this.projectUid,
+      [META.project]: this.project.uid,
       [META.workspace]: ws.metadata.uid ?? '',
       [META.sandbox]: id,
       [META.role]: role,
