@@ -51,6 +51,8 @@ async function upsert(path: string, body: KubeObject & Record<string, unknown>):
 class Runtime {
   private readonly nodes = new Map<string, AbortController>();
   private readonly busy = new Set<string>();
+  /** Sandbox instance IDs whose Node is kept down (a Node that disappeared). */
+  private readonly held = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   constructor(
     private readonly srv: OpenSandboxTestServer,
@@ -67,7 +69,22 @@ class Runtime {
     for (const c of this.nodes.values()) c.abort();
   }
 
-  private home(claim: string | undefined): string {
+  /** Stops the Node of a sandbox instance and keeps it down. */
+  hold(instance: string): void {
+    this.held.add(instance);
+    for (const s of this.srv.sandboxes.values()) {
+      if (s.request.env?.POD_NAME !== instance) continue;
+      this.nodes.get(s.id)?.abort();
+      this.nodes.delete(s.id);
+    }
+  }
+
+  /** Lets it come back: a new Node process (a new incarnation) of the same sandbox. */
+  release(instance: string): void {
+    this.held.delete(instance);
+  }
+
+  home(claim: string | undefined): string {
     const dir = join(this.root, claim ?? 'none');
     mkdirSync(dir, { recursive: true });
     return dir;
@@ -79,6 +96,7 @@ class Runtime {
       const home = this.home(s.request.volumes?.[0]?.pvc?.claimName);
       if (s.status.state === 'Terminated' || s.status.state === 'Failed') this.nodes.get(s.id)?.abort();
       if (s.status.state !== 'Running' || this.nodes.has(s.id) || this.busy.has(s.id)) continue;
+      if (this.held.has(s.request.env?.POD_NAME ?? '')) continue;
       if (role === 'data-wipe') {
         for (const f of readdirSync(home)) rmSync(join(home, f), { recursive: true, force: true });
         this.srv.finish(s.id, true);
@@ -203,9 +221,46 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     assert.deepEqual(pods.items, [], 'nothing ran on Kubernetes');
   });
 
+  it('a Node that refuses to stop (an agent session runs): resource_in_use, the Workspace back to ready, the sandbox untouched', async () => {
+    const w = await ws();
+    const activity = join(root, 'volumes', `devws-${w.metadata.uid ?? ''}`, '.krt', 'activity');
+    mkdirSync(activity, { recursive: true });
+    writeFileSync(join(activity, 'session-1'), '');
+    await admin().create(p('operations'), lifecycle('stop-busy', 'stop'));
+    const refused = await eventually('stop-busy refused', async () => {
+      const o = await op('stop-busy');
+      return o.status?.state === 'failed' ? o : undefined;
+    });
+    rmSync(activity, { recursive: true, force: true });
+    assert.equal(refused.status?.reason, 'resource_in_use');
+    const after = await ws();
+    assert.equal(after.status?.observedState, 'ready');
+    assert.equal(after.status?.admissionOpen, true);
+    assert.equal(
+      after.status?.admissionEpoch,
+      (w.status?.admissionEpoch ?? 0) + 1,
+      'the refused close still bumped the epoch',
+    );
+    assert.deepEqual(
+      sandboxes('sandbox').map((s) => s.state),
+      ['Running'],
+    );
+  });
+
   it('stop and start: the Node proves idleness, the sandbox is terminated on the server and its identity deleted, the data kept; start runs generation 2 without a clone', async () => {
     const first = (await ws()).status?.sandbox?.id ?? '';
+    // The Node is gone when quiesce asks for its idle proof: the stop waits, and is not read as idle.
+    runtime.hold(first);
     await admin().create(p('operations'), lifecycle('stop1', 'stop'));
+    const closed = await eventually('admission closed for stop1', async () => {
+      const w = await ws();
+      return w.status?.operation?.name === 'stop1' && w.status.admissionOpen === false ? w : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 3000));
+    const waiting = await op('stop1');
+    assert.deepEqual([waiting.status?.state, waiting.status?.step], ['running', 'quiesce'], 'no Node: never advances');
+    assert.notEqual((await ws()).status?.idleProof?.epoch, closed.status?.admissionEpoch);
+    runtime.release(first);
     await succeeded('stop1');
     const stopped = await ws();
     assert.equal(stopped.status?.observedState, 'stopped');
