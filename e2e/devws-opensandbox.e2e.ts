@@ -273,8 +273,21 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
       .then(() => 'present')
       .catch((err: unknown) => (isApiError(err, 404) ? 'gone' : String(err)));
     assert.equal(sa, 'gone', "the old generation's Node identity is deleted");
+    // A substrate that answers too late: the create of generation 2 lands but its answer is lost
+    // and the server lists it only later. It is never read as "did not happen": not sent again.
+    osb.faults.crashAfterCreate = 1;
+    osb.faults.listLag = true;
+    const posts = (): number => osb.calls.filter((c) => c.method === 'POST').length;
+    const before = posts();
     await admin().create(p('operations'), lifecycle('start1', 'start'));
+    await eventually('the create of generation 2 sent, its answer lost', () =>
+      Promise.resolve(osb.calls.some((c) => c.method === 'POST' && c.status === 0)),
+    );
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal(posts(), before + 1, 'not sent again while it is not listed');
+    osb.faults.listLag = false;
     assert.deepEqual((await succeeded('start1')).status?.steps, ['sandbox', 'node', 'done']);
+    assert.equal(posts(), before + 1, 'the late sandbox is the one adopted');
     const started = await ws();
     assert.equal(started.status?.observedState, 'ready');
     assert.equal(started.status?.runtimeGeneration, 2);
