@@ -24,6 +24,9 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
 import { loadNodeConfig, NodeAgent, runNodeAgent } from '../runtimed/devws-node.ts';
 import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
+import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
+import { GIT_AUDIENCE } from '../lib/devws/git-access.ts';
+import { parseCidrList } from '../lib/devws/sync-target.ts';
 import { META } from '../functions/devws-controller/opensandbox.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
@@ -110,19 +113,28 @@ class Runtime {
   /** The Node of one sandbox, as the ServiceAccount named by its instance ID. */
   private async runNode(id: string, env: Record<string, string>, home: string): Promise<void> {
     const instance = env.POD_NAME ?? '';
-    const tr = await admin()
-      .create<KubeObject & { status: { token: string } }>(
-        `/api/v1/namespaces/${this.ns}/serviceaccounts/${instance}/token`,
-        { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-      )
-      .catch(() => undefined);
-    if (!tr) return; // its identity is not there yet: next round
+    const token = (audiences?: string[]): Promise<string | undefined> =>
+      admin()
+        .create<KubeObject & { status: { token: string } }>(
+          `/api/v1/namespaces/${this.ns}/serviceaccounts/${instance}/token`,
+          {
+            apiVersion: 'authentication.k8s.io/v1',
+            kind: 'TokenRequest',
+            spec: { expirationSeconds: 3600, ...(audiences ? { audiences } : {}) },
+          },
+        )
+        .then((t) => t.status.token)
+        .catch(() => undefined);
+    const [api, git] = [await token(), await token([GIT_AUDIENCE])];
+    if (!api || !git) return; // its identity is not there yet: next round
+    const gitTokenFile = join(this.root, `${instance}.git-token`);
+    writeFileSync(gitTokenFile, git, { mode: 0o600 });
     const client = new KubeClient({
       server: cluster().server,
       ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')),
-      token: tr.status.token,
+      token: api,
     });
-    const cfg = loadNodeConfig({ ...env, HOME: home, KRT_NODE_POLL_MS: '500' });
+    const cfg = loadNodeConfig({ ...env, HOME: home, KRT_NODE_POLL_MS: '500', KRT_GIT_TOKEN_FILE: gitTokenFile });
     const log = pino({ level: 'silent' });
     const stop = new AbortController();
     this.nodes.set(id, stop);
@@ -175,6 +187,9 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
       syncToken: token,
       externalCAFile: join(root, 'external-ca.pem'),
       host: E2E_HOST_ADDRESS,
+      // Reads are reviewed by the cluster (as the spec's identity here; devws.e2e.ts checks the component's role).
+      authority: kubeGitAuthority(admin()),
+      targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
     });
     osb = await startOpenSandboxServer({ apiKeys: [KEY], insecure: true, host: E2E_HOST_ADDRESS });
     runtime = new Runtime(osb, join(root, 'volumes'), ns);
