@@ -85,11 +85,20 @@ def project_crd() -> dict[str, Any]:
     spec = obj("ProjectSpec is a Git repository's development environment.", {
         "displayName": string("DisplayName may be changed at any time.", max_length=256),
         "repository": repository,
+        "substrate": string("Substrate that runs every Workspace's sandboxes and holds their "
+                            "data: kubernetes (a sandbox is a Pod, data a PVC) or opensandbox "
+                            "(the OpenSandbox server configured in the ConfigMap "
+                            "kruntimes-devws); absent means kubernetes. Immutable: effects "
+                            "are reconciled by ID on it.",
+                            enum=["kubernetes", "opensandbox"]),
     }, required=["repository"], rules=[
         rule("self.repository.url == oldSelf.repository.url && "
              "self.repository.defaultBranch == oldSelf.repository.defaultBranch",
              "repository url and defaultBranch are immutable", field_path=".repository",
              reason="FieldValueForbidden"),
+        rule("(has(self.substrate) ? self.substrate : 'kubernetes') == (has(oldSelf.substrate) "
+             "? oldSelf.substrate : 'kubernetes')", "substrate is immutable",
+             field_path=".substrate", reason="FieldValueForbidden"),
     ])
     status = obj("ProjectStatus is the Project's observed lifecycle and binding.", {
         "lifecycle": string("Lifecycle: provisioning -> active -> deleting -> deleted.",
@@ -228,6 +237,11 @@ def effect() -> Schema:
         "nodeId": string("NodeId returned by sandbox_ensure.", max_length=253),
         "terminated": boolean("Terminated returned by sandbox_terminate."),
         "removed": boolean("Removed returned by workspace_data_delete."),
+        "sentAt": date_time("SentAt: when a create for this effect may first have been sent "
+                            "(substrates without an idempotency key, OpenSandbox): a create is "
+                            "sent only within a short window after it, and a new SentAt is "
+                            "written only once a create sent in the window has had time to "
+                            "land."),
     }, required=["id", "kind", "leaseEpoch"])
 
 

@@ -117,6 +117,21 @@ describe('devws-admission: the Node report (node-report annotation)', () => {
     }
   });
 
+  it('an OpenSandbox Node: the ServiceAccount named by its sandbox instance ID, fenced the same way', () => {
+    const sa = (name: string): { username: string } => ({ username: `system:serviceaccount:t:${name}` });
+    const osb: Workspace = { ...live, status: { ...live.status, sandbox: { id: 'ws-sbx-2', generation: 2 } } };
+    const r = (x: Record<string, unknown>): Workspace => ({
+      ...withReport(report({ sandboxId: 'ws-sbx-2', nodeId: 'ws-sbx-2-node', ...x })),
+      status: osb.status,
+    });
+    assert.equal(reason(reviewWorkspaceUpdate(r({}), osb, sa('ws-sbx-2'))), 'allowed');
+    assert.equal(reason(reviewWorkspaceUpdate(r({}), osb, sa('ws-sbx-1'))), 'node_identity_mismatch');
+    assert.equal(reason(reviewWorkspaceUpdate(r({ generation: 1 }), osb, sa('ws-sbx-2'))), 'stale_node');
+    assert.equal(reason(reviewWorkspaceUpdate(r({}), osb, sa('builder'))), 'node_report_reserved');
+    const unbound = { username: 'system:serviceaccount:t:kruntimes-devws-node' };
+    assert.equal(reason(reviewWorkspaceUpdate(r({}), osb, unbound)), 'node_identity_mismatch');
+  });
+
   it('an unchanged idle or clone part (a heartbeat) is not fenced again', () => {
     const old = withReport(report({ idle: { epoch: 3, idle: true } }));
     const beat = withReport(report({ idle: { epoch: 3, idle: true }, heartbeatAt: '2026-12-01T12:00:10Z' }));

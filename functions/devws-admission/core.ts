@@ -14,6 +14,7 @@ import {
   parseNodeReport,
   POD_NAME_EXTRA,
   readNodeReport,
+  SANDBOX_SA_PREFIX,
   type FenceContext,
 } from '../../lib/devws/node-report.ts';
 
@@ -83,6 +84,20 @@ export interface Requester {
 
 const nodeUser = (ns: string): string => `system:serviceaccount:${ns}:${NODE_SA}`;
 
+/**
+ * The sandbox instance a Node writer speaks for, or undefined when the writer is no Node: the
+ * Kubernetes substrate's Node holds a token of kruntimes-devws-node bound to its sandbox Pod (the
+ * Pod's name, '' for an unbound token); an OpenSandbox sandbox's Node holds a token of the
+ * ServiceAccount named by its sandbox instance ID (`ws-sbx-…`), which the controller creates with
+ * the sandbox and deletes when it terminates it.
+ */
+export function nodeInstance(user: Requester, ns: string): string | undefined {
+  if (user.username === nodeUser(ns)) return user.extra?.[POD_NAME_EXTRA]?.[0] ?? '';
+  const prefix = `system:serviceaccount:${ns}:`;
+  const name = user.username.startsWith(prefix) ? user.username.slice(prefix.length) : '';
+  return name.startsWith(SANDBOX_SA_PREFIX) ? name : undefined;
+}
+
 /** Everything but the node-report annotation, as it must stay on a Node's write. */
 function outsideReport(ws: Workspace): string {
   const annotations = { ...ws.metadata.annotations };
@@ -105,7 +120,8 @@ export function reviewWorkspaceUpdate(
 ): AdmissionResult {
   const raw = ws.metadata.annotations?.[NODE_REPORT];
   const changed = raw !== old.metadata.annotations?.[NODE_REPORT];
-  const isNode = user.username === nodeUser(ws.metadata.namespace ?? '');
+  const instance = nodeInstance(user, ws.metadata.namespace ?? '');
+  const isNode = instance !== undefined;
   if (!isNode && !changed) return { allowed: true };
   if (!isNode) return forbidden(`node_report_reserved: only the Workspace's Node may write ${NODE_REPORT}`);
   if (outsideReport(ws) !== outsideReport(old))
@@ -116,7 +132,7 @@ export function reviewWorkspaceUpdate(
     const previous = readNodeReport(old.metadata.annotations);
     fenceNodeReport(parseNodeReport(raw), {
       ws: old.status ?? {},
-      podName: user.extra?.[POD_NAME_EXTRA]?.[0],
+      podName: instance || undefined,
       operation,
       ...(previous ? { previous } : {}),
     });

@@ -26,7 +26,7 @@ import { eventOp, involvedOf, type EventSpec } from '../../lib/fn/events.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
 import { HEARTBEAT_WINDOW_MS, nodeDisconnected, nodeIsLive, nodeReconnected } from '../../lib/devws/fencing.ts';
 import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
-import { getSandbox, sandboxReady } from './substrate.ts';
+import { kubernetesSubstrate, type Substrate } from './substrate.ts';
 import {
   stepClone,
   stepCleanup,
@@ -108,15 +108,9 @@ export function initWorkspace(ws: Workspace, p: Project | undefined): FnOp[] {
 function reconcileEffects(c: OpCtx, s: OperationStatus): OperationStatus {
   let out = s;
   for (const e of effectsToReconcile(s, c.epoch)) {
-    const ns = c.op.metadata.namespace ?? '';
-    const pod = e.kind === 'sandbox_ensure' ? getSandbox(c.state, ns, e.id) : undefined;
-    out = pod
-      ? recordEffect(
-          out,
-          e.id,
-          { externalId: e.id, outcome: 'succeeded', nodeId: pod.metadata.annotations?.['dev.kruntimes.io/node-id'] },
-          c.epoch,
-        )
+    const v = e.kind === 'sandbox_ensure' ? c.substrate.sandbox(e.id) : undefined;
+    out = v
+      ? recordEffect(out, e.id, { externalId: v.externalId, outcome: 'succeeded', nodeId: v.nodeId }, c.epoch)
       : reconcileAbsent(out, e.id, c.epoch);
   }
   return out;
@@ -226,12 +220,21 @@ export function contextFor(
   state: State,
   now: Date,
   epoch: number,
-  git: GitServerConfig = {},
+  git: GitServerConfig & { substrate?: Substrate } = {},
 ): Ctx | ProjectCtx | undefined {
   const ns = op.metadata.namespace ?? '';
   const project = state.get(D.projects, ns, op.spec.project) as Project | undefined;
   if (!project) return undefined;
-  const base: OpCtx = { op, project, state, now, epoch, gitServer: git.url, gitServerCA: git.ca };
+  const base: OpCtx = {
+    op,
+    project,
+    state,
+    now,
+    epoch,
+    gitServer: git.url,
+    gitServerCA: git.ca,
+    substrate: git.substrate ?? kubernetesSubstrate(state, ns),
+  };
   if (op.spec.kind === 'delete_project') {
     const all = state.list(D.workspaces, ns) as Workspace[];
     return { ...base, workspaces: all.filter((w) => w.spec.project === op.spec.project) };
@@ -246,12 +249,12 @@ export function contextFor(
  * the same initialised Node (same nodeId and incarnation) with a fresh heartbeat restores it. An
  * unavailable Workspace whose Node never disconnected (e.g. a failed clone) is not touched.
  */
-export function nodeHealth(ws: Workspace, state: State, now: Date): FnOp[] {
+export function nodeHealth(ws: Workspace, state: State, now: Date, substrate?: Substrate): FnOp[] {
   const st = ws.status;
   const sb = st?.sandbox;
   if (!st?.node || !sb || sb.terminated) return [];
-  const pod = getSandbox(state, ws.metadata.namespace ?? '', sb.id);
-  const r = sandboxReady(pod) ? currentNodeReport(st, ws.metadata.annotations) : undefined;
+  const sub = substrate ?? kubernetesSubstrate(state, ws.metadata.namespace ?? '');
+  const r = sub.sandbox(sb.id)?.ready ? currentNodeReport(st, ws.metadata.annotations) : undefined;
   const live = r && nodeIsLive(nodeFromReport(st, r, now), now) ? r : undefined;
   if (st.observedState === 'ready') {
     if (!live) return [writeWs(ws, nodeDisconnected(st))];

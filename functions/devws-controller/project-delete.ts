@@ -8,13 +8,12 @@
  */
 import type { Operation, OperationStatus, Workspace, WorkspaceStatus } from '../../lib/devws/api.ts';
 import { D } from '../../lib/devws/api.ts';
-import { effectId, planEffect, recordEffect } from '../../lib/devws/effects.ts';
+import { effectId, findEffect, planEffect, recordEffect } from '../../lib/devws/effects.ts';
 import { decideQuiesce, restoreAfterRefusal } from '../../lib/devws/idle.ts';
 import { advance, block, deferRetry } from '../../lib/devws/operations.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
 import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
-import { deleteData, getData, getSandbox, sandboxReady, terminateSandbox } from './substrate.ts';
-import { BARRIER, requeue, withTerminateEvidence, writeOp, writeWs, type OpCtx } from './steps.ts';
+import { BARRIER, gated, requeue, withTerminateEvidence, writeOp, writeWs, type OpCtx } from './steps.ts';
 
 /** The seed's wait before a delete held back by a repository operation is claimed again. */
 export const REPOSITORY_OPERATION_RUNNING_MS = 10_000;
@@ -92,7 +91,7 @@ function closeAll(c: ProjectCtx, s: OperationStatus): FnOp[] {
 function observed(c: OpCtx, ws: Workspace): WorkspaceStatus {
   const st = ws.status ?? {};
   const sb = st.sandbox;
-  if (!sb || sb.terminated || !sandboxReady(getSandbox(c.state, nsOf(c), sb.id))) return st;
+  if (!sb || sb.terminated || !c.substrate.sandbox(sb.id)?.ready) return st;
   const r = currentNodeReport(st, ws.metadata.annotations);
   if (!r) return st;
   return { ...nodeFromReport(st, r, c.now), idleProof: r.idle ?? st.idleProof };
@@ -138,8 +137,8 @@ export function deleteTerminate(c: ProjectCtx, s: OperationStatus): FnOp[] {
   }
   if (planned !== s) return [writeOp(c.op, planned)];
   const pods = live.flatMap((x) => {
-    const pod = getSandbox(c.state, nsOf(c), x.sb.id);
-    return pod ? [terminateSandbox(nsOf(c), x.sb.id, pod.metadata.uid)] : [];
+    const v = c.substrate.sandbox(x.sb.id);
+    return v && !v.terminated ? c.substrate.terminate(v) : [];
   });
   if (pods.length > 0) return [...pods, requeue(2000)];
   let s2 = s;
@@ -171,11 +170,17 @@ export function deleteCleanup(c: ProjectCtx, s: OperationStatus): FnOp[] {
   const ids = m.map(({ ws }) => effectId(uid, 'workspace_data_delete', nameOf(ws), ws.status?.runtimeGeneration ?? 0));
   let planned = s;
   m.forEach(({ ws }, i) => {
-    planned = planEffect(planned, { id: ids[i] ?? '', kind: 'workspace_data_delete', workspace: nameOf(ws) }, c.epoch);
+    const e = { id: ids[i] ?? '', kind: 'workspace_data_delete' as const, workspace: nameOf(ws) };
+    planned = planEffect(planned, { ...e, ...c.substrate.planFields(c.now) }, c.epoch);
   });
   if (planned !== s) return [writeOp(c.op, planned)];
-  const present = m.filter(({ ws }) => getData(c.state, nsOf(c), ws));
-  if (present.length > 0) return [...present.map(({ ws }) => deleteData(ws)), requeue(2000)];
+  const present = m.flatMap(({ ws }, i) => {
+    const e = findEffect(s, ids[i] ?? '');
+    return e && c.substrate.hasData(ws, e) ? [{ ws, e }] : [];
+  });
+  // One Workspace at a time: a renewed create intent is one Operation write.
+  const first = present[0];
+  if (first) return gated(c, s, first.e, () => present.flatMap(({ ws, e }) => c.substrate.deleteData(ws, e)));
   let s2 = s;
   for (const id of ids) s2 = recordEffect(s2, id, { externalId: id, outcome: 'succeeded', removed: true }, c.epoch);
   const done = advance(s2);

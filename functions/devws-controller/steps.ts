@@ -5,7 +5,6 @@
  * substrate calls.
  */
 import {
-  GROUP,
   DevwsError,
   type Operation,
   type OperationStatus,
@@ -14,7 +13,7 @@ import {
   type WorkspaceStatus,
 } from '../../lib/devws/api.ts';
 import { applyCloneResult, freezeCloneInput, type CloneResult } from '../../lib/devws/clone.ts';
-import { effectId, planEffect, recordEffect } from '../../lib/devws/effects.ts';
+import { effectId, findEffect, markSent, planEffect, recordEffect } from '../../lib/devws/effects.ts';
 import { nextGeneration, nodeIsLive } from '../../lib/devws/fencing.ts';
 import { beginQuiesce, decideQuiesce } from '../../lib/devws/idle.ts';
 import { commitReady, observedAfterSuccess, observedWhileRunning } from '../../lib/devws/lifecycle.ts';
@@ -23,15 +22,7 @@ import { workspaceBranch } from '../../lib/devws/validate.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
 import { D, type Effect } from '../../lib/devws/api.ts';
 import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
-import {
-  ensureSandbox,
-  getData,
-  getSandbox,
-  sandboxReady,
-  terminateSandbox,
-  deleteData,
-  type SandboxOptions,
-} from './substrate.ts';
+import type { SandboxOptions, Substrate } from './substrate.ts';
 
 /** What every operation's decision sees. */
 export interface OpCtx {
@@ -43,6 +34,8 @@ export interface OpCtx {
   /** The Git Server: base URL (undefined: not configured) and the CA bundle its TLS certificate chains to. */
   gitServer?: string;
   gitServerCA?: string;
+  /** The Project's substrate, as observed before this decision. */
+  substrate: Substrate;
 }
 
 /** An operation on one Workspace (every kind but delete_project). */
@@ -50,7 +43,6 @@ export interface Ctx extends OpCtx {
   ws: Workspace;
 }
 
-const ns = (c: OpCtx): string => c.op.metadata.namespace ?? '';
 export const writeOp = (op: Operation, status: OperationStatus): FnOp => ({
   op: 'status',
   resource: D.operations,
@@ -118,7 +110,8 @@ export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
       throw e;
     }
     const id = effectId(c.op.metadata.uid ?? c.op.metadata.name ?? '', 'sandbox_ensure', c.ws.metadata.name ?? '', gen);
-    const s2 = planEffect(s, { id, kind: 'sandbox_ensure', workspace: c.ws.metadata.name, generation: gen }, c.epoch);
+    const e = { id, kind: 'sandbox_ensure' as const, workspace: c.ws.metadata.name, generation: gen };
+    const s2 = planEffect(s, { ...e, ...c.substrate.planFields(c.now) }, c.epoch);
     const observed =
       observedWhileRunning(c.op.spec.kind) === 'stopping' ? 'starting' : observedWhileRunning(c.op.spec.kind);
     const ws2: WorkspaceStatus = {
@@ -128,18 +121,26 @@ export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
       sandbox: { id, generation: gen },
       node: undefined,
     };
-    return [...both(c, s2, ws2), ...ensureSandbox(c.ws, id, sandboxOptions(c, gen))];
+    return [...both(c, s2, ws2), ...c.substrate.ensure(c.ws, id, sandboxOptions(c, gen), undefined)];
   }
-  const pod = getSandbox(c.state, ns(c), planned.id);
-  if (!pod) return [...ensureSandbox(c.ws, planned.id, sandboxOptions(c, planned.generation ?? 0)), requeue(2000)];
-  const nodeId = pod.metadata.annotations?.[`${GROUP}/node-id`] ?? '';
-  const s2 = recordEffect(
-    s,
-    planned.id,
-    { externalId: pod.metadata.name ?? '', outcome: 'succeeded', nodeId },
-    c.epoch,
-  );
+  const v = c.substrate.sandbox(planned.id);
+  if (!v) {
+    const opts = sandboxOptions(c, planned.generation ?? 0);
+    return gated(c, s, planned, () => c.substrate.ensure(c.ws, planned.id, opts, planned));
+  }
+  const nodeId = v.nodeId ?? '';
+  const s2 = recordEffect(s, planned.id, { externalId: v.externalId, outcome: 'succeeded', nodeId }, c.epoch);
   return both(c, advance(s2, endsReady(c)), plannedSandbox(wst, planned, nodeId));
+}
+
+/**
+ * A create of a planned effect, when the substrate allows one now (never read from a timeout:
+ * OpenSandbox waits until a create sent earlier has had time to land, then writes a new sentAt).
+ */
+export function gated(c: OpCtx, s: OperationStatus, planned: Effect, calls: () => FnOp[]): FnOp[] {
+  const gate = c.substrate.createGate(planned, c.now);
+  if (gate === 'renew') return [writeOp(c.op, markSent(s, planned.id, c.now))];
+  return [...(gate === 'send' ? calls() : []), requeue(2000)];
 }
 
 /**
@@ -162,7 +163,7 @@ export function observeNode(c: Ctx): WorkspaceStatus | undefined {
   const wst = c.ws.status ?? {};
   const sb = wst.sandbox;
   if (!sb || sb.terminated) return undefined;
-  if (!sandboxReady(getSandbox(c.state, ns(c), sb.id))) return undefined;
+  if (!c.substrate.sandbox(sb.id)?.ready) return undefined;
   const r = currentNodeReport(wst, c.ws.metadata.annotations);
   return r ? nodeFromReport(wst, r, c.now) : undefined;
 }
@@ -249,8 +250,8 @@ export function stepTerminate(c: Ctx, s: OperationStatus): FnOp[] {
     c.epoch,
   );
   if (planned !== s) return [writeOp(c.op, planned)];
-  const pod = getSandbox(c.state, ns(c), sb.id);
-  if (pod) return [terminateSandbox(ns(c), sb.id, pod.metadata.uid), requeue(2000)];
+  const v = c.substrate.sandbox(sb.id);
+  if (v && !v.terminated) return [...c.substrate.terminate(v), requeue(2000)];
   const s2 = recordEffect(s, id, { externalId: sb.id, outcome: 'succeeded', terminated: true }, c.epoch);
   return finishOrAdvance(c, advance(s2, endsReady(c)), {
     ...wst,
@@ -267,9 +268,12 @@ export function stepCleanup(c: Ctx, s: OperationStatus): FnOp[] {
     c.ws.metadata.name ?? '',
     wst.runtimeGeneration ?? 0,
   );
-  const planned = planEffect(s, { id, kind: 'workspace_data_delete', workspace: c.ws.metadata.name }, c.epoch);
+  const e = { id, kind: 'workspace_data_delete' as const, workspace: c.ws.metadata.name };
+  const planned = planEffect(s, { ...e, ...c.substrate.planFields(c.now) }, c.epoch);
   if (planned !== s) return [writeOp(c.op, planned)];
-  if (getData(c.state, ns(c), c.ws)) return [deleteData(c.ws), requeue(2000)];
+  const recorded = findEffect(s, id);
+  if (recorded && c.substrate.hasData(c.ws, recorded))
+    return gated(c, s, recorded, () => c.substrate.deleteData(c.ws, recorded));
   const s2 = recordEffect(s, id, { externalId: id, outcome: 'succeeded', removed: true }, c.epoch);
   return finishOrAdvance(c, advance(s2), wst);
 }

@@ -1,10 +1,16 @@
 /**
- * The Kubernetes substrate (ADR 0020): a sandbox is a Pod named by its sandbox_ensure effect ID,
- * the Workspace's data is a PVC; "get by ID without creating" is a lookup by that name; a sandbox
- * is terminated only when its Pod is gone from the API (the node agent confirmed the process is
- * gone before the Pod object is removed).
+ * The substrate adapter (ADR 0020, seed 002 "Substrate"): what the controller's steps ask of the
+ * thing that runs sandboxes and holds workspace data. Two implementations, chosen per Project
+ * (`spec.substrate`, immutable): Kubernetes (below: a sandbox is a Pod named by its sandbox_ensure
+ * effect ID, the Workspace's data is a PVC; "get by ID without creating" is a lookup by that name;
+ * a sandbox is terminated only when its Pod is gone from the API, the node agent having confirmed
+ * the process is gone before the Pod object is removed) and OpenSandbox (opensandbox.ts).
+ *
+ * The steps decide synchronously over what the substrate observed before the decision; the
+ * substrate's calls are returned as host operations (Kubernetes) or run after the decision by the
+ * handler (OpenSandbox), never before the effect that asks for them is durably planned.
  */
-import { D, GROUP, type Workspace } from '../../lib/devws/api.ts';
+import { D, GROUP, type Effect, type Workspace } from '../../lib/devws/api.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { NODE_CLUSTER_ROLE, NODE_SA } from '../../lib/devws/node-report.ts';
@@ -26,6 +32,71 @@ interface Pod extends KubeObject {
 /** Get by ID without creating. */
 export function getSandbox(state: State, ns: string, id: string): Pod | undefined {
   return state.get(D.pods, ns, id);
+}
+
+/** A sandbox as the substrate shows it, found by its instance ID (the sandbox_ensure effect ID). */
+export interface SandboxView {
+  /** The instance ID. */
+  id: string;
+  /** The substrate's own ID (the Pod name; the OpenSandbox sandbox ID); recorded as the effect's externalId. */
+  externalId: string;
+  /** Running: its Node may be live. */
+  ready: boolean;
+  /** Confirmed terminated: its processes will not touch the Workspace's data again. */
+  terminated: boolean;
+  nodeId?: string;
+  /** The Pod's UID (the delete precondition). */
+  uid?: string;
+}
+
+/** Whether a create for a planned effect may be sent now (substrates without an idempotency key). */
+export type CreateGate = 'send' | 'wait' | 'renew';
+
+export interface Substrate {
+  readonly kind: 'kubernetes' | 'opensandbox';
+  /** Get by ID without creating: undefined when the substrate has no sandbox with this instance ID. */
+  sandbox(id: string): SandboxView | undefined;
+  /**
+   * May a create for this effect be sent now? Kubernetes: always (the name is the idempotency
+   * key). OpenSandbox: only within the window after the effect's sentAt; after it, wait until a
+   * create sent in the window has had time to land, then a new sentAt ('renew').
+   */
+  createGate(e: Effect, now: Date): CreateGate;
+  /** Fields a newly planned effect carries (OpenSandbox: sentAt, the plan is the intent to send). */
+  planFields(now: Date): Partial<Effect>;
+  /** The calls that make the sandbox exist; `planned` is the effect as durably recorded (undefined: not yet). */
+  ensure(ws: Workspace, id: string, o: SandboxOptions, planned: Effect | undefined): FnOp[];
+  terminate(v: SandboxView): FnOp[];
+  /** Whether the Workspace's data still exists (`effect`: its workspace_data_delete, when planned). */
+  hasData(ws: Workspace, effect: Effect | undefined): boolean;
+  /** The calls that delete the Workspace's data (`planned`: the effect as durably recorded). */
+  deleteData(ws: Workspace, planned: Effect): FnOp[];
+}
+
+const podView = (p: Pod): SandboxView => ({
+  id: p.metadata.name ?? '',
+  externalId: p.metadata.name ?? '',
+  ready: sandboxReady(p),
+  terminated: false,
+  ...(p.metadata.annotations?.[`${GROUP}/node-id`] ? { nodeId: p.metadata.annotations[`${GROUP}/node-id`] } : {}),
+  ...(p.metadata.uid ? { uid: p.metadata.uid } : {}),
+});
+
+/** The Kubernetes substrate over the function's watched state (Pods and PVCs labelled by Workspace). */
+export function kubernetesSubstrate(state: State, ns: string): Substrate {
+  return {
+    kind: 'kubernetes',
+    sandbox: (id) => {
+      const p = getSandbox(state, ns, id);
+      return p ? podView(p) : undefined;
+    },
+    createGate: () => 'send',
+    planFields: () => ({}),
+    ensure: (ws, id, o) => ensureSandbox(ws, id, o),
+    terminate: (v) => [terminateSandbox(ns, v.externalId, v.uid)],
+    hasData: (ws) => !!getData(state, ns, ws),
+    deleteData: (ws) => [deleteData(ws)],
+  };
 }
 
 export function getData(state: State, ns: string, ws: Workspace): KubeObject | undefined {

@@ -83,6 +83,18 @@ export function reconcileAbsent(s: OperationStatus, id: string, leaseEpoch: numb
   return { ...s, effects: (s.effects ?? []).map((x) => (x.id === id ? next : x)) };
 }
 
+/**
+ * A new intent to send the create of an effect (substrates without an idempotency key): only for
+ * an effect whose outcome is not recorded; the step decides when (never right after a timeout).
+ */
+export function markSent(s: OperationStatus, id: string, now: Date): OperationStatus {
+  const e = findEffect(s, id);
+  if (!e) throw new DevwsError('effect_not_planned', 409, `effect ${id} was not planned`);
+  if (e.outcome) throw new DevwsError('external_state_conflict', 409, `effect ${id} already has an outcome`);
+  const next: Effect = { ...e, sentAt: now.toISOString() };
+  return { ...s, effects: (s.effects ?? []).map((x) => (x.id === id ? next : x)) };
+}
+
 /** Effects planned or observed under an older lease epoch: they must be re-observed by ID first. */
 export function effectsToReconcile(s: OperationStatus, leaseEpoch: number): Effect[] {
   return (s.effects ?? []).filter((e) => e.leaseEpoch < leaseEpoch);

@@ -29,6 +29,11 @@ describe('devws Git Server access (pure)', () => {
     assert.equal(nodeOf({ username: 'system:serviceaccount:team:kruntimes-devws-node' }), undefined, 'not Pod-bound');
     assert.equal(nodeOf({ username: 'system:serviceaccount:team:default', extra }), undefined);
     assert.equal(nodeOf({ username: 'kruntimes-devws-node', extra }), undefined);
+    assert.deepEqual(
+      nodeOf({ username: 'system:serviceaccount:team:ws-sbx-0123' }),
+      { namespace: 'team', pod: 'ws-sbx-0123' },
+      "an OpenSandbox sandbox's Node: the ServiceAccount named by its instance ID",
+    );
   });
 
   it('a Node reads only the Project whose Workspace has its Pod as the live sandbox', () => {

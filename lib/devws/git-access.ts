@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Workspace } from './api.ts';
-import { NODE_SA } from './node-report.ts';
+import { NODE_SA, SANDBOX_SA_PREFIX } from './node-report.ts';
 
 /** The audience of the token a Node presents to the Git Server (its projected token, file GIT_TOKEN_FILE). */
 export const GIT_AUDIENCE = 'git.dev.kruntimes.io';
@@ -47,9 +47,14 @@ export function bearerToken(header: string | undefined): string | undefined {
 /** Cache keys never hold the token itself. */
 export const tokenDigest = (token: string): string => createHash('sha256').update(token).digest('hex');
 
-/** A Node's identity: the ServiceAccount kruntimes-devws-node with a Pod-bound token (its pod-name). */
+/**
+ * A Node's identity: the ServiceAccount kruntimes-devws-node with a Pod-bound token (its
+ * pod-name), or an OpenSandbox sandbox's Node, the ServiceAccount named by its sandbox instance
+ * ID (`ws-sbx-…`, docs/workspaces-dev.md "Substrates"): `pod` is then that instance ID.
+ */
 export function nodeOf(id: Identity): { namespace: string; pod: string } | undefined {
   const m = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(id.username);
+  if (m?.[1] && m[2]?.startsWith(SANDBOX_SA_PREFIX)) return { namespace: m[1], pod: m[2] };
   const pods = id.extra?.['authentication.kubernetes.io/pod-name'] ?? [];
   if (!m || m[2] !== NODE_SA || pods.length !== 1 || !pods[0] || !m[1]) return undefined;
   return { namespace: m[1], pod: pods[0] };

@@ -13,6 +13,11 @@ export const NODE_REPORT = `${GROUP}/node-report`;
 /** The namespaced ServiceAccount of every sandbox's Node (bound to the ClusterRole below per namespace). */
 export const NODE_SA = 'kruntimes-devws-node';
 export const NODE_CLUSTER_ROLE = 'kruntimes:devws-node';
+/**
+ * An OpenSandbox sandbox's Node authenticates as the ServiceAccount named by its sandbox instance
+ * ID (a sandbox_ensure effect ID, `ws-sbx-<hash>`), bound to the same ClusterRole.
+ */
+export const SANDBOX_SA_PREFIX = 'ws-sbx-';
 /** The pod a projected, Pod-bound ServiceAccount token was issued for (TokenRequest boundObjectRef). */
 export const POD_NAME_EXTRA = 'authentication.kubernetes.io/pod-name';
 

@@ -102,6 +102,11 @@ export interface components {
                     outcome?: "succeeded" | "failed";
                     /** @description Removed returned by workspace_data_delete. */
                     removed?: boolean;
+                    /**
+                     * Format: date-time
+                     * @description SentAt: when a create for this effect may first have been sent (substrates without an idempotency key, OpenSandbox): a create is sent only within a short window after it, and a new SentAt is written only once a create sent in the window has had time to land.
+                     */
+                    sentAt?: string;
                     /** @description Terminated returned by sandbox_terminate. */
                     terminated?: boolean;
                     /** @description Workspace the effect acts on. */
@@ -175,6 +180,11 @@ export interface components {
                     /** @description URL of the external repository: https or ssh, without query, fragment or embedded password (checked by admission: invalid_repository_url). */
                     url: string;
                 };
+                /**
+                 * @description Substrate that runs every Workspace's sandboxes and holds their data: kubernetes (a sandbox is a Pod, data a PVC) or opensandbox (the OpenSandbox server configured in the ConfigMap kruntimes-devws); absent means kubernetes. Immutable: effects are reconciled by ID on it.
+                 * @enum {string}
+                 */
+                substrate?: "kubernetes" | "opensandbox";
             };
             /** @description ProjectStatus is the Project's observed lifecycle and binding. */
             status?: {

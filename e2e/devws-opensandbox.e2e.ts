@@ -1,0 +1,319 @@
+/**
+ * Developer workspaces on the OpenSandbox substrate (ADR 0020, docs/workspaces-dev.md) on the real
+ * cluster: the in-cluster devws-controller, devws-sync and devws-admission with a Project whose
+ * `spec.substrate` is opensandbox, against the local OpenSandbox-compatible server (the JobClass
+ * work's, run by the spec where Pods reach the host) and the Git Server's code (as in
+ * devws.e2e.ts).
+ *
+ * The test server stores sandboxes but runs nothing, so the spec plays the sandbox runtime: every
+ * Running sandbox is its Node (`runtimed/devws-node.ts`, in this process) with the create request's
+ * environment, its data volume a host directory, and a token of the ServiceAccount named by its
+ * sandbox instance ID (the controller creates that identity; handing its token to the sandbox is
+ * not built in the product, see docs/workspaces-dev.md). A Terminated sandbox's Node is stopped; a
+ * wipe sandbox empties its directory and completes.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { isApiError } from '../lib/kube/errors.ts';
+import { KubeClient } from '../lib/kube/client.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
+import { loadNodeConfig, NodeAgent, runNodeAgent } from '../runtimed/devws-node.ts';
+import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
+import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
+import { GIT_AUDIENCE } from '../lib/devws/git-access.ts';
+import { parseCidrList } from '../lib/devws/sync-target.ts';
+import { META } from '../functions/devws-controller/opensandbox.ts';
+import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
+import { startGitServer, type GitServer } from './git-server.ts';
+import { admin, deleteNamespace, eventually, newNamespace, servingCert } from './helpers.ts';
+import { startOpenSandboxServer, type OpenSandboxTestServer } from './opensandbox-server/server.ts';
+
+const G = '/apis/dev.kruntimes.io/v1alpha1';
+const SYS = 'kruntimes-system';
+const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
+const SYNC_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-git-sync`;
+const OSB_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-opensandbox`;
+const KEY = randomBytes(12).toString('hex');
+
+async function upsert(path: string, body: KubeObject & Record<string, unknown>): Promise<void> {
+  const collection = path.slice(0, path.lastIndexOf('/'));
+  await admin()
+    .create(collection, body)
+    .catch(async (err: unknown) => {
+      if (!isApiError(err, 409)) throw err;
+      await admin().patch(path, body);
+    });
+}
+
+/** The sandbox runtime the test server lacks: Nodes for Running sandboxes, wipes for wipe sandboxes. */
+class Runtime {
+  private readonly nodes = new Map<string, AbortController>();
+  private readonly busy = new Set<string>();
+  /** Sandbox instance IDs whose Node is kept down (a Node that disappeared). */
+  private readonly held = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  constructor(
+    private readonly srv: OpenSandboxTestServer,
+    private readonly root: string,
+    private readonly ns: string,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.round(), 200);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    for (const c of this.nodes.values()) c.abort();
+  }
+
+  /** Stops the Node of a sandbox instance and keeps it down. */
+  hold(instance: string): void {
+    this.held.add(instance);
+    for (const s of this.srv.sandboxes.values()) {
+      if (s.request.env?.POD_NAME !== instance) continue;
+      this.nodes.get(s.id)?.abort();
+      this.nodes.delete(s.id);
+    }
+  }
+
+  /** Lets it come back: a new Node process (a new incarnation) of the same sandbox. */
+  release(instance: string): void {
+    this.held.delete(instance);
+  }
+
+  home(claim: string | undefined): string {
+    const dir = join(this.root, claim ?? 'none');
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  private async round(): Promise<void> {
+    for (const s of this.srv.sandboxes.values()) {
+      const role = s.request.metadata?.[META.role];
+      const home = this.home(s.request.volumes?.[0]?.pvc?.claimName);
+      if (s.status.state === 'Terminated' || s.status.state === 'Failed') this.nodes.get(s.id)?.abort();
+      if (s.status.state !== 'Running' || this.nodes.has(s.id) || this.busy.has(s.id)) continue;
+      if (this.held.has(s.request.env?.POD_NAME ?? '')) continue;
+      if (role === 'data-wipe') {
+        for (const f of readdirSync(home)) rmSync(join(home, f), { recursive: true, force: true });
+        this.srv.finish(s.id, true);
+      } else if (role === 'sandbox') {
+        this.busy.add(s.id);
+        await this.runNode(s.id, s.request.env ?? {}, home).finally(() => this.busy.delete(s.id));
+      }
+    }
+  }
+
+  /** The Node of one sandbox, as the ServiceAccount named by its instance ID. */
+  private async runNode(id: string, env: Record<string, string>, home: string): Promise<void> {
+    const instance = env.POD_NAME ?? '';
+    const token = (audiences?: string[]): Promise<string | undefined> =>
+      admin()
+        .create<KubeObject & { status: { token: string } }>(
+          `/api/v1/namespaces/${this.ns}/serviceaccounts/${instance}/token`,
+          {
+            apiVersion: 'authentication.k8s.io/v1',
+            kind: 'TokenRequest',
+            spec: { expirationSeconds: 3600, ...(audiences ? { audiences } : {}) },
+          },
+        )
+        .then((t) => t.status.token)
+        .catch(() => undefined);
+    const [api, git] = [await token(), await token([GIT_AUDIENCE])];
+    if (!api || !git) return; // its identity is not there yet: next round
+    const gitTokenFile = join(this.root, `${instance}.git-token`);
+    writeFileSync(gitTokenFile, git, { mode: 0o600 });
+    const client = new KubeClient({
+      server: cluster().server,
+      ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')),
+      token: api,
+    });
+    const cfg = loadNodeConfig({ ...env, HOME: home, KRT_NODE_POLL_MS: '500', KRT_GIT_TOKEN_FILE: gitTokenFile });
+    const log = pino({ level: 'silent' });
+    const stop = new AbortController();
+    this.nodes.set(id, stop);
+    void runNodeAgent(new NodeAgent(cfg, client, log), cfg, log, stop.signal);
+  }
+}
+
+describe('developer workspaces on the OpenSandbox substrate', function () {
+  let ns: string;
+  let git: GitServer;
+  let gitServer: RunningGitServer;
+  let osb: OpenSandboxTestServer;
+  let runtime: Runtime;
+  let root: string;
+  const p = (n: string): string => `${G}/namespaces/${ns}/${n}`;
+  const op = (name: string): Promise<Operation> => admin().get<Operation>(p(`operations/${name}`));
+  const ws = (): Promise<Workspace> => admin().get<Workspace>(p('workspaces/p1-main'));
+  const lifecycle = (name: string, kind: Operation['spec']['kind']): Operation => ({
+    apiVersion: 'dev.kruntimes.io/v1alpha1',
+    kind: 'Operation',
+    metadata: { name },
+    spec: { project: 'p1', workspace: 'p1-main', kind },
+  });
+  const succeeded = (name: string): Promise<Operation> =>
+    eventually(
+      `${name} succeeded`,
+      async () => {
+        const o = await op(name);
+        assert.notEqual(o.status?.state, 'failed', `${name} failed: ${o.status?.reason ?? ''}`);
+        return o.status?.state === 'succeeded' ? o : undefined;
+      },
+      90_000,
+    );
+  const sandboxes = (role: string): { id: string; instance: string; state: string }[] =>
+    [...osb.sandboxes.values()]
+      .filter((s) => s.request.metadata?.[META.role] === role)
+      .map((s) => ({ id: s.id, instance: s.request.metadata?.[META.sandbox] ?? '', state: s.status.state }));
+
+  before(async () => {
+    ns = await newNamespace('devws-osb');
+    root = mkdtempSync(join(tmpdir(), 'krt-devws-osb-'));
+    const pki = servingCert(`devws-osb-git-${ns}`, ['git.local']);
+    git = await startGitServer({ 'README.md': '# p1 on OpenSandbox\n' }, pki);
+    writeFileSync(join(root, 'external-ca.pem'), pki.ca);
+    const token = randomBytes(24).toString('hex');
+    gitServer = await startDevwsGitServer({
+      root: join(root, 'repos'),
+      cert: pki.cert,
+      key: pki.key,
+      syncToken: token,
+      externalCAFile: join(root, 'external-ca.pem'),
+      host: E2E_HOST_ADDRESS,
+      // Reads are reviewed by the cluster (as the spec's identity here; devws.e2e.ts checks the component's role).
+      authority: kubeGitAuthority(admin()),
+      targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
+    });
+    osb = await startOpenSandboxServer({ apiKeys: [KEY], insecure: true, host: E2E_HOST_ADDRESS });
+    runtime = new Runtime(osb, join(root, 'volumes'), ns);
+    runtime.start();
+    await upsert(SYNC_SECRET, { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token } });
+    await upsert(OSB_SECRET, { metadata: { name: 'kruntimes-devws-opensandbox' }, stringData: { apiKey: KEY } });
+    const data = { gitServerUrl: gitServer.url, gitServerCA: pki.ca.toString(), openSandboxEndpoint: osb.url };
+    await upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data });
+  });
+  after(async () => {
+    runtime.stop();
+    git.close();
+    await gitServer.close();
+    assert.deepEqual(osb.requestViolations, [], 'every request the controller sent matched the OpenSandbox spec');
+    await osb.close();
+    for (const path of [CONFIG, SYNC_SECRET, OSB_SECRET]) {
+      await admin()
+        .delete(path)
+        .catch(() => undefined);
+    }
+    await deleteNamespace(ns);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('create_project: one OpenSandbox sandbox, found by its effect ID; its Node (the ServiceAccount of its instance) clones; ready and succeeded', async () => {
+    await admin().create<Project>(p('projects'), {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Project',
+      metadata: { name: 'p1' },
+      spec: { repository: { url: git.url, defaultBranch: 'main' }, substrate: 'opensandbox' },
+    });
+    const done = await eventually('the controller created p1-create', () => op('p1-create')).then(() =>
+      succeeded('p1-create'),
+    );
+    const w = await ws();
+    assert.equal(w.status?.observedState, 'ready');
+    assert.equal(w.status?.baseCommitId, git.commit, 'the Node cloned the snapshot');
+    const ensure = done.status?.effects?.find((e) => e.kind === 'sandbox_ensure');
+    const [only, ...more] = sandboxes('sandbox');
+    assert.deepEqual(more, [], 'exactly one sandbox on the server');
+    assert.equal(only?.instance, w.status?.sandbox?.id, 'tagged with its sandbox instance ID (the effect ID)');
+    assert.equal(ensure?.externalId, only?.id, "the effect records the server's sandbox ID");
+    const pods = await admin().list(`/api/v1/namespaces/${ns}/pods`);
+    assert.deepEqual(pods.items, [], 'nothing ran on Kubernetes');
+  });
+
+  it('a Node that refuses to stop (an agent session runs): resource_in_use, the Workspace back to ready, the sandbox untouched', async () => {
+    const w = await ws();
+    const activity = join(root, 'volumes', `devws-${w.metadata.uid ?? ''}`, '.krt', 'activity');
+    mkdirSync(activity, { recursive: true });
+    writeFileSync(join(activity, 'session-1'), '');
+    await admin().create(p('operations'), lifecycle('stop-busy', 'stop'));
+    const refused = await eventually('stop-busy refused', async () => {
+      const o = await op('stop-busy');
+      return o.status?.state === 'failed' ? o : undefined;
+    });
+    rmSync(activity, { recursive: true, force: true });
+    assert.equal(refused.status?.reason, 'resource_in_use');
+    const after = await ws();
+    assert.equal(after.status?.observedState, 'ready');
+    assert.equal(after.status?.admissionOpen, true);
+    assert.equal(
+      after.status?.admissionEpoch,
+      (w.status?.admissionEpoch ?? 0) + 1,
+      'the refused close still bumped the epoch',
+    );
+    assert.deepEqual(
+      sandboxes('sandbox').map((s) => s.state),
+      ['Running'],
+    );
+  });
+
+  it('stop and start: the Node proves idleness, the sandbox is terminated on the server and its identity deleted, the data kept; start runs generation 2 without a clone', async () => {
+    const first = (await ws()).status?.sandbox?.id ?? '';
+    // The Node is gone when quiesce asks for its idle proof: the stop waits, and is not read as idle.
+    runtime.hold(first);
+    await admin().create(p('operations'), lifecycle('stop1', 'stop'));
+    const closed = await eventually('admission closed for stop1', async () => {
+      const w = await ws();
+      return w.status?.operation?.name === 'stop1' && w.status.admissionOpen === false ? w : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 3000));
+    const waiting = await op('stop1');
+    assert.deepEqual([waiting.status?.state, waiting.status?.step], ['running', 'quiesce'], 'no Node: never advances');
+    assert.notEqual((await ws()).status?.idleProof?.epoch, closed.status?.admissionEpoch);
+    runtime.release(first);
+    await succeeded('stop1');
+    const stopped = await ws();
+    assert.equal(stopped.status?.observedState, 'stopped');
+    assert.deepEqual(
+      sandboxes('sandbox').map((s) => s.state),
+      ['Terminated'],
+    );
+    const sa = await admin()
+      .get(`/api/v1/namespaces/${ns}/serviceaccounts/${first}`)
+      .then(() => 'present')
+      .catch((err: unknown) => (isApiError(err, 404) ? 'gone' : String(err)));
+    assert.equal(sa, 'gone', "the old generation's Node identity is deleted");
+    // A substrate that answers too late: the create of generation 2 lands but its answer is lost
+    // and the server lists it only later. It is never read as "did not happen": not sent again.
+    osb.faults.crashAfterCreate = 1;
+    osb.faults.listLag = true;
+    const posts = (): number => osb.calls.filter((c) => c.method === 'POST').length;
+    const before = posts();
+    await admin().create(p('operations'), lifecycle('start1', 'start'));
+    await eventually('the create of generation 2 sent, its answer lost', () =>
+      Promise.resolve(osb.calls.some((c) => c.method === 'POST' && c.status === 0)),
+    );
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal(posts(), before + 1, 'not sent again while it is not listed');
+    osb.faults.listLag = false;
+    assert.deepEqual((await succeeded('start1')).status?.steps, ['sandbox', 'node', 'done']);
+    assert.equal(posts(), before + 1, 'the late sandbox is the one adopted');
+    const started = await ws();
+    assert.equal(started.status?.observedState, 'ready');
+    assert.equal(started.status?.runtimeGeneration, 2);
+    assert.equal(started.status?.baseCommitId, git.commit);
+    assert.deepEqual(
+      sandboxes('sandbox')
+        .map((s) => s.state)
+        .sort(),
+      ['Running', 'Terminated'],
+    );
+    const home = join(root, 'volumes', `devws-${started.metadata.uid ?? ''}`);
+    assert.ok(readdirSync(join(home, 'src')).includes('README.md'), 'the clone is still on the data volume');
+  });
+});
