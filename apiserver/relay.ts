@@ -17,7 +17,15 @@ import { executeOperations } from '../lib/fn/execute.ts';
 import { fetchRefs, withFetched } from '../lib/fn/fetch.ts';
 import type { FnMetrics } from '../lib/fn/metrics.ts';
 import { WorkQueue } from '../lib/fn/queue.ts';
-import { keyOf, resourcePath, type Resource, type State, type WatchFunction } from '../lib/fn/types.ts';
+import { handlerState } from '../lib/fn/ignore.ts';
+import {
+  keyOf,
+  resourcePath,
+  type Resource,
+  type State,
+  type WatchFunction,
+  type WatchTrigger,
+} from '../lib/fn/types.ts';
 import type { Transport } from './transport.ts';
 
 export interface RelayOptions {
@@ -77,6 +85,22 @@ export function newer(a: KubeObject, b: KubeObject): boolean {
 export function matchesLabels(o: KubeObject, sel: Record<string, string> | undefined): boolean {
   if (!sel) return true;
   return Object.entries(sel).every(([k, v]) => o.metadata.labels?.[k] === v);
+}
+
+type RelayDelta = { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject };
+
+/**
+ * What an event of a trigger's primary kind queues: nothing when its filter drops it, else its
+ * keys, at once or, when the trigger says the handler has nothing to do before a time
+ * (`dueAt`), as a delayed add for then (a relist of many finished objects invokes nothing).
+ */
+export function wake(t: WatchTrigger, d: RelayDelta, q: Pick<WorkQueue, 'add' | 'addAfter'>, nowMs: number): void {
+  if (t.filter && !t.filter(d)) return;
+  const due = t.dueAt?.(d.object);
+  for (const k of t.keys ? t.keys(d.object) : [keyOf(d.object)]) {
+    if (due !== undefined && due > nowMs) q.addAfter(k, due - nowMs);
+    else q.add(k);
+  }
 }
 
 export class Relay {
@@ -179,9 +203,7 @@ export class Relay {
       this.queues.set(fn.name, q);
       const t = fn.trigger;
       const primary = this.informer(t.resource, t.labelSelector);
-      this.listen(primary.key, (d) => {
-        if (!t.filter || t.filter(d)) for (const k of t.keys ? t.keys(d.object) : [keyOf(d.object)]) q.add(k);
-      });
+      this.listen(primary.key, (d) => wake(t, d, q, this.now().getTime()));
       for (const a of t.also ?? []) {
         const sec = this.informer(a.resource, a.labelSelector);
         this.listen(sec.key, (d) => {
@@ -243,8 +265,13 @@ export class Relay {
     }
   }
 
-  /** The cached state, plus this invocation's live reads when the function declares them. */
+  /** The cached state, plus this invocation's live reads when the function declares them, without
+   * what the function ignores. */
   private async stateFor(fn: WatchFunction, key: string, object: KubeObject | undefined): Promise<State> {
+    return handlerState(fn, await this.liveState(fn, key, object), key);
+  }
+
+  private async liveState(fn: WatchFunction, key: string, object: KubeObject | undefined): Promise<State> {
     const f = fn.trigger.fetch;
     if (!f) return this.state;
     const client = this.clients.get(fn.name) ?? this.o.client;

@@ -7,11 +7,17 @@
  * server's replicas), warmed with a few Runs, then measured: N Runs created with concurrency C on
  * 2 Runtime Pods, complete latency from the Runs' status and throughput, and the CPU per Run of
  * every process of the environment (the function server and the emulators included).
- *   npx tsx bench/transports.ts            # 50 Runs, concurrency 25, 4 Lambda execution environments
+ * After each burst, the seed demo (examples/workflows/ci-data-sharing-demo.yaml: 2 jobs, 4 step
+ * Runs, one artifact) runs BENCH_DEMOS times one after the other on the same transport: trigger to
+ * Succeeded and CPU per WorkflowRun.
+ *   npx tsx bench/transports.ts            # 50 Runs, concurrency 25, 4 Lambda execution environments, 5 demos
  *   BENCH_ROUNDS=2 npx tsx bench/transports.ts   # each transport twice, interleaved
  */
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { renderRun } from '../cli/wf/commands.ts';
 import { down, up } from '../localenv/environment.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import { PatchType, type KubeClient } from '../lib/kube/client.ts';
@@ -26,6 +32,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? '50');
 const CONC = Number(process.env.BENCH_CONCURRENCY ?? '25');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? '1');
 const LAMBDA_ENVS = Number(process.env.BENCH_LAMBDA_ENVS ?? '4');
+const DEMOS = Number(process.env.BENCH_DEMOS ?? '5');
 const NS = 'bench';
 const SYS = '/apis/apps/v1/namespaces/kruntimes-system/deployments';
 type Transport = 'inprocess' | 'webhook' | 'lambda';
@@ -132,6 +139,11 @@ interface Row {
   ok: number;
   /** Function invocations (reconciles, any transport) per Run, from the relay's metrics. */
   callsPerRun: number;
+  /** run-ttl invocations per Run of the burst. */
+  ttlPerRun: number;
+  /** Seed demo: trigger -> Succeeded p50 and CPU per WorkflowRun (NaN when BENCH_DEMOS=0). */
+  demoP50: number;
+  demoCpu: number;
 }
 
 /** Reconciles so far per function, from the extension server's /metrics (any transport). */
@@ -160,7 +172,54 @@ async function measure(api: KubeClient, t: Transport, round: number, mine: (cmd:
   process.stdout.write(`  ${t} invocations: ${perFn.map(([fn, n]) => `${fn}=${n}`).join(' ')}\n`);
   const s = summary(r.complete);
   const callsPerRun = perFn.reduce((a, [, n]) => a + n, 0) / RUNS;
-  return { t, p50: s.p50, p95: s.p95, tput: r.ok / r.wallS, cpuPerRun: cpu / RUNS, ok: r.ok, callsPerRun };
+  const ttlPerRun = (perFn.find(([fn]) => fn === 'run-ttl')?.[1] ?? 0) / RUNS;
+  const c0 = cpuTicks(mine);
+  const demo = await demos(api, `${t}-${round}`);
+  const demoCpu = DEMOS ? cpuTotalMs(c0, cpuTicks(mine)) / DEMOS : NaN;
+  const base = { t, p50: s.p50, p95: s.p95, tput: r.ok / r.wallS, cpuPerRun: cpu / RUNS, ok: r.ok };
+  return { ...base, callsPerRun, ttlPerRun, demoP50: DEMOS ? summary(demo).p50 : NaN, demoCpu };
+}
+
+type Wfr = KubeObject & { status?: { phase?: string } };
+const G = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}`;
+
+/** The seed demo's Runtime (`bash`, Filesystem artifact store on a shared volume), ready. */
+async function demoRuntime(api: KubeClient): Promise<void> {
+  const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'examples/workflows/runtime-bash.yaml'), 'utf8'));
+  for (const doc of docs.map((d) => d.toJSON() as KubeObject & { kind: string }))
+    await api.create(doc.kind === 'Runtime' ? `${G}/runtimes` : `/api/v1/namespaces/${NS}/persistentvolumeclaims`, doc);
+  for (;;) {
+    const rt = await api.get<KubeObject & { status?: { readyReplicas?: number } }>(`${G}/runtimes/bash`);
+    if ((rt.status?.readyReplicas ?? 0) > 0) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** BENCH_DEMOS seed demo WorkflowRuns one after the other: trigger -> Succeeded of each (ms). */
+async function demos(api: KubeClient, tag: string): Promise<number[]> {
+  const wf = parse(readFileSync(join(REPO_ROOT, 'examples/workflows/ci-data-sharing-demo.yaml'), 'utf8')) as never;
+  const out: number[] = [];
+  for (let i = 0; i < DEMOS; i++) {
+    const name = `demo-${tag}-${i}`;
+    const done = new Promise<Wfr>((resolve) => {
+      const lw: ListWatch<Wfr> = new ListWatch<Wfr>(
+        api,
+        { path: `${G}/workflowruns`, fieldSelector: `metadata.name=${name}` },
+        (d) => {
+          if (!['Succeeded', 'Failed', 'Cancelled'].includes(d.object.status?.phase ?? '')) return;
+          lw.stop();
+          resolve(d.object);
+        },
+      );
+      lw.start();
+    });
+    const t0 = Date.now();
+    await api.create(`${G}/workflowruns`, renderRun(wf, {}, name));
+    const w = await done;
+    if (w.status?.phase !== 'Succeeded') throw new Error(`${name}: ${w.status?.phase}`);
+    out.push(Date.now() - t0);
+  }
+  return out;
 }
 
 /** Each transport's median over the rounds, and its ratios to inprocess (the issue's target: 1.15x). */
@@ -180,6 +239,9 @@ function report(rows: Row[]): void {
       cpuPerRun: med(r.map((x) => x.cpuPerRun)),
       ok: Math.min(...r.map((x) => x.ok)),
       callsPerRun: med(r.map((x) => x.callsPerRun)),
+      ttlPerRun: med(r.map((x) => x.ttlPerRun)),
+      demoP50: med(r.map((x) => x.demoP50)),
+      demoCpu: med(r.map((x) => x.demoCpu)),
     };
   };
   const base = of('inprocess');
@@ -194,7 +256,9 @@ function report(rows: Row[]): void {
     process.stdout.write(
       `  ${t.padEnd(9)} complete p50 ${ms(r.p50)}  p95 ${ms(r.p95)}  throughput ${r.tput.toFixed(1)} Runs/s  ` +
         `CPU/Run ${r.cpuPerRun.toFixed(1)} ms  invocations/Run ${r.callsPerRun.toFixed(1)}  ok ${r.ok}/${RUNS}  ` +
-        `(p50 ${(r.p50 / base.p50).toFixed(2)}x of inprocess, throughput ${(r.tput / base.tput).toFixed(2)}x)\n`,
+        `(p50 ${(r.p50 / base.p50).toFixed(2)}x of inprocess, throughput ${(r.tput / base.tput).toFixed(2)}x); ` +
+        `run-ttl/Run ${r.ttlPerRun.toFixed(2)}; seed demo p50 ${ms(r.demoP50)} (${(r.demoP50 / base.demoP50).toFixed(2)}x), ` +
+        `CPU/WorkflowRun ${r.demoCpu.toFixed(0)} ms\n`,
     );
   }
 }
@@ -212,6 +276,7 @@ async function main(): Promise<void> {
     await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await api.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, benchRuntime('bench-bash', 2, 64, {}));
     await burst(api, 'ready', 2);
+    if (DEMOS) await demoRuntime(api);
     // One unmeasured burst first: the first burst after the Runtime starts is slower whatever the
     // transport, and would count against the one measured first (inprocess).
     await burst(api, 'warm', RUNS);

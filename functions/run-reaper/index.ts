@@ -134,6 +134,13 @@ function lost(run: RunObj, v: { reason: string; message: string }, now: Date): O
   ];
 }
 
+/** A Run reap never acts on for `key`: another Runtime's, or finished without runtimed's function finalizer. */
+export function unread(o: KubeObject, key: string): boolean {
+  const r = o as RunObj;
+  if (`${r.metadata.namespace ?? ''}/${r.spec?.runtime ?? ''}` !== key) return true;
+  return isTerminal(r.status?.phase) && !r.metadata.finalizers?.includes(FUNCTION_FINALIZER);
+}
+
 export function reap({ key, state, now }: ReconcileInput): Operation[] {
   const [ns = '', runtime = ''] = key.split('/');
   const ops: Operation[] = [];
@@ -188,6 +195,9 @@ const fn: FunctionDef = {
         map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.['kruntimes.io/runtime'] ?? ''}`],
       },
     ],
+    // The handler reads the key's Runtime's active Runs and those holding the function finalizer;
+    // finished ones without it would only weigh on every invocation over a transport.
+    ignore: [{ resource: R.runs, when: unread }],
   },
   concurrency: 2,
   rbac: [

@@ -10,7 +10,7 @@ import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput, Resource } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition, getCondition, type Condition } from '../../lib/run/conditions.ts';
-import { ACTIVE, terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
+import { ACTIVE, isTerminal, terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
 import { backoffMs, type RetryPolicy } from '../../lib/run/retry.ts';
 import { planBatch, type RunView, type RuntimePod, type WorkspaceView } from './core.ts';
 
@@ -190,6 +190,10 @@ export function schedule({ key, state, now }: ReconcileInput): Operation[] {
   return ops;
 }
 
+/** Whether a Run belongs to the Runtime of a namespace/runtime key. */
+const ofRuntime = (r: KubeObject, key: string): boolean =>
+  `${r.metadata.namespace ?? ''}/${(r as RunObj).spec?.runtime ?? ''}` === key;
+
 const runtimeKey = (o: KubeObject): string[] => {
   const rt = (o as RunObj).spec?.runtime;
   return rt ? [`${o.metadata.namespace}/${rt}`] : [];
@@ -219,6 +223,9 @@ const fn: FunctionDef = {
       { resource: R.persistentWorkspaces, map: runtimeKey },
       { resource: nodes, map: () => [] },
     ],
+    // The handler reads only the pending and active Runs of the key's Runtime; without this every
+    // invocation over a transport would carry the namespace's finished Runs until their TTL.
+    ignore: [{ resource: R.runs, when: (r, key) => isTerminal((r as RunObj).status?.phase) || !ofRuntime(r, key) }],
   },
   concurrency: 4,
   rbac: [

@@ -9,13 +9,19 @@ interface RunObj extends KubeObject {
   status?: RunStatus;
 }
 
+/** When a Run is due for deletion (epoch ms), or undefined when it never is (not finished, no TTL, being deleted). */
+export function dueOf(o: KubeObject | undefined): number | undefined {
+  const run = o as RunObj | undefined;
+  const ttl = run?.spec?.ttlSecondsAfterFinished;
+  if (!run || run.metadata.deletionTimestamp || !ttl || ttl <= 0 || !isTerminal(run.status?.phase)) return undefined;
+  const done = Date.parse(run.status?.completionTime ?? '');
+  return Number.isFinite(done) ? done + ttl * 1000 : undefined;
+}
+
 export function expire({ object, now }: ReconcileInput): Operation[] {
   const run = object as RunObj | undefined;
-  const ttl = run?.spec.ttlSecondsAfterFinished;
-  if (!run || run.metadata.deletionTimestamp || !ttl || ttl <= 0 || !isTerminal(run.status?.phase)) return [];
-  const done = Date.parse(run.status?.completionTime ?? '');
-  if (!Number.isFinite(done)) return [];
-  const due = done + ttl * 1000;
+  const due = dueOf(run);
+  if (!run || due === undefined) return [];
   if (due > now.getTime()) return [{ op: 'requeue', afterMs: due - now.getTime() }];
   return [
     {
@@ -34,8 +40,12 @@ const fn: FunctionDef = {
   trigger: {
     type: 'watch',
     resource: R.runs,
-    filter: (e) =>
-      isTerminal((e.object as RunObj).status?.phase) && !!(e.object as RunObj).spec?.ttlSecondsAfterFinished,
+    // Only a finished Run with a TTL that is not being deleted has anything to delete; its deletion
+    // (the update setting deletionTimestamp, the DELETED event) has nothing left to do.
+    filter: (e) => e.type !== 'deleted' && dueOf(e.object) !== undefined,
+    // Invoked when due, not on every write to a finished Run nor for every finished Run a relay
+    // start or relist replays (a relist of N finished Runs was N invocations at once).
+    dueAt: dueOf,
   },
   concurrency: 2,
   rbac: [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['get', 'list', 'watch', 'delete'] }],

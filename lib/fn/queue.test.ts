@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { WorkQueue, type Clock } from './queue.ts';
 
-/** A manual clock: timers fire only when advanced. */
+/** A manual clock: timers fire only when advanced; like Node, a delay over 2^31 - 1 ms fires after 1 ms. */
 function fakeClock(): Clock & { advance(ms: number): void } {
   let now = 0;
   let timers: { at: number; fn: () => void; id: number }[] = [];
@@ -11,7 +11,7 @@ function fakeClock(): Clock & { advance(ms: number): void } {
     now: () => now,
     setTimeout: (fn, ms) => {
       const id = ++seq;
-      timers.push({ at: now + ms, fn, id });
+      timers.push({ at: now + (ms > 2 ** 31 - 1 ? 1 : ms), fn, id });
       return id;
     },
     clearTimeout: (id) => {
@@ -27,6 +27,19 @@ function fakeClock(): Clock & { advance(ms: number): void } {
 }
 
 describe('lib/fn WorkQueue', () => {
+  it('holds a delayed add longer than a Node timer until it is due (a Run TTL of 30 days)', () => {
+    const clock = fakeClock();
+    const q = new WorkQueue(clock);
+    const days30 = 30 * 24 * 3600 * 1000;
+    q.addAfter('ttl', days30);
+    clock.advance(1000);
+    assert.equal(q.length, 0);
+    clock.advance(days30 - 2000);
+    assert.equal(q.length, 0);
+    clock.advance(1000);
+    assert.equal(q.length, 1);
+  });
+
   it('de-duplicates queued keys and never hands out a key that is being processed', async () => {
     const q = new WorkQueue(fakeClock());
     q.add('a');

@@ -14,6 +14,9 @@ export const realClock: Clock = {
   clearTimeout: (t) => clearTimeout(t as NodeJS.Timeout),
 };
 
+/** The longest delay a Node timer keeps (2^31 - 1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class WorkQueue {
   private readonly queue: string[] = [];
   private readonly dirty = new Set<string>();
@@ -61,10 +64,17 @@ export class WorkQueue {
     const prev = this.delayed.get(key);
     if (prev && prev.at <= at) return;
     if (prev) this.clock.clearTimeout(prev.timer);
-    const timer = this.clock.setTimeout(() => {
-      this.delayed.delete(key);
-      this.add(key);
-    }, ms);
+    // Node fires a timer longer than MAX_TIMER_MS after 1 ms: a long delay (a TTL of weeks) waits
+    // in steps instead, or every pass would requeue it at once.
+    const timer = this.clock.setTimeout(
+      () => {
+        this.delayed.delete(key);
+        const left = at - this.clock.now();
+        if (left > 0) this.addAfter(key, left);
+        else this.add(key);
+      },
+      Math.min(ms, MAX_TIMER_MS),
+    );
     this.delayed.set(key, { at, timer });
   }
 

@@ -30,6 +30,20 @@ export interface WatchTrigger {
   /** Kinds the handler reads by name with a live GET at invocation time instead of through a
    * cache (e.g. Secrets): the host needs only `get` on them, never list/watch. */
   fetch?: FetchDecl;
+  /** When the handler next has anything to do for an object that passed `filter` (epoch ms, e.g.
+   * a finished Run's TTL): the host queues its keys only then (a delayed add; an earlier one
+   * wins), so events and relists before that invoke nothing. Undefined or past: at once. */
+  dueAt?: (o: KubeObject) => number | undefined;
+  /** Objects the handler never needs (e.g. finished Runs for the scheduler), given the key: the host
+   * leaves them out of the handler's `state` (a get answers absent, a list omits them), in process
+   * and out of process alike, so an invocation over a transport never carries them. */
+  ignore?: IgnoreDecl[];
+}
+
+/** Objects of one kind a handler's `state` leaves out (WatchTrigger.ignore); `when` is pure. */
+export interface IgnoreDecl {
+  resource: Resource;
+  when: (o: KubeObject, key: string) => boolean;
 }
 
 /** An object read by name. */
