@@ -63,7 +63,13 @@ export function copySeed(seed: string, root: string): boolean {
   if (existsSync(root) && readdirSync(root).length > 0) return false;
   rmSync(root, { recursive: true, force: true });
   mkdirSync(dirname(root), { recursive: true });
-  execFileSync('cp', ['-a', '--link', seed, root]);
+  try {
+    execFileSync('cp', ['-a', '--link', seed, root], { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch {
+    // Another filesystem than the cache's: a full copy (slower, same result).
+    rmSync(root, { recursive: true, force: true });
+    execFileSync('cp', ['-a', seed, root]);
+  }
   for (const src of mutableFiles(seed)) {
     const dst = join(root, relative(seed, src));
     copyFileSync(src, `${dst}.copy`);
