@@ -159,6 +159,10 @@ function nodeModulesLayer(workdir: string, nodeVersion: string): string {
   copyBinLinks(src, dst, rel);
   tarDir(stage, out);
   rmSync(stage, { recursive: true, force: true });
+  // The layers of earlier locks are not used again (the seed holds the one in use).
+  for (const f of readdirSync(cacheRoot()))
+    if (/^node-modules-[0-9a-f]{16}\.tar(\.sha256)?$/.test(f) && !f.startsWith(`node-modules-${key}.`))
+      rmSync(join(cacheRoot(), f), { force: true });
   return out;
 }
 
