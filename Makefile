@@ -5,7 +5,7 @@ demo:
 	@./bin/krt local up --demo
 test:
 	@bash scripts/test.sh
-# Opt-in: selected e2e specs on a real kubelet + containerd + runc (root; docs/kubelet-node.md).
+# Only the second phase of `make test`: selected e2e specs on a real kubelet + containerd + runc (root; docs/kubelet-node.md).
 test-kubelet:
 	@bash scripts/test-kubelet.sh
 down:

@@ -14,6 +14,7 @@ import { KubeClient } from '../lib/kube/client.ts';
 import { kubeletArgs, kubeletLayout } from './kubelet-config.ts';
 import { checkKubeletHost, cleanupKubeletHost, killPodProcesses, prepareKubeletHost } from './kubelet-node.ts';
 import { importImages } from './kubelet-images.ts';
+import { copySeed, ensureImageSeed } from './kubelet-image-seed.ts';
 import type { NodeServicesConfig } from './node-services.ts';
 import {
   apiserverArgs,
@@ -399,7 +400,14 @@ async function prepareKubeletKind(
   checkKubeletHost(binDir);
   s.kubelet = { binDir, healthzPort: s.kubelet?.healthzPort ?? (await freePorts(1))[0]! };
   const node = s.nodes[0] ?? '';
-  prepareKubeletHost(kubeletLayout(l.root), binDir, node, {
+  const k = kubeletLayout(l.root);
+  // A new environment's containerd starts from the image seed (its cached layers, unpacked).
+  if (!existsSync(k.containerdRoot)) {
+    const seed = await ensureImageSeed(binDir, progress);
+    progress('copying the containerd image seed');
+    copySeed(seed, k.containerdRoot);
+  }
+  prepareKubeletHost(k, binDir, node, {
     port: s.ports.nodes[0] ?? 0,
     healthzPort: s.kubelet.healthzPort,
     clientCaFile: join(l.pki, 'ca.crt'),
@@ -450,7 +458,12 @@ async function startAll(
     await ensureRunning(s, l, spec, progress);
     if (spec.component === 'kube-apiserver') await applyBootstrap(admin, s.nodeKind);
     if (spec.component === 'containerd')
-      await importImages(join(s.kubelet!.binDir, 'ctr'), kubeletLayout(l.root).containerdSocket, progress);
+      await importImages(
+        join(s.kubelet!.binDir, 'ctr'),
+        kubeletLayout(l.root).containerdSocket,
+        kubeletLayout(l.root).containerdRoot,
+        progress,
+      );
   }
   await waitFor(
     'the default ServiceAccount',

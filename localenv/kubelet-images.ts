@@ -1,10 +1,12 @@
 /**
  * The kubelet node kind's images, assembled without Docker or a registry and imported into
  * containerd's k8s.io namespace: the project's images (images/<name>/Dockerfile, read by
- * image-spec.ts) as an OCI layout of three layers — a Debian bookworm rootfs with the
+ * image-spec.ts) as an OCI layout of four layers — a Debian bookworm rootfs with the
  * Dockerfile's apt packages (mmdebstrap, cached per package set), the project's Node 22 at
- * /usr/local/bin/node, and the application at /app (this checkout's files and node_modules) —
- * plus the sandbox image (upstream's pause.c, compiled statically). See docs/kubelet-node.md.
+ * /usr/local/bin/node, the production node_modules (cached per package-lock.json) and the
+ * application at /app (this checkout's files) — plus the sandbox image (upstream's pause.c,
+ * compiled statically). Every layer but the application's is cached with its digest; the
+ * containerd image seed (kubelet-image-seed.ts) holds them unpacked. See docs/kubelet-node.md.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -16,6 +18,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -26,6 +29,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { BASE_ENV, ociImageConfig, parseDockerfile, type ImageSpec } from './image-spec.ts';
 import { PAUSE_IMAGE } from './kubelet-config.ts';
+import { productionPackages, type PackageLock } from './npm-production.ts';
 import { REPO_ROOT } from './paths.ts';
 
 export const PROJECT_REGISTRY = 'ghcr.io/kruntimes/';
@@ -60,6 +64,21 @@ function fileDigest(path: string): Promise<string> {
 
 async function blobOf(path: string): Promise<Blob> {
   return { digest: await fileDigest(path), size: statSync(path).size, path };
+}
+
+/**
+ * A cached layer's blob: its digest is kept beside it (`<tar>.sha256`, with the size and mtime it
+ * was computed for), so an unchanged layer is never read again.
+ */
+export async function cachedBlobOf(path: string): Promise<Blob> {
+  const st = statSync(path);
+  const stamp = `${st.size} ${Math.trunc(st.mtimeMs)}`;
+  const side = `${path}.sha256`;
+  const [digest, ...rest] = existsSync(side) ? readFileSync(side, 'utf8').trim().split(' ') : [];
+  if (digest?.startsWith('sha256:') && rest.join(' ') === stamp) return { digest, size: st.size, path };
+  const b = await blobOf(path);
+  writeFileSync(side, `${b.digest} ${stamp}\n`);
+  return b;
 }
 
 function tarDir(dir: string, out: string): void {
@@ -119,7 +138,65 @@ function nodeLayer(nodeBin: string): string {
   return out;
 }
 
-/** The files `COPY . .` and `npm ci` put under /app, and the kruntimes entrypoint. */
+/**
+ * What the Dockerfiles' `npm ci --omit=dev` and `npm install --no-save tsx@4` put in
+ * <workdir>/node_modules: the checkout's production packages (npm-production.ts), cached per
+ * package-lock.json and Node version.
+ */
+function nodeModulesLayer(workdir: string, nodeVersion: string): string {
+  const lockText = readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8');
+  const key = sha(`node-modules-v1\n${workdir}\n${nodeVersion}\n${lockText}`).slice(0, 16);
+  const out = join(cacheRoot(), `node-modules-${key}.tar`);
+  if (existsSync(out)) return out;
+  const src = realpathSync(join(REPO_ROOT, 'node_modules'));
+  const keys = productionPackages(JSON.parse(lockText) as PackageLock, ['tsx']);
+  const stage = join(cacheRoot(), `node-modules-${key}.stage`);
+  rmSync(stage, { recursive: true, force: true });
+  const dst = join(stage, workdir.replace(/^\//, ''), 'node_modules');
+  mkdirSync(dst, { recursive: true });
+  const rel = keys.map((k) => k.slice('node_modules/'.length)).filter((k) => existsSync(join(src, k)));
+  copyTree(src, rel, dst);
+  copyBinLinks(src, dst, rel);
+  tarDir(stage, out);
+  rmSync(stage, { recursive: true, force: true });
+  // The layers of earlier locks are not used again (the seed holds the one in use).
+  for (const f of readdirSync(cacheRoot()))
+    if (/^node-modules-[0-9a-f]{16}\.tar(\.sha256)?$/.test(f) && !f.startsWith(`node-modules-${key}.`))
+      rmSync(join(cacheRoot(), f), { force: true });
+  return out;
+}
+
+/** Copies the relative paths (directories recursively) from src into dst, keeping modes and links. */
+function copyTree(src: string, rel: string[], dst: string): void {
+  const r = spawnSync('sh', ['-c', 'tar -C "$1" --null -T - -cf - | tar -C "$2" -xf -', 'sh', src, dst], {
+    input: rel.join('\0'),
+    stdio: ['pipe', 'inherit', 'inherit'],
+  });
+  if (r.status !== 0) throw new Error(`copying ${src} into the image failed (exit ${r.status})`);
+}
+
+/** node_modules/.bin links whose target is one of the copied packages, as npm ci makes them. */
+function copyBinLinks(src: string, dst: string, rel: string[]): void {
+  const bin = join(src, '.bin');
+  if (!existsSync(bin)) return;
+  const links = readdirSync(bin).filter((f) => {
+    let target: string;
+    try {
+      target = readlinkSync(join(bin, f)).replace(/^\.\.\//, '');
+    } catch {
+      return false;
+    }
+    return rel.some((p) => target.startsWith(`${p}/`));
+  });
+  if (links.length > 0)
+    copyTree(
+      src,
+      links.map((f) => `.bin/${f}`),
+      dst,
+    );
+}
+
+/** The files `COPY . .` puts under /app (the checkout, without node_modules), and the entrypoint. */
 function appLayer(spec: ImageSpec, work: string): string {
   const stage = join(work, 'app-stage');
   rmSync(stage, { recursive: true, force: true });
@@ -136,7 +213,6 @@ function appLayer(spec: ImageSpec, work: string): string {
     input: files.join('\0'),
     stdio: ['pipe', 'inherit', 'inherit'],
   });
-  execFileSync('cp', ['-al', realpathSync(join(REPO_ROOT, 'node_modules')), join(app, 'node_modules')]);
   for (const c of spec.copies.filter(
     (x) => x.src !== '.' && x.src !== 'package.json' && x.src !== 'package-lock.json',
   )) {
@@ -216,15 +292,20 @@ export function toolchainConfig(cmd: string[], diffIds: string[]): Record<string
   };
 }
 
-interface LocalImage {
+/** An image: its names, its layer tarballs (the first `baseLayers` are cached) and its config. */
+export interface LocalImage {
   name: string;
   refs: string[];
   layers: string[];
+  baseLayers: number;
   config: (diffIds: string[]) => Record<string, unknown>;
 }
 
-/** Every image: the project's (from its Dockerfile), the toolchain images and the sandbox image. */
-function localImages(work: string, nodeBin: string, progress: (m: string) => void): LocalImage[] {
+/**
+ * Every image: the project's (from its Dockerfile), the toolchain images and the sandbox image.
+ * With `withApp: false` the project images stop before their application layer (the seed).
+ */
+export function localImages(nodeBin: string, progress: (m: string) => void, work?: string): LocalImage[] {
   const nodeVersion = execFileSync(nodeBin, ['--version'], { encoding: 'utf8' }).trim();
   const out: LocalImage[] = [];
   const apps = new Map<string, string>();
@@ -233,34 +314,56 @@ function localImages(work: string, nodeBin: string, progress: (m: string) => voi
     if (!existsSync(dockerfile)) continue;
     const spec = parseDockerfile(readFileSync(dockerfile, 'utf8'));
     const appKey = JSON.stringify([spec.workdir, spec.copies]);
-    if (!apps.has(appKey)) apps.set(appKey, appLayer(spec, join(work, `app-${apps.size}`)));
+    if (work && !apps.has(appKey)) apps.set(appKey, appLayer(spec, join(work, `app-${apps.size}`)));
+    const base = [rootfsLayer(spec.aptPackages, progress), nodeLayer(nodeBin)];
+    if (spec.npmInstall) base.push(nodeModulesLayer(spec.workdir, nodeVersion));
     out.push({
       name,
       refs: LOCAL_TAGS.map((t) => `${PROJECT_REGISTRY}${name}:${t}`),
-      layers: [rootfsLayer(spec.aptPackages, progress), nodeLayer(nodeBin), apps.get(appKey)!],
+      layers: work ? [...base, apps.get(appKey)!] : base,
+      baseLayers: base.length,
       config: (diffIds) => ociImageConfig(spec, diffIds, nodeVersion),
     });
   }
-  for (const t of TOOLCHAIN_IMAGES)
+  for (const t of TOOLCHAIN_IMAGES) {
+    const layers = [rootfsLayer(t.packages, progress)];
+    const config = (diffIds: string[]): Record<string, unknown> => toolchainConfig(t.cmd, diffIds);
     out.push({
       name: t.repository,
       refs: t.tags.map((tag) => `${t.repository}:${tag}`),
-      layers: [rootfsLayer(t.packages, progress)],
-      config: (diffIds) => toolchainConfig(t.cmd, diffIds),
+      layers,
+      baseLayers: 1,
+      config,
     });
-  out.push({
-    name: 'pause',
-    refs: [PAUSE_IMAGE],
-    layers: [pauseLayer()],
-    config: (diffIds) => ({
-      architecture: 'amd64',
-      os: 'linux',
-      created: '1970-01-01T00:00:00Z',
-      config: { User: '65535:65535', Entrypoint: ['/pause'] },
-      rootfs: { type: 'layers', diff_ids: diffIds },
-    }),
-  });
+  }
+  out.push({ name: 'pause', refs: [PAUSE_IMAGE], layers: [pauseLayer()], baseLayers: 1, config: pauseConfig });
   return out;
+}
+
+function pauseConfig(diffIds: string[]): Record<string, unknown> {
+  return {
+    architecture: 'amd64',
+    os: 'linux',
+    created: '1970-01-01T00:00:00Z',
+    config: { User: '65535:65535', Entrypoint: ['/pause'] },
+    rootfs: { type: 'layers', diff_ids: diffIds },
+  };
+}
+
+/** The name of an image's cached part in the seed (`localImages` without `work`). */
+export const SEED_REGISTRY = 'kruntimes.local/seed/';
+
+/** The images of the containerd seed: every cached layer, named so the chains are unpacked. */
+export function seedImages(nodeBin: string, progress: (m: string) => void): LocalImage[] {
+  return localImages(nodeBin, progress).map((img) =>
+    !img.refs[0]?.startsWith(PROJECT_REGISTRY)
+      ? img
+      : {
+          ...img,
+          refs: [`${SEED_REGISTRY}${img.name}:base`],
+          config: (diffIds) => ({ architecture: 'amd64', os: 'linux', rootfs: { type: 'layers', diff_ids: diffIds } }),
+        },
+  );
 }
 
 function putBlob(layout: string, b: Blob): void {
@@ -283,16 +386,27 @@ function putJson(layout: string, work: string, obj: unknown): Blob {
   return b;
 }
 
-/** One OCI image layout holding every image, each tag an index entry named for containerd. */
-export async function buildImageLayout(nodeBin: string, progress: (m: string) => void): Promise<string> {
-  const work = join(cacheRoot(), 'images-work');
-  rmSync(work, { recursive: true, force: true });
+async function layerBlobs(img: LocalImage): Promise<Blob[]> {
+  return Promise.all(img.layers.map((l, i) => (i < img.baseLayers ? cachedBlobOf(l) : blobOf(l))));
+}
+
+/**
+ * One OCI image layout holding the images, each tag an index entry named for containerd. A
+ * layer blob for which `have(digest)` holds (already in the target content store) is left out.
+ * Returns the layout's directory and its index entries.
+ */
+export async function buildImageLayout(
+  images: LocalImage[],
+  work: string,
+  have: (digest: string) => boolean = () => false,
+): Promise<{ layout: string; manifests: Record<string, unknown>[] }> {
   const layout = join(work, 'layout');
+  rmSync(layout, { recursive: true, force: true });
   mkdirSync(join(layout, 'blobs', 'sha256'), { recursive: true });
   const manifests: Record<string, unknown>[] = [];
-  for (const img of localImages(work, nodeBin, progress)) {
-    const layers = await Promise.all(img.layers.map(blobOf));
-    for (const l of layers) putBlob(layout, l);
+  for (const img of images) {
+    const layers = await layerBlobs(img);
+    for (const l of layers) if (!have(l.digest)) putBlob(layout, l);
     const config = putJson(layout, work, img.config(layers.map((l) => l.digest)));
     const manifest = putJson(layout, work, {
       schemaVersion: 2,
@@ -311,14 +425,11 @@ export async function buildImageLayout(nodeBin: string, progress: (m: string) =>
   }
   writeFileSync(join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
   writeFileSync(join(layout, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests }));
-  return layout;
+  return { layout, manifests };
 }
 
-/** Builds the layout and imports it into containerd's k8s.io namespace (unpacked for overlayfs). */
-export async function importImages(ctr: string, socket: string, progress: (m: string) => void): Promise<void> {
-  const nodeBin = process.execPath;
-  const layout = await buildImageLayout(nodeBin, progress);
-  progress('importing the local images into containerd');
+/** Imports an OCI layout into containerd's k8s.io namespace (unpacked for overlayfs). */
+export function importLayout(ctr: string, socket: string, layout: string): void {
   const r = spawnSync(
     'sh',
     ['-c', 'tar -C "$1" -cf - . | "$2" --address "$3" -n k8s.io images import -', 'sh', layout, ctr, socket],
@@ -326,3 +437,33 @@ export async function importImages(ctr: string, socket: string, progress: (m: st
   );
   if (r.status !== 0) throw new Error(`ctr images import failed: ${r.stderr}`);
 }
+
+/** containerd's content store blob of a digest under its root (the seed or an environment's). */
+export function contentBlobPath(containerdRoot: string, digest: string): string {
+  return join(containerdRoot, 'io.containerd.content.v1.content', 'blobs', 'sha256', digest.replace(/^sha256:/, ''));
+}
+
+/**
+ * Builds the images and imports them into the environment's containerd; layers already in its
+ * content store (from the seed) are neither copied nor sent again, so this is the application
+ * layer (a few MB) on a seeded root.
+ */
+export async function importImages(
+  ctr: string,
+  socket: string,
+  containerdRoot: string,
+  progress: (m: string) => void,
+): Promise<void> {
+  const work = join(cacheRoot(), `images-work.tmp-${process.pid}`);
+  rmSync(work, { recursive: true, force: true });
+  try {
+    const images = localImages(process.execPath, progress, work);
+    const { layout } = await buildImageLayout(images, work, (d) => existsSync(contentBlobPath(containerdRoot, d)));
+    progress('importing the local images into containerd');
+    importLayout(ctr, socket, layout);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+export { cacheRoot as imageCacheRoot };

@@ -139,7 +139,8 @@ export function mountsUnder(mountinfo: string, dir: string): string[] {
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
 
-function unmountAll(dir: string): void {
+/** Unmounts every mount point under dir (lazily, deepest first). */
+export function unmountAll(dir: string): void {
   for (let pass = 0; pass < 3; pass++) {
     const points = mountsUnder(readFileSync('/proc/self/mountinfo', 'utf8'), dir);
     if (points.length === 0) return;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh machine of this kind: system packages (apt),
 # the project-local Node 22, npm packages and the pinned control plane (Go modules).
-# `--kubelet` also installs what the opt-in kubelet node kind needs (`krt local up --node=kubelet`,
+# `--kubelet` also installs what the kubelet node kind needs (`krt local up --node=kubelet`,
 # docs/kubelet-node.md): its apt packages, then kubelet, containerd and runc (scripts/build-kubelet.sh).
-# `make test` never needs them.
+# `make test` passes it (its second phase runs on that kind); `make demo` does not.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
