@@ -51,7 +51,7 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     fns.fence();
   });
 
-  it('bash: a warm worker sources once; calls are isolated from each other (state, output, processes)', async () => {
+  it('bash, KRT_BASH_CALL_ISOLATION=subshell: sources once; each call in a subshell (state, output, processes)', async () => {
     const dir = await dirWith({
       'h.sh': [
         'echo sourced >> sourced.log',
@@ -66,7 +66,7 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
         '',
       ].join('\n'),
     });
-    const fns = new Functions('bash', env);
+    const fns = new Functions('bash', { ...env, KRT_BASH_CALL_ISOLATION: 'subshell' });
     await fns.register({ id: 'w', handler: 'h.f', workingDir: dir });
     const first = await fns.get('w')!.invoke('1');
     await new Promise((r) => setTimeout(r, 500)); // the first call's background job would have written by now
@@ -134,5 +134,10 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     assert.equal(out.push(Buffer.from('y'.repeat(40))), undefined);
     assert.deepEqual(out.push(Buffer.from('\ntok 137\n')), { output: '', status: '137', tooLarge: true });
     assert.deepEqual(out.push(Buffer.from('ok\ntok 0\n')), { output: 'ok', status: '0', tooLarge: false });
+    // A new call drops what arrived outside any call; a worker that ended leaves its output as the rest.
+    out.push(Buffer.from('stray'));
+    out.reset('\nnext ');
+    assert.equal(out.push(Buffer.from('partial')), undefined);
+    assert.deepEqual(out.rest(), { output: 'partial', status: '', tooLarge: false });
   });
 });
