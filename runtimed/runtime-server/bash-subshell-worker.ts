@@ -110,7 +110,8 @@ export class BashSubshellWorker implements Handler {
   private async start(module: string): Promise<void> {
     const token = randomBytes(16).toString('hex');
     const out = new CallOutput(`\n${token} `);
-    const w = spawn('bash', ['-c', BASH_SUBSHELL_WORKER, 'krt-function', this.script, this.fn, this.dir], {
+    // --norc: no ~/.bashrc, as in bash-worker.ts.
+    const w = spawn('bash', ['--norc', '-c', BASH_SUBSHELL_WORKER, 'krt-function', this.script, this.fn, this.dir], {
       cwd: this.spec.workingDir,
       env: { ...this.spec.env, ...this.baseEnv },
       detached: true,

@@ -37,46 +37,64 @@ describe('runtimed/runtime-server warm bash worker: calls run in the worker itse
     const { fns, dir, call } = await worker(
       [
         'echo sourced >> sourced.log',
-        'quit() { echo partial; echo why >&2; exit 3; }',
-        'done0() { echo \'{"early":true}\'; exit 0; }',
-        'strict() { set -e; echo before; false; echo after; }',
-        'replace() { exec echo replaced; }',
-        'trapped() { trap "echo bye" EXIT; exit 5; }',
-        'ok() { printf "%s" "$1"; }',
+        'f() {',
+        '  case $1 in',
+        '  \'"quit"\') echo partial; echo why >&2; exit 3 ;;',
+        '  \'"done0"\') echo \'{"early":true}\'; exit 0 ;;',
+        '  \'"strict"\') set -e; echo before; false; echo after ;;',
+        '  \'"replace"\') exec echo replaced ;;',
+        '  \'"trapped"\') trap "echo bye" EXIT; exit 5 ;;',
+        '  *) printf "%s" "$1" ;;',
+        '  esac',
+        '}',
         '',
       ].join('\n'),
-      ['quit', 'done0', 'strict', 'replace', 'trapped', 'ok'],
+      ['f'],
     );
-    // Each twice: the second call runs on a worker started again (sourcing again) after the first.
-    for (let i = 0; i < 2; i++) {
-      assert.equal(failure(await call('quit')), 'FunctionError: exit status 3: why');
-      assert.deepEqual(await call('done0'), { ok: true, output: { early: true } });
-      assert.equal(failure(await call('strict')), 'FunctionError: exit status 1: ');
-      assert.deepEqual(await call('replace'), { ok: true, output: 'replaced' });
-      // The function's own EXIT trap replaces the worker's: the worker's exit status ends the call.
-      assert.equal(failure(await call('trapped')), 'FunctionError: exit status 5: ');
+    const ends = [
+      ['"quit"', 'FunctionError: exit status 3: why'],
+      ['"done0"', 'ok {"early":true}'],
+      ['"strict"', 'FunctionError: exit status 1: '],
+      ['"replace"', 'ok "replaced"'],
+      ['"trapped"', 'FunctionError: exit status 5: '],
+    ];
+    for (const [payload, want] of ends) {
+      const r = await call('f', payload);
+      assert.equal(r.ok ? `ok ${JSON.stringify(r.output)}` : failure(r), want, payload);
+      // The same function answers the next call, on a new worker that sourced the file again.
+      assert.deepEqual(await call('f', '"next"'), { ok: true, output: 'next' });
     }
-    assert.deepEqual(await call('ok', '"a"'), { ok: true, output: 'a' });
-    const sourced = (await readFile(join(dir, 'sourced.log'), 'utf8')).split('\n').length - 1;
-    assert.ok(sourced >= 6 + 5, `sourced ${sourced} times`);
+    assert.equal(await readFile(join(dir, 'sourced.log'), 'utf8'), 'sourced\n'.repeat(1 + ends.length));
     fns.fence();
   });
 
-  it("a call's background processes and late output never reach the next call", async () => {
-    const { fns, call } = await worker(
+  it("a call's background processes are ended with the call; late output never reaches the next call", async () => {
+    const { fns, dir, call } = await worker(
       [
-        'late() { ( sleep 0.3; echo late-job ) & ( ( sleep 0.3; echo late-orphan ) & ); echo now; }',
-        'redirect() { exec >/dev/null 2>&1; echo hidden; }',
-        'ok() { printf "%s" "$1"; }',
+        'f() {',
+        '  case $1 in',
+        '  \'"late"\') ( sleep 0.3; echo job > job.txt; echo late-job ) & ( ( sleep 0.3; echo orphan > orphan.txt ) & ); echo now ;;',
+        '  \'"escape"\') set -m; ( sleep 0.3; echo escaped ) & set +m; echo now ;;',
+        '  \'"redirect"\') exec >/dev/null 2>&1; echo hidden ;;',
+        '  *) printf "%s" "$1" ;;',
+        '  esac',
+        '}',
         '',
       ].join('\n'),
-      ['late', 'redirect', 'ok'],
+      ['f'],
     );
-    assert.deepEqual(await call('late'), { ok: true, output: 'now' });
+    assert.deepEqual(await call('f', '"late"'), { ok: true, output: 'now' });
     await sleep(600); // the jobs would have written by now
-    assert.deepEqual(await call('ok', '"x"'), { ok: true, output: 'x' });
-    assert.deepEqual(await call('redirect'), { ok: true, output: '' });
-    assert.deepEqual(await call('ok', '"y"'), { ok: true, output: 'y' });
+    await assert.rejects(readFile(join(dir, 'job.txt')), /ENOENT/);
+    await assert.rejects(readFile(join(dir, 'orphan.txt')), /ENOENT/);
+    assert.deepEqual(await call('f', '"x"'), { ok: true, output: 'x' });
+    // A process that left the group writes after its call: dropped, it is outside any call.
+    assert.deepEqual(await call('f', '"escape"'), { ok: true, output: 'now' });
+    await sleep(600);
+    assert.deepEqual(await call('f', '"y"'), { ok: true, output: 'y' });
+    // A redirection of the call's stdout ends with the call.
+    assert.deepEqual(await call('f', '"redirect"'), { ok: true, output: '' });
+    assert.deepEqual(await call('f', '"z"'), { ok: true, output: 'z' });
     fns.fence();
   });
 
@@ -84,27 +102,40 @@ describe('runtimed/runtime-server warm bash worker: calls run in the worker itse
     const { fns, dir, call } = await worker(
       [
         'shopt -s extglob',
-        'change() { set -euo pipefail; shopt -u extglob; shopt -s nullglob; cd /; echo changed; }',
-        'show() { printf \'{"opts":"%s","extglob":"%s","nullglob":"%s","pwd":"%s"}\' "$SHELLOPTS" \\',
-        '  "$(shopt -q extglob && echo on)" "$(shopt -q nullglob && echo on)" "$PWD"; }',
-        'reads() { cat; read -r x; echo "read:${x:-nothing}"; }',
+        'f() {',
+        '  case $1 in',
+        '  \'"change"\') set -uo pipefail; set -f; shopt -u extglob; shopt -s nullglob; cd /; echo changed ;;',
+        '  \'"reads"\') cat; read -r x; echo "read:${x:-nothing}" ;;',
+        '  *) printf \'{"opts":"%s","bash":"%s","pwd":"%s"}\' "$SHELLOPTS" "$BASHOPTS" "$PWD" ;;',
+        '  esac',
+        '}',
         '',
       ].join('\n'),
-      ['change', 'show', 'reads'],
+      ['f'],
     );
-    const before = await call('show');
-    assert.deepEqual(await call('change'), { ok: true, output: 'changed' });
-    const after = await call('show');
+    const before = await call('f', '"show"');
+    assert.deepEqual(await call('f', '"change"'), { ok: true, output: 'changed' });
+    const after = await call('f', '"show"');
     assert.deepEqual(after, before);
-    assert.deepEqual(after.ok && { ...(after.output as object), opts: '' }, {
-      opts: '',
-      extglob: 'on',
-      nullglob: '',
-      pwd: dir,
-    });
-    assert.doesNotMatch(String(after.ok && (after.output as { opts: string }).opts), /errexit|nounset|pipefail/);
-    assert.deepEqual(await call('reads'), { ok: true, output: 'read:nothing' });
+    const shown = (after.ok ? after.output : {}) as { opts: string; bash: string; pwd: string };
+    assert.equal(shown.pwd, dir);
+    assert.match(shown.bash, /extglob/);
+    assert.doesNotMatch(`${shown.opts} ${shown.bash}`, /nounset|pipefail|noglob|nullglob/);
+    assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read:nothing' });
     fns.fence();
+  });
+
+  it("never sources the user's ~/.bashrc (bash -c with a socket as stdin would), in either worker", async () => {
+    const home = await mkdtemp(join(tmpdir(), 'krt-home-'));
+    await writeFile(join(home, '.bashrc'), 'FROM_BASHRC=yes\n');
+    const dir = await mkdtemp(join(tmpdir(), 'krt-bw-'));
+    await writeFile(join(dir, 'h.sh'), 'f() { printf "%s" "${FROM_BASHRC:-no}"; }\n');
+    for (const isolation of [{}, { KRT_BASH_CALL_ISOLATION: 'subshell' }]) {
+      const fns = new Functions('bash', { PATH: process.env.PATH, HOME: home, ...isolation });
+      await fns.register({ id: 'f', handler: 'h.f', workingDir: dir });
+      assert.deepEqual(await fns.get('f')!.invoke('1'), { ok: true, output: 'no' });
+      fns.fence();
+    }
   });
 
   it('keeps the variables a call sets for later calls, like a python module keeps its globals', async () => {
@@ -122,21 +153,24 @@ describe('runtimed/runtime-server warm bash worker: calls run in the worker itse
   it('a cancelled call and one with too much output end with their worker; the next call gets a new one', async () => {
     const { fns, call } = await worker(
       [
-        'spin() { if [ "$1" = 1 ]; then while :; do :; done; fi; echo "$1"; }',
-        'big() { head -c 1100000 /dev/zero | tr "\\0" a; }',
-        'ok() { printf "%s" "$1"; }',
+        'f() {',
+        '  case $1 in',
+        '  \'"spin"\') while :; do :; done ;;',
+        '  \'"big"\') head -c 1100000 /dev/zero | tr "\\0" a ;;',
+        '  *) printf "%s" "$1" ;;',
+        '  esac',
+        '}',
         '',
       ].join('\n'),
-      ['spin', 'big', 'ok'],
+      ['f'],
     );
-    const spinning = call('spin');
+    const spinning = call('f', '"spin"');
     await sleep(200);
-    fns.get('spin')!.cancel();
+    fns.get('f')!.cancel();
     assert.equal(failure(await spinning), 'Cancelled: the call was cancelled');
-    assert.deepEqual(await call('spin', '2'), { ok: true, output: 2 });
-    assert.equal(failure(await call('big')), 'OutputTooLarge: output exceeds 1048576 bytes');
-    assert.deepEqual(await call('big').then((r) => !r.ok && r.reason), 'OutputTooLarge');
-    assert.deepEqual(await call('ok', '"z"'), { ok: true, output: 'z' });
+    assert.deepEqual(await call('f', '"a"'), { ok: true, output: 'a' });
+    assert.equal(failure(await call('f', '"big"')), 'OutputTooLarge: output exceeds 1048576 bytes');
+    assert.deepEqual(await call('f', '"b"'), { ok: true, output: 'b' });
     fns.fence();
   });
 });

@@ -15,8 +15,8 @@
  *  - output: every process the call left in the worker's process group is signalled (SIGUSR2,
  *    which the worker traps and its children do not) before the end line is written, and the
  *    Runtime Server drops whatever arrives outside a call;
- *  - `exit`, a failure under `set -e`, `exec`: the worker's EXIT trap writes the end line with the
- *    exit status; the worker then ends and is started again (sourcing again) for the next call;
+ *  - `exit`, a failure under `set -e`, `exec`: the worker ends; its exit status ends the call
+ *    (with the output written so far) and a new worker is started (sourcing again);
  *  - shell options (`set`, `shopt`) and the working directory are put back as they were after
  *    sourcing; stdin is /dev/null; redirections of stdout/stderr end with the call;
  *  - a cancelled call, or one whose output passes the limit, is killed with the worker's process
@@ -59,7 +59,6 @@ exec 5<&0 </dev/null 7>&1
 builtin printf '\\n%s ready\\n' "$__krt_tok"
 while IFS= builtin read -r __krt_tok <&5; do
   IFS= builtin read -r -d '' __krt_p <"$__krt_dir/in" || :
-  builtin trap 'builtin printf "\\\\n%s %d exit\\\\n" "$__krt_tok" "$?" >&7' EXIT
   "$__krt_fn" "$__krt_p" </dev/null >&7 2>"$__krt_dir/err" 5<&-
   __krt_s=$?
   builtin trap : USR2
@@ -68,7 +67,6 @@ while IFS= builtin read -r __krt_tok <&5; do
   [[ $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || builtin eval "$__krt_opts"
   builtin printf '\\n%s %d\\n' "$__krt_tok" "$__krt_s" >&7
 done
-builtin trap - EXIT
 `;
 
 export interface CallEnd {
@@ -195,7 +193,9 @@ export class BashWorker implements Handler {
     const token = randomBytes(16).toString('hex');
     this.out = new CallOutput(`\n${token} `);
     this.stderr = '';
-    const w = spawn('bash', ['-c', BASH_WORKER, 'krt-function', this.script, this.fn, this.dir], {
+    // --norc: bash -c with a socket as stdin (Node's pipes are socket pairs) and no SHLVL would
+    // otherwise source ~/.bashrc, as for a command run by sshd.
+    const w = spawn('bash', ['--norc', '-c', BASH_WORKER, 'krt-function', this.script, this.fn, this.dir], {
       cwd: this.spec.workingDir,
       env: { ...this.spec.env, ...this.baseEnv },
       detached: true,
@@ -246,10 +246,7 @@ export class BashWorker implements Handler {
       if (this.inCall) this.kill();
       return;
     }
-    if (!r) return;
-    // Written by the worker's EXIT trap: the worker is ending with this call; the next call gets a new one.
-    if (r.status.endsWith(' exit')) this.dying = this.worker;
-    this.settle({ ...r, status: r.status.split(' ')[0] ?? '' });
+    if (r) this.settle(r);
   }
 
   private settle(end: CallEnd | undefined): void {
