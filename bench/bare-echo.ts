@@ -38,7 +38,9 @@ srv.listen(0, '127.0.0.1', () => process.stdout.write(srv.address().port + '\\n'
  * In this process by default; `separate` runs the echo in a child process, so the round trip
  * crosses processes as a call to a local server does.
  */
-export async function bareEcho(separate = false): Promise<{ call: () => Promise<void>; close: () => void }> {
+export async function bareEcho(
+  separate = false,
+): Promise<{ call: () => Promise<void>; fresh: () => Promise<void>; close: () => void }> {
   const now = new Date();
   const ca = await createCa('bench-ca', now, 1);
   const pair = await issueServing(ca, 'bench', { dns: [], ips: ['127.0.0.1'] }, now, 1);
@@ -56,9 +58,10 @@ export async function bareEcho(separate = false): Promise<{ call: () => Promise<
   }
   const agent = new Agent({ keepAlive: true, ca: ca.cert });
   const body = JSON.stringify(PAYLOAD);
-  const call = (): Promise<void> =>
+  const once = (a: Agent | false): Promise<void> =>
     new Promise((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, method: 'POST', agent, path: '/' }, (res) => {
+      const tls = a ? {} : { ca: ca.cert };
+      const req = request({ host: '127.0.0.1', port, method: 'POST', agent: a, path: '/', ...tls }, (res) => {
         res.resume();
         res.on('end', () => resolve());
       });
@@ -66,10 +69,34 @@ export async function bareEcho(separate = false): Promise<{ call: () => Promise<
       req.end(body);
     });
   return {
-    call,
+    call: () => once(agent),
+    // A new TCP and TLS connection for the one call, as a client that does not keep its connection.
+    fresh: () => once(false),
     close: () => {
       agent.destroy();
       stop();
     },
   };
+}
+
+/** One call on a new TLS connection (no keep-alive): TCP and TLS handshakes with the gateway, then the call. */
+export function invokeFresh(ep: { url: string; caBundle?: string }, token: string): Promise<void> {
+  const body = JSON.stringify(PAYLOAD);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      ep.url,
+      {
+        method: 'POST',
+        agent: false,
+        ca: Buffer.from(ep.caBundle ?? '', 'base64').toString('utf8'),
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }

@@ -5,7 +5,9 @@
  * it through RuntimeClient; the client is lib/invoke. Side by side, in the same run: a bare HTTPS
  * JSON echo (keep-alive), RuntimeClient straight to the Runtime Server (no gateway), and the
  * gateway, for a trivial bash and python handler; python also on its old path (a Runtime Server
- * with KRT_FUNCTION_CALL_HANDOFF=off stays between runtimed and the worker).
+ * with KRT_FUNCTION_CALL_HANDOFF=off stays between runtimed and the worker), bash also on its old
+ * path (KRT_BASH_CALL_ISOLATION=subshell: a fork of the warm worker per call); and a call on a new
+ * TLS connection to the gateway, next to the bare echo on a new connection.
  *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 rounds, one call of each measure per round
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -20,7 +22,7 @@ import { DialIn } from '../runtimed/dial-in.ts';
 import { startGateway } from '../runtimed/gateway.ts';
 import { RuntimeClient } from '../runtimed/runtime-client.ts';
 import type { Run } from '../runtimed/types.ts';
-import { bareEcho, PAYLOAD } from './bare-echo.ts';
+import { bareEcho, invokeFresh, PAYLOAD } from './bare-echo.ts';
 import { interleaved, ms, ratio, summary } from './stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? '500');
@@ -59,6 +61,8 @@ async function main(): Promise<void> {
     python: await runtimeServer(dir, 'python'),
     // The old python call path (the Runtime Server between runtimed and the worker), side by side.
     hop: await runtimeServer(dir, 'python', 'hop', { KRT_FUNCTION_CALL_HANDOFF: 'off' }),
+    // The old bash call path (a subshell per call), side by side.
+    bashsub: await runtimeServer(dir, 'bash', 'bashsub', { KRT_BASH_CALL_ISOLATION: 'subshell' }),
   };
   const gw = await startGateway({
     address: '127.0.0.1',
@@ -70,8 +74,8 @@ async function main(): Promise<void> {
     target: (name) => {
       if (name === 'fn-noop')
         return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
-      const server = name === 'fn-bash' ? 'bash' : name === 'fn-hop' ? 'hop' : 'python';
-      const id = server === 'bash' ? 'bash' : 'python';
+      const server = ({ 'fn-bash': 'bash', 'fn-hop': 'hop', 'fn-bashsub': 'bashsub' } as const)[name] ?? 'python';
+      const id = server === 'bash' || server === 'bashsub' ? 'bash' : 'python';
       return { code: 200, run: {} as Run, call: (p) => servers[server].rc.invokeFunction(id, p) };
     },
   });
@@ -90,8 +94,14 @@ async function main(): Promise<void> {
       'python new path: RuntimeClient -> worker': () => servers.python.rc.invokeFunction('python', payload),
       'python old path: through the gateway': () => invokeEndpoint(ep('fn-hop'), 'token', PAYLOAD),
       'python new path: through the gateway': () => invokeEndpoint(ep('fn-python'), 'token', PAYLOAD),
-      'bash: Runtime Server direct (call channel)': () => servers.bash.rc.invokeFunction('bash', payload),
-      'bash: through the gateway': () => invokeEndpoint(ep('fn-bash'), 'token', PAYLOAD),
+      'bash old path (subshell per call): Runtime Server direct': () =>
+        servers.bashsub.rc.invokeFunction('bash', payload),
+      'bash new path (in the warm worker): Runtime Server direct': () =>
+        servers.bash.rc.invokeFunction('bash', payload),
+      'bash old path: through the gateway': () => invokeEndpoint(ep('fn-bashsub'), 'token', PAYLOAD),
+      'bash new path: through the gateway': () => invokeEndpoint(ep('fn-bash'), 'token', PAYLOAD),
+      'bare HTTPS echo (separate process), new TLS connection per call': bareProc.fresh,
+      'bash new path through the gateway, new TLS connection per call': () => invokeFresh(ep('fn-bash'), 'token'),
     });
     const base = summary(r['bare HTTPS round trip (keep-alive)']?.lat ?? []).p50;
     const lines = [
@@ -100,7 +110,7 @@ async function main(): Promise<void> {
     for (const [name, m] of Object.entries(r)) {
       const x = summary(m.lat);
       lines.push(
-        `${name.padEnd(58)} p50 ${ms(x.p50).padStart(8)}  p99 ${ms(x.p99).padStart(8)}  ${m.perSec.toFixed(0).padStart(5)}/s  ${ratio(x.p50, base)} bare`,
+        `${name.padEnd(66)} p50 ${ms(x.p50).padStart(8)}  p99 ${ms(x.p99).padStart(8)}  ${m.perSec.toFixed(0).padStart(5)}/s  ${ratio(x.p50, base)} bare`,
       );
     }
     process.stdout.write(`${lines.join('\n')}\n`);

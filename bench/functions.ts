@@ -5,7 +5,10 @@
  * next to, in the same run, a bare HTTPS round trip (keep-alive, JSON echo; the echo in the bench
  * process, as before, and in a separate local process, as a call to a local server crosses one),
  * the python call on the old path (a second python Runtime with KRT_FUNCTION_CALL_HANDOFF=off:
- * runtimed -> Runtime Server -> worker), and the same work as task Runs (create -> Succeeded,
+ * runtimed -> Runtime Server -> worker), the bash call on the old path (a second bash Runtime with
+ * KRT_BASH_CALL_ISOLATION=subshell: a fork of the warm worker per call), a bash call and the bare
+ * echo on a new TLS connection each (what a client that does not keep its connection pays: TCP and
+ * TLS handshakes with the gateway), and the same work as task Runs (create -> Succeeded,
  * client-observed).
  *   npx tsx bench/functions.ts           # BENCH_CALLS=300 rounds (one call of each per round), BENCH_TASKS=20 task Runs
  */
@@ -15,7 +18,7 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
-import { bareEcho, PAYLOAD } from './bare-echo.ts';
+import { bareEcho, invokeFresh, PAYLOAD } from './bare-echo.ts';
 import { interleaved, ms, ratio, summary } from './stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? '300');
@@ -33,8 +36,18 @@ async function until<T>(f: () => Promise<T | undefined>): Promise<T> {
   }
 }
 
-type Fn = 'bash' | 'python' | 'python-hop';
-const LANG: Record<Fn, 'bash' | 'python'> = { bash: 'bash', python: 'python', 'python-hop': 'python' };
+type Fn = 'bash' | 'bash-subshell' | 'python' | 'python-hop';
+const LANG: Record<Fn, 'bash' | 'python'> = {
+  bash: 'bash',
+  'bash-subshell': 'bash',
+  python: 'python',
+  'python-hop': 'python',
+};
+/** The old call paths, measured beside the new ones in the same run. */
+const OLD_PATH: Partial<Record<Fn, { name: string; value: string }>> = {
+  'python-hop': { name: 'KRT_FUNCTION_CALL_HANDOFF', value: 'off' },
+  'bash-subshell': { name: 'KRT_BASH_CALL_ISOLATION', value: 'subshell' },
+};
 
 const runtime = (name: Fn): object => ({
   apiVersion: 'kruntimes.io/v1alpha1',
@@ -50,8 +63,7 @@ const runtime = (name: Fn): object => ({
             name: 'runtime',
             image: IMAGES[LANG[name]],
             args: ['--port=9091', '--work-dir=/workspace'],
-            // The old call path, measured beside the new one in the same run.
-            ...(name === 'python-hop' ? { env: [{ name: 'KRT_FUNCTION_CALL_HANDOFF', value: 'off' }] } : {}),
+            ...(OLD_PATH[name] ? { env: [OLD_PATH[name]] } : {}),
           },
         ],
       },
@@ -63,7 +75,7 @@ const FUNCTIONS = {
   bash: { handler: 'echo.echo', source: { inlinePath: 'echo.sh', inline: 'echo() { printf "%s" "$1"; }\n' } },
   python: { handler: 'fns.echo.echo', source: { inlinePath: 'fns/echo.py', inline: 'def echo(p):\n    return p\n' } },
 };
-const FNS: Fn[] = ['bash', 'python', 'python-hop'];
+const FNS: Fn[] = ['bash', 'bash-subshell', 'python', 'python-hop'];
 const TASK = {
   bash: { inline: `printf '%s' '${JSON.stringify(PAYLOAD)}'\n` },
   python: { inline: `import json\nprint(json.dumps(${JSON.stringify(PAYLOAD)}))\n` },
@@ -127,19 +139,44 @@ async function taskRuns(api: KubeClient, lang: 'bash' | 'python', n: number): Pr
 
 type Measured = { lat: number[]; perSec: number };
 
+function line(label: string, m: Measured | undefined, extra = ''): string {
+  const x = summary(m?.lat ?? []);
+  return `${label.padEnd(64)} p50 ${ms(x.p50).padStart(8)}  p99 ${ms(x.p99).padStart(8)}  ${(m?.perSec ?? 0).toFixed(0).padStart(4)}/s${extra}`;
+}
+
+/** The bash lines: new and old path, a new connection per call, and the task-Run ratios of both paths. */
+function bashReport(calls: Record<string, Measured>, tasks: Record<string, number[]>, bp: number): string[] {
+  const t = summary(tasks.bash ?? []);
+  const warm = summary(calls.bash?.lat ?? []);
+  const sub = summary(calls['bash-subshell']?.lat ?? []);
+  const fresh = summary(calls['bash-fresh']?.lat ?? []);
+  const bareFresh = summary(calls['bare-fresh']?.lat ?? []);
+  return [
+    line('bash old path (a subshell per call)', calls['bash-subshell'], `  ${ratio(sub.p50, bp)} bare-process`),
+    line('bash new path (the call in the warm worker)', calls.bash, `  ${ratio(warm.p50, bp)} bare-process`),
+    `bash new / old p50 ${ratio(warm.p50, sub.p50)}; p99 ${ratio(warm.p99, sub.p99)}`,
+    `bash same work as a task Run (create -> Succeeded)  p50 ${ms(t.p50)}  p99 ${ms(t.p99)}`,
+    `bash task Run / call p50: new path ${ratio(t.p50, warm.p50)}, old path ${ratio(t.p50, sub.p50)}`,
+    line('bare HTTPS echo (separate process), a new TLS connection per call', calls['bare-fresh']),
+    line('bash new path, a new TLS connection to the gateway per call', calls['bash-fresh']),
+    `new connection per call: bash call / bare p50 ${ratio(fresh.p50, bareFresh.p50)}; task Run / bash call p50 ${ratio(t.p50, fresh.p50)}`,
+  ];
+}
+
 function report(calls: Record<string, Measured>, tasks: Record<string, number[]>): string {
   const b = summary(calls.bare?.lat ?? []);
   const bp = summary(calls['bare-process']?.lat ?? []);
   const hop = summary(calls['python-hop']?.lat ?? []);
   const direct = summary(calls.python?.lat ?? []);
   const lines = [
-    `kruntimes function calls: ${CALLS} rounds of one call each (bare, python, python old path, bash; interleaved), payload ${JSON.stringify(PAYLOAD)}; ${TASKS} task Runs per language`,
+    `kruntimes function calls: ${CALLS} rounds of one call each (bare, python, python old path, bash, bash old path, fresh connections; interleaved), payload ${JSON.stringify(PAYLOAD)}; ${TASKS} task Runs per language`,
     `baseline: bare HTTPS round trip, echo in the bench process (keep-alive)  p50 ${ms(b.p50)}  p99 ${ms(b.p99)}  ${calls.bare?.perSec.toFixed(0)}/s`,
     `baseline: bare HTTPS round trip, echo in a separate local process (keep-alive)  p50 ${ms(bp.p50)}  p99 ${ms(bp.p99)}  ${calls['bare-process']?.perSec.toFixed(0)}/s`,
     `python old path (runtimed -> Runtime Server -> worker)  p50 ${ms(hop.p50)}  p99 ${ms(hop.p99)}  ${calls['python-hop']?.perSec.toFixed(0)}/s  ${ratio(hop.p50, b.p50)} bare, ${ratio(hop.p50, bp.p50)} bare-process`,
     `python new path (runtimed -> worker)                    p50 ${ms(direct.p50)}  p99 ${ms(direct.p99)}  ${calls.python?.perSec.toFixed(0)}/s  ${ratio(direct.p50, b.p50)} bare, ${ratio(direct.p50, bp.p50)} bare-process`,
     `python new / old p50 ${ratio(direct.p50, hop.p50)}; p99 ${ratio(direct.p99, hop.p99)}`,
   ];
+  lines.push(...bashReport(calls, tasks, bp.p50));
   for (const lang of ['python', 'bash']) {
     const m = calls[lang];
     const f = summary(m?.lat ?? []);
@@ -168,6 +205,9 @@ async function main(): Promise<void> {
       python: () => invokeEndpoint(ep.python as InvokeEndpoint, token, PAYLOAD),
       'python-hop': () => invokeEndpoint(ep['python-hop'] as InvokeEndpoint, token, PAYLOAD),
       bash: () => invokeEndpoint(ep.bash as InvokeEndpoint, token, PAYLOAD),
+      'bash-subshell': () => invokeEndpoint(ep['bash-subshell'] as InvokeEndpoint, token, PAYLOAD),
+      'bare-fresh': () => bareProc.fresh(),
+      'bash-fresh': () => invokeFresh(ep.bash as InvokeEndpoint, token),
     });
     const tasks: Record<string, number[]> = {};
     for (const lang of ['python', 'bash'] as const) tasks[lang] = await taskRuns(env.admin, lang, TASKS);

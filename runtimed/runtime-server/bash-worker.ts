@@ -1,31 +1,36 @@
 /**
  * The warm bash worker of a bash function (issue 15). One long-lived `bash` per registered
- * function sources the handler file once, at registration; each call then runs the function in a
- * fresh subshell of it (a fork, no exec, no re-source) with the payload as one argument, and the
- * subshell's stdout is the output. Protocol with the Runtime Server:
- *   stdin   first line: a random token (never visible to the handler); then one line per call,
- *           its sequence number
- *   <dir>/in   the call's payload, written before its stdin line (read by bash from a file:
- *           bash reads pipes one byte at a time)
- *   stdout  the call's output, then `\n<token> <seq> <exit status>\n` (`\n<token> ready\n` once
- *           sourced); an end line with another seq (a subshell that died idle) is ignored
- *   fd 3    the pid (= process group) of each call's subshell, for cancelling it
+ * function sources the handler file once, at registration, and then runs each call **in itself**
+ * as a plain function call, `function "<payload>"`: no fork, no exec, no re-source per call (a
+ * fork per call cost more than everything else on the call path, ADR 0028). Protocol with the
+ * Runtime Server:
+ *   stdin   first line: a random token (for the ready line); then one line per call, a new random
+ *           token of that call (read on fd 5; the call itself gets /dev/null)
+ *   <dir>/in   the call's payload, written before its stdin line (bash reads pipes one byte at a
+ *           time, a file in one read)
+ *   stdout  the call's output, then `\n<call token> <exit status>\n` (`\n<token> ready\n` once
+ *           sourced); written on fd 7, a copy of stdout the call cannot redirect away
  *   <dir>/err  the call's stderr (its tail goes into the error of a failed call)
- * The subshell of the next call is forked as soon as the previous one ends and waits for its
- * stdin line, so no call waits for a fork.
- * Isolation between calls: each call starts from the state right after sourcing (variables,
- * functions, shell options, traps, working directory and environment changes of a call end with
- * its subshell), stdin is /dev/null, and every process left in the call's process group is killed
- * when the call ends, so nothing it started writes into a later call's output. Not isolated: files
- * (the workspace, /tmp), and processes that leave the call's process group (setsid, a daemon).
+ * What one call cannot leave to the next (tests in bash-worker.test.ts):
+ *  - output: every process the call left in the worker's process group is signalled (SIGUSR2,
+ *    which the worker traps and its children do not) before the end line is written, and the
+ *    Runtime Server drops whatever arrives outside a call;
+ *  - `exit`, a failure under `set -e`, `exec`: the worker ends; its exit status ends the call
+ *    (with the output written so far) and a new worker is started (sourcing again);
+ *  - shell options (`set`, `shopt`) and the working directory are put back as they were after
+ *    sourcing; stdin is /dev/null; redirections of stdout/stderr end with the call;
+ *  - a cancelled call, or one whose output passes the limit, is killed with the worker's process
+ *    group; the worker is started again.
+ * Shared between calls, like a python module's globals: variables, functions, other traps,
+ * exported variables a call sets; files; processes that leave the process group (setsid, set -m).
+ * Names starting with `__krt_` are the worker's own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import {
   FUNCTION_IO_LIMIT,
@@ -44,33 +49,23 @@ import {
 export const BASH_WORKER = `
 __krt_src=$1 __krt_fn=$2 __krt_dir=$3
 set --
-source "$__krt_src" >&2 </dev/null 3>&- || exit 3
-__krt_opts=$(set +o)
-set +e +u +o pipefail -m
+source "$__krt_src" >&2 </dev/null || exit 3
 builtin declare -F "$__krt_fn" >/dev/null || exit 4
+set +m
+__krt_wd=$PWD __krt_so=$SHELLOPTS __krt_bo=$BASHOPTS
+__krt_opts=$(set +o; shopt -p)
 IFS= builtin read -r __krt_tok
-__krt_me=$BASHPID
-exec 5<&0 </dev/null
+exec 5<&0 </dev/null 7>&1
 builtin printf '\\n%s ready\\n' "$__krt_tok"
-while :; do
-  (
-    builtin unset __krt_tok
-    exec 3>&-
-    IFS= builtin read -r __krt_seq <&5 || { builtin kill -KILL "$__krt_me"; builtin exit 0; }
-    exec 5<&- 2>"$__krt_dir/err"
-    builtin printf '%s' "$__krt_seq" >"$__krt_dir/seq"
-    IFS= builtin read -r -d '' __krt_p <"$__krt_dir/in"
-    builtin unset __krt_seq
-    builtin eval "$__krt_opts"
-    "$__krt_fn" "$__krt_p"
-  ) &
-  __krt_pid=$!
-  builtin printf '%d\\n' "$__krt_pid" >&3
-  builtin wait "$__krt_pid"
+while IFS= builtin read -r __krt_tok <&5; do
+  IFS= builtin read -r -d '' __krt_p <"$__krt_dir/in" || :
+  "$__krt_fn" "$__krt_p" </dev/null >&7 2>"$__krt_dir/err" 5<&-
   __krt_s=$?
-  builtin kill -KILL -- "-$__krt_pid" 2>/dev/null
-  IFS= builtin read -r __krt_seq <"$__krt_dir/seq"
-  builtin printf '\\n%s %s %d\\n' "$__krt_tok" "$__krt_seq" "$__krt_s"
+  builtin trap : USR2
+  builtin kill -USR2 0
+  [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
+  [[ $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || builtin eval "$__krt_opts"
+  builtin printf '\\n%s %d\\n' "$__krt_tok" "$__krt_s" >&7
 done
 `;
 
@@ -87,9 +82,17 @@ export class CallOutput {
   private tooLarge = false;
   private readonly decoder = new StringDecoder('utf8');
   constructor(
-    private readonly marker: string,
+    private marker: string,
     private readonly limit = FUNCTION_IO_LIMIT,
   ) {}
+
+  /** A new call with its own end marker: whatever arrived before it (outside any call) is dropped. */
+  reset(marker: string): void {
+    this.marker = marker;
+    this.text = '';
+    this.bytes = 0;
+    this.tooLarge = false;
+  }
 
   /** The call's end once its marker line is complete; 'overflow' the first time output passes the limit. */
   push(chunk: Buffer): CallEnd | 'overflow' | undefined {
@@ -117,10 +120,17 @@ export class CallOutput {
     this.tooLarge = true;
     return 'overflow';
   }
+
+  /** What arrived since the last marker (the output of a call whose worker ended without one). */
+  rest(): CallEnd {
+    const end = { output: this.tooLarge ? '' : this.text, status: '', tooLarge: this.tooLarge };
+    this.reset(this.marker);
+    return end;
+  }
 }
 
 /** The last `max` bytes of a file, or '' when it cannot be read. */
-async function tail(path: string, max = 4096): Promise<string> {
+export async function tail(path: string, max = 4096): Promise<string> {
   try {
     const f = await open(path, 'r');
     try {
@@ -136,14 +146,25 @@ async function tail(path: string, max = 4096): Promise<string> {
   }
 }
 
+/** How long a worker that exited may keep its stdout open (a process that left its group) before its call ends anyway. */
+const EXIT_GRACE_MS = 200;
+
+/** The exit status text of a worker that ended: its code, or 128 + the signal's number. */
+function exitStatus(code: number | null, signal: NodeJS.Signals | null): string {
+  if (code !== null) return String(code);
+  const n = signal ? constants.signals[signal] : undefined;
+  return n ? String(128 + n) : '';
+}
+
 export class BashWorker implements Handler {
   private script = '';
   private fn = '';
   private dir = '';
   private worker?: ChildProcess;
+  private out = new CallOutput('');
+  private starting?: Promise<void>;
+  private dying?: ChildProcess;
   private waiting?: (end: CallEnd | undefined) => void;
-  private callPid = 0;
-  private seq = 0;
   private inCall = false;
   private cancelled = false;
   private overflow = false;
@@ -160,7 +181,7 @@ export class BashWorker implements Handler {
     this.fn = fn;
     this.dir = mkdtempSync(join(tmpdir(), 'krt-fn-'));
     try {
-      await this.start(module);
+      await this.start();
     } catch (err) {
       rmSync(this.dir, { recursive: true, force: true });
       throw err;
@@ -168,71 +189,64 @@ export class BashWorker implements Handler {
   }
 
   /** Starts the worker and waits until it has sourced the file and found the function. */
-  private async start(module: string): Promise<void> {
+  private async start(): Promise<void> {
     const token = randomBytes(16).toString('hex');
-    const out = new CallOutput(`\n${token} `);
-    // --norc: stdin is a socket (Node's stdio pipes are socketpairs), which `bash -c` takes for
-    // rshd and then runs the user's ~/.bashrc; a handler's worker must run only its file.
+    this.out = new CallOutput(`\n${token} `);
+    this.stderr = '';
+    // --norc: bash -c with a socket as stdin (Node's pipes are socket pairs) and no SHLVL would
+    // otherwise source ~/.bashrc, as for a command run by sshd.
     const w = spawn('bash', ['--norc', '-c', BASH_WORKER, 'krt-function', this.script, this.fn, this.dir], {
       cwd: this.spec.workingDir,
       env: { ...this.spec.env, ...this.baseEnv },
       detached: true,
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.worker = w;
-    // Events of a worker that has since been replaced settle nothing.
-    const mine = (): boolean => this.worker === w;
-    w.stdout?.on('data', (c: Buffer) => {
-      const r = out.push(c);
-      if (mine()) this.onOutput(r);
-    });
-    w.stderr?.on('data', (c: Buffer) => {
-      this.stderr = (this.stderr + c.toString('utf8')).slice(-4096);
-    });
-    (w.stdio[3] as Readable).on('data', (c: Buffer) => {
-      if (mine()) this.onPid(c.toString('utf8'));
-    });
-    w.on('close', () => {
-      if (mine()) this.settle(undefined);
-    });
-    w.stdin?.on('error', () => undefined);
+    this.watch(w);
     w.stdin?.write(`${token}\n`);
     const timer = setTimeout(() => killGroup(w), REGISTER_TIMEOUT_MS);
     const ready = await this.next();
     clearTimeout(timer);
     if (ready?.status === 'ready') return;
     killGroup(w);
-    if (w.exitCode === null) await new Promise((r) => w.once('close', r));
+    if (w.exitCode === null) await new Promise((r) => w.once('exit', r));
+    const { module } = splitHandler(this.spec.handler);
     if (w.exitCode === 4) throw new RegistrationError(`${module} defines no bash function ${JSON.stringify(this.fn)}`);
     throw new RegistrationError(`sourcing ${module} failed: ${this.stderr.trim().slice(-1024)}`);
+  }
+
+  /** Events of a worker that has since been replaced settle nothing. */
+  private watch(w: ChildProcess): void {
+    const mine = (): boolean => this.worker === w;
+    w.stdout?.on('data', (c: Buffer) => {
+      if (mine()) this.onOutput(this.out.push(c));
+    });
+    w.stderr?.on('data', (c: Buffer) => {
+      if (mine()) this.stderr = (this.stderr + c.toString('utf8')).slice(-4096);
+    });
+    w.stdin?.on('error', () => undefined);
+    let ended = false;
+    const end = (status: string): void => {
+      if (ended || !mine()) return;
+      ended = true;
+      this.settle({ ...this.out.rest(), status });
+    };
+    w.on('exit', (code, signal) => {
+      const status = exitStatus(code, signal);
+      // What the call left in the group goes with the worker; its output is read to the end.
+      killGroup(w);
+      w.on('close', () => end(status));
+      setTimeout(() => end(status), EXIT_GRACE_MS).unref();
+    });
   }
 
   private onOutput(r: CallEnd | 'overflow' | undefined): void {
     if (r === 'overflow') {
       this.overflow = true;
-      this.killCall();
+      if (this.inCall) this.kill();
       return;
     }
-    if (!r) return;
-    if (r.status === 'ready') return this.settle(r);
-    // `<seq> <exit status>`: an end that is not the current call's (a subshell that died idle) is ignored.
-    const [seq, code] = r.status.split(' ');
-    if (!this.inCall || (seq !== String(this.seq) && !this.cancelled)) return;
-    this.settle({ ...r, status: code ?? '' });
-  }
-
-  /** The pid of the subshell waiting for (or running) the next call; it is forked ahead of the call. */
-  private onPid(text: string): void {
-    for (const line of text.split('\n')) if (/^\d+$/.test(line)) this.callPid = Number(line);
-    if (this.cancelled || this.overflow) this.killCall();
-  }
-
-  private killCall(): void {
-    try {
-      if (this.inCall && this.callPid > 0) process.kill(-this.callPid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
+    if (r) this.settle(r);
   }
 
   private settle(end: CallEnd | undefined): void {
@@ -250,33 +264,45 @@ export class BashWorker implements Handler {
 
   private alive(): boolean {
     const w = this.worker;
-    return !!w && w.exitCode === null && w.signalCode === null;
+    return !!w && w !== this.dying && w.exitCode === null && w.signalCode === null;
+  }
+
+  /** A live worker: the one running, or a new one (sourcing again) when the last one ended. */
+  private async ready(): Promise<void> {
+    if (!this.starting && !this.alive())
+      this.starting = this.start().finally(() => {
+        this.starting = undefined;
+      });
+    await this.starting;
   }
 
   async invoke(payload: string): Promise<InvokeResult> {
     if (this.closed) return { ok: false, reason: 'NotRegistered', error: 'the function was unregistered' };
-    if (!this.alive()) {
-      try {
-        await this.start(splitHandler(this.spec.handler).module);
-      } catch (err) {
-        return { ok: false, reason: 'NotRegistered', error: `the bash worker could not restart: ${String(err)}` };
-      }
+    try {
+      await this.ready();
+    } catch (err) {
+      return { ok: false, reason: 'NotRegistered', error: `the bash worker could not restart: ${String(err)}` };
     }
     this.cancelled = false;
     this.overflow = false;
-    this.seq += 1;
     writeFileSync(join(this.dir, 'in'), payload);
+    const token = randomBytes(12).toString('hex');
+    this.out.reset(`\n${token} `);
     const done = this.next();
     this.inCall = true;
-    this.worker?.stdin?.write(`${this.seq}\n`);
-    return this.result(await done);
+    this.worker?.stdin?.write(`${token}\n`);
+    const r = await this.result(await done);
+    // A worker that ended with its call (exit, set -e, cancel) is replaced before the next call.
+    if (!this.closed && !this.alive()) this.ready().catch(() => undefined);
+    return r;
   }
 
   private async result(end: CallEnd | undefined): Promise<InvokeResult> {
     if (this.cancelled) return { ok: false, reason: 'Cancelled', error: 'the call was cancelled' };
-    if (!end) return { ok: false, reason: 'FunctionError', error: 'the bash worker ended during the call' };
-    if (end.tooLarge)
+    if (end?.tooLarge || this.overflow)
       return { ok: false, reason: 'OutputTooLarge', error: `output exceeds ${FUNCTION_IO_LIMIT} bytes` };
+    if (!end || end.status === '')
+      return { ok: false, reason: 'FunctionError', error: 'the bash worker ended during the call' };
     if (end.status !== '0') {
       const stderr = (await tail(join(this.dir, 'err'))).trim().slice(-1024);
       return { ok: false, reason: 'FunctionError', error: `exit status ${end.status}: ${stderr}` };
@@ -284,22 +310,24 @@ export class BashWorker implements Handler {
     return { ok: true, output: outputValue(end.output) };
   }
 
-  /** Kills the in-flight call; the worker stays for the next call. */
+  /** Kills the in-flight call with its worker; a new worker takes the next call. */
   cancel(): void {
+    if (!this.inCall) return;
     this.cancelled = true;
-    this.killCall();
+    this.kill();
+  }
+
+  /** Kills the worker with everything in its process group; the next call gets a new worker. */
+  private kill(): void {
+    this.dying = this.worker;
+    killGroup(this.worker);
   }
 
   /** Unregistered: the call, the worker and its files go. */
   close(): void {
     this.closed = true;
     this.cancel();
-    try {
-      if (this.callPid > 0) process.kill(-this.callPid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-    killGroup(this.worker);
+    this.kill();
     this.worker?.stdin?.end();
     rmSync(this.dir, { recursive: true, force: true });
   }

@@ -100,6 +100,8 @@ export interface Handler {
 export interface HandlerOptions {
   /** Python: hand each call channel to the warm worker (default); false keeps the Runtime Server on the call path. */
   handOff: boolean;
+  /** bash: run each call in a fresh subshell of the warm worker (per-call shell state) instead of in the worker itself. */
+  bashSubshells: boolean;
   /** The execution lease's deadline in CLOCK_MONOTONIC nanoseconds (process.hrtime), undefined when not armed. */
   leaseDeadline: () => bigint | undefined;
 }

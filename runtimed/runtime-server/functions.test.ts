@@ -51,19 +51,7 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     fns.fence();
   });
 
-  it("bash: the worker never reads the user's ~/.bashrc (stdin is a socket, which bash takes for rshd)", async () => {
-    // Node's stdio pipes are socketpairs; `bash -c` with a socket on stdin runs ~/.bashrc unless
-    // --norc. On this machine a root .bashrc ran `pyenv init`, whose rehash lock hung every worker.
-    const home = await dirWith({ '.bashrc': 'echo rc >> "$HOME/rc-ran"\n' });
-    const dir = await dirWith({ 'h.sh': 'hi() { printf ok; }\n' });
-    const fns = new Functions('bash', { ...env, HOME: home });
-    await fns.register({ id: 'rc', handler: 'h.hi', workingDir: dir });
-    assert.deepEqual(await fns.get('rc')?.invoke('1'), { ok: true, output: 'ok' });
-    fns.fence();
-    await assert.rejects(readFile(join(home, 'rc-ran'), 'utf8'), { code: 'ENOENT' });
-  });
-
-  it('bash: a warm worker sources once; calls are isolated from each other (state, output, processes)', async () => {
+  it('bash, KRT_BASH_CALL_ISOLATION=subshell: sources once; each call in a subshell (state, output, processes)', async () => {
     const dir = await dirWith({
       'h.sh': [
         'echo sourced >> sourced.log',
@@ -78,7 +66,7 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
         '',
       ].join('\n'),
     });
-    const fns = new Functions('bash', env);
+    const fns = new Functions('bash', { ...env, KRT_BASH_CALL_ISOLATION: 'subshell' });
     await fns.register({ id: 'w', handler: 'h.f', workingDir: dir });
     const first = await fns.get('w')!.invoke('1');
     await new Promise((r) => setTimeout(r, 500)); // the first call's background job would have written by now
@@ -146,5 +134,10 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     assert.equal(out.push(Buffer.from('y'.repeat(40))), undefined);
     assert.deepEqual(out.push(Buffer.from('\ntok 137\n')), { output: '', status: '137', tooLarge: true });
     assert.deepEqual(out.push(Buffer.from('ok\ntok 0\n')), { output: 'ok', status: '0', tooLarge: false });
+    // A new call drops what arrived outside any call; a worker that ended leaves its output as the rest.
+    out.push(Buffer.from('stray'));
+    out.reset('\nnext ');
+    assert.equal(out.push(Buffer.from('partial')), undefined);
+    assert.deepEqual(out.rest(), { output: 'partial', status: '', tooLarge: false });
   });
 });

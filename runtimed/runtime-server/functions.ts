@@ -3,13 +3,15 @@
  * registered once and then invoked many times, one call at a time:
  *  - bash: handler `file.function` (file relative to the working directory, `file` or `file.sh`);
  *    a warm bash worker (bash-worker.ts) sources the file once at registration and runs each call
- *    in a fresh subshell of it, `function "<payload>"`, whose stdout is the output;
+ *    in itself, `function "<payload>"`, whose stdout is the output (KRT_BASH_CALL_ISOLATION=subshell:
+ *    in a fresh subshell of it per call, bash-subshell-worker.ts);
  *  - python: handler `pkg.module.function`; a warm worker process (python-worker.ts,
  *    function-worker.py) imports the module once at registration and answers one line per call, so
  *    no call pays an import; runtimed's call channel is handed to it, so no call crosses this process.
  * Output that parses as JSON is returned as that value, otherwise as a string.
  */
 import type { Duplex } from 'node:stream';
+import { BashSubshellWorker } from './bash-subshell-worker.ts';
 import { BashWorker } from './bash-worker.ts';
 import type { Language } from './command.ts';
 import type { FunctionSpec, Handler, HandlerOptions, InvokeResult } from './function-base.ts';
@@ -71,6 +73,11 @@ export function handOffEnabled(env: NodeJS.ProcessEnv): boolean {
   return env.KRT_FUNCTION_CALL_HANDOFF !== 'off';
 }
 
+/** Whether each bash call runs in a subshell of the warm worker (KRT_BASH_CALL_ISOLATION=subshell) instead of in it. */
+export function bashSubshells(env: NodeJS.ProcessEnv): boolean {
+  return env.KRT_BASH_CALL_ISOLATION === 'subshell';
+}
+
 export class Functions {
   private readonly all = new Map<string, RegisteredFunction>();
   private readonly opts: HandlerOptions;
@@ -79,7 +86,12 @@ export class Functions {
     private readonly baseEnv: NodeJS.ProcessEnv,
     opts: Partial<HandlerOptions> = {},
   ) {
-    this.opts = { handOff: handOffEnabled(baseEnv), leaseDeadline: () => undefined, ...opts };
+    this.opts = {
+      handOff: handOffEnabled(baseEnv),
+      bashSubshells: bashSubshells(baseEnv),
+      leaseDeadline: () => undefined,
+      ...opts,
+    };
   }
 
   get(id: string): RegisteredFunction | undefined {
@@ -90,7 +102,11 @@ export class Functions {
   async register(spec: FunctionSpec): Promise<{ created: boolean }> {
     if (this.all.has(spec.id)) return { created: false };
     const h =
-      this.lang === 'python' ? new PythonHandler(spec, this.baseEnv, this.opts) : new BashWorker(spec, this.baseEnv);
+      this.lang === 'python'
+        ? new PythonHandler(spec, this.baseEnv, this.opts)
+        : this.opts.bashSubshells
+          ? new BashSubshellWorker(spec, this.baseEnv)
+          : new BashWorker(spec, this.baseEnv);
     await h.register();
     if (this.all.has(spec.id)) {
       h.close();
