@@ -5,12 +5,11 @@
  * read by name), one list of the Project's sandboxes before the steps decide, and the calls the
  * decision asked for afterwards. The key only travels to the client.
  */
-import { readFileSync } from 'node:fs';
 import type { Project } from '../../lib/devws/api.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
 import { OpenSandboxClient, type SandboxApi } from '../../lib/opensandbox/client.ts';
 import { checkEndpoint, type EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
-import { fetchTransport, nodeTransport, type Transport } from '../../lib/opensandbox/transport.ts';
+import { sharedTransport } from '../../lib/opensandbox/transport.ts';
 import { endpointPolicy } from '../../lib/jobclass/config.ts';
 import {
   CREATE_TIMEOUT_MS,
@@ -61,15 +60,11 @@ export interface OpenSandboxDeps {
   log(msg: string): void;
 }
 
-let transport: Transport | undefined;
-
 export function defaultOpenSandboxDeps(env: NodeJS.ProcessEnv = process.env): OpenSandboxDeps {
   return {
     policy: () => endpointPolicy(env),
     api: (c) => {
-      transport ??= env.KRT_OPENSANDBOX_CA_FILE
-        ? nodeTransport({ ca: readFileSync(env.KRT_OPENSANDBOX_CA_FILE) })
-        : fetchTransport();
+      const transport = sharedTransport(env.KRT_OPENSANDBOX_CA_FILE);
       return new OpenSandboxClient({
         endpoint: c.endpoint,
         apiKey: c.apiKey,

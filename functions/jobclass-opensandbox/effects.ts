@@ -7,12 +7,11 @@
  * always precedes a create in the same invocation. Nothing here writes to Kubernetes: the host
  * applies the returned operations as for any function.
  */
-import { readFileSync } from 'node:fs';
 import type { Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
 import { OpenSandboxClient, type SandboxApi } from '../../lib/opensandbox/client.ts';
 import type { EndpointPolicy } from '../../lib/opensandbox/endpoint.ts';
 import { OpenSandboxError } from '../../lib/opensandbox/errors.ts';
-import { fetchTransport, nodeTransport, type Transport } from '../../lib/opensandbox/transport.ts';
+import { sharedTransport } from '../../lib/opensandbox/transport.ts';
 import type { Sandbox } from '../../lib/opensandbox/types.ts';
 import { JOB_UID_LABEL, X, type Job, type JobClass, type OpenSandboxParameters } from '../../lib/jobclass/api.ts';
 import { endpointPolicy } from '../../lib/jobclass/config.ts';
@@ -145,16 +144,12 @@ export async function reconcileWithEffects(
   return runJob(object as Job | undefined, state, now, deps);
 }
 
-let transport: Transport | undefined;
-
 /** Production dependencies: the typed client over fetch, or node:https with KRT_OPENSANDBOX_CA_FILE. */
 export function defaultDeps(env: NodeJS.ProcessEnv = process.env): Deps {
   return {
     policy: () => endpointPolicy(env),
     api: (c) => {
-      transport ??= env.KRT_OPENSANDBOX_CA_FILE
-        ? nodeTransport({ ca: readFileSync(env.KRT_OPENSANDBOX_CA_FILE) })
-        : fetchTransport();
+      const transport = sharedTransport(env.KRT_OPENSANDBOX_CA_FILE);
       return new OpenSandboxClient({ endpoint: c.endpoint, apiKey: c.apiKey, policy: endpointPolicy(env), transport });
     },
   };

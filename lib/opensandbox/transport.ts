@@ -3,6 +3,7 @@
  * default, or node:https with an explicit CA bundle for backends signed by a private CA (fetch
  * only trusts the default store plus NODE_EXTRA_CA_CERTS).
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 
@@ -63,4 +64,13 @@ export function nodeTransport(opts: { ca?: string | Buffer } = {}): Transport {
       r.on('error', reject);
       r.end(req.body);
     });
+}
+
+let shared: Transport | undefined;
+
+/** The process's one transport for OpenSandbox servers (JobClass adapter and devws substrate):
+ * node:https trusting the CA file when one is set (KRT_OPENSANDBOX_CA_FILE), else fetch. */
+export function sharedTransport(caFile: string | undefined): Transport {
+  shared ??= caFile ? nodeTransport({ ca: readFileSync(caFile) }) : fetchTransport();
+  return shared;
 }
