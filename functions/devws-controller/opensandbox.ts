@@ -22,13 +22,13 @@
  * controller cannot request tokens; see docs/workspaces-dev.md).
  */
 import { D, type Effect, type Workspace } from '../../lib/devws/api.ts';
-import { NODE_CLUSTER_ROLE } from '../../lib/devws/node-report.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
 import type { SandboxApi } from '../../lib/opensandbox/client.ts';
 import type { CreateSandboxRequest, Sandbox } from '../../lib/opensandbox/types.ts';
 import {
   HOME,
   NODE_IMAGE,
+  nodeBinding,
   WORKSPACE_LABEL,
   type CreateGate,
   type SandboxOptions,
@@ -90,20 +90,8 @@ function found(id: string, s: Sandbox): Found {
 
 /** The Node's identity: the ServiceAccount named by the sandbox instance ID, bound to the Node ClusterRole. */
 export function sandboxIdentity(ws: Workspace, id: string): FnOp[] {
-  const ns = ws.metadata.namespace ?? '';
   const labels = { [WORKSPACE_LABEL]: ws.metadata.name ?? '', 'app.kubernetes.io/component': 'devws-node' };
-  return [
-    { op: 'apply', resource: D.serviceAccounts, object: { metadata: { name: id, namespace: ns, labels } } },
-    {
-      op: 'apply',
-      resource: D.roleBindings,
-      object: {
-        metadata: { name: id, namespace: ns, labels },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: NODE_CLUSTER_ROLE },
-        subjects: [{ kind: 'ServiceAccount', name: id, namespace: ns }],
-      },
-    },
-  ];
+  return nodeBinding(ws.metadata.namespace ?? '', id, labels);
 }
 
 const byAge = (a: Sandbox, b: Sandbox): number =>

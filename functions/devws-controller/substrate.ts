@@ -119,21 +119,28 @@ const SA_TOKEN_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 const TOKEN_VOLUME = 'devws-node-token';
 export const HOME = '/home/dev';
 
-/** The Node's identity in the namespace: its ServiceAccount, bound to the Node ClusterRole (get/patch Workspaces, get Operations). */
-export function nodeIdentity(ns: string): FnOp[] {
-  const labels = { 'app.kubernetes.io/part-of': 'kruntimes', 'app.kubernetes.io/component': 'devws-node' };
+/** A Node identity: ServiceAccount `name` bound to the Node ClusterRole (get/patch Workspaces, get Operations). */
+export function nodeBinding(ns: string, name: string, labels: Record<string, string>): FnOp[] {
   return [
-    { op: 'apply', resource: D.serviceAccounts, object: { metadata: { name: NODE_SA, namespace: ns, labels } } },
+    { op: 'apply', resource: D.serviceAccounts, object: { metadata: { name, namespace: ns, labels } } },
     {
       op: 'apply',
       resource: D.roleBindings,
       object: {
-        metadata: { name: NODE_SA, namespace: ns, labels },
+        metadata: { name, namespace: ns, labels },
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: NODE_CLUSTER_ROLE },
-        subjects: [{ kind: 'ServiceAccount', name: NODE_SA, namespace: ns }],
+        subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
       },
     },
   ];
+}
+
+/** The Node's identity in the namespace (Kubernetes substrate): one ServiceAccount for every sandbox Pod. */
+export function nodeIdentity(ns: string): FnOp[] {
+  return nodeBinding(ns, NODE_SA, {
+    'app.kubernetes.io/part-of': 'kruntimes',
+    'app.kubernetes.io/component': 'devws-node',
+  });
 }
 
 /** A Pod-bound token for the node container only (the dev container gets none). */
