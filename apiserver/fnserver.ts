@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { WatchFunction } from '../lib/fn/types.ts';
 import { loadListenConfig, type ListenConfig } from './config.ts';
 import { serveInvocation, WIRE_API_VERSION, WIRE_KIND, type InvocationRequest } from '../lib/fn/wire.ts';
+import { outliveClientIdle } from '../lib/http/keepalive.ts';
 
 export interface FnServerConfig extends ListenConfig {
   /** Largest request body accepted (the observed state of one invocation). */
@@ -90,8 +91,7 @@ export async function startFnServer(
   log: Logger,
 ): Promise<RunningFnServer> {
   const tls = { cert: readFileSync(cfg.certFile), key: readFileSync(cfg.keyFile), minVersion: 'TLSv1.2' as const };
-  const secure = https.createServer(tls, functionApp(functions, log, cfg.bodyLimit));
-  secure.keepAliveTimeout = 65_000;
+  const secure = outliveClientIdle(https.createServer(tls, functionApp(functions, log, cfg.bodyLimit)));
   const health = http.createServer((req, res) => {
     res.writeHead(req.url === '/healthz' || req.url === '/readyz' ? 200 : 404, { 'Content-Type': 'text/plain' });
     res.end('ok');

@@ -31,6 +31,7 @@ import {
 } from './transport.ts';
 import { LambdaTransport, loadLambdaConfig, sigv4Signer } from './lambda.ts';
 import { SessionProxy, SessionTokens } from './sessions/handler.ts';
+import { outliveClientIdle } from '../lib/http/keepalive.ts';
 
 export interface Running {
   stop(): Promise<void>;
@@ -247,7 +248,12 @@ function requireApiServerCert(cfg: () => RequestHeaderConfig, log: Logger): expr
  * The HTTPS server of admission and aggregation. Reloads its certificate when the file changes
  * and the client CA (requestheader CA) when the aggregator's configuration rotates it.
  */
-function secureServer(cfg: ServerConfig, app: express.Express, source: RequestHeaderSource, log: Logger): https.Server {
+export function secureServer(
+  cfg: Pick<ServerConfig, 'certFile' | 'keyFile'>,
+  app: express.Express,
+  source: RequestHeaderSource,
+  log: Logger,
+): https.Server {
   // Client certificates are requested but verified per request: aggregated requests and (unless
   // KRT_ADMISSION_CLIENT_AUTH=none) admission calls must present the front-proxy certificate.
   const tls = (): https.ServerOptions => ({
@@ -258,7 +264,8 @@ function secureServer(cfg: ServerConfig, app: express.Express, source: RequestHe
     rejectUnauthorized: false,
     minVersion: 'TLSv1.2',
   });
-  const secure = https.createServer(tls(), app);
+  // kube-apiserver reuses idle connections for webhook calls: it must be the side that closes them.
+  const secure = outliveClientIdle(https.createServer(tls(), app));
   const reload = (what: string): void => {
     try {
       secure.setSecureContext(tls());

@@ -6,6 +6,7 @@
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseQuery, streamLog } from './logs.ts';
+import { outliveClientIdle } from '../lib/http/keepalive.ts';
 
 export interface LogSource {
   /** The log file of a container (current or previous instance) and whether it may still grow. */
@@ -74,6 +75,8 @@ export function startServer(o: ServerOptions): Promise<https.Server> {
       });
     },
   );
+  // kube-apiserver (logs, exec) reuses idle connections: let it be the side that closes them.
+  outliveClientIdle(srv);
   return new Promise((resolve, reject) => {
     srv.on('error', reject);
     srv.listen(o.port, o.host, () => resolve(srv));

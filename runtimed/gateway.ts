@@ -32,6 +32,7 @@ import { startOperation, type SessionRefusal, type SessionTarget } from './sessi
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import { FUNCTION_IO_LIMIT, type InvokeResult } from './runtime-server/functions.ts';
 import type { Run } from './types.ts';
+import { outliveClientIdle } from '../lib/http/keepalive.ts';
 
 export const INVOCATION_HEADER = 'X-Kruntime-Invocation-ID';
 /** How long an authorization answer is reused (per token digest and Run). */
@@ -336,7 +337,7 @@ export async function startGateway(d: GatewayDeps): Promise<Gateway> {
       refuseUpgrade(socket, 503, 'ServiceUnavailable', 'the gateway could not open the session');
     });
   });
-  srv.keepAliveTimeout = 60_000;
+  outliveClientIdle(srv);
   await new Promise<void>((resolve, reject) => {
     srv.once('error', reject);
     srv.listen(d.port, d.address, () => resolve());
