@@ -382,4 +382,39 @@ describe('security: RBAC and admission attacks (issue 11)', function () {
     assert.ok(after < before + FLOOD, `the relay caches ${after - before} of the ${FLOOD} new ConfigMaps`);
     assert.equal(after, before);
   });
+  // Old code: RBAC let the devws controller's identity delete or patch every ServiceAccount and
+  // RoleBinding in every namespace (it creates the Node identities there, and RBAC cannot narrow
+  // those verbs to the objects it created); kustomize/base/admission-devws.yaml now does.
+  it("item 15: the devws controller's identity may write only devws Node identities, never a user's", async () => {
+    const ctl = await serviceAccountClient(KRT_NS, 'kruntimes-fn-devws-controller');
+    clients.push(ctl);
+    const sa = (name: string): string => `/api/v1/namespaces/${ns}/serviceaccounts/${name}`;
+    const rb = (name: string): string => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings/${name}`;
+    const denied = (e: unknown): boolean => isApiError(e, 403) || isApiError(e, 422);
+    await assert.rejects(ctl.delete(sa('editor')), denied, "deleted a user's ServiceAccount");
+    await assert.rejects(ctl.delete(rb('editor')), denied, "deleted a user's RoleBinding");
+    const adopt = { metadata: { labels: { 'app.kubernetes.io/component': 'devws-node' } } };
+    await assert.rejects(ctl.patch(sa('editor'), adopt), denied, "relabelled a user's ServiceAccount");
+    // Its own Node identity: allowed, and only bound to the Node ClusterRole for itself.
+    const labels = { 'app.kubernetes.io/component': 'devws-node' };
+    await ctl.create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'devws-node-x', labels },
+    });
+    const binding = (subject: string): Record<string, unknown> => ({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'devws-node-x', labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'kruntimes:devws-node' },
+      subjects: [{ kind: 'ServiceAccount', name: subject, namespace: ns }],
+    });
+    const rbs = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`;
+    await assert.rejects(ctl.create(rbs, binding('editor')), denied, "bound the Node role to a user's ServiceAccount");
+    await ctl.create(rbs, binding('devws-node-x'));
+    await ctl.delete(rb('devws-node-x'));
+    await ctl.delete(sa('devws-node-x'));
+    assert.ok(await admin().get(sa('editor')), "the user's ServiceAccount is still there");
+    assert.ok(await admin().get(rb('editor')), "the user's RoleBinding is still there");
+  });
 });
