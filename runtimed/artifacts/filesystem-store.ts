@@ -10,8 +10,7 @@ import { isAbsolute, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { archiveDirectory } from './archive.ts';
-import { SNIFF_BYTES, detectContentType } from './content-type.ts';
-import { DigestStream } from './digest.ts';
+import { READ_FLAGS, limitedDigest, openFileSource } from './file-source.ts';
 import { ArtifactError, asArtifactError, errnoCode, quoteName } from './errors.ts';
 import { directoriesExist, mkdirBeneath } from './safe-path.ts';
 import {
@@ -49,7 +48,6 @@ interface Stored {
   contentType: string;
 }
 
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 export class FilesystemArtifactStore implements ArtifactStore {
@@ -183,33 +181,14 @@ export class FilesystemArtifactStore implements ArtifactStore {
 }
 
 async function copyFile(src: string, dest: string, label: string, max: number): Promise<Stored> {
-  let fh;
+  const { handle, contentType } = await openFileSource(src, label, max);
   try {
-    fh = await open(src, READ_FLAGS);
-  } catch (err) {
-    if (errnoCode(err) === 'ELOOP')
-      throw new ArtifactError('ArtifactInvalid', `${label}: symbolic links are not allowed`);
-    throw asArtifactError(err, 'ArtifactInvalid', `${label}: cannot open`);
-  }
-  try {
-    const st = await fh.stat();
-    if (!st.isFile()) throw new ArtifactError('ArtifactInvalid', `${label}: special files are not allowed`);
-    if (st.size > max) throw new ArtifactError('ArtifactInvalid', `${label}: size ${st.size} exceeds ${max} bytes`);
-    const head = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await fh.read(head, 0, SNIFF_BYTES, 0);
-    const digest = new DigestStream(
-      max,
-      () => new ArtifactError('ArtifactInvalid', `${label}: size exceeds ${max} bytes`),
-    );
+    const digest = limitedDigest(label, max);
     const out = await open(dest, CREATE_FLAGS, 0o640);
-    await pipeline(fh.createReadStream({ start: 0, autoClose: false }), digest, out.createWriteStream());
-    return {
-      sizeBytes: digest.bytes,
-      digest: digest.digest(),
-      contentType: detectContentType(src, head.subarray(0, bytesRead)),
-    };
+    await pipeline(handle.createReadStream({ start: 0, autoClose: false }), digest, out.createWriteStream());
+    return { sizeBytes: digest.bytes, digest: digest.digest(), contentType };
   } finally {
-    await fh.close().catch(() => undefined);
+    await handle.close().catch(() => undefined);
   }
 }
 

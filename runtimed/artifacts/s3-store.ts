@@ -21,9 +21,9 @@ import {
 import { deleteS3Prefix } from '../../lib/artifacts/s3-delete.ts';
 import { s3ClientOptions } from '../../lib/artifacts/gc-credentials.ts';
 import { archiveDirectory } from './archive.ts';
-import { SNIFF_BYTES, detectContentType } from './content-type.ts';
 import { DigestStream } from './digest.ts';
-import { ArtifactError, asArtifactError, errnoCode, quoteName } from './errors.ts';
+import { limitedDigest, openFileSource } from './file-source.ts';
+import { ArtifactError, asArtifactError, quoteName } from './errors.ts';
 import {
   DIRECTORY_CONTENT_TYPE,
   createdAtNow,
@@ -394,25 +394,10 @@ export class S3ArtifactStore implements ArtifactStore {
 
 /** Opens a file artifact O_NOFOLLOW, checks it, sniffs its content type and hashes it before upload. */
 async function prepareFile(localPath: string, label: string, max: number): Promise<Prepared> {
-  let handle: FileHandle;
-  try {
-    handle = await open(localPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (err) {
-    if (errnoCode(err) === 'ELOOP')
-      throw new ArtifactError('ArtifactInvalid', `${label}: symbolic links are not allowed`);
-    throw asArtifactError(err, 'ArtifactInvalid', `${label}: cannot open`);
-  }
+  const { handle, contentType } = await openFileSource(localPath, label, max);
   const cleanup = (): Promise<void> => handle.close().catch(() => undefined);
   try {
-    const st = await handle.stat();
-    if (!st.isFile()) throw new ArtifactError('ArtifactInvalid', `${label}: special files are not allowed`);
-    if (st.size > max) throw new ArtifactError('ArtifactInvalid', `${label}: size ${st.size} exceeds ${max} bytes`);
-    const head = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await handle.read(head, 0, SNIFF_BYTES, 0);
-    const digest = new DigestStream(
-      max,
-      () => new ArtifactError('ArtifactInvalid', `${label}: size exceeds ${max} bytes`),
-    );
+    const digest = limitedDigest(label, max);
     await pipeline(
       handle.createReadStream({ start: 0, autoClose: false }),
       digest,
@@ -426,7 +411,7 @@ async function prepareFile(localPath: string, label: string, max: number): Promi
       handle,
       sizeBytes: digest.bytes,
       digest: digest.digest(),
-      contentType: detectContentType(localPath, head.subarray(0, bytesRead)),
+      contentType,
       cleanup,
     };
   } catch (err) {
