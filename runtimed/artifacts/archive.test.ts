@@ -7,18 +7,8 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { archiveDirectory } from './archive.ts';
-import { isArtifactError } from './errors.ts';
 import { BLOCK, decodeHeader, isZeroBlock, paddingFor } from './tar.ts';
-import { makeTmp, readTree, treeArb, writeTree, type Tree } from './test-support.ts';
-
-async function rejects(p: Promise<unknown>, reason: string, message: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(isArtifactError(err), String(err));
-    assert.equal(err.reason, reason);
-    assert.match(err.message, message);
-    return true;
-  });
-}
+import { makeTmp, readTree, rejects, treeArb, type Tree, writeTree } from './test-support.ts';
 
 /** Lists a tar with the decoder: [name, typeflag, mode, size]. */
 function listTar(tar: Buffer): [string, string, number, number][] {

@@ -8,16 +8,17 @@ import fc from 'fast-check';
 import { archiveDirectory } from './archive.ts';
 import { isArtifactError } from './errors.ts';
 import { entrySegments, extractArchive, stageFile, writeStreamAtomically } from './extract.ts';
-import { makeTmp, paxRecord, rawTar, rawTgz, readTree, treeArb, writeTree, type RawEntry } from './test-support.ts';
-
-async function rejects(p: Promise<unknown>, reason: string, message: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(isArtifactError(err), String(err));
-    assert.equal(err.reason, reason);
-    assert.match(err.message, message);
-    return true;
-  });
-}
+import {
+  makeTmp,
+  paxRecord,
+  rawTar,
+  rawTgz,
+  readTree,
+  rejects,
+  treeArb,
+  type RawEntry,
+  writeTree,
+} from './test-support.ts';
 
 describe('runtimed/artifacts extractArchive', () => {
   let base: string;

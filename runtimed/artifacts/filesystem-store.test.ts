@@ -5,21 +5,11 @@ import { mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promis
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { archiveDirectory } from './archive.ts';
-import { isArtifactError } from './errors.ts';
 import { extractArchive } from './extract.ts';
 import { FilesystemArtifactStore } from './filesystem-store.ts';
 import type { ArtifactRef } from './store.ts';
 import { validateArtifactRef } from './validate.ts';
-import { makeTmp, readTree, writeTree } from './test-support.ts';
-
-async function rejects(p: Promise<unknown>, reason: string, message: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(isArtifactError(err), String(err));
-    assert.equal(err.reason, reason);
-    assert.match(err.message, message);
-    return true;
-  });
-}
+import { makeTmp, readTree, rejects, writeTree } from './test-support.ts';
 
 async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];

@@ -5,16 +5,7 @@ import { isArtifactError } from './errors.ts';
 import { FilesystemArtifactStore } from './filesystem-store.ts';
 import { inputPathSegments, stageArtifactInput, stageArtifactInputs } from './stage.ts';
 import type { ArtifactRef } from './store.ts';
-import { makeTmp, rawTgz, readTree, writeTree } from './test-support.ts';
-
-async function rejects(p: Promise<unknown>, reason: string, message: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(isArtifactError(err), String(err));
-    assert.equal(err.reason, reason);
-    assert.match(err.message, message);
-    return true;
-  });
-}
+import { makeTmp, rawTgz, readTree, rejects, writeTree } from './test-support.ts';
 
 describe('runtimed/artifacts artifact inputs (seed 000)', () => {
   let base: string;

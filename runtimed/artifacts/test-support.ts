@@ -1,9 +1,21 @@
 /** Helpers for the artifact tests: temp trees, tree snapshots and hand-built (malicious) tar archives. */
+import assert from 'node:assert/strict';
 import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
+import { isArtifactError } from './errors.ts';
+
+/** Asserts that `p` rejects with an ArtifactError of `reason` whose message matches. */
+export async function rejects(p: Promise<unknown>, reason: string, message: RegExp): Promise<void> {
+  await assert.rejects(p, (err: unknown) => {
+    assert.ok(isArtifactError(err), String(err));
+    assert.equal(err.reason, reason);
+    assert.match(err.message, message);
+    return true;
+  });
+}
 
 export function makeTmp(prefix: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `krt-${prefix}-`));

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { isArtifactError } from './errors.ts';
 import { canonicalStoreSpec, storeHash, type ArtifactRef, type RuntimeArtifactStoreSpec } from './store.ts';
-import { makeTmp, writeTree } from './test-support.ts';
+import { makeTmp, rejects, writeTree } from './test-support.ts';
 import {
   MAX_ARTIFACT_REFS,
   artifactNameProblem,
@@ -15,15 +15,6 @@ import {
   runArtifactPath,
   validateArtifactRef,
 } from './validate.ts';
-
-async function rejects(p: Promise<unknown>, reason: string, message: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(isArtifactError(err), String(err));
-    assert.equal(err.reason, reason);
-    assert.match(err.message, message);
-    return true;
-  });
-}
 
 const GOOD_REF: ArtifactRef = {
   name: 'dist.tgz',
