@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { down, up } from '../localenv/environment.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import { clean, formatResult } from './soak/accounting.ts';
+import { keepLogs } from './soak/diagnostics.ts';
 import { DEFAULT_TARGETS, DEFAULT_WEIGHTS, runSoak, type SoakOptions } from './soak/run.ts';
 import { FAULT_TARGETS, type FaultTarget } from './soak/schedule.ts';
 
@@ -72,7 +73,8 @@ async function main(): Promise<void> {
     throw err;
   });
   try {
-    const r = await runSoak({ ...opts, root, api: env.admin, log });
+    const diagnosticsFile = join(REPO_ROOT, '.kruntimes', `soak-diagnostics-${process.pid}.json`);
+    const r = await runSoak({ ...opts, root, api: env.admin, log, diagnosticsFile });
     process.stdout.write(
       `soak: ${opts.minutes} min, ${opts.rate} items/s, seed ${opts.seed}, fault targets ${opts.targets.join(', ') || 'none'}\n`,
     );
@@ -80,6 +82,12 @@ async function main(): Promise<void> {
     ok = clean(r);
   } finally {
     env.admin.close();
+    if (!ok) {
+      // Before the environment goes: every component's and container's log, for tracing what failed.
+      const logs = join(REPO_ROOT, '.kruntimes', `soak-logs-${process.pid}`);
+      keepLogs(root, logs);
+      log(`the environment's logs are in ${logs}`);
+    }
     if (process.env.BENCH_KEEP !== '1') await down(root, { purge: true });
   }
   process.exit(ok ? 0 : 1);

@@ -20,6 +20,7 @@ import {
   type LoadItem,
   type LoadKind,
 } from './schedule.ts';
+import { writeDiagnoses } from './diagnostics.ts';
 import { finalCheck } from './final.ts';
 import {
   G,
@@ -46,6 +47,8 @@ export interface SoakOptions {
   weights: Partial<Record<LoadKind, number>>;
   drainMs: number;
   log: (m: string) => void;
+  /** Where the diagnoses of the items that went wrong are written (nothing when none did). */
+  diagnosticsFile?: string;
 }
 
 export const DEFAULT_WEIGHTS: Partial<Record<LoadKind, number>> = {
@@ -224,8 +227,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     ).catch((e: Error) => o.log(e.message));
     stop.v = true;
     await finisher;
-    const outcomes = await collect(w, h, t);
+    const { outcomes, objects, markersText } = await collect(w, h, t);
     h.stop();
+    if (o.diagnosticsFile) {
+      const n = await writeDiagnoses(o.api, ns, o.diagnosticsFile, { outcomes, objects, markersText });
+      if (n) o.log(`${n} items went wrong: their objects, Events and markers are in ${o.diagnosticsFile}`);
+    }
     await sleep(10_000);
     await mem.sample();
     mem.stop();
@@ -236,7 +243,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   }
 }
 
-async function collect(w: Workload, h: History, t: Tracker): Promise<Outcome[]> {
+interface Collection {
+  outcomes: Outcome[];
+  objects: Map<string, Obj>;
+  markersText: string;
+}
+
+async function collect(w: Workload, h: History, t: Tracker): Promise<Collection> {
   const objects = new Map<string, Obj>();
   for (const path of [
     `${G}/namespaces/${w.ns}/runs`,
@@ -246,13 +259,14 @@ async function collect(w: Workload, h: History, t: Tracker): Promise<Outcome[]> 
     const l = await until(`list ${path}`, () => w.api.list<Obj>(path), 60_000);
     for (const o of l.items) objects.set(o.metadata.name ?? '', o);
   }
-  const markers = markerCounts(readFileSync(join(w.markers, 'markers'), 'utf8'));
+  const markersText = readFileSync(join(w.markers, 'markers'), 'utf8');
+  const markers = markerCounts(markersText);
   const sandboxes = new Map<string, number>();
   for (const s of w.srv?.sandboxes.values() ?? []) {
     const uid = s.request.metadata?.[JOB_UID_LABEL] ?? '';
     sandboxes.set(uid, (sandboxes.get(uid) ?? 0) + 1);
   }
-  return t.items.map((item) => {
+  const outcomes = t.items.map((item) => {
     const out = outcomeOf(w, item, t.created.get(item.name), h.phases.get(item.name) ?? [], {
       objects,
       markers,
@@ -263,4 +277,5 @@ async function collect(w: Workload, h: History, t: Tracker): Promise<Outcome[]> 
     if (out.phase && out.phases.length === 0) out.phases = [out.phase];
     return out;
   });
+  return { outcomes, objects, markersText };
 }

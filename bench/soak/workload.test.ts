@@ -18,7 +18,10 @@ describe('soak workload', () => {
   it('a task writes its marker first, then the artifact whose digest the soak expects', () => {
     const s = taskScript('task-medium-3', 'task-medium');
     const lines = s.split('\n');
-    assert.match(lines[0]!, /^echo "task-medium-3 \$\$-\$RANDOM" >> \/soak-markers\/markers$/);
+    assert.match(
+      lines[0]!,
+      /^echo "task-medium-3 \$\$-\$RANDOM \$EPOCHREALTIME \$HOSTNAME \$PWD" >> \/soak-markers\/markers$/,
+    );
     assert.ok(lines.includes('sleep 2'));
     assert.ok(s.includes('echo "task-medium-3" > "$KRUNTIME_ARTIFACTS_DIR/out.txt"'));
     assert.equal(expectedDigest('x'), `sha256:${createHash('sha256').update('x\n').digest('hex')}`);

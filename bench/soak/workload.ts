@@ -114,7 +114,9 @@ function runtimeSpec(markers: string): Record<string, unknown> {
 }
 
 /** The marker line an execution appends: its key, then a nonce (one line per execution). */
-const mark = (key: string): string => `echo "${key} $$-$RANDOM" >> /soak-markers/markers`;
+// The key, then what tells executions apart when a defect is traced: shell pid and a random
+// number, the wall clock (bash's $EPOCHREALTIME), the host and the working directory.
+const mark = (key: string): string => `echo "${key} $$-$RANDOM $EPOCHREALTIME $HOSTNAME $PWD" >> /soak-markers/markers`;
 
 export function taskScript(name: string, kind: LoadKind): string {
   const s = SLEEP[kind] ?? 0;
