@@ -1,7 +1,11 @@
 /** The soak's end: the namespace and cluster-scoped objects deleted, nothing stuck, nothing left running. */
+import { GIVE_UP_MS } from '../../functions/run-artifact-gc/index.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import { alive, podPids, type PodLite } from './procs.ts';
 import { G, teardownJobClasses, until, X, type Obj, type Workload } from './workload.ts';
+
+/** How long a namespace may take to go: the bound within which run-artifact-gc releases every Run, and 2 minutes. */
+export const NAMESPACE_DELETE_BOUND_MS = GIVE_UP_MS + 120_000;
 
 const KINDS = [
   `${G}/namespaces/NS/runs`,
@@ -35,6 +39,7 @@ export async function finalCheck(
   await w.api.delete(`/api/v1/namespaces/${w.ns}`);
   await teardownJobClasses(w);
   const stuck: string[] = [];
+  const t0 = Date.now();
   await until(
     `namespace ${w.ns} gone`,
     async () => {
@@ -45,10 +50,14 @@ export async function finalCheck(
         return isApiError(err, 404) ? true : undefined;
       }
     },
-    180_000,
-  ).catch(async () => {
-    stuck.push(`namespace ${w.ns} not deleted after 180 s`, ...(await leftovers(w)));
-  });
+    NAMESPACE_DELETE_BOUND_MS,
+  ).then(
+    () => log(`namespace ${w.ns} deleted in ${((Date.now() - t0) / 1000).toFixed(1)} s`),
+    async () => {
+      const bound = NAMESPACE_DELETE_BOUND_MS / 1000;
+      stuck.push(`namespace ${w.ns} not deleted after ${bound} s`, ...(await leftovers(w)));
+    },
+  );
   const orphans = pids
     .filter((p) => alive(p.pid))
     .map((p) => `process ${p.what} pid ${p.pid} alive after its namespace was deleted`);
