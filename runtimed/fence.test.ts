@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { STALE_MS } from '../lib/run/fencing.ts';
 import { classifyFailure, isShutdownKill } from './finish.ts';
-import { FENCE_MS, leaseValidity, takenAway } from './fence.ts';
+import { FENCE_MS, leaseValidity, resumeDecision, takenAway } from './fence.ts';
 import { ExecutionLease, MAX_LEASE_MS, type LeaseClock } from './runtime-server/lease.ts';
 import type { Run } from './types.ts';
 
@@ -109,5 +109,24 @@ describe('fencing: attempt token (takenAway)', () => {
       ),
       true,
     );
+  });
+});
+
+describe('runtimed resumeDecision: a restarted runtimed never runs an attempt twice (issue 18 soak)', () => {
+  const d = (createdBeforeStart: boolean, serverHasIt: boolean, launched: boolean): string =>
+    resumeDecision({ createdBeforeStart, serverHasIt, launched });
+  it('launches a Run created after runtimed started, whatever else is true', () => {
+    assert.equal(d(false, false, false), 'launch');
+    assert.equal(d(false, true, true), 'launch');
+  });
+  it('adopts the execution the Runtime Server still has', () => {
+    assert.equal(d(true, true, true), 'adopt');
+    assert.equal(d(true, true, false), 'adopt');
+  });
+  it('fails as lost an attempt that was launched (its record is in the Run directory) but the Runtime Server lost', () => {
+    assert.equal(d(true, false, true), 'lost');
+  });
+  it('launches an older Run whose attempt never started (no launch record, e.g. a new attempt after the reaper)', () => {
+    assert.equal(d(true, false, false), 'launch');
   });
 });

@@ -36,3 +36,20 @@ export function takenAway(held: Run, observed: Run): boolean {
   const later = currentAttempt(o.attempt) > currentAttempt(h.attempt);
   return later && o.phase === 'Scheduled';
 }
+
+/** What a runtimed does with a Scheduled Run of its Pod that it does not run yet. */
+export type Resume = 'adopt' | 'lost' | 'launch';
+
+/**
+ * A Run created after this runtimed started has never been launched: launch it. An older one
+ * may have been launched by the runtimed before (restarted since): adopt the execution if the
+ * Runtime Server still has it; otherwise, if its Run directory records that this attempt was
+ * launched (written just before the execution starts, removed with the directory only after the
+ * result was written) it ran and its result is lost: it must not run again in the same attempt
+ * (the retry policy decides, as a new attempt). Without that record it never started: launch it.
+ */
+export function resumeDecision(o: { createdBeforeStart: boolean; serverHasIt: boolean; launched: boolean }): Resume {
+  if (!o.createdBeforeStart) return 'launch';
+  if (o.serverHasIt) return 'adopt';
+  return o.launched ? 'lost' : 'launch';
+}

@@ -4,6 +4,8 @@
  * cancellation, deadline, in-place retries and recovery of executions after a restart.
  * Status writes carry the observed resourceVersion (optimistic concurrency).
  */
+import { constants } from 'node:fs';
+import { lstat, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type WebSocket from 'ws';
@@ -29,6 +31,7 @@ import type { RuntimeClient } from './runtime-client.ts';
 import type { Summary } from './runtime-server/executions.ts';
 import { PrepareError, prepareSource } from './source.ts';
 import type { Run } from './types.ts';
+import { writeRunStatus, type StatusWriteDeps } from './status-write.ts';
 import { classifyFailure, isShutdownKill, type Collected, type Finisher } from './finish.ts';
 import type { RunRecorder } from './artifact-finisher.ts';
 import { isArtifactError, stageArtifactInputs } from './artifacts/index.ts';
@@ -40,7 +43,7 @@ import {
   type DirHandle,
 } from './artifacts/safe-dir.ts';
 import type { SessionRefusal, SessionTarget } from './session-server.ts';
-import { takenAway } from './fence.ts';
+import { resumeDecision, takenAway, type Resume } from './fence.ts';
 import {
   FUNCTION_FINALIZER,
   FunctionRuns,
@@ -49,6 +52,32 @@ import {
   type FunctionState,
 } from './function-runs.ts';
 import type { FunctionEndpoint } from '../lib/run/phases.ts';
+
+/** A Run an earlier runtimed launched whose execution the Runtime Server no longer has (fence.ts resumeDecision). */
+class LostExecution extends Error {
+  constructor() {
+    super('runtime execution not found after runtimed restart: it had started, and is not run again');
+  }
+}
+
+/** Records in the Run directory that this attempt is launched (resumeDecision reads it after a restart). */
+async function markLaunched(dir: DirHandle, attempt: number): Promise<void> {
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+  const fh = await open(`${dir.path}/${LAUNCHED}${attempt}`, flags, 0o600);
+  await fh.close();
+}
+
+/** Whether markLaunched ran for this attempt in the Run directory (closes the handle). */
+async function wasLaunched(dir: DirHandle | undefined, attempt: number): Promise<boolean> {
+  if (!dir) return false;
+  try {
+    return !!(await lstat(`${dir.path}/${LAUNCHED}${attempt}`).catch(() => undefined));
+  } finally {
+    await dir.close().catch(() => undefined);
+  }
+}
+
+const LAUNCHED = '.kruntimes-launched-';
 
 /** A bad artifact input: terminal with its own reason (never retried). */
 export class InputError extends Error {
@@ -364,35 +393,24 @@ export class Runner implements FunctionHost {
     void this.abandon(a);
   }
 
-  /** Writes status computed from the freshest Run, retrying conflicts; undefined when the Run is gone,
-   * already terminal, or was taken away from this execution (then nothing is written). */
+  /** Writes status computed from the freshest Run, retrying conflicts and waiting out an API server
+   * that does not answer; undefined when the Run is gone, already terminal, or was taken away from
+   * this execution (then nothing is written). See status-write.ts. */
   async writeStatus(a: { run: Run; lost?: boolean }, build: (s: RunStatus) => RunStatus): Promise<Run | undefined> {
-    for (let i = 0; i < 5; i++) {
-      if (a.lost) return undefined;
-      const status = build(a.run.status ?? {});
-      try {
-        const res = await this.d.client.patch<Run>(this.path(a.run, '/status'), {
-          metadata: { resourceVersion: a.run.metadata.resourceVersion },
-          status,
-        });
-        a.run = res;
-        return res;
-      } catch (err) {
-        if (!isApiError(err, 409)) {
-          if (isApiError(err, 404)) return undefined;
-          throw err;
-        }
-        const fresh = await this.refetch(a.run);
-        if (!fresh || isTerminal(fresh.status?.phase) || !this.mine(fresh)) return undefined;
-        if (takenAway(a.run, fresh)) {
-          a.lost = true;
-          return undefined;
-        }
-        a.run = fresh;
-      }
-    }
-    throw new Error(`status write for ${a.run.metadata.name}: too many conflicts`);
+    return writeRunStatus(this.statusDeps, a, build);
   }
+
+  private readonly statusDeps: StatusWriteDeps = {
+    patch: (run, status) =>
+      this.d.client.patch<Run>(this.path(run, '/status'), {
+        metadata: { resourceVersion: run.metadata.resourceVersion },
+        status,
+      }),
+    refetch: (run) => this.refetch(run),
+    mine: (run) => this.mine(run),
+    onRetry: (err, delayMs) =>
+      this.d.log.warn({ err: String(err), retryInMs: delayMs }, 'Run status write got no answer; retrying'),
+  };
 
   private async terminal(run: Run, reason: string, message: string): Promise<void> {
     await this.writeStatus({ run }, (s) => terminalFailure(s, this.d.now().toISOString(), reason, message));
@@ -428,6 +446,10 @@ export class Runner implements FunctionHost {
       await this.launch(a);
     } catch (err) {
       clearTimeout(claimTimer);
+      if (err instanceof LostExecution) {
+        await this.failed(a, 'ExecutionLost', err.message);
+        return;
+      }
       if (err instanceof InputError || isUnsafePathError(err)) {
         await this.done(a, err.reason, err.message);
         return;
@@ -463,10 +485,12 @@ export class Runner implements FunctionHost {
    * Only Runs created before this runtimed started can have one. */
   private async launch(a: Active, adopt = true): Promise<void> {
     const run = a.run;
-    if (adopt && (await this.adoptable(run))) {
+    const resume = adopt ? await this.resume(run) : 'launch';
+    if (resume === 'adopt') {
       a.workdir = this.workdirOf(run);
       return;
     }
+    if (resume === 'lost') throw new LostExecution();
     const runDir = this.runDir(run);
     const env = runEnv(run, runDir);
     const staged = await this.prepare(run, run.spec.mode?.function ? 'function' : 'task', async (dir) => {
@@ -474,6 +498,7 @@ export class Runner implements FunctionHost {
       await this.stageInputs(run);
       const artifacts = await this.d.finisher.prepareArtifactsDir(run, dir, runDir);
       if (artifacts) env.KRUNTIME_ARTIFACTS_DIR = artifacts;
+      await markLaunched(dir, currentAttempt(run.status?.attempt));
     });
     a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
     const inline = run.spec.source?.inline !== undefined;
@@ -510,10 +535,18 @@ export class Runner implements FunctionHost {
     return run.spec.source?.repoURL ? join(this.runDir(run), 'repo') : this.runDir(run);
   }
 
-  /** Whether the Runtime Server already has this Run's execution (only possible for Runs older than this runtimed). */
-  private async adoptable(run: Run): Promise<boolean> {
-    if (Date.parse(run.metadata.creationTimestamp ?? '') > this.bornAt) return false;
-    return !!(await this.d.runtime.get(run.metadata.uid ?? '').catch(() => undefined));
+  /** After a restart: adopt the Runtime Server's execution, fail a Run that ran but is not there, or launch (fence.ts). */
+  private async resume(run: Run): Promise<Resume> {
+    const createdBeforeStart = Date.parse(run.metadata.creationTimestamp ?? '') <= this.bornAt;
+    if (!createdBeforeStart) return 'launch';
+    const serverHasIt = !!(await this.d.runtime.get(run.metadata.uid ?? '').catch(() => undefined));
+    const launched =
+      !serverHasIt &&
+      (await openDirBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(run)).then(
+        (dir) => wasLaunched(dir, currentAttempt(run.status?.attempt)),
+        () => true,
+      ));
+    return resumeDecision({ createdBeforeStart, serverHasIt, launched });
   }
 
   private armDeadline(a: Active): void {
