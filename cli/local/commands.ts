@@ -1,12 +1,23 @@
 /** `krt local up|down|status`: the embedded local environment. */
 import type { Command } from 'commander';
-import { down, status, up, apiHealthy, NODE_KINDS, type NodeKind } from '../../localenv/environment.ts';
+import { down, status, up, apiHealthy, NODE_KINDS, type NodeKind, type UpOptions } from '../../localenv/environment.ts';
+import { ImageImportError, importImageArchives } from '../../localenv/image-import.ts';
 import { LOCAL_ENV_DIR } from '../../localenv/paths.ts';
 import { runDemo } from './demo.ts';
 
 const say = (msg: string): void => {
   process.stderr.write(`  ${msg}\n`);
 };
+
+/** What `krt local up`'s options ask of up(): the node kind, and whether kruntimes is installed. */
+export function localUpOptions(opts: { node?: string; install?: boolean }): UpOptions {
+  return {
+    root: LOCAL_ENV_DIR,
+    progress: say,
+    ...(opts.node ? { nodeKind: opts.node as NodeKind } : {}),
+    ...(opts.install === false ? { install: false } : {}),
+  };
+}
 
 export function registerLocal(program: Command): void {
   const local = program.command('local').description('the embedded local Kubernetes environment (no Docker)');
@@ -19,7 +30,8 @@ export function registerLocal(program: Command): void {
       'node kind of a new environment: agent (the TypeScript node agent) or kubelet (kubelet + containerd + runc, ' +
         'root, scripts/setup.sh --kubelet; docs/kubelet-node.md)',
     )
-    .action(async (opts: { demo?: boolean; node?: string }) => {
+    .option('--no-install', 'do not install kruntimes: a bare Kubernetes of this node kind (control plane and node)')
+    .action(async (opts: { demo?: boolean; node?: string; install?: boolean }) => {
       const t0 = Date.now();
       if (opts.node !== undefined && !NODE_KINDS.includes(opts.node as NodeKind)) {
         process.stderr.write(`krt local up: --node must be one of ${NODE_KINDS.join(', ')} (got "${opts.node}")\n`);
@@ -27,11 +39,7 @@ export function registerLocal(program: Command): void {
         return;
       }
       process.stderr.write('krt local up\n');
-      const env = await up({
-        root: LOCAL_ENV_DIR,
-        progress: say,
-        ...(opts.node ? { nodeKind: opts.node as NodeKind } : {}),
-      });
+      const env = await up(localUpOptions(opts));
       process.stderr.write(
         `environment ready in ${((Date.now() - t0) / 1000).toFixed(1)}s: API server ${env.server}\n`,
       );
@@ -39,6 +47,7 @@ export function registerLocal(program: Command): void {
       if (opts.demo) await runDemo(env, say);
       env.admin.close();
     });
+  registerImage(local);
   local
     .command('down')
     .description('stop everything `up` started')
@@ -64,5 +73,28 @@ export function registerLocal(program: Command): void {
       process.stdout.write(`${'api server /readyz'.padEnd(26)} ${healthy ? 'ok' : 'not ready'}\n`);
       process.stdout.write(`kubeconfig                 ${st.state.root}/kubeconfig\n`);
       if (!healthy || st.components.some((c) => !c.running)) process.exitCode = 1;
+    });
+}
+
+/** `krt local image import`: OCI/docker archives into the kubelet kind's containerd (localenv/image-import.ts). */
+function registerImage(local: Command): void {
+  local
+    .command('image')
+    .description('images of the kubelet node kind')
+    .command('import')
+    .description(
+      'import image archives (an OCI image layout directory or tar, or a docker save tar) into the kubelet ' +
+        "kind's containerd, so Pods can run them with imagePullPolicy IfNotPresent",
+    )
+    .argument('<archive...>', 'OCI layout directories or tar files')
+    .option('--dir <path>', 'environment directory (default: the krt local one)')
+    .action((archives: string[], opts: { dir?: string }) => {
+      try {
+        for (const name of importImageArchives(opts.dir ?? LOCAL_ENV_DIR, archives)) process.stdout.write(`${name}\n`);
+      } catch (err) {
+        if (!(err instanceof ImageImportError)) throw err;
+        process.stderr.write(`krt local image import: ${err.reason}: ${err.message}\n`);
+        process.exitCode = 2;
+      }
     });
 }
