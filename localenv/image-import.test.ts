@@ -12,6 +12,7 @@ import {
   normalizeRef,
 } from './image-import.ts';
 import { kubeletLayout } from './kubelet-config.ts';
+import { contentBlobPath } from './kubelet-images.ts';
 
 const reason = (r: string) => (err: unknown) => err instanceof ImageImportError && err.reason === r;
 
@@ -104,7 +105,7 @@ describe('krt local image import', () => {
       mkdirSync(bin);
       writeFileSync(
         join(bin, 'ctr'),
-        '#!/bin/sh\necho "$*" >> "$FAKE_CTR_LOG"\n[ "$6" = ls ] && cat "$FAKE_CTR_LISTED"\n[ "$7" = - ] && cat > /dev/null\nexit 0\n',
+        '#!/bin/sh\necho "$*" >> "$FAKE_CTR_LOG"\n[ "$6" = ls ] && cat "$FAKE_CTR_LISTED"\n[ "$7" = - ] && tar -tf - >> "$FAKE_CTR_LOG.stdin"\nexit 0\n',
       );
       chmodSync(join(bin, 'ctr'), 0o755);
       process.env.FAKE_CTR_LOG = log;
@@ -128,6 +129,20 @@ describe('krt local image import', () => {
         `--address ${socket} -n k8s.io images import ${t}`,
         `--address ${socket} -n k8s.io images ls -q`,
       ]);
+    });
+
+    it('leaves out of the stream the blobs the environment content store already has', () => {
+      const l = layout('l', { 'io.containerd.image.name': 'ghcr.io/kruntimes/up:dev' });
+      for (const hex of ['aa', 'bb']) writeFileSync(join(l, 'blobs', 'sha256', hex), hex);
+      const store = contentBlobPath(kubeletLayout(root).containerdRoot, 'sha256:aa');
+      mkdirSync(join(store, '..'), { recursive: true });
+      writeFileSync(store, 'aa');
+      writeFileSync(listed, 'ghcr.io/kruntimes/up:dev\n');
+      importImageArchives(root, [l]);
+      const sent = readFileSync(`${log}.stdin`, 'utf8').split('\n');
+      assert.ok(sent.includes('./blobs/sha256/bb'), sent.join(' '));
+      assert.ok(sent.includes('./index.json'));
+      assert.ok(!sent.includes('./blobs/sha256/aa'), sent.join(' '));
     });
 
     it('imports nothing when one archive is bad', () => {

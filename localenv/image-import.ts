@@ -8,10 +8,11 @@
  * image store, so it refuses (docs/kubelet-node.md).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { readState } from './environment.ts';
 import { kubeletLayout } from './kubelet-config.ts';
+import { contentBlobPath } from './kubelet-images.ts';
 import { isAlive } from './process.ts';
 
 export type ImageImportReason = 'NoEnvironment' | 'NotKubeletKind' | 'NotRunning' | 'BadArchive' | 'ImportFailed';
@@ -129,7 +130,7 @@ function withPath<T>(path: string, f: () => T): T {
 }
 
 /** The running kubelet kind's ctr and containerd socket, or why there is none. */
-export function kubeletContainerd(root: string): { ctr: string; socket: string } {
+export function kubeletContainerd(root: string): { ctr: string; socket: string; containerdRoot: string } {
   const s = readState(root);
   if (!s)
     throw new ImageImportError('NoEnvironment', `no local environment in ${root} (run: krt local up --node=kubelet)`);
@@ -141,15 +142,28 @@ export function kubeletContainerd(root: string): { ctr: string; socket: string }
     );
   if (!isAlive(s.pids.containerd))
     throw new ImageImportError('NotRunning', `containerd of the environment in ${root} is not running (krt local up)`);
-  return { ctr: join(s.kubelet.binDir, 'ctr'), socket: kubeletLayout(root).containerdSocket };
+  const k = kubeletLayout(root);
+  return { ctr: join(s.kubelet.binDir, 'ctr'), socket: k.containerdSocket, containerdRoot: k.containerdRoot };
 }
 
-function importOne(ctr: string, socket: string, a: ArchiveInfo): void {
+/**
+ * The blobs of an OCI layout directory that the environment's content store already holds (the
+ * kind's cached layers, say): left out of the stream, as `up` leaves out the seeded layers.
+ */
+export function blobsToSkip(layoutDir: string, containerdRoot: string): string[] {
+  const dir = join(layoutDir, 'blobs', 'sha256');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((hex) => existsSync(contentBlobPath(containerdRoot, `sha256:${hex}`)));
+}
+
+function importOne(ctr: string, socket: string, containerdRoot: string, a: ArchiveInfo): void {
+  const excludes =
+    a.kind === 'layout' ? blobsToSkip(a.path, containerdRoot).map((h) => `--exclude=./blobs/sha256/${h}`) : [];
   const script =
     a.kind === 'layout'
-      ? 'tar -C "$1" -cf - . | "$2" --address "$3" -n k8s.io images import -'
+      ? 'd=$1 c=$2 s=$3; shift 3; tar -C "$d" -cf - "$@" . | "$c" --address "$s" -n k8s.io images import -'
       : '"$2" --address "$3" -n k8s.io images import "$1"';
-  const r = spawnSync('sh', ['-c', script, 'sh', a.path, ctr, socket], {
+  const r = spawnSync('sh', ['-c', script, 'sh', a.path, ctr, socket, ...excludes], {
     stdio: ['ignore', 'ignore', 'pipe'],
     encoding: 'utf8',
   });
@@ -168,9 +182,9 @@ export function listImages(ctr: string, socket: string): string[] {
  */
 export function importImageArchives(root: string, paths: string[]): string[] {
   if (paths.length === 0) throw new ImageImportError('BadArchive', 'no archive given');
-  const { ctr, socket } = kubeletContainerd(root);
+  const { ctr, socket, containerdRoot } = kubeletContainerd(root);
   const archives = paths.map(inspectArchive);
-  for (const a of archives) importOne(ctr, socket, a);
+  for (const a of archives) importOne(ctr, socket, containerdRoot, a);
   const have = new Set(listImages(ctr, socket));
   const names = archives.flatMap((a) => a.names);
   const missing = names.filter((n) => !have.has(n));
