@@ -126,6 +126,27 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     fns.fence();
   });
 
+  it('bash: a worker refuses a call once the lease deadline it reads has passed (fenced), without running it', async () => {
+    const dir = await dirWith({ 'h.sh': 'f() { echo ran >> ran.log; printf ok; }\n' });
+    let remaining: number | undefined = 60_000;
+    const fns = new Functions('bash', env, { leaseRemainingMs: () => remaining });
+    await fns.register({ id: 'f', handler: 'h.f', workingDir: dir });
+    assert.deepEqual(await fns.get('f')!.invoke('1'), { ok: true, output: 'ok' });
+    remaining = -1;
+    fns.leaseRenewed();
+    assert.deepEqual(await fns.get('f')!.invoke('1'), {
+      ok: false,
+      reason: 'NotRegistered',
+      error: 'fenced: the execution lease lapsed',
+    });
+    // Not armed (no renewal yet): no deadline to check.
+    remaining = undefined;
+    fns.leaseRenewed();
+    assert.deepEqual(await fns.get('f')!.invoke('1'), { ok: true, output: 'ok' });
+    assert.equal(await readFile(join(dir, 'ran.log'), 'utf8'), 'ran\nran\n');
+    fns.fence();
+  });
+
   it('bash: reads a call end marker split across chunks and bounds the output', () => {
     const out = new CallOutput('\ntok ', 10);
     assert.equal(out.push(Buffer.from('hello\nto')), undefined);
