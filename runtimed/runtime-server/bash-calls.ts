@@ -86,7 +86,7 @@ export class CallOutput {
       this.tooLarge = false;
       return end;
     }
-    const keep = Math.max(this.marker.length, this.alt?.length ?? 0) + 32;
+    const keep = Math.max(this.marker.length, this.alt?.length ?? 0) + 16;
     if (this.bytes <= this.limit + keep) return undefined;
     // Past the limit: keep only enough to find a marker.
     this.text = this.text.slice(-keep);
