@@ -83,11 +83,13 @@ export class BashCallChannel {
     if (!this.waiter) return;
     if (r === 'overflow') {
       this.overflow = true;
-      // The worker goes; its end line then ends the call (or the channel closes).
+      // The worker goes; the Runtime Server's end line then ends the call (or the channel closes).
       this.hooks.kill().catch(() => this.socket.destroy());
       return;
     }
-    this.settle(r, false);
+    // After an overflow the call ends only with its worker: a call sent before the kill landed
+    // would be killed with it.
+    if (!this.overflow) this.settle(r, false);
   }
 
   private settle(end: CallEnd | undefined, killed: boolean): void {

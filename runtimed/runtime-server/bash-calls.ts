@@ -139,8 +139,10 @@ export async function callResult(
   if (flags.cancelled) return { ok: false, reason: 'Cancelled', error: 'the call was cancelled' };
   if (end?.tooLarge || flags.overflow)
     return { ok: false, reason: 'OutputTooLarge', error: `output exceeds ${FUNCTION_IO_LIMIT} bytes` };
-  if (end?.status === 'fenced') return { ok: false, reason: 'NotRegistered', error: 'fenced: the execution lease lapsed' };
-  if (!end || end.status === '') return { ok: false, reason: 'FunctionError', error: 'the bash worker ended during the call' };
+  if (end?.status === 'fenced')
+    return { ok: false, reason: 'NotRegistered', error: 'fenced: the execution lease lapsed' };
+  if (!end || end.status === '')
+    return { ok: false, reason: 'FunctionError', error: 'the bash worker ended during the call' };
   if (end.status !== '0') {
     const text = (await stderr()).trim().slice(-1024);
     return { ok: false, reason: 'FunctionError', error: `exit status ${end.status}: ${text}` };

@@ -18,7 +18,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
-import type { Readable } from 'node:stream';
 import { exitStatus, workerReady, type WorkerIo } from './bash-process.ts';
 import { killGroup } from './function-base.ts';
 
@@ -50,7 +49,7 @@ export class BashChannel {
   async start(): Promise<ChannelState> {
     const w = this.spawn(this.socket);
     this.worker = w;
-    (w.stderr as Readable | null)?.resume();
+    w.stderr?.resume();
     w.on('exit', (code, signal) => this.ended(w, exitStatus(code, signal)));
     w.on('error', () => undefined);
     const ready = await workerReady(w);

@@ -20,13 +20,13 @@ set +m
 __krt_wd=$PWD __krt_so=$SHELLOPTS __krt_bo=$BASHOPTS
 __krt_opts=$(set +o; shopt -p)
 exec 5<&0 </dev/null 7>&1
-builtin printf 'ready\n' >&3
+builtin printf 'ready\\n' >&3
 exec 3>&-
 while LC_ALL=C IFS= builtin read -r -N 40 -u 5 __krt_h; do
   __krt_tok=\${__krt_h%% *}
   LC_ALL=C IFS= builtin read -r -N "$((10#\${__krt_h##* }))" -u 5 __krt_p || break
   if IFS= builtin read -r __krt_d <"$__krt_dir/lease" && [[ $__krt_d ]] && ((\${EPOCHREALTIME//[!0-9]/} >= __krt_d)); then
-    builtin printf '\n%s fenced\n' "$__krt_tok" >&7
+    builtin printf '\\n%s fenced\\n' "$__krt_tok" >&7
     continue
   fi
   "$__krt_fn" "$__krt_p" </dev/null >&7 2>"$__krt_dir/err" 5<&-
@@ -35,7 +35,7 @@ while LC_ALL=C IFS= builtin read -r -N 40 -u 5 __krt_h; do
   builtin kill -USR2 0
   [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
   [[ $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || builtin eval "$__krt_opts"
-  builtin printf '\n%s %d\n' "$__krt_tok" "$__krt_s" >&7
+  builtin printf '\\n%s %d\\n' "$__krt_tok" "$__krt_s" >&7
 done
 `;
 
@@ -83,7 +83,11 @@ export function workerReady(w: ChildProcess, timeoutMs = REGISTER_TIMEOUT_MS): P
 }
 
 /** Writes the lease deadline file atomically (epoch microseconds; empty when the lease is not armed). */
-export function writeLeaseFile(dir: string, remainingMs: number | undefined, nowMs = performance.timeOrigin + performance.now()): void {
+export function writeLeaseFile(
+  dir: string,
+  remainingMs: number | undefined,
+  nowMs = performance.timeOrigin + performance.now(),
+): void {
   const text = remainingMs === undefined ? '\n' : `${Math.floor((nowMs + remainingMs) * 1000)}\n`;
   const tmp = join(dir, 'lease.tmp');
   writeFileSync(tmp, text);
@@ -96,4 +100,3 @@ export function exitStatus(code: number | null, signal: NodeJS.Signals | null): 
   const n = signal ? constants.signals[signal] : undefined;
   return n ? String(128 + n) : '';
 }
-

@@ -244,9 +244,13 @@ export class BashWorker implements Handler {
     if (!this.opts.handOff || this.closed || head.length || !(socket instanceof Socket)) return false;
     this.channel?.kill();
     if (!this.inCall && this.alive()) this.kill();
-    const ch = new BashChannel(socket, (io) => this.spawn(io), () => {
-      if (this.channel === ch) this.channel = undefined;
-    });
+    const ch = new BashChannel(
+      socket,
+      (io) => this.spawn(io),
+      () => {
+        if (this.channel === ch) this.channel = undefined;
+      },
+    );
     this.channel = ch;
     void ch.start().then((state) => {
       if (state === 'failed' && !this.closed) serve();

@@ -80,7 +80,7 @@ describe('runtime server: session operations', () => {
     assert.equal(r.status.reason, 'NonZeroExitCode');
   });
 
-  it("a `bash -c` operation does not run ~/.bashrc (its stdin is a socket; SHLVL from the spec cannot undo it)", async () => {
+  it('a `bash -c` operation does not run ~/.bashrc (its stdin is a socket; SHLVL from the spec cannot undo it)', async () => {
     const home = mkdtempSync(join(tmpdir(), 'krt-home-'));
     writeFileSync(join(home, '.bashrc'), 'echo FROM_BASHRC\n');
     const r = await operate(
