@@ -18,9 +18,11 @@ interface Worker {
   servedBy: (id: string) => string | undefined;
   /** How many times the file is sourced when a function is registered. */
   sourcedAtRegistration: number;
-  done: () => void;
 }
 type Path = 'pipes' | 'channel';
+
+/** Cleanups of the workers a spec started (run after each spec, so a failed one leaves no process behind). */
+const started: (() => void)[] = [];
 
 /** A bash function with `h.sh` = `text` registered as every `h.<name>` in `names`, called on `path`. */
 async function worker(text: string, names: string[], path: Path, more: NodeJS.ProcessEnv = {}): Promise<Worker> {
@@ -29,6 +31,7 @@ async function worker(text: string, names: string[], path: Path, more: NodeJS.Pr
   const env = { PATH: process.env.PATH, ...more };
   if (path === 'pipes') {
     const fns = new Functions('bash', env);
+    started.push(() => fns.fence());
     for (const n of names) await fns.register({ id: n, handler: `h.${n}`, workingDir: dir });
     return {
       dir,
@@ -36,7 +39,6 @@ async function worker(text: string, names: string[], path: Path, more: NodeJS.Pr
       cancel: (id) => Promise.resolve(fns.get(id)!.cancel()),
       servedBy: () => 'runtime-server',
       sourcedAtRegistration: 1,
-      done: () => fns.fence(),
     };
   }
   // runtimed's side for real: a Runtime Server dialling in, calls through RuntimeClient's channel.
@@ -44,6 +46,11 @@ async function worker(text: string, names: string[], path: Path, more: NodeJS.Pr
   await dial.listen();
   const srv = startRuntimeServer(dial.path, 'bash', env);
   const client = new RuntimeClient(dial);
+  started.push(() => {
+    client.close();
+    srv.close();
+    dial.close();
+  });
   for (const n of names) await client.registerFunction({ id: n, handler: `h.${n}`, workingDir: dir });
   return {
     dir,
@@ -52,11 +59,6 @@ async function worker(text: string, names: string[], path: Path, more: NodeJS.Pr
     servedBy: (id) => client.callServer(id),
     // The worker on the Runtime Server's pipes, then the one runtimed's channel is given to.
     sourcedAtRegistration: 2,
-    done: () => {
-      client.close();
-      srv.close();
-      dial.close();
-    },
   };
 }
 
@@ -64,8 +66,12 @@ const failure = (r: InvokeResult): string => (r.ok ? 'ok' : `${r.reason}: ${r.er
 
 for (const path of ['pipes', 'channel'] as const)
   describe(`runtimed/runtime-server warm bash worker: calls run in the worker itself (issue 15), ${path === 'pipes' ? "on the Runtime Server's pipes" : "holding runtimed's call channel (ADR 0029)"}`, () => {
+    afterEach(() => {
+      for (const end of started.splice(0)) end();
+    });
+
     it('runs every call in the same warm shell, sourced once: no process per call', async () => {
-      const { done, dir, call, ...w } = await worker(
+      const { dir, call, ...w } = await worker(
         'echo sourced >> sourced.log\nf() { printf "%s" "$BASHPID"; }\n',
         ['f'],
         path,
@@ -79,11 +85,10 @@ for (const path of ['pipes', 'channel'] as const)
       assert.equal(pids.size, 1);
       assert.equal(await readFile(join(dir, 'sourced.log'), 'utf8'), 'sourced\n'.repeat(w.sourcedAtRegistration));
       assert.equal(w.servedBy('f'), path === 'pipes' ? 'runtime-server' : 'bash-worker');
-      done();
     });
 
     it('exit N, exit 0, a failure under set -e and exec end the call with their status; the next call gets a fresh worker', async () => {
-      const { done, dir, call, ...w } = await worker(
+      const { dir, call, ...w } = await worker(
         [
           'echo sourced >> sourced.log',
           'f() {',
@@ -118,11 +123,10 @@ for (const path of ['pipes', 'channel'] as const)
         await readFile(join(dir, 'sourced.log'), 'utf8'),
         'sourced\n'.repeat(w.sourcedAtRegistration + ends.length),
       );
-      done();
     });
 
     it("a call's background processes are ended with the call; late output never reaches the next call", async () => {
-      const { done, dir, call } = await worker(
+      const { dir, call } = await worker(
         [
           'f() {',
           '  case $1 in',
@@ -149,11 +153,10 @@ for (const path of ['pipes', 'channel'] as const)
       // A redirection of the call's stdout ends with the call.
       assert.deepEqual(await call('f', '"redirect"'), { ok: true, output: '' });
       assert.deepEqual(await call('f', '"z"'), { ok: true, output: 'z' });
-      done();
     });
 
     it('puts shell options and the working directory back after each call; stdin is /dev/null', async () => {
-      const { done, dir, call } = await worker(
+      const { dir, call } = await worker(
         [
           'shopt -s extglob',
           'f() {',
@@ -177,7 +180,6 @@ for (const path of ['pipes', 'channel'] as const)
       assert.match(shown.bash, /extglob/);
       assert.doesNotMatch(`${shown.opts} ${shown.bash}`, /nounset|pipefail|noglob|nullglob/);
       assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read:nothing' });
-      done();
     });
 
     it("never sources the user's ~/.bashrc (bash -c with a socket as stdin would), in either worker", async () => {
@@ -185,18 +187,13 @@ for (const path of ['pipes', 'channel'] as const)
       await writeFile(join(home, '.bashrc'), 'FROM_BASHRC=yes\n');
       for (const isolation of [{}, { KRT_BASH_CALL_ISOLATION: 'subshell' }]) {
         const text = 'f() { printf "%s" "${FROM_BASHRC:-no}"; }\n';
-        const { done, call } = await worker(text, ['f'], path, { HOME: home, ...isolation });
+        const { call } = await worker(text, ['f'], path, { HOME: home, ...isolation });
         assert.deepEqual(await call('f'), { ok: true, output: 'no' });
-        done();
       }
     });
 
     it('keeps the variables a call sets for later calls, like a python module keeps its globals', async () => {
-      const { done, call } = await worker(
-        'count=0\nf() { count=$((count + 1)); printf "%s" "$count"; }\n',
-        ['f'],
-        path,
-      );
+      const { call } = await worker('count=0\nf() { count=$((count + 1)); printf "%s" "$count"; }\n', ['f'], path);
       assert.deepEqual(
         [await call('f'), await call('f')],
         [
@@ -204,11 +201,10 @@ for (const path of ['pipes', 'channel'] as const)
           { ok: true, output: 2 },
         ],
       );
-      done();
     });
 
     it('a cancelled call and one with too much output end with their worker; the next call gets a new one', async () => {
-      const { done, call, ...w } = await worker(
+      const { call, ...w } = await worker(
         [
           'f() {',
           '  case $1 in',
@@ -229,6 +225,5 @@ for (const path of ['pipes', 'channel'] as const)
       assert.deepEqual(await call('f', '"a"'), { ok: true, output: 'a' });
       assert.equal(failure(await call('f', '"big"')), 'OutputTooLarge: output exceeds 1048576 bytes');
       assert.deepEqual(await call('f', '"b"'), { ok: true, output: 'b' });
-      done();
     });
   });
