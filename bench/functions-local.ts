@@ -5,9 +5,10 @@
  * it through RuntimeClient; the client is lib/invoke. Side by side, in the same run: a bare HTTPS
  * JSON echo (keep-alive), RuntimeClient straight to the Runtime Server (no gateway), and the
  * gateway, for a trivial bash and python handler; python also on its old path (a Runtime Server
- * with KRT_FUNCTION_CALL_HANDOFF=off stays between runtimed and the worker), bash also on its old
- * path (KRT_BASH_CALL_ISOLATION=subshell: a fork of the warm worker per call); and a call on a new
- * TLS connection to the gateway, next to the bare echo on a new connection.
+ * with KRT_FUNCTION_CALL_HANDOFF=off stays between runtimed and the worker), bash also on its two
+ * old paths (KRT_FUNCTION_CALL_HANDOFF=off: the Runtime Server between runtimed and the warm worker;
+ * KRT_BASH_CALL_ISOLATION=subshell: a fork of the warm worker per call); and a call on a new TLS
+ * connection to the gateway, next to the bare echo on a new connection.
  *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 rounds, one call of each measure per round
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -61,7 +62,8 @@ async function main(): Promise<void> {
     python: await runtimeServer(dir, 'python'),
     // The old python call path (the Runtime Server between runtimed and the worker), side by side.
     hop: await runtimeServer(dir, 'python', 'hop', { KRT_FUNCTION_CALL_HANDOFF: 'off' }),
-    // The old bash call path (a subshell per call), side by side.
+    // The old bash call paths side by side: the Runtime Server between runtimed and the worker, and a subshell per call.
+    bashhop: await runtimeServer(dir, 'bash', 'bashhop', { KRT_FUNCTION_CALL_HANDOFF: 'off' }),
     bashsub: await runtimeServer(dir, 'bash', 'bashsub', { KRT_BASH_CALL_ISOLATION: 'subshell' }),
   };
   const gw = await startGateway({
@@ -74,8 +76,9 @@ async function main(): Promise<void> {
     target: (name) => {
       if (name === 'fn-noop')
         return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
-      const server = ({ 'fn-bash': 'bash', 'fn-hop': 'hop', 'fn-bashsub': 'bashsub' } as const)[name] ?? 'python';
-      const id = server === 'bash' || server === 'bashsub' ? 'bash' : 'python';
+      const byName = { 'fn-bash': 'bash', 'fn-hop': 'hop', 'fn-bashsub': 'bashsub', 'fn-bashhop': 'bashhop' } as const;
+      const server = byName[name as keyof typeof byName] ?? 'python';
+      const id = server.startsWith('bash') ? 'bash' : 'python';
       return { code: 200, run: {} as Run, call: (p) => servers[server].rc.invokeFunction(id, p) };
     },
   });
@@ -96,21 +99,28 @@ async function main(): Promise<void> {
       'python new path: through the gateway': () => invokeEndpoint(ep('fn-python'), 'token', PAYLOAD),
       'bash old path (subshell per call): Runtime Server direct': () =>
         servers.bashsub.rc.invokeFunction('bash', payload),
-      'bash new path (in the warm worker): Runtime Server direct': () =>
+      'bash old path (Runtime Server between): RuntimeClient -> Runtime Server -> worker': () =>
+        servers.bashhop.rc.invokeFunction('bash', payload),
+      'bash new path (the worker holds the channel): RuntimeClient -> worker': () =>
         servers.bash.rc.invokeFunction('bash', payload),
-      'bash old path: through the gateway': () => invokeEndpoint(ep('fn-bashsub'), 'token', PAYLOAD),
-      'bash new path: through the gateway': () => invokeEndpoint(ep('fn-bash'), 'token', PAYLOAD),
+      'bash old path (subshell per call): through the gateway': () =>
+        invokeEndpoint(ep('fn-bashsub'), 'token', PAYLOAD),
+      'bash old path (Runtime Server between): through the gateway': () =>
+        invokeEndpoint(ep('fn-bashhop'), 'token', PAYLOAD),
+      'bash new path (the worker holds the channel): through the gateway': () =>
+        invokeEndpoint(ep('fn-bash'), 'token', PAYLOAD),
       'bare HTTPS echo (separate process), new TLS connection per call': bareProc.fresh,
       'bash new path through the gateway, new TLS connection per call': () => invokeFresh(ep('fn-bash'), 'token'),
     });
     const base = summary(r['bare HTTPS round trip (keep-alive)']?.lat ?? []).p50;
+    const baseProc = summary(r['bare HTTPS round trip to a separate process']?.lat ?? []).p50;
     const lines = [
       `function calls without a cluster: ${CALLS} rounds, one call of each measure per round; payload ${payload}`,
     ];
     for (const [name, m] of Object.entries(r)) {
       const x = summary(m.lat);
       lines.push(
-        `${name.padEnd(66)} p50 ${ms(x.p50).padStart(8)}  p99 ${ms(x.p99).padStart(8)}  ${m.perSec.toFixed(0).padStart(5)}/s  ${ratio(x.p50, base)} bare`,
+        `${name.padEnd(82)} p50 ${ms(x.p50).padStart(8)}  p99 ${ms(x.p99).padStart(8)}  ${m.perSec.toFixed(0).padStart(5)}/s  ${ratio(x.p50, base)} bare  ${ratio(x.p50, baseProc)} bare-process`,
       );
     }
     process.stdout.write(`${lines.join('\n')}\n`);

@@ -6,7 +6,7 @@
  * process, as before, and in a separate local process, as a call to a local server crosses one),
  * the python call on the old path (a second python Runtime with KRT_FUNCTION_CALL_HANDOFF=off:
  * runtimed -> Runtime Server -> worker), the bash call on the old path (a second bash Runtime with
- * KRT_BASH_CALL_ISOLATION=subshell: a fork of the warm worker per call), a bash call and the bare
+ * KRT_FUNCTION_CALL_HANDOFF=off: runtimed -> Runtime Server -> warm worker), a bash call and the bare
  * echo on a new TLS connection each (what a client that does not keep its connection pays: TCP and
  * TLS handshakes with the gateway), and the same work as task Runs (create -> Succeeded,
  * client-observed).
@@ -36,17 +36,17 @@ async function until<T>(f: () => Promise<T | undefined>): Promise<T> {
   }
 }
 
-type Fn = 'bash' | 'bash-subshell' | 'python' | 'python-hop';
+type Fn = 'bash' | 'bash-hop' | 'python' | 'python-hop';
 const LANG: Record<Fn, 'bash' | 'python'> = {
   bash: 'bash',
-  'bash-subshell': 'bash',
+  'bash-hop': 'bash',
   python: 'python',
   'python-hop': 'python',
 };
 /** The old call paths, measured beside the new ones in the same run. */
 const OLD_PATH: Partial<Record<Fn, { name: string; value: string }>> = {
   'python-hop': { name: 'KRT_FUNCTION_CALL_HANDOFF', value: 'off' },
-  'bash-subshell': { name: 'KRT_BASH_CALL_ISOLATION', value: 'subshell' },
+  'bash-hop': { name: 'KRT_FUNCTION_CALL_HANDOFF', value: 'off' },
 };
 
 const runtime = (name: Fn): object => ({
@@ -75,7 +75,7 @@ const FUNCTIONS = {
   bash: { handler: 'echo.echo', source: { inlinePath: 'echo.sh', inline: 'echo() { printf "%s" "$1"; }\n' } },
   python: { handler: 'fns.echo.echo', source: { inlinePath: 'fns/echo.py', inline: 'def echo(p):\n    return p\n' } },
 };
-const FNS: Fn[] = ['bash', 'bash-subshell', 'python', 'python-hop'];
+const FNS: Fn[] = ['bash', 'bash-hop', 'python', 'python-hop'];
 const TASK = {
   bash: { inline: `printf '%s' '${JSON.stringify(PAYLOAD)}'\n` },
   python: { inline: `import json\nprint(json.dumps(${JSON.stringify(PAYLOAD)}))\n` },
@@ -148,12 +148,20 @@ function line(label: string, m: Measured | undefined, extra = ''): string {
 function bashReport(calls: Record<string, Measured>, tasks: Record<string, number[]>, bp: number): string[] {
   const t = summary(tasks.bash ?? []);
   const warm = summary(calls.bash?.lat ?? []);
-  const sub = summary(calls['bash-subshell']?.lat ?? []);
+  const sub = summary(calls['bash-hop']?.lat ?? []);
   const fresh = summary(calls['bash-fresh']?.lat ?? []);
   const bareFresh = summary(calls['bare-fresh']?.lat ?? []);
   return [
-    line('bash old path (a subshell per call)', calls['bash-subshell'], `  ${ratio(sub.p50, bp)} bare-process`),
-    line('bash new path (the call in the warm worker)', calls.bash, `  ${ratio(warm.p50, bp)} bare-process`),
+    line(
+      'bash old path (gateway -> Runtime Server -> worker)',
+      calls['bash-hop'],
+      `  ${ratio(sub.p50, bp)} bare-process`,
+    ),
+    line(
+      'bash new path (gateway -> the worker holding the channel)',
+      calls.bash,
+      `  ${ratio(warm.p50, bp)} bare-process`,
+    ),
     `bash new / old p50 ${ratio(warm.p50, sub.p50)}; p99 ${ratio(warm.p99, sub.p99)}`,
     `bash same work as a task Run (create -> Succeeded)  p50 ${ms(t.p50)}  p99 ${ms(t.p99)}`,
     `bash task Run / call p50: new path ${ratio(t.p50, warm.p50)}, old path ${ratio(t.p50, sub.p50)}`,
@@ -205,7 +213,7 @@ async function main(): Promise<void> {
       python: () => invokeEndpoint(ep.python as InvokeEndpoint, token, PAYLOAD),
       'python-hop': () => invokeEndpoint(ep['python-hop'] as InvokeEndpoint, token, PAYLOAD),
       bash: () => invokeEndpoint(ep.bash as InvokeEndpoint, token, PAYLOAD),
-      'bash-subshell': () => invokeEndpoint(ep['bash-subshell'] as InvokeEndpoint, token, PAYLOAD),
+      'bash-hop': () => invokeEndpoint(ep['bash-hop'] as InvokeEndpoint, token, PAYLOAD),
       'bare-fresh': () => bareProc.fresh(),
       'bash-fresh': () => invokeFresh(ep.bash as InvokeEndpoint, token),
     });

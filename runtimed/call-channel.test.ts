@@ -54,13 +54,13 @@ describe('runtimed function call channel (issue 15)', () => {
     });
 
     it('carries many calls over one upgraded connection, no HTTP request each; unregistered answers NotRegistered, a new registration is called again', async () => {
+      const before = taken;
       await client.registerFunction({ id: 'f', handler: 'h.echo', workingDir: dir });
       let requests = 0;
       srv.server.on('request', () => requests++);
-      const before = taken;
       for (let i = 0; i < 20; i++)
         assert.deepEqual(await client.invokeFunction('f', `{"i":\n${i}}`), { ok: true, output: { i } });
-      assert.equal(taken - before, 1); // one connection, upgraded once
+      assert.equal(taken - before - 1, 1); // the registration's request, then one connection, upgraded once
       assert.equal(requests, 0); // and no HTTP request per call
       await client.unregisterFunction('f');
       const r = await client.invokeFunction('f', '1');
@@ -74,6 +74,94 @@ describe('runtimed function call channel (issue 15)', () => {
       await new Promise((r) => setTimeout(r, 50));
       const r = await client.invokeFunction('f', '1');
       assert.deepEqual(r.ok ? '' : [r.reason, r.error], ['NotRegistered', 'fenced: the execution lease lapsed']);
+    });
+  });
+
+  describe('bash: the channel held by the warm worker (ADR 0029)', () => {
+    let dir: string;
+    let srv: RuntimeServer;
+    let dial: DialIn;
+    let client: RuntimeClient;
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'krt-bashcalls-'));
+      writeFileSync(
+        join(dir, 'h.sh'),
+        'echo() { printf "%s" "$1"; }\nlen() { printf "%s" "${#1}"; }\nslow() { sleep 30; }\nbye() { exit 0; }\n',
+      );
+      dial = new DialIn(join(dir, 'rt.sock'));
+      await dial.listen();
+      srv = startRuntimeServer(dial.path, 'bash', { PATH: process.env.PATH });
+      client = new RuntimeClient(dial);
+    });
+    after(() => {
+      client.close();
+      srv.close();
+      dial.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('the worker answers runtimed itself: no call reaches the Runtime Server; payloads arrive whole', async () => {
+      await client.registerFunction({ id: 'e', handler: 'h.echo', workingDir: dir });
+      await client.registerFunction({ id: 'n', handler: 'h.len', workingDir: dir });
+      const fns = [srv.functions.get('e')!, srv.functions.get('n')!];
+      let throughServer = 0;
+      for (const f of fns) {
+        const invoke = f.invoke.bind(f);
+        f.invoke = (payload) => (throughServer++, invoke(payload));
+      }
+      for (let i = 0; i < 20; i++)
+        assert.deepEqual(await client.invokeFunction('e', `{"i":\n${i},"s":"h\u00e9 \u263a"}`), {
+          ok: true,
+          output: { i, s: 'h\u00e9 \u263a' },
+        });
+      // A payload near the 1 MiB limit, multi-byte characters included (the header counts bytes;
+      // the worker's locale here is C, so ${#1} counts bytes too).
+      const big = JSON.stringify('\u00e9'.repeat(400_000));
+      assert.deepEqual(await client.invokeFunction('n', big), { ok: true, output: Buffer.byteLength(big) });
+      assert.equal(client.callServer('e'), 'bash-worker');
+      assert.equal(throughServer, 0);
+    });
+
+    it('a second call while one is in flight is Busy; cancelling the call ends it Cancelled, and the next call gets a new worker', async () => {
+      await client.registerFunction({ id: 's', handler: 'h.slow', workingDir: dir });
+      const call = client.invokeFunction('s', '1');
+      await new Promise((r) => setTimeout(r, 100));
+      const busy = await client.invokeFunction('s', '1');
+      assert.equal(busy.ok ? '' : busy.reason, 'Busy');
+      await client.cancelFunctionCall('s');
+      assert.deepEqual(await call, { ok: false, reason: 'Cancelled', error: 'the call was cancelled' });
+      await client.registerFunction({ id: 'e2', handler: 'h.echo', workingDir: dir });
+      assert.deepEqual(await client.invokeFunction('e2', '"after"'), { ok: true, output: 'after' });
+    });
+
+    it('a worker that cannot start for a new channel (the file went): the Runtime Server serves the channel and says why', async () => {
+      const sub = join(dir, 'sub');
+      mkdirSync(sub);
+      writeFileSync(join(sub, 'h.sh'), 'bye() { exit 0; }\n');
+      await client.registerFunction({ id: 'b', handler: 'h.bye', workingDir: sub });
+      rmSync(join(sub, 'h.sh'));
+      // The worker ends with this call; the next channel's worker cannot source the file.
+      assert.deepEqual(await client.invokeFunction('b', '1'), { ok: true, output: '' });
+      const r = await client.invokeFunction('b', '1');
+      assert.equal(r.ok ? '' : r.reason, 'NotRegistered');
+      assert.match(r.ok ? '' : r.error, /the bash worker could not restart: .*sourcing h failed/);
+      assert.equal(client.callServer('b'), 'runtime-server');
+    });
+
+    it('with KRT_FUNCTION_CALL_HANDOFF=off the Runtime Server serves the channel (the old path)', async () => {
+      const off = new DialIn(join(dir, 'off.sock'));
+      await off.listen();
+      const offSrv = startRuntimeServer(off.path, 'bash', { PATH: process.env.PATH, KRT_FUNCTION_CALL_HANDOFF: 'off' });
+      const offClient = new RuntimeClient(off);
+      try {
+        await offClient.registerFunction({ id: 'e', handler: 'h.echo', workingDir: dir });
+        assert.deepEqual(await offClient.invokeFunction('e', '"x"'), { ok: true, output: 'x' });
+        assert.equal(offClient.callServer('e'), 'runtime-server');
+      } finally {
+        offClient.close();
+        offSrv.close();
+        off.close();
+      }
     });
   });
 

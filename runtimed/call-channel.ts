@@ -7,10 +7,12 @@
  * the connection over; its 101 says `Kruntimes-Call-Server: python-worker`). That process runs
  * the function's code, so every answer is parsed as untrusted (parseInvokeResult), and the
  * channel closing during a call means the worker ended: the call is Cancelled, as before.
+ * A bash function's channel is held by its warm worker, with its own framing (bash-call-channel.ts).
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
+import { BashCallChannel, type BashChannelHooks } from './bash-call-channel.ts';
 import type { Oncreate } from './dial-in.ts';
 import { parseInvokeResult } from './runtime-server/function-base.ts';
 import { CALL_LINE_LIMIT, CALLS_UPGRADE, lineSplitter } from './runtime-server/function-calls.ts';
@@ -18,6 +20,11 @@ import type { InvokeResult } from './runtime-server/functions.ts';
 
 /** The 101 header naming who answers the calls of a channel (absent: the Runtime Server). */
 export const CALL_SERVER_HEADER = 'kruntimes-call-server';
+/** The 101 header with the Runtime Server's end-of-worker secret of a channel a bash worker holds. */
+export const WORKER_END_HEADER = 'kruntimes-worker-end';
+
+/** A function's call channel, whoever answers it. */
+export type Channel = CallChannel | BashCallChannel;
 
 type Waiter = { resolve: (r: InvokeResult) => void; reject: (e: Error) => void };
 
@@ -41,12 +48,17 @@ export class CallChannel {
     if (head.length) feed(text.write(head));
   }
 
-  /** Upgrades a connection from `connect` for function `id`; undefined when the function is not registered. */
+  /**
+   * Upgrades a connection from `connect` for function `id`; undefined when the function is not
+   * registered. A channel a bash worker holds (ADR 0029) asks `hooks` for what only the Runtime
+   * Server has (a failed call's stderr, killing the worker).
+   */
   static open(
     connect: (opts: unknown, oncreate?: Oncreate) => undefined,
     id: string,
+    hooks: BashChannelHooks,
     timeoutMs = 10_000,
-  ): Promise<CallChannel | undefined> {
+  ): Promise<Channel | undefined> {
     return new Promise((resolve, reject) => {
       const req = http.request({
         host: 'runtime',
@@ -57,7 +69,13 @@ export class CallChannel {
       req.once('upgrade', (res, socket, head) => {
         socket.setTimeout(0);
         const by = res.headers[CALL_SERVER_HEADER];
-        resolve(new CallChannel(socket, head, typeof by === 'string' ? by : 'runtime-server'));
+        const secret = res.headers[WORKER_END_HEADER];
+        if (by === 'bash-worker' && typeof secret === 'string' && /^[0-9a-f]{32}$/.test(secret))
+          resolve(new BashCallChannel(socket, head, secret, hooks));
+        else if (by === 'bash-worker') {
+          socket.destroy();
+          reject(new Error('a bash worker answered a call channel without its end-of-worker secret'));
+        } else resolve(new CallChannel(socket, head, typeof by === 'string' ? by : 'runtime-server'));
       });
       req.once('response', (res) => {
         res.resume();

@@ -1,6 +1,6 @@
 /** runtimed's client of the Runtime Server over the connections it dials in (keep-alive HTTP/1.1). */
 import http, { type IncomingMessage } from 'node:http';
-import { CallChannel, oneLine } from './call-channel.ts';
+import { CallChannel, oneLine, type Channel } from './call-channel.ts';
 import type { DialIn } from './dial-in.ts';
 import type { ExecRequest } from './runtime-server/command.ts';
 import type { OutputRecord, Summary } from './runtime-server/executions.ts';
@@ -13,7 +13,9 @@ export class FunctionRegistrationError extends Error {
 
 export class RuntimeClient {
   private readonly agent: http.Agent;
-  private readonly channels = new Map<string, CallChannel>();
+  private readonly channels = new Map<string, Channel>();
+  /** Channels being opened, so that concurrent openers (a call, the reopen after a worker ended) share one. */
+  private readonly opening = new Map<string, Promise<Channel | undefined>>();
   /** When the execution lease this runtimed last renewed lapses (performance.now()), undefined before the first. */
   private leaseUntil?: number;
   constructor(readonly channel: DialIn) {
@@ -97,11 +99,17 @@ export class RuntimeClient {
     return this.leaseUntil !== undefined && now >= this.leaseUntil;
   }
 
-  /** Registers a function handler (idempotent per id); FunctionRegistrationError when the handler cannot be used. */
+  /**
+   * Registers a function handler (idempotent per id); FunctionRegistrationError when the handler
+   * cannot be used. Then opens its call channel, so a worker that takes it (a bash worker sources
+   * the file for it) is warm before the first call; a channel that does not open now is opened by
+   * the first call.
+   */
   async registerFunction(spec: FunctionSpec): Promise<void> {
     const r = await this.json<{ message?: string }>('POST', '/v1/functions', spec, REGISTER_TIMEOUT_MS + 5000);
     if (r.code === 422) throw new FunctionRegistrationError(r.body.message ?? 'the handler cannot be registered');
     if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
+    if (!this.fenced()) await this.channelOf(spec.id).catch(() => undefined);
   }
 
   /**
@@ -112,31 +120,60 @@ export class RuntimeClient {
    */
   async invokeFunction(id: string, payload: string): Promise<InvokeResult> {
     if (this.fenced()) return { ok: false, reason: 'NotRegistered', error: 'fenced: the execution lease lapsed' };
-    let ch = this.channels.get(id);
-    if (!ch?.open) {
-      ch = await this.openChannel(id);
-      if (!ch) return { ok: false, reason: 'NotRegistered', error: `function ${id} not registered` };
-      this.channels.get(id)?.close();
-      this.channels.set(id, ch);
+    const ch = await this.channelOf(id);
+    if (!ch) return { ok: false, reason: 'NotRegistered', error: `function ${id} not registered` };
+    const r = await ch.call(oneLine(payload) || 'null');
+    // A bash worker that ended with its call took its channel with it: open the next one (and so
+    // start the next worker) now rather than on the next call, as the Runtime Server's pipes did.
+    if (!ch.open && this.channels.get(id) === ch && !this.fenced()) this.channelOf(id).catch(() => undefined);
+    return r;
+  }
+
+  /** Function `id`'s open call channel, or a new one; undefined when the function is not registered. */
+  private async channelOf(id: string): Promise<Channel | undefined> {
+    const ch = this.channels.get(id);
+    if (ch?.open) return ch;
+    let p = this.opening.get(id);
+    if (!p) {
+      p = this.openChannel(id).finally(() => this.opening.delete(id));
+      this.opening.set(id, p);
     }
-    return ch.call(oneLine(payload));
+    const opened = await p;
+    if (opened && this.channels.get(id) !== opened) {
+      this.channels.get(id)?.close();
+      this.channels.set(id, opened);
+    }
+    return opened;
   }
 
   /**
    * Opens function `id`'s call channel. A connection closed before its 101 (a python worker that
    * ended just as the Runtime Server handed it the channel) is opened once more: no call was sent
    * on it, and the Runtime Server has then seen the worker's end and answers the channel itself.
+   * A bash worker's 101 comes once it has sourced the file: the registration's time bounds it.
    */
-  private async openChannel(id: string): Promise<CallChannel | undefined> {
+  private async openChannel(id: string): Promise<Channel | undefined> {
+    const hooks = {
+      stderr: () => this.functionStderr(id),
+      kill: () => this.cancelFunctionCall(id),
+    };
+    const open = (): Promise<Channel | undefined> =>
+      CallChannel.open(this.channel.createConnection, id, hooks, REGISTER_TIMEOUT_MS + 5000);
     try {
-      return await CallChannel.open(this.channel.createConnection, id);
+      return await open();
     } catch (err) {
       if ((err as { code?: string }).code !== 'ECONNRESET') throw err;
-      return CallChannel.open(this.channel.createConnection, id);
+      return open();
     }
   }
 
-  /** Who answers the calls of function `id`'s open channel ('runtime-server', 'python-worker'), if one is open. */
+  /** The tail of function `id`'s last call's stderr (a bash worker's call on its channel failed). */
+  private async functionStderr(id: string): Promise<string> {
+    const r = await this.json<{ stderr?: string }>('GET', `/v1/functions/${encodeURIComponent(id)}/stderr`);
+    return typeof r.body.stderr === 'string' ? r.body.stderr : '';
+  }
+
+  /** Who answers the calls of function `id`'s open channel ('runtime-server', 'python-worker', 'bash-worker'), if one is open. */
   callServer(id: string): string | undefined {
     const ch = this.channels.get(id);
     return ch?.open ? ch.servedBy : undefined;

@@ -27,7 +27,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { CallOutput, tail, type CallEnd } from './bash-worker.ts';
+import { CallOutput, tail, type CallEnd } from './bash-calls.ts';
 import {
   FUNCTION_IO_LIMIT,
   REGISTER_TIMEOUT_MS,

@@ -2,175 +2,228 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DialIn } from '../dial-in.ts';
+import { RuntimeClient } from '../runtime-client.ts';
 import { Functions, type InvokeResult } from './functions.ts';
+import { startRuntimeServer } from './server.ts';
 
-const env = { PATH: process.env.PATH };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** A bash Functions with `h.sh` = `text` registered as every `h.<name>` in `names`. */
-async function worker(text: string, names: string[]): Promise<{ fns: Functions; dir: string; call: Call }> {
+type Call = (id: string, payload?: string) => Promise<InvokeResult>;
+interface Worker {
+  dir: string;
+  call: Call;
+  cancel: (id: string) => Promise<void>;
+  /** Who answered the last call: 'runtime-server' (pipes) or 'bash-worker' (the worker holds runtimed's channel). */
+  servedBy: (id: string) => string | undefined;
+  /** How many times the file is sourced when a function is registered. */
+  sourcedAtRegistration: number;
+}
+type Path = 'pipes' | 'channel';
+
+/** Cleanups of the workers a spec started (run after each spec, so a failed one leaves no process behind). */
+const started: (() => void)[] = [];
+
+/** A bash function with `h.sh` = `text` registered as every `h.<name>` in `names`, called on `path`. */
+async function worker(text: string, names: string[], path: Path, more: NodeJS.ProcessEnv = {}): Promise<Worker> {
   const dir = await mkdtemp(join(tmpdir(), 'krt-bw-'));
   await writeFile(join(dir, 'h.sh'), text);
-  const fns = new Functions('bash', env);
-  for (const n of names) await fns.register({ id: n, handler: `h.${n}`, workingDir: dir });
-  return { fns, dir, call: (id, payload = '1') => fns.get(id)!.invoke(payload) };
+  const env = { PATH: process.env.PATH, ...more };
+  if (path === 'pipes') {
+    const fns = new Functions('bash', env);
+    started.push(() => fns.fence());
+    for (const n of names) await fns.register({ id: n, handler: `h.${n}`, workingDir: dir });
+    return {
+      dir,
+      call: (id, payload = '1') => fns.get(id)!.invoke(payload),
+      cancel: (id) => Promise.resolve(fns.get(id)!.cancel()),
+      servedBy: () => 'runtime-server',
+      sourcedAtRegistration: 1,
+    };
+  }
+  // runtimed's side for real: a Runtime Server dialling in, calls through RuntimeClient's channel.
+  const dial = new DialIn(join(dir, 'rt.sock'));
+  await dial.listen();
+  const srv = startRuntimeServer(dial.path, 'bash', env);
+  const client = new RuntimeClient(dial);
+  started.push(() => {
+    client.close();
+    srv.close();
+    dial.close();
+  });
+  for (const n of names) await client.registerFunction({ id: n, handler: `h.${n}`, workingDir: dir });
+  return {
+    dir,
+    call: (id, payload = '1') => client.invokeFunction(id, payload),
+    cancel: (id) => client.cancelFunctionCall(id),
+    servedBy: (id) => client.callServer(id),
+    // The worker on the Runtime Server's pipes, then the one runtimed's channel is given to.
+    sourcedAtRegistration: 2,
+  };
 }
-type Call = (id: string, payload?: string) => Promise<InvokeResult>;
 
 const failure = (r: InvokeResult): string => (r.ok ? 'ok' : `${r.reason}: ${r.error}`);
 
-describe('runtimed/runtime-server warm bash worker: calls run in the worker itself (issue 15)', () => {
-  it('runs every call in the same warm shell, sourced once: no process per call', async () => {
-    const { fns, dir, call } = await worker('echo sourced >> sourced.log\nf() { printf "%s" "$BASHPID"; }\n', ['f']);
-    const pids = new Set<unknown>();
-    for (let i = 0; i < 5; i++) {
-      const r = await call('f');
-      assert.equal(r.ok, true);
-      pids.add(r.ok && r.output);
-    }
-    assert.equal(pids.size, 1);
-    assert.equal(await readFile(join(dir, 'sourced.log'), 'utf8'), 'sourced\n');
-    fns.fence();
-  });
+for (const path of ['pipes', 'channel'] as const)
+  describe(`runtimed/runtime-server warm bash worker: calls run in the worker itself (issue 15), ${path === 'pipes' ? "on the Runtime Server's pipes" : "holding runtimed's call channel (ADR 0029)"}`, () => {
+    afterEach(() => {
+      for (const end of started.splice(0)) end();
+    });
 
-  it('exit N, exit 0, a failure under set -e and exec end the call with their status; the next call gets a fresh worker', async () => {
-    const { fns, dir, call } = await worker(
-      [
-        'echo sourced >> sourced.log',
-        'f() {',
-        '  case $1 in',
-        '  \'"quit"\') echo partial; echo why >&2; exit 3 ;;',
-        '  \'"done0"\') echo \'{"early":true}\'; exit 0 ;;',
-        '  \'"strict"\') set -e; echo before; false; echo after ;;',
-        '  \'"replace"\') exec echo replaced ;;',
-        '  \'"trapped"\') trap "echo bye" EXIT; exit 5 ;;',
-        '  *) printf "%s" "$1" ;;',
-        '  esac',
-        '}',
-        '',
-      ].join('\n'),
-      ['f'],
-    );
-    const ends = [
-      ['"quit"', 'FunctionError: exit status 3: why'],
-      ['"done0"', 'ok {"early":true}'],
-      ['"strict"', 'FunctionError: exit status 1: '],
-      ['"replace"', 'ok "replaced"'],
-      ['"trapped"', 'FunctionError: exit status 5: '],
-    ];
-    for (const [payload, want] of ends) {
-      const r = await call('f', payload);
-      assert.equal(r.ok ? `ok ${JSON.stringify(r.output)}` : failure(r), want, payload);
-      // The same function answers the next call, on a new worker that sourced the file again.
-      assert.deepEqual(await call('f', '"next"'), { ok: true, output: 'next' });
-    }
-    assert.equal(await readFile(join(dir, 'sourced.log'), 'utf8'), 'sourced\n'.repeat(1 + ends.length));
-    fns.fence();
-  });
+    it('runs every call in the same warm shell, sourced once: no process per call', async () => {
+      const { dir, call, ...w } = await worker(
+        'echo sourced >> sourced.log\nf() { printf "%s" "$BASHPID"; }\n',
+        ['f'],
+        path,
+      );
+      const pids = new Set<unknown>();
+      for (let i = 0; i < 5; i++) {
+        const r = await call('f');
+        assert.equal(r.ok, true);
+        pids.add(r.ok && r.output);
+      }
+      assert.equal(pids.size, 1);
+      assert.equal(await readFile(join(dir, 'sourced.log'), 'utf8'), 'sourced\n'.repeat(w.sourcedAtRegistration));
+      assert.equal(w.servedBy('f'), path === 'pipes' ? 'runtime-server' : 'bash-worker');
+    });
 
-  it("a call's background processes are ended with the call; late output never reaches the next call", async () => {
-    const { fns, dir, call } = await worker(
-      [
-        'f() {',
-        '  case $1 in',
-        '  \'"late"\') ( sleep 0.3; echo job > job.txt; echo late-job ) & ( ( sleep 0.3; echo orphan > orphan.txt ) & ); echo now ;;',
-        '  \'"escape"\') set -m; ( sleep 0.3; echo escaped ) & set +m; echo now ;;',
-        '  \'"redirect"\') exec >/dev/null 2>&1; echo hidden ;;',
-        '  *) printf "%s" "$1" ;;',
-        '  esac',
-        '}',
-        '',
-      ].join('\n'),
-      ['f'],
-    );
-    assert.deepEqual(await call('f', '"late"'), { ok: true, output: 'now' });
-    await sleep(600); // the jobs would have written by now
-    await assert.rejects(readFile(join(dir, 'job.txt')), /ENOENT/);
-    await assert.rejects(readFile(join(dir, 'orphan.txt')), /ENOENT/);
-    assert.deepEqual(await call('f', '"x"'), { ok: true, output: 'x' });
-    // A process that left the group writes after its call: dropped, it is outside any call.
-    assert.deepEqual(await call('f', '"escape"'), { ok: true, output: 'now' });
-    await sleep(600);
-    assert.deepEqual(await call('f', '"y"'), { ok: true, output: 'y' });
-    // A redirection of the call's stdout ends with the call.
-    assert.deepEqual(await call('f', '"redirect"'), { ok: true, output: '' });
-    assert.deepEqual(await call('f', '"z"'), { ok: true, output: 'z' });
-    fns.fence();
-  });
+    it('exit N, exit 0, a failure under set -e and exec end the call with their status; the next call gets a fresh worker', async () => {
+      const { dir, call, ...w } = await worker(
+        [
+          'echo sourced >> sourced.log',
+          'f() {',
+          '  case $1 in',
+          '  \'"quit"\') echo partial; echo why >&2; exit 3 ;;',
+          '  \'"done0"\') echo \'{"early":true}\'; exit 0 ;;',
+          '  \'"strict"\') set -e; echo before; false; echo after ;;',
+          '  \'"replace"\') exec echo replaced ;;',
+          '  \'"trapped"\') trap "echo bye" EXIT; exit 5 ;;',
+          '  *) printf "%s" "$1" ;;',
+          '  esac',
+          '}',
+          '',
+        ].join('\n'),
+        ['f'],
+        path,
+      );
+      const ends = [
+        ['"quit"', 'FunctionError: exit status 3: why'],
+        ['"done0"', 'ok {"early":true}'],
+        ['"strict"', 'FunctionError: exit status 1: '],
+        ['"replace"', 'ok "replaced"'],
+        ['"trapped"', 'FunctionError: exit status 5: '],
+      ];
+      for (const [payload, want] of ends) {
+        const r = await call('f', payload);
+        assert.equal(r.ok ? `ok ${JSON.stringify(r.output)}` : failure(r), want, payload);
+        // The same function answers the next call, on a new worker that sourced the file again.
+        assert.deepEqual(await call('f', '"next"'), { ok: true, output: 'next' });
+      }
+      assert.equal(
+        await readFile(join(dir, 'sourced.log'), 'utf8'),
+        'sourced\n'.repeat(w.sourcedAtRegistration + ends.length),
+      );
+    });
 
-  it('puts shell options and the working directory back after each call; stdin is /dev/null', async () => {
-    const { fns, dir, call } = await worker(
-      [
-        'shopt -s extglob',
-        'f() {',
-        '  case $1 in',
-        '  \'"change"\') set -uo pipefail; set -f; shopt -u extglob; shopt -s nullglob; cd /; echo changed ;;',
-        '  \'"reads"\') cat; read -r x; echo "read:${x:-nothing}" ;;',
-        '  *) printf \'{"opts":"%s","bash":"%s","pwd":"%s"}\' "$SHELLOPTS" "$BASHOPTS" "$PWD" ;;',
-        '  esac',
-        '}',
-        '',
-      ].join('\n'),
-      ['f'],
-    );
-    const before = await call('f', '"show"');
-    assert.deepEqual(await call('f', '"change"'), { ok: true, output: 'changed' });
-    const after = await call('f', '"show"');
-    assert.deepEqual(after, before);
-    const shown = (after.ok ? after.output : {}) as { opts: string; bash: string; pwd: string };
-    assert.equal(shown.pwd, dir);
-    assert.match(shown.bash, /extglob/);
-    assert.doesNotMatch(`${shown.opts} ${shown.bash}`, /nounset|pipefail|noglob|nullglob/);
-    assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read:nothing' });
-    fns.fence();
-  });
+    it("a call's background processes are ended with the call; late output never reaches the next call", async () => {
+      const { dir, call } = await worker(
+        [
+          'f() {',
+          '  case $1 in',
+          '  \'"late"\') ( sleep 0.3; echo job > job.txt; echo late-job ) & ( ( sleep 0.3; echo orphan > orphan.txt ) & ); echo now ;;',
+          '  \'"escape"\') set -m; ( sleep 0.3; echo escaped ) & set +m; echo now ;;',
+          '  \'"redirect"\') exec >/dev/null 2>&1; echo hidden ;;',
+          '  *) printf "%s" "$1" ;;',
+          '  esac',
+          '}',
+          '',
+        ].join('\n'),
+        ['f'],
+        path,
+      );
+      assert.deepEqual(await call('f', '"late"'), { ok: true, output: 'now' });
+      await sleep(600); // the jobs would have written by now
+      await assert.rejects(readFile(join(dir, 'job.txt')), /ENOENT/);
+      await assert.rejects(readFile(join(dir, 'orphan.txt')), /ENOENT/);
+      assert.deepEqual(await call('f', '"x"'), { ok: true, output: 'x' });
+      // A process that left the group writes after its call: dropped, it is outside any call.
+      assert.deepEqual(await call('f', '"escape"'), { ok: true, output: 'now' });
+      await sleep(600);
+      assert.deepEqual(await call('f', '"y"'), { ok: true, output: 'y' });
+      // A redirection of the call's stdout ends with the call.
+      assert.deepEqual(await call('f', '"redirect"'), { ok: true, output: '' });
+      assert.deepEqual(await call('f', '"z"'), { ok: true, output: 'z' });
+    });
 
-  it("never sources the user's ~/.bashrc (bash -c with a socket as stdin would), in either worker", async () => {
-    const home = await mkdtemp(join(tmpdir(), 'krt-home-'));
-    await writeFile(join(home, '.bashrc'), 'FROM_BASHRC=yes\n');
-    const dir = await mkdtemp(join(tmpdir(), 'krt-bw-'));
-    await writeFile(join(dir, 'h.sh'), 'f() { printf "%s" "${FROM_BASHRC:-no}"; }\n');
-    for (const isolation of [{}, { KRT_BASH_CALL_ISOLATION: 'subshell' }]) {
-      const fns = new Functions('bash', { PATH: process.env.PATH, HOME: home, ...isolation });
-      await fns.register({ id: 'f', handler: 'h.f', workingDir: dir });
-      assert.deepEqual(await fns.get('f')!.invoke('1'), { ok: true, output: 'no' });
-      fns.fence();
-    }
-  });
+    it('puts shell options and the working directory back after each call; stdin is /dev/null', async () => {
+      const { dir, call } = await worker(
+        [
+          'shopt -s extglob',
+          'f() {',
+          '  case $1 in',
+          '  \'"change"\') set -uo pipefail; set -f; shopt -u extglob; shopt -s nullglob; cd /; echo changed ;;',
+          '  \'"reads"\') cat; read -r x; echo "read:${x:-nothing}" ;;',
+          '  *) printf \'{"opts":"%s","bash":"%s","pwd":"%s"}\' "$SHELLOPTS" "$BASHOPTS" "$PWD" ;;',
+          '  esac',
+          '}',
+          '',
+        ].join('\n'),
+        ['f'],
+        path,
+      );
+      const before = await call('f', '"show"');
+      assert.deepEqual(await call('f', '"change"'), { ok: true, output: 'changed' });
+      const after = await call('f', '"show"');
+      assert.deepEqual(after, before);
+      const shown = (after.ok ? after.output : {}) as { opts: string; bash: string; pwd: string };
+      assert.equal(shown.pwd, dir);
+      assert.match(shown.bash, /extglob/);
+      assert.doesNotMatch(`${shown.opts} ${shown.bash}`, /nounset|pipefail|noglob|nullglob/);
+      assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read:nothing' });
+    });
 
-  it('keeps the variables a call sets for later calls, like a python module keeps its globals', async () => {
-    const { fns, call } = await worker('count=0\nf() { count=$((count + 1)); printf "%s" "$count"; }\n', ['f']);
-    assert.deepEqual(
-      [await call('f'), await call('f')],
-      [
-        { ok: true, output: 1 },
-        { ok: true, output: 2 },
-      ],
-    );
-    fns.fence();
-  });
+    it("never sources the user's ~/.bashrc (bash -c with a socket as stdin would), in either worker", async () => {
+      const home = await mkdtemp(join(tmpdir(), 'krt-home-'));
+      await writeFile(join(home, '.bashrc'), 'FROM_BASHRC=yes\n');
+      for (const isolation of [{}, { KRT_BASH_CALL_ISOLATION: 'subshell' }]) {
+        const text = 'f() { printf "%s" "${FROM_BASHRC:-no}"; }\n';
+        const { call } = await worker(text, ['f'], path, { HOME: home, ...isolation });
+        assert.deepEqual(await call('f'), { ok: true, output: 'no' });
+      }
+    });
 
-  it('a cancelled call and one with too much output end with their worker; the next call gets a new one', async () => {
-    const { fns, call } = await worker(
-      [
-        'f() {',
-        '  case $1 in',
-        '  \'"spin"\') while :; do :; done ;;',
-        '  \'"big"\') head -c 1100000 /dev/zero | tr "\\0" a ;;',
-        '  *) printf "%s" "$1" ;;',
-        '  esac',
-        '}',
-        '',
-      ].join('\n'),
-      ['f'],
-    );
-    const spinning = call('f', '"spin"');
-    await sleep(200);
-    fns.get('f')!.cancel();
-    assert.equal(failure(await spinning), 'Cancelled: the call was cancelled');
-    assert.deepEqual(await call('f', '"a"'), { ok: true, output: 'a' });
-    assert.equal(failure(await call('f', '"big"')), 'OutputTooLarge: output exceeds 1048576 bytes');
-    assert.deepEqual(await call('f', '"b"'), { ok: true, output: 'b' });
-    fns.fence();
+    it('keeps the variables a call sets for later calls, like a python module keeps its globals', async () => {
+      const { call } = await worker('count=0\nf() { count=$((count + 1)); printf "%s" "$count"; }\n', ['f'], path);
+      assert.deepEqual(
+        [await call('f'), await call('f')],
+        [
+          { ok: true, output: 1 },
+          { ok: true, output: 2 },
+        ],
+      );
+    });
+
+    it('a cancelled call and one with too much output end with their worker; the next call gets a new one', async () => {
+      const { call, ...w } = await worker(
+        [
+          'f() {',
+          '  case $1 in',
+          '  \'"spin"\') while :; do :; done ;;',
+          '  \'"big"\') head -c 1100000 /dev/zero | tr "\\0" a ;;',
+          '  *) printf "%s" "$1" ;;',
+          '  esac',
+          '}',
+          '',
+        ].join('\n'),
+        ['f'],
+        path,
+      );
+      const spinning = call('f', '"spin"');
+      await sleep(200);
+      await w.cancel('f');
+      assert.equal(failure(await spinning), 'Cancelled: the call was cancelled');
+      assert.deepEqual(await call('f', '"a"'), { ok: true, output: 'a' });
+      assert.equal(failure(await call('f', '"big"')), 'OutputTooLarge: output exceeds 1048576 bytes');
+      assert.deepEqual(await call('f', '"b"'), { ok: true, output: 'b' });
+    });
   });
-});

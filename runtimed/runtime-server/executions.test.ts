@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chooseCommand, withNorc } from './command.ts';
 import { Execution, MIN_RECORD_COST, STREAM_LIMIT, TRUNCATED, type Summary } from './executions.ts';
 
-async function run(script: string): Promise<Execution> {
+async function run(script: string, env: Record<string, string> = {}): Promise<Execution> {
   const e = new Execution('t');
   const ended = once(e, 'end') as Promise<[Summary]>;
-  e.start('bash', { id: 't', workingDir: tmpdir(), env: {}, args: [script] }, { PATH: process.env.PATH });
+  e.start('bash', { id: 't', workingDir: tmpdir(), env, args: [script] }, { PATH: process.env.PATH });
   await ended;
   return e;
 }
@@ -34,6 +37,27 @@ describe('runtimed/runtime-server Execution output bounds (issue 11 item 8)', ()
     assert.deepEqual(
       e.records.filter((r) => r.stream === 'stderr').map((r) => r.line),
       ['err'],
+    );
+  });
+});
+
+describe('runtimed/runtime-server bash commands never source ~/.bashrc', () => {
+  it('puts --norc first in every bash argv, and nowhere else', () => {
+    assert.deepEqual(withNorc(['bash', '-c', 'x']), ['bash', '--norc', '-c', 'x']);
+    assert.deepEqual(withNorc(['/bin/bash', '-x', 'f']), ['/bin/bash', '--norc', '-x', 'f']);
+    assert.deepEqual(withNorc(['bash', '--norc', '-c', 'x']), ['bash', '--norc', '-c', 'x']);
+    assert.deepEqual(withNorc(['sh', '-c', 'x']), ['sh', '-c', 'x']);
+    const choice = chooseCommand('bash', { id: 'i', workingDir: '/w', args: ['bash', '-c', 'x'] }, () => false);
+    assert.deepEqual(choice, { ok: true, argv: ['bash', '--norc', '-c', 'x'] });
+  });
+
+  it('an execution (`bash -c`) with SSH_CLIENT set does not run ~/.bashrc, as bash would for sshd', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'krt-home-'));
+    writeFileSync(join(home, '.bashrc'), 'echo FROM_BASHRC\n');
+    const e = await run('echo ran', { HOME: home, SSH_CLIENT: '10.0.0.1 50000 22' });
+    assert.deepEqual(
+      e.records.map((r) => r.line),
+      ['ran'],
     );
   });
 });

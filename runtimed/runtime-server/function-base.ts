@@ -90,18 +90,23 @@ export interface Handler {
   /**
    * Takes over an upgraded call channel (the 101 is written by the taker); false when this
    * handler does not serve channels itself (the Runtime Server then serves it line by line).
+   * `serve` is that service, for a taker that finds only later that it cannot take the channel.
    */
-  handOff?(socket: Duplex, head: Buffer): boolean;
+  handOff?(socket: Duplex, head: Buffer, serve: () => void): boolean;
   /** The execution lease was renewed: a handler that serves calls itself learns the new deadline. */
   leaseRenewed?(): void;
+  /** The tail of the last call's stderr (bash: runtimed asks for it when a call on its channel failed). */
+  lastStderr?(): Promise<string>;
 }
 
 /** How the Runtime Server's handlers serve calls. */
 export interface HandlerOptions {
-  /** Python: hand each call channel to the warm worker (default); false keeps the Runtime Server on the call path. */
+  /** Hand each call channel to the warm worker (default; python and bash); false keeps the Runtime Server on the call path. */
   handOff: boolean;
   /** bash: run each call in a fresh subshell of the warm worker (per-call shell state) instead of in the worker itself. */
   bashSubshells: boolean;
   /** The execution lease's deadline in CLOCK_MONOTONIC nanoseconds (process.hrtime), undefined when not armed. */
   leaseDeadline: () => bigint | undefined;
+  /** What is left of the execution lease in ms, undefined when not armed (bash workers read it from a file). */
+  leaseRemainingMs: () => number | undefined;
 }

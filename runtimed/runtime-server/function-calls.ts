@@ -83,5 +83,7 @@ export function serveCallChannel(
   const text = new StringDecoder('utf8');
   socket.on('error', () => undefined);
   socket.on('data', (c: Buffer) => feed(text.write(c)));
+  // A connection first given to a bash worker that did not start was paused by the spawn.
+  socket.resume();
   if (head.length) feed(text.write(head));
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CallOutput } from './bash-worker.ts';
+import { CallOutput } from './bash-calls.ts';
 import { Functions, RegistrationError, bashScript, outputValue, splitHandler } from './functions.ts';
 
 const env = { PATH: process.env.PATH };
@@ -126,18 +126,56 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     fns.fence();
   });
 
+  it('bash: a worker refuses a call once the lease deadline it reads has passed (fenced), without running it', async () => {
+    const dir = await dirWith({ 'h.sh': 'f() { echo ran >> ran.log; printf ok; }\n' });
+    let remaining: number | undefined = 60_000;
+    const fns = new Functions('bash', env, { leaseRemainingMs: () => remaining });
+    await fns.register({ id: 'f', handler: 'h.f', workingDir: dir });
+    assert.deepEqual(await fns.get('f')!.invoke('1'), { ok: true, output: 'ok' });
+    remaining = -1;
+    fns.leaseRenewed();
+    assert.deepEqual(await fns.get('f')!.invoke('1'), {
+      ok: false,
+      reason: 'NotRegistered',
+      error: 'fenced: the execution lease lapsed',
+    });
+    // Not armed (no renewal yet): no deadline to check.
+    remaining = undefined;
+    fns.leaseRenewed();
+    assert.deepEqual(await fns.get('f')!.invoke('1'), { ok: true, output: 'ok' });
+    assert.equal(await readFile(join(dir, 'ran.log'), 'utf8'), 'ran\nran\n');
+    fns.fence();
+  });
+
   it('bash: reads a call end marker split across chunks and bounds the output', () => {
     const out = new CallOutput('\ntok ', 10);
     assert.equal(out.push(Buffer.from('hello\nto')), undefined);
-    assert.deepEqual(out.push(Buffer.from('k 0\n')), { output: 'hello', status: '0', tooLarge: false });
+    assert.deepEqual(out.push(Buffer.from('k 0\n')), { output: 'hello', status: '0', tooLarge: false, by: 0 });
     assert.equal(out.push(Buffer.from('x'.repeat(40))), 'overflow');
     assert.equal(out.push(Buffer.from('y'.repeat(40))), undefined);
-    assert.deepEqual(out.push(Buffer.from('\ntok 137\n')), { output: '', status: '137', tooLarge: true });
-    assert.deepEqual(out.push(Buffer.from('ok\ntok 0\n')), { output: 'ok', status: '0', tooLarge: false });
+    assert.deepEqual(out.push(Buffer.from('\ntok 137\n')), { output: '', status: '137', tooLarge: true, by: 0 });
+    assert.deepEqual(out.push(Buffer.from('ok\ntok 0\n')), { output: 'ok', status: '0', tooLarge: false, by: 0 });
     // A new call drops what arrived outside any call; a worker that ended leaves its output as the rest.
     out.push(Buffer.from('stray'));
     out.reset('\nnext ');
     assert.equal(out.push(Buffer.from('partial')), undefined);
     assert.deepEqual(out.rest(), { output: 'partial', status: '', tooLarge: false });
+  });
+
+  it("bash: the Runtime Server's end-of-worker line ends a call too, whichever marker comes first", () => {
+    const out = new CallOutput('\ntok ', 100, '\nsecret ');
+    assert.deepEqual(out.push(Buffer.from('part\nsecret exit 3\n')), {
+      output: 'part',
+      status: 'exit 3',
+      tooLarge: false,
+      by: 1,
+    });
+    out.reset('\nnext ');
+    assert.deepEqual(out.push(Buffer.from('a\nnext 0\n\nsecret killed\n')), {
+      output: 'a',
+      status: '0',
+      tooLarge: false,
+      by: 0,
+    });
   });
 });

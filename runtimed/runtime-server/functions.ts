@@ -4,7 +4,8 @@
  *  - bash: handler `file.function` (file relative to the working directory, `file` or `file.sh`);
  *    a warm bash worker (bash-worker.ts) sources the file once at registration and runs each call
  *    in itself, `function "<payload>"`, whose stdout is the output (KRT_BASH_CALL_ISOLATION=subshell:
- *    in a fresh subshell of it per call, bash-subshell-worker.ts);
+ *    in a fresh subshell of it per call, bash-subshell-worker.ts); runtimed's call channel is the
+ *    stdin and stdout of a worker started for it (bash-channel.ts), so no call crosses this process;
  *  - python: handler `pkg.module.function`; a warm worker process (python-worker.ts,
  *    function-worker.py) imports the module once at registration and answers one line per call, so
  *    no call pays an import; runtimed's call channel is handed to it, so no call crosses this process.
@@ -58,17 +59,25 @@ export class RegisteredFunction {
     this.handler.close();
   }
 
-  /** Hands an upgraded call channel to the handler's worker; false when the Runtime Server serves it. */
-  handOff(socket: Duplex, head: Buffer): boolean {
-    return this.handler.handOff?.(socket, head) ?? false;
+  /**
+   * Hands an upgraded call channel to the handler's worker; false when the Runtime Server serves
+   * it. `serve` is that service, for a worker that turns out not to start (default: close it).
+   */
+  handOff(socket: Duplex, head: Buffer, serve: () => void = () => socket.destroy()): boolean {
+    return this.handler.handOff?.(socket, head, serve) ?? false;
   }
 
   leaseRenewed(): void {
     this.handler.leaseRenewed?.();
   }
+
+  /** The tail of the last call's stderr, for a handler that keeps it in a file ('' otherwise). */
+  lastStderr(): Promise<string> {
+    return this.handler.lastStderr?.() ?? Promise.resolve('');
+  }
 }
 
-/** Whether the python worker takes the call channel (KRT_FUNCTION_CALL_HANDOFF=off keeps the Runtime Server on the path). */
+/** Whether the warm worker takes the call channel (KRT_FUNCTION_CALL_HANDOFF=off keeps the Runtime Server on the path). */
 export function handOffEnabled(env: NodeJS.ProcessEnv): boolean {
   return env.KRT_FUNCTION_CALL_HANDOFF !== 'off';
 }
@@ -90,6 +99,7 @@ export class Functions {
       handOff: handOffEnabled(baseEnv),
       bashSubshells: bashSubshells(baseEnv),
       leaseDeadline: () => undefined,
+      leaseRemainingMs: () => undefined,
       ...opts,
     };
   }
@@ -106,7 +116,7 @@ export class Functions {
         ? new PythonHandler(spec, this.baseEnv, this.opts)
         : this.opts.bashSubshells
           ? new BashSubshellWorker(spec, this.baseEnv)
-          : new BashWorker(spec, this.baseEnv);
+          : new BashWorker(spec, this.baseEnv, this.opts);
     await h.register();
     if (this.all.has(spec.id)) {
       h.close();

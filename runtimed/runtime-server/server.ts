@@ -12,6 +12,8 @@
  *   GET    /v1/functions/:id/calls         Upgrade: kruntimes-function-calls; then one line per call
  *                                          each way (function-calls.ts), the invoke hot path; a python
  *                                          function's channel is handed to its worker (python-worker.ts)
+ *                                          or (bash-channel.ts) is the stdin and stdout of a bash worker
+ *   GET    /v1/functions/:id/stderr        {stderr}: the tail of a bash function's last call's stderr
  *   POST   /v1/functions/:id/cancel        kill the in-flight call
  *   DELETE /v1/functions/:id               unregister (kills an in-flight call)
  *   POST   /v1/lease                       {"validForMs": n}: renew the execution lease (lease.ts)
@@ -140,6 +142,7 @@ async function functionRoute(
     f.cancel();
     return json(res, 200, {});
   }
+  if (req.method === 'GET' && parts[3] === 'stderr') return json(res, 200, { stderr: await f.lastStderr() });
   if (req.method !== 'POST' || parts[3] !== 'invoke') return json(res, 405, { message: 'method not allowed' });
   const payload = await readRaw(req, FUNCTION_IO_LIMIT);
   return json(res, 200, await f.invoke(payload || 'null'));
@@ -204,7 +207,10 @@ export function startRuntimeServer(
   // are group-writable so runtimed can read and clean up.
   process.umask(0o002);
   const ex = new Executions(lang, baseEnv);
-  const fns = new Functions(lang, baseEnv, { leaseDeadline: () => leaseDeadlineNs(lease.remainingMs()) });
+  const fns = new Functions(lang, baseEnv, {
+    leaseDeadline: () => leaseDeadlineNs(lease.remainingMs()),
+    leaseRemainingMs: () => lease.remainingMs(),
+  });
   // Session operations are fenced with the executions (issue 11 c): none runs past the lease.
   const sessions = new SessionOperations(lang, baseEnv, () => lease.expired());
   const lease = new ExecutionLease(() => {
@@ -226,9 +232,10 @@ export function startRuntimeServer(
     if (pathname === '/v1/sessions') sessions.handleUpgrade(req, socket, head);
     else if (fnId && req.headers.upgrade === CALLS_UPGRADE) {
       // A registered, unfenced function whose worker takes the channel answers runtimed itself
-      // (python); otherwise this process serves it, checking fence and registration per call.
-      if (!lease.expired() && fns.get(fnId)?.handOff(socket, head)) return;
-      serveCallChannel(socket, head, fnId, fns, () => lease.expired());
+      // (python, bash); otherwise this process serves it, checking fence and registration per call.
+      const serve = (): void => serveCallChannel(socket, head, fnId, fns, () => lease.expired());
+      if (!lease.expired() && fns.get(fnId)?.handOff(socket, head, serve)) return;
+      serve();
     } else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
   });
   // Connections come from runtimed's socket only, and may wait idle until runtimed uses them.

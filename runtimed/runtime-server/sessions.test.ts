@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket, { type ClientOptions } from 'ws';
@@ -78,6 +78,18 @@ describe('runtime server: session operations', () => {
     assert.equal(r.stderr, 'oops\n');
     assert.equal(r.code, 7);
     assert.equal(r.status.reason, 'NonZeroExitCode');
+  });
+
+  it('a `bash -c` operation does not run ~/.bashrc (its stdin is a socket; SHLVL from the spec cannot undo it)', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'krt-home-'));
+    writeFileSync(join(home, '.bashrc'), 'echo FROM_BASHRC\n');
+    const r = await operate(
+      socket,
+      { id: 'rc', command: ['bash', '-c', 'echo ran'], workingDir: dir, env: { HOME: home, SHLVL: '0' } },
+      () => undefined,
+    );
+    assert.equal(r.stdout, 'ran\n');
+    assert.equal(r.code, 0);
   });
 
   it('the default command is the language shell reading commands from stdin', async () => {

@@ -21,7 +21,7 @@ import {
   parseResize,
   sessionArgv,
 } from '../../lib/session/channel.ts';
-import type { Language } from './command.ts';
+import { withNorc, type Language } from './command.ts';
 
 export const SESSION_HEADER = 'x-kruntimes-session';
 /** Output bytes an operation may have waiting for its client before the process is paused. */
@@ -101,8 +101,10 @@ export class SessionOperations {
 
   private run(ws: WebSocket, spec: SessionSpec): void {
     const argv = sessionArgv(this.lang, spec.command);
-    const [bin, ...args] = spec.tty ? ['python3', PTY_BRIDGE, ...argv] : argv;
-    // stdin is a socketpair (libuv): `bash -c` at SHLVL 0 would take that for rshd and source ~/.bashrc.
+    // stdin is a socketpair (libuv): `bash -c` at SHLVL 0 would take that for rshd and source
+    // ~/.bashrc, so bash gets --norc (and SHLVL 1, for the shells it starts). On a terminal, bash
+    // is an interactive shell, which reads ~/.bashrc as in any terminal.
+    const [bin, ...args] = spec.tty ? ['python3', PTY_BRIDGE, ...argv] : withNorc(argv);
     const child = spawn(bin ?? 'false', args, {
       cwd: spec.workingDir,
       env: { SHLVL: '1', ...spec.env, ...this.baseEnv },

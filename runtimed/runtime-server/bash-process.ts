@@ -1,0 +1,102 @@
+/**
+ * The process of a warm bash worker (bash-worker.ts explains the worker; bash-calls.ts its calls'
+ * wire format): its script, how it is started, when it is ready, and the lease file it checks.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { renameSync, writeFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { REGISTER_TIMEOUT_MS, killGroup, type FunctionSpec } from './function-base.ts';
+
+/** bash -c BASH_WORKER name <file> <function> <dir>; exit 3: sourcing failed, 4: no such function. */
+export const BASH_WORKER = `
+__krt_src=$1 __krt_fn=$2 __krt_dir=$3
+set --
+source "$__krt_src" >&2 </dev/null 3>&- || exit 3
+builtin declare -F "$__krt_fn" >/dev/null || exit 4
+set +m
+__krt_wd=$PWD __krt_so=$SHELLOPTS __krt_bo=$BASHOPTS
+__krt_opts=$(set +o; shopt -p)
+exec 5<&0 </dev/null 7>&1
+builtin printf 'ready\\n' >&3
+exec 3>&-
+while LC_ALL=C IFS= builtin read -r -N 40 -u 5 __krt_h; do
+  __krt_tok=\${__krt_h%% *}
+  LC_ALL=C IFS= builtin read -r -N "$((10#\${__krt_h##* }))" -u 5 __krt_p || break
+  if IFS= builtin read -r __krt_d <"$__krt_dir/lease" && [[ $__krt_d ]] && ((\${EPOCHREALTIME//[!0-9]/} >= __krt_d)); then
+    builtin printf '\\n%s fenced\\n' "$__krt_tok" >&7
+    continue
+  fi
+  "$__krt_fn" "$__krt_p" </dev/null >&7 2>"$__krt_dir/err" 5<&-
+  __krt_s=$?
+  builtin trap : USR2
+  builtin kill -USR2 0
+  [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
+  [[ $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || builtin eval "$__krt_opts"
+  builtin printf '\\n%s %d\\n' "$__krt_tok" "$__krt_s" >&7
+done
+`;
+
+/** Where a worker's calls come from and go: pipes to the Runtime Server, or runtimed's channel itself. */
+export type WorkerIo = 'pipe' | Socket;
+
+/** Starts a worker of `spec` (detached: its own process group); fd 3 is the pipe its ready line comes on. */
+export function spawnBashWorker(
+  spec: FunctionSpec,
+  baseEnv: NodeJS.ProcessEnv,
+  args: { script: string; fn: string; dir: string },
+  io: WorkerIo,
+): ChildProcess {
+  // --norc: bash -c with a socket as stdin (Node's pipes are socket pairs, and so is a channel)
+  // and no SHLVL would otherwise source ~/.bashrc, as for a command run by sshd.
+  return spawn('bash', ['--norc', '-c', BASH_WORKER, 'krt-function', args.script, args.fn, args.dir], {
+    cwd: spec.workingDir,
+    env: { ...spec.env, ...baseEnv },
+    detached: true,
+    stdio: [io, io, 'pipe', 'pipe'],
+  });
+}
+
+/** Resolves true once the worker wrote its ready line (fd 3), false when it ended or timed out first. */
+export function workerReady(w: ChildProcess, timeoutMs = REGISTER_TIMEOUT_MS): Promise<boolean> {
+  return new Promise((resolve) => {
+    let text = '';
+    const timer = setTimeout(() => {
+      killGroup(w);
+      resolve(false);
+    }, timeoutMs);
+    const done = (ok: boolean): void => {
+      clearTimeout(timer);
+      resolve(ok);
+    };
+    const ctl = w.stdio[3] as Readable | null;
+    ctl?.on('error', () => undefined);
+    ctl?.on('data', (c: Buffer) => {
+      text += c.toString('latin1');
+      if (text.includes('ready\n')) done(true);
+    });
+    w.once('exit', () => done(text.includes('ready\n')));
+    w.once('error', () => done(false));
+  });
+}
+
+/** Writes the lease deadline file atomically (epoch microseconds; empty when the lease is not armed). */
+export function writeLeaseFile(
+  dir: string,
+  remainingMs: number | undefined,
+  nowMs = performance.timeOrigin + performance.now(),
+): void {
+  const text = remainingMs === undefined ? '\n' : `${Math.floor((nowMs + remainingMs) * 1000)}\n`;
+  const tmp = join(dir, 'lease.tmp');
+  writeFileSync(tmp, text);
+  renameSync(tmp, join(dir, 'lease'));
+}
+
+/** The exit status text of a worker that ended: its code, or 128 + the signal's number. */
+export function exitStatus(code: number | null, signal: NodeJS.Signals | null): string {
+  if (code !== null) return String(code);
+  const n = signal ? constants.signals[signal] : undefined;
+  return n ? String(128 + n) : '';
+}
