@@ -27,6 +27,9 @@ import {
   type WatchTrigger,
 } from '../lib/fn/types.ts';
 import type { Transport } from './transport.ts';
+import { RelayCache, rvAtLeast } from './relay-cache.ts';
+
+export { matchesLabels, newer, rvAtLeast } from './relay-cache.ts';
 
 export interface RelayOptions {
   /** The relay's own client: list/watch of the declared kinds. */
@@ -49,13 +52,6 @@ export function cachedCopy(o: KubeObject): KubeObject {
   return { ...o, metadata };
 }
 
-/** resourceVersions are etcd revisions in practice; compare numerically when both are numbers. */
-export function rvAtLeast(have: string | undefined, want: string): boolean {
-  if (have === undefined) return false;
-  if (/^\d+$/.test(have) && /^\d+$/.test(want)) return BigInt(have) >= BigInt(want);
-  return have === want;
-}
-
 /** Equality-based label selector strings (k=v, k==v, k!=v, k, !k); undefined when not understood. */
 export function selectorMatches(selector: string | undefined, labels: Record<string, string>): boolean | undefined {
   if (!selector) return true;
@@ -73,18 +69,6 @@ export function selectorMatches(selector: string | undefined, labels: Record<str
     } else return undefined;
   }
   return true;
-}
-
-/** Whether a is a newer version of the same object than b (resourceVersion order). */
-export function newer(a: KubeObject, b: KubeObject): boolean {
-  const ra = a.metadata.resourceVersion ?? '';
-  const rb = b.metadata.resourceVersion ?? '';
-  return ra !== rb && rvAtLeast(ra, rb);
-}
-
-export function matchesLabels(o: KubeObject, sel: Record<string, string> | undefined): boolean {
-  if (!sel) return true;
-  return Object.entries(sel).every(([k, v]) => o.metadata.labels?.[k] === v);
 }
 
 type RelayDelta = { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject };
@@ -105,7 +89,8 @@ export function wake(t: WatchTrigger, d: RelayDelta, q: Pick<WorkQueue, 'add' | 
 
 export class Relay {
   private readonly informers = new Map<string, ListWatch<KubeObject>>();
-  private readonly byResource = new Map<string, ListWatch<KubeObject>[]>();
+  /** The informers' stores per collection, read as one state (newest copy; readBy indexes). */
+  private readonly cache: RelayCache<ListWatch<KubeObject>>;
   private readonly queues = new Map<string, WorkQueue>();
   private readonly workers: Promise<void>[] = [];
   private readonly listeners = new Map<
@@ -121,6 +106,7 @@ export class Relay {
     private readonly o: RelayOptions,
   ) {
     this.now = o.now ?? (() => new Date());
+    this.cache = new RelayCache(functions);
     for (const fn of functions) {
       this.clients.set(fn.name, o.clientFor?.(fn) ?? o.client);
       const t = o.transportFor?.(fn);
@@ -128,29 +114,10 @@ export class Relay {
     }
   }
 
-  readonly state: State = {
-    // Several informers may cache the same kind (different selectors, separate watches): always
-    // answer with the newest copy, so a reconcile woken by one informer never reads a staler one.
-    get: (r, ns, name) => {
-      let best: KubeObject | undefined;
-      for (const inf of this.byResource.get(resourcePath(r)) ?? []) {
-        const hit = inf.store.get(ns ? `${ns}/${name}` : name);
-        if (hit && (!best || newer(hit, best))) best = hit;
-      }
-      return best;
-    },
-    list: (r, ns, sel) => {
-      const seen = new Map<string, KubeObject>();
-      for (const inf of this.byResource.get(resourcePath(r)) ?? []) {
-        for (const o of inf.store.list()) {
-          const k = keyOf(o);
-          const prev = seen.get(k);
-          if (!prev || newer(o, prev)) seen.set(k, o);
-        }
-      }
-      return [...seen.values()].filter((o) => (!ns || o.metadata.namespace === ns) && matchesLabels(o, sel));
-    },
-  };
+  /** The informer caches as one state (see RelayCache). */
+  get state(): State {
+    return this.cache.state;
+  }
 
   private informer(r: Resource, selector?: string): { key: string; inf: ListWatch<KubeObject> } {
     const key = informerKey(r, selector);
@@ -165,27 +132,26 @@ export class Relay {
           transform: cachedCopy,
         },
         (d) => {
+          this.cache.changed(r, d.object);
           this.countCached(resourcePath(r));
           for (const l of this.listeners.get(key) ?? []) l(d);
         },
       );
       this.informers.set(key, inf);
-      const list = this.byResource.get(resourcePath(r)) ?? [];
-      list.push(inf);
-      this.byResource.set(resourcePath(r), list);
+      this.cache.add(r, inf);
     }
     return { key, inf };
   }
 
   private countCached(path: string): void {
-    const n = (this.byResource.get(path) ?? []).reduce((sum, i) => sum + i.store.size, 0);
+    const n = this.cache.holders(path).reduce((sum, i) => sum + i.store.size, 0);
     this.o.metrics.cachedObjects.set({ resource: path }, n);
   }
 
   /** Objects cached per resource collection path (summed over the informers of that collection). */
   cacheSizes(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const [path, infs] of this.byResource) out[path] = infs.reduce((n, i) => n + i.store.size, 0);
+    for (const path of this.cache.paths()) out[path] = this.cache.holders(path).reduce((n, i) => n + i.store.size, 0);
     return out;
   }
 
@@ -213,7 +179,7 @@ export class Relay {
     }
     for (const inf of this.informers.values()) inf.start();
     await Promise.all([...this.informers.values()].map((i) => i.synced));
-    for (const path of this.byResource.keys()) this.countCached(path);
+    for (const path of this.cache.paths()) this.countCached(path);
     for (const g of this.functions.flatMap((f) => f.gauges ?? [])) this.o.metrics.stateGauge(g, () => this.state);
     for (const fn of this.functions) {
       for (let i = 0; i < (fn.concurrency ?? 4); i++) this.workers.push(this.work(fn, this.queues.get(fn.name)!));
@@ -313,9 +279,9 @@ export class Relay {
   private async seeWrites(written: { resource: Resource; object: KubeObject }[]): Promise<void> {
     const deadline = Date.now() + 2000;
     for (const w of written) {
-      const infs = (this.byResource.get(resourcePath(w.resource)) ?? []).filter(
-        (i) => selectorMatches(i.labelSelector, w.object.metadata.labels ?? {}) !== false,
-      );
+      const infs = this.cache
+        .holders(resourcePath(w.resource))
+        .filter((i) => selectorMatches(i.labelSelector, w.object.metadata.labels ?? {}) !== false);
       if (!infs.length) continue;
       const key = keyOf(w.object);
       const rv = w.object.metadata.resourceVersion ?? '';

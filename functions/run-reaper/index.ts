@@ -141,6 +141,13 @@ export function unread(o: KubeObject, key: string): boolean {
   return isTerminal(r.status?.phase) && !r.metadata.finalizers?.includes(FUNCTION_FINALIZER);
 }
 
+/** The only key that may read a Run (the complement of `unread`): its Runtime's, unless finished without the finalizer. */
+export function readBy(o: KubeObject): string[] {
+  const r = o as RunObj;
+  if (isTerminal(r.status?.phase) && !r.metadata.finalizers?.includes(FUNCTION_FINALIZER)) return [];
+  return [`${r.metadata.namespace ?? ''}/${r.spec?.runtime ?? ''}`];
+}
+
 export function reap({ key, state, now }: ReconcileInput): Operation[] {
   const [ns = '', runtime = ''] = key.split('/');
   const ops: Operation[] = [];
@@ -197,7 +204,8 @@ const fn: FunctionDef = {
     ],
     // The handler reads the key's Runtime's active Runs and those holding the function finalizer;
     // finished ones without it would only weigh on every invocation over a transport.
-    ignore: [{ resource: R.runs, when: unread }],
+    // readBy lets the relay index Runs so an invocation visits only these (issue 17).
+    ignore: [{ resource: R.runs, when: unread, readBy }],
   },
   concurrency: 2,
   rbac: [

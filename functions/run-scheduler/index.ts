@@ -199,6 +199,14 @@ const runtimeKey = (o: KubeObject): string[] => {
   return rt ? [`${o.metadata.namespace}/${rt}`] : [];
 };
 
+/** What the scheduler reads of a Run for a namespace/runtime key: not a finished one (ignore). */
+export const schedulerIgnores = (r: KubeObject, key: string): boolean =>
+  isTerminal((r as RunObj).status?.phase) || !ofRuntime(r, key);
+
+/** The only key that may read a Run: its Runtime's, while it is not finished (schedulerIgnores). */
+export const schedulerReadBy = (r: KubeObject): string[] =>
+  isTerminal((r as RunObj).status?.phase) ? [] : [`${r.metadata.namespace ?? ''}/${(r as RunObj).spec?.runtime ?? ''}`];
+
 const fn: FunctionDef = {
   name: 'run-scheduler',
   description: 'Binds Pending Runs to ready Runtime Pods with free capacity, affinity and workspace fencing.',
@@ -225,7 +233,9 @@ const fn: FunctionDef = {
     ],
     // The handler reads only the pending and active Runs of the key's Runtime; without this every
     // invocation over a transport would carry the namespace's finished Runs until their TTL.
-    ignore: [{ resource: R.runs, when: (r, key) => isTerminal((r as RunObj).status?.phase) || !ofRuntime(r, key) }],
+    // readBy: the relay indexes Runs by it, so an invocation visits only those Runs, not every
+    // finished Run of the namespace (its cost stays flat as finished Runs are retained; issue 17).
+    ignore: [{ resource: R.runs, when: schedulerIgnores, readBy: schedulerReadBy }],
   },
   concurrency: 4,
   rbac: [

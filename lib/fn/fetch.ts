@@ -46,5 +46,7 @@ export function withFetched(state: State, kinds: Resource[], fetched: Fetched): 
             Object.entries(sel ?? {}).every(([k, v]) => o.metadata.labels?.[k] === v),
         );
     },
+    // The host's indexes answer the cached kinds only (a fetched kind is never indexed).
+    indexed: (r, by, value) => (live.has(resourcePath(r)) ? undefined : state.indexed?.(r, by, value)),
   };
 }

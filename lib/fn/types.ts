@@ -44,6 +44,11 @@ export interface WatchTrigger {
 export interface IgnoreDecl {
   resource: Resource;
   when: (o: KubeObject, key: string) => boolean;
+  /** The keys whose handler may read `o`: every key for which `when(o, key)` is false must be among
+   * them ([] when it is ignored for every key); pure, from the object alone. A host that indexes its
+   * cache by it (the relay) lists only these candidates for a key instead of every cached object of
+   * the kind, so an invocation's cost does not grow with the objects it ignores (issue 17). */
+  readBy?: (o: KubeObject) => string[];
 }
 
 /** An object read by name. */
@@ -112,6 +117,9 @@ export type Trigger = WatchTrigger | CronTrigger | AdmissionTrigger;
 export interface State {
   get(resource: Resource, namespace: string | undefined, name: string): KubeObject | undefined;
   list(resource: Resource, namespace?: string, labelSelector?: Record<string, string>): KubeObject[];
+  /** The objects of `resource` that `by` (an IgnoreDecl.readBy) maps to `value`, from the host's index;
+   * undefined when the host keeps no such index (the caller then lists). */
+  indexed?(resource: Resource, by: (o: KubeObject) => string[], value: string): KubeObject[] | undefined;
 }
 
 export type Operation =

@@ -1,0 +1,191 @@
+/**
+ * The relay's read side (issue 17): indexes by IgnoreDecl.readBy keep a scheduler or reaper
+ * invocation's reads independent of the namespace's finished Runs, and answer exactly what a
+ * full list without the ignored objects answers.
+ */
+import assert from 'node:assert/strict';
+import { Store } from '../lib/kube/cache.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { FakeState } from '../lib/fn/fake-state.ts';
+import { handlerState } from '../lib/fn/ignore.ts';
+import { R } from '../lib/fn/resources.ts';
+import type { IgnoreDecl, Operation, WatchFunction } from '../lib/fn/types.ts';
+import reaper, { FUNCTION_FINALIZER } from '../functions/run-reaper/index.ts';
+import scheduler from '../functions/run-scheduler/index.ts';
+import { KeyIndex, RelayCache } from './relay-cache.ts';
+
+const NOW = new Date('2026-12-01T20:30:00Z');
+const T = '2026-12-01T20:29:59Z';
+const PHASES = ['Pending', 'Scheduled', 'Running', 'Ready', 'Succeeded', 'Failed', 'Timeout', 'Cancelled'];
+
+let rv = 1;
+function run(
+  name: string,
+  phase: string,
+  o: { runtime?: string; ns?: string; pod?: string; fin?: boolean } = {},
+): KubeObject {
+  return {
+    metadata: {
+      name,
+      namespace: o.ns ?? 'ns',
+      uid: `uid-${name}`,
+      resourceVersion: String(rv++),
+      creationTimestamp: T,
+      ...(o.fin ? { finalizers: [FUNCTION_FINALIZER] } : {}),
+    },
+    spec: { runtime: o.runtime ?? 'bash', mode: { task: { args: ['echo'] } } },
+    status: {
+      phase,
+      ...(o.pod ? { assignedPod: o.pod, assignedPodUID: `uid-${o.pod}` } : {}),
+      ...(['Succeeded', 'Failed'].includes(phase) ? { completionTime: T } : {}),
+    },
+  };
+}
+
+const pod = (name: string): KubeObject => ({
+  metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '1', labels: { runtime: 'bash' } },
+  spec: { nodeName: 'n1' },
+  status: {
+    phase: 'Running',
+    conditions: [
+      { type: 'Ready', status: 'True' },
+      { type: 'kruntimes.io/RuntimedReady', status: 'True', lastProbeTime: T },
+    ],
+  },
+});
+
+/** A relay cache with one informer store per kind, fed like the relay feeds it (apply, then changed). */
+type Put = (r: typeof R.runs, o: KubeObject, type?: 'ADDED' | 'MODIFIED' | 'DELETED') => void;
+function cacheOf(fns: WatchFunction[], items: [typeof R.runs, KubeObject][]): { cache: RelayCache; put: Put } {
+  const cache = new RelayCache(fns);
+  const stores = new Map<string, Store<KubeObject>>();
+  const put: Put = (r, o, type = 'ADDED') => {
+    let s = stores.get(r.resource);
+    if (!s) {
+      stores.set(r.resource, (s = new Store<KubeObject>()));
+      cache.add(r, { store: s });
+    }
+    if (s.apply({ type, object: o })) cache.changed(r, o);
+  };
+  for (const [r, o] of items) put(r, o);
+  return { cache, put };
+}
+
+/** The function with its `when` counted (its readBy is the same function, so the relay's index still applies). */
+function counted(fn: WatchFunction): { fn: WatchFunction; calls: () => number } {
+  let n = 0;
+  const ignore: IgnoreDecl[] = (fn.trigger.ignore ?? []).map((d) => ({
+    ...d,
+    when: (o, key) => {
+      n++;
+      return d.when(o, key);
+    },
+  }));
+  return { fn: { ...fn, trigger: { ...fn.trigger, ignore } }, calls: () => n };
+}
+
+const names = (l: KubeObject[]): string[] => l.map((o) => o.metadata.name ?? '').sort();
+const sortOps = (ops: Operation[]): string[] => ops.map((o) => JSON.stringify(o)).sort();
+
+describe('KeyIndex', () => {
+  const by = (o: KubeObject): string[] => (o.metadata.labels?.k ? [o.metadata.labels.k] : []);
+  const obj = (k?: string): KubeObject => ({ metadata: { name: 'a', namespace: 'ns', labels: k ? { k } : {} } });
+
+  it('follows an object from value to value and out when it is gone or maps to none', () => {
+    const i = new KeyIndex(by);
+    i.update('ns/a', obj('x'));
+    assert.deepEqual(i.keys('x'), ['ns/a']);
+    i.update('ns/a', obj('y'));
+    assert.deepEqual([i.keys('x'), i.keys('y')], [[], ['ns/a']]);
+    i.update('ns/a', obj());
+    assert.deepEqual(i.keys('y'), []);
+    i.update('ns/a', obj('y'));
+    i.update('ns/a', undefined);
+    assert.deepEqual(i.keys('y'), []);
+  });
+});
+
+describe('RelayCache', () => {
+  it('indexes the newest copy over several informers of a kind; a delete in one keeps what another holds', () => {
+    const fn = scheduler as WatchFunction;
+    const readBy = fn.trigger.ignore![0]!.readBy!;
+    const cache = new RelayCache([fn]);
+    const a = new Store<KubeObject>();
+    const b = new Store<KubeObject>();
+    cache.add(R.runs, { store: a });
+    cache.add(R.runs, { store: b });
+    const pending = run('r', 'Pending');
+    const done = { ...run('r', 'Succeeded'), metadata: { ...pending.metadata, resourceVersion: '999999' } };
+    a.apply({ type: 'ADDED', object: pending });
+    cache.changed(R.runs, pending);
+    b.apply({ type: 'ADDED', object: done });
+    cache.changed(R.runs, done);
+    assert.deepEqual(cache.state.indexed!(R.runs, readBy, 'ns/bash'), [], 'the newer copy is finished');
+    b.apply({ type: 'DELETED', object: done });
+    cache.changed(R.runs, done);
+    assert.deepEqual(names(cache.state.indexed!(R.runs, readBy, 'ns/bash')!), ['r'], 'informer a still holds it');
+    a.apply({ type: 'DELETED', object: pending });
+    cache.changed(R.runs, pending);
+    assert.deepEqual(cache.state.indexed!(R.runs, readBy, 'ns/bash'), []);
+    assert.equal(
+      cache.state.indexed!(R.runs, () => [], 'ns/bash'),
+      undefined,
+      'an undeclared index is no index',
+    );
+  });
+});
+
+describe('scheduler and reaper readBy (issue 17)', () => {
+  const keys = ['ns/bash', 'ns/python', 'other/bash', 'ns/'];
+  const all: KubeObject[] = [];
+  for (const phase of PHASES)
+    for (const runtime of ['bash', 'python'])
+      for (const ns of ['ns', 'other'])
+        for (const fin of [false, true]) all.push(run(`${phase}-${runtime}-${ns}-${fin}`, phase, { runtime, ns, fin }));
+
+  for (const fn of [scheduler, reaper] as WatchFunction[])
+    it(`${fn.name}: readBy names exactly the keys for which its ignore keeps a Run`, () => {
+      const d = fn.trigger.ignore![0]!;
+      for (const o of all)
+        for (const k of keys)
+          assert.equal(d.readBy!(o).includes(k), !d.when(o, k), `${o.metadata.name ?? ''} for ${k}`);
+    });
+
+  for (const fn of [scheduler, reaper] as WatchFunction[])
+    it(`${fn.name}: an invocation visits only its Runtime's candidates, not 10,000 finished Runs, and decides the same`, async () => {
+      const items: [typeof R.runs, KubeObject][] = [[R.pods, pod('p1')]];
+      for (let i = 0; i < 10_000; i++) items.push([R.runs, run(`done-${i}`, 'Succeeded', { pod: 'p1' })]);
+      items.push(
+        [R.runs, run('pending-1', 'Pending')],
+        [R.runs, run('pending-2', 'Pending')],
+        [R.runs, run('running', 'Running', { pod: 'p1' })],
+        [R.runs, run('on-gone-pod', 'Running', { pod: 'p-gone' })],
+        [R.runs, run('leftover', 'Succeeded', { pod: 'p-gone', fin: true })],
+        [R.runs, run('other-runtime', 'Pending', { runtime: 'python' })],
+      );
+      const c = counted(fn);
+      const { cache } = cacheOf([fn], items);
+      const indexed = handlerState(c.fn, cache.state, 'ns/bash');
+      const full = handlerState(fn, new FakeState(items), 'ns/bash');
+      assert.deepEqual(names(indexed.list(R.runs, 'ns')), names(full.list(R.runs, 'ns')));
+      assert.ok(c.calls() <= 5, `ignore evaluated ${c.calls()} times for one list`);
+      const input = { key: 'ns/bash', object: undefined, now: NOW };
+      const ops = await fn.handler({ ...input, state: indexed });
+      assert.ok(ops.length > 0);
+      assert.deepEqual(sortOps(ops), sortOps(await fn.handler({ ...input, state: full })));
+    });
+
+  it('a Run leaves the scheduler index when it finishes and is read again when reset to Pending', () => {
+    const fn = scheduler as WatchFunction;
+    const { cache, put } = cacheOf([fn], []);
+    const s = handlerState(fn, cache.state, 'ns/bash');
+    put(R.runs, run('r', 'Running', { pod: 'p1' }));
+    assert.deepEqual(names(s.list(R.runs, 'ns')), ['r']);
+    put(R.runs, run('r', 'Succeeded', { pod: 'p1' }), 'MODIFIED');
+    assert.deepEqual(names(s.list(R.runs, 'ns')), []);
+    put(R.runs, run('r', 'Pending'), 'MODIFIED');
+    assert.deepEqual(names(s.list(R.runs, 'ns')), ['r']);
+    put(R.runs, run('r', 'Pending'), 'DELETED');
+    assert.deepEqual(names(s.list(R.runs, 'ns')), []);
+  });
+});
