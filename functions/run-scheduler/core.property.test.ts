@@ -539,6 +539,29 @@ describe('run-scheduler planBatch properties', () => {
     );
   });
 
+  it('answering plain Runs from an earlier wait of their shape never changes a plan (issue 17)', () => {
+    fc.assert(
+      fc.property(anyScenario, (input) => {
+        assert.deepEqual(normalized(planBatch(input)), normalized(planBatch(input, { memo: false })));
+      }),
+      RUNS,
+    );
+    // A backlog: every pending Run three more times (same spec, later names), so shapes repeat.
+    const backlog = anyScenario.map((input) => ({
+      ...input,
+      pending: input.pending.flatMap((r) => [
+        r,
+        ...[1, 2, 3].map((k) => ({ ...r, name: `${r.name}~${k}`, uid: `${r.uid}~${k}` })),
+      ]),
+    }));
+    fc.assert(
+      fc.property(backlog, (input) => {
+        assert.deepEqual(normalized(planBatch(input)), normalized(planBatch(input, { memo: false })));
+      }),
+      RUNS,
+    );
+  });
+
   it('is FIFO-fair: a Run never binds while an earlier identical Run waits', () => {
     const spec = (r: RunView): string =>
       canonical([r.namespace, r.requests, r.labels, r.affinity ?? null, r.workspace ?? null]);

@@ -98,6 +98,17 @@ export function fifoCompare(a: RunView, b: RunView): number {
   return compareStrings(a.name, b.name) || compareStrings(a.namespace, b.namespace) || compareStrings(a.uid, b.uid);
 }
 
+/** The Runs in fifoCompare's order, each creationTimestamp parsed once (not once per comparison). */
+function fifoOrder(runs: RunView[]): RunView[] {
+  const times = new Map(runs.map((r) => [r, timeOf(r)]));
+  return [...runs].sort((a, b) => {
+    const ta = times.get(a) ?? Number.POSITIVE_INFINITY;
+    const tb = times.get(b) ?? Number.POSITIVE_INFINITY;
+    if (ta !== tb) return ta < tb ? -1 : 1;
+    return compareStrings(a.name, b.name) || compareStrings(a.namespace, b.namespace) || compareStrings(a.uid, b.uid);
+  });
+}
+
 function comparePods(a: RuntimePod, b: RuntimePod): number {
   return compareStrings(a.name, b.name) || compareStrings(a.uid, b.uid);
 }
@@ -293,6 +304,27 @@ function bindInto(state: BatchState, run: RunView, decision: Extract<Decision, {
   state.targets.push({ uid: run.uid, namespace: run.namespace, podName: decision.pod.name, labels: run.labels });
 }
 
+export interface PlanOptions {
+  /** Answer a plain Run from the wait of an earlier one of the same shape (default true; see plainShape). */
+  memo?: boolean;
+  /** Counts the Runs decided against the Pods (the rest were answered by the memo). */
+  stats?: { evaluated: number };
+}
+
+/**
+ * The shape of a Run without affinity or workspace: its namespace and requests, all its decision
+ * depends on. Within a batch such a Run's wait is final for its shape: Pod availability is fixed,
+ * usage only grows (a Pod without room keeps none) and it has no affinity to satisfy, so a later
+ * Run of the same shape waits with the same reason and message. A backlog of N such Runs is then
+ * decided against the Pods only until the first waits, not N times per invocation (issue 17).
+ */
+export function plainShape(run: RunView): string | undefined {
+  if (run.affinity !== undefined || run.workspace !== undefined) return undefined;
+  const requests = Object.entries(run.requests);
+  if (requests.length === 0) return run.namespace;
+  return JSON.stringify([run.namespace, requests.sort(([a], [b]) => compareStrings(a, b))]);
+}
+
 /**
  * Plans one batch of pending Runs of `input.runtime` (see the module comment). Deterministic:
  * the result depends neither on the order of `pods` nor on the order of `pending`/`active`.
@@ -304,12 +336,13 @@ function bindInto(state: BatchState, run: RunView, decision: Extract<Decision, {
  * lists bindings in the order they were made, which is the order in which their usage and
  * targets were accounted; `wait` and `fail` are in FIFO order.
  */
-export function planBatch(input: PlanInput): Plan {
+export function planBatch(input: PlanInput, opts: PlanOptions = {}): Plan {
   const state = initialState(input);
-  const order = [...input.pending].sort(fifoCompare);
+  const order = fifoOrder(input.pending);
   const decisions: (Decision | undefined)[] = new Array<Decision | undefined>(order.length).fill(undefined);
   const dirty = new Array<boolean>(order.length).fill(true);
   const bind: Plan['bind'] = [];
+  const waits = new Map<string, Decision>();
   for (let i = 0; i < order.length;) {
     const run = order[i] as RunView;
     if (!dirty[i]) {
@@ -317,7 +350,13 @@ export function planBatch(input: PlanInput): Plan {
       continue;
     }
     dirty[i] = false;
-    const decision = decide(state, run);
+    const shape = opts.memo === false ? undefined : plainShape(run);
+    let decision = shape === undefined ? undefined : waits.get(shape);
+    if (!decision) {
+      decision = decide(state, run);
+      if (opts.stats) opts.stats.evaluated++;
+      if (shape !== undefined && decision.kind === 'wait') waits.set(shape, decision);
+    }
     decisions[i] = decision;
     if (decision.kind !== 'bind') {
       i++;

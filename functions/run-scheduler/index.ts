@@ -158,11 +158,7 @@ export function schedule({ key, state, now }: ReconcileInput): Operation[] {
     }
     pending.push(r);
   }
-  pending.sort(
-    (a, b) =>
-      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-      (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''),
-  );
+  // No sort here: planBatch orders the pending Runs itself (FIFO) and its plan does not depend on their order.
   if (pending.length) {
     const byName = new Map(pending.map((r) => [r.metadata.name, r]));
     const nodeLabels = (n?: string): Record<string, string> | undefined =>

@@ -13,19 +13,25 @@ import { resourcePath, type IgnoreDecl, type Resource, type State, type WatchFun
 const labelsMatch = (o: KubeObject, sel: Record<string, string> | undefined): boolean =>
   !sel || Object.entries(sel).every(([k, v]) => o.metadata.labels?.[k] === v);
 
-/** The key's candidates of `r` from the host's index when a declaration has `readBy` and the host
- * indexes it (a superset of what the key may read), else undefined. */
-function candidates(state: State, r: Resource, decls: IgnoreDecl[], key: string): KubeObject[] | undefined {
+/** What the key may read of `r` by one declaration, from the host's index when the declaration has
+ * `readBy` and the host indexes it (then that declaration needs no further check), else undefined. */
+function fromIndex(
+  state: State,
+  r: Resource,
+  decls: IgnoreDecl[],
+  key: string,
+): { objects: KubeObject[]; by: IgnoreDecl } | undefined {
   if (!state.indexed) return undefined;
   for (const d of decls) {
-    const hit = d.readBy ? state.indexed(r, d.readBy, key) : undefined;
-    if (hit) return hit;
+    const objects = d.readBy ? state.indexed(r, d.readBy, key) : undefined;
+    if (objects) return { objects, by: d };
   }
   return undefined;
 }
 
 export function withoutIgnored(state: State, ignore: IgnoreDecl[], key: string): State {
   const by = new Map<string, IgnoreDecl[]>();
+  // A list answered from an index skips the check of the declaration it used: readBy is exact.
   for (const i of ignore) by.set(resourcePath(i.resource), [...(by.get(resourcePath(i.resource)) ?? []), i]);
   const ignored = (path: string, o: KubeObject): boolean => (by.get(path) ?? []).some((d) => d.when(o, key));
   return {
@@ -36,11 +42,12 @@ export function withoutIgnored(state: State, ignore: IgnoreDecl[], key: string):
     list: (r, ns, sel) => {
       const decls = by.get(resourcePath(r));
       if (!decls) return state.list(r, ns, sel);
-      const some = candidates(state, r, decls, key);
-      const all = some
-        ? some.filter((o) => (!ns || o.metadata.namespace === ns) && labelsMatch(o, sel))
-        : state.list(r, ns, sel);
-      return all.filter((o) => !ignored(resourcePath(r), o));
+      const hit = fromIndex(state, r, decls, key);
+      if (!hit) return state.list(r, ns, sel).filter((o) => !decls.some((d) => d.when(o, key)));
+      const rest = decls.filter((d) => d !== hit.by);
+      return hit.objects.filter(
+        (o) => (!ns || o.metadata.namespace === ns) && labelsMatch(o, sel) && !rest.some((d) => d.when(o, key)),
+      );
     },
   };
 }

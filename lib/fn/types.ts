@@ -44,10 +44,10 @@ export interface WatchTrigger {
 export interface IgnoreDecl {
   resource: Resource;
   when: (o: KubeObject, key: string) => boolean;
-  /** The keys whose handler may read `o`: every key for which `when(o, key)` is false must be among
-   * them ([] when it is ignored for every key); pure, from the object alone. A host that indexes its
-   * cache by it (the relay) lists only these candidates for a key instead of every cached object of
-   * the kind, so an invocation's cost does not grow with the objects it ignores (issue 17). */
+  /** The keys whose handler may read `o`: exactly those for which `when(o, key)` is false ([] when
+   * it is ignored for every key); pure, from the object alone. A host that indexes its cache by it
+   * (the relay) lists only these objects for a key instead of every cached object of the kind, so
+   * an invocation's cost does not grow with the objects it ignores (issue 17). */
   readBy?: (o: KubeObject) => string[];
 }
 
