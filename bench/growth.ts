@@ -256,6 +256,8 @@ interface Point {
   p50: number;
   p95: number;
   tput: number;
+  /** First create -> last completion (s): a backlog's drain time. */
+  wallS: number;
   ok: number;
   cpuPerRun: number;
   byComponent: Map<string, number>;
@@ -312,6 +314,7 @@ async function point(
     p50: r.p50,
     p95: r.p95,
     tput: r.ok / r.wallS,
+    wallS: r.wallS,
     ok: r.ok,
     cpuPerRun: [...byComponent.values()].reduce((a, b) => a + b, 0),
     byComponent,
@@ -363,11 +366,11 @@ function retainedStatus(i: number): Record<string, unknown> {
 }
 
 /** Grows the namespace's retained Runs from `have` to `want` (extension server scaled to 0 meanwhile). */
-async function retain(api: KubeClient, have: number, want: number): Promise<number> {
+async function retain(api: KubeClient, root: string, have: number, want: number): Promise<number> {
   if (!template) throw new Error('no finished Run to copy the status from');
   const t0 = performance.now();
   await scaleExtension(api, 0);
-  await pool(want - have, 32, async (k) => {
+  await pool(want - have, 48, async (k) => {
     const i = have + k;
     const name = `retained-${i}`;
     const created = await retry(() =>
@@ -387,6 +390,9 @@ async function retain(api: KubeClient, have: number, want: number): Promise<numb
   });
   const written = performance.now() - t0;
   await scaleExtension(api, 1);
+  // Ready may come before the new process leads; wait until its relay caches every Run.
+  const cached = async (): Promise<number> => (await extMetrics(api, root).catch(() => undefined))?.cachedRuns ?? NaN;
+  while (!((await cached()) >= want)) await sleep(250);
   log(
     `retained ${have} -> ${want}: written in ${(written / 1000).toFixed(1)} s, extension server back in ${((performance.now() - t0 - written) / 1000).toFixed(1)} s`,
   );
@@ -419,13 +425,11 @@ async function axes(ctx: { api: KubeClient; root: string; mine: (cmd: string) =>
   let have = 0;
   for (const want of RETAINED) {
     // Every point's extension server starts afresh with its retained Runs (0 too: the same footing).
-    if (want > have || want === 0) await retain(api, have, want);
+    if (want > have || want === 0) await retain(api, root, have, want);
     have = Math.max(have, want);
-    await sleep(2000);
+    const shape = { retained: have, pods: 1, runs: RUNS, conc: CONC, warm: 10 };
+    res.retained.push(await point(ctx, `retained=${have}`, shape));
     res.memory.push({ retained: have, ...(await extMemory(api, root)) });
-    res.retained.push(
-      await point(ctx, `retained=${have}`, { retained: have, pods: 1, runs: RUNS, conc: CONC, warm: 10 }),
-    );
   }
   return res;
 }
@@ -441,12 +445,12 @@ function table(title: string, axis: (p: Point) => string, points: Point[]): stri
     const sched = p.calls.get('run-scheduler');
     const cpuRatio = base ? (p.cpuPerRun / base.cpuPerRun).toFixed(2) : 'n/a';
     const p50Ratio = base ? (p.p50 / base.p50).toFixed(2) : 'n/a';
-    return `| ${axis(p)} | ${p.ok}/${p.runs} | ${f1(p.p50)} (${p50Ratio}x) | ${f1(p.p95)} | ${f1(p.tput)} | ${f1(p.cpuPerRun)} (${cpuRatio}x) | ${top} | ${sched ? `${sched[0].toFixed(2)} / ${sched[1].toFixed(2)}` : 'n/a'} | ${f1(p.heapMb)} / ${f1(p.rssMb)} | ${f1(p.load)} |`;
+    return `| ${axis(p)} | ${p.ok}/${p.runs} | ${f1(p.p50)} (${p50Ratio}x) | ${f1(p.p95)} | ${f1(p.wallS)} | ${f1(p.tput)} | ${f1(p.cpuPerRun)} (${cpuRatio}x) | ${top} | ${sched ? `${sched[0].toFixed(2)} / ${sched[1].toFixed(2)}` : 'n/a'} | ${f1(p.heapMb)} / ${f1(p.rssMb)} | ${f1(p.load)} |`;
   });
   return [
     `${title}`,
-    '| point | ok | p50 ms (ratio) | p95 ms | Runs/s | CPU ms per Run (ratio) | by component (ms per Run) | scheduler calls / ms per Run | ext heap / RSS MiB | load |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| point | ok | p50 ms (ratio) | p95 ms | drain s | Runs/s | CPU ms per Run (ratio) | by component (ms per Run) | scheduler calls / ms per Run | ext heap / RSS MiB | load |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');
@@ -466,7 +470,7 @@ function report(r: Result): string {
     table('Runtime Pods (0 retained Runs)', (p) => `${p.pods} Pods`, r.pods),
     table('Backlog (created at once, concurrency 50; 1 Pod, 0 retained)', (p) => `${p.runs} Runs`, r.backlog),
     table('Retained (finished) Runs in the namespace (1 Pod)', (p) => `${p.retained} retained`, r.retained),
-    `Extension server after a restart with the retained Runs (quiet, smallest of 5 samples)${per10k}`,
+    `Extension server restarted with the retained Runs, after the point's bursts (quiet, smallest of 5 samples)${per10k}`,
     '| retained | Runs cached | heap MiB | RSS MiB |',
     '|---|---|---|---|',
     ...mem,
