@@ -135,6 +135,31 @@ describe('RelayCache', () => {
   });
 });
 
+describe('RelayCache list over several informers', () => {
+  it('answers each object by its newest copy: an older copy that matches never stands in for it', () => {
+    const cache = new RelayCache();
+    const a = new Store<KubeObject>();
+    const b = new Store<KubeObject>();
+    cache.add(R.runs, { store: a });
+    cache.add(R.runs, { store: b });
+    const v = (name: string, rv: string, label: string): KubeObject => ({
+      metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { k: label } },
+    });
+    a.apply({ type: 'ADDED', object: v('x', '5', 'yes') });
+    b.apply({ type: 'ADDED', object: v('x', '9', 'no') });
+    a.apply({ type: 'ADDED', object: v('y', '9', 'yes') });
+    b.apply({ type: 'ADDED', object: v('y', '5', 'no') });
+    b.apply({ type: 'ADDED', object: v('z', '1', 'yes') });
+    const got = cache.state.list(R.runs, 'ns', { k: 'yes' });
+    assert.deepEqual(got.map((o) => `${o.metadata.name ?? ''}@${o.metadata.resourceVersion ?? ''}`).sort(), [
+      'y@9',
+      'z@1',
+    ]);
+    assert.deepEqual(names(cache.state.list(R.runs, 'other')), []);
+    assert.deepEqual(names(cache.state.list(R.runs)), ['x', 'y', 'z']);
+  });
+});
+
 describe('scheduler and reaper readBy (issue 17)', () => {
   const keys = ['ns/bash', 'ns/python', 'other/bash', 'ns/'];
   const all: KubeObject[] = [];

@@ -128,14 +128,14 @@ export class RelayCache<H extends Holder = Holder> {
       const hs = this.holders(resourcePath(r));
       const keep = (o: KubeObject): boolean => (!ns || o.metadata.namespace === ns) && matchesLabels(o, sel);
       if (hs.length === 1) return hs[0]!.store.list().filter(keep);
-      const seen = new Map<string, KubeObject>();
-      for (const h of hs)
-        for (const o of h.store.list()) {
-          const k = keyOf(o);
-          const prev = seen.get(k);
-          if (!prev || newer(o, prev)) seen.set(k, o);
-        }
-      return [...seen.values()].filter(keep);
+      // Keys of the copies that match, then each key's newest copy if it still matches (an older
+      // copy that matches never stands in for a newer one that does not).
+      const keys = new Set<string>();
+      for (const h of hs) for (const o of h.store.list()) if (keep(o)) keys.add(keyOf(o));
+      return [...keys].flatMap((k) => {
+        const o = this.byKey(resourcePath(r), k);
+        return o && keep(o) ? [o] : [];
+      });
     },
     indexed: (r, by, value) => {
       const path = resourcePath(r);
