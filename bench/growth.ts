@@ -131,7 +131,7 @@ async function extMetrics(api: KubeClient, root: string): Promise<ExtMetrics> {
 async function extMemory(
   api: KubeClient,
   root: string,
-): Promise<{ heapMb: number; rssMb: number; cachedRuns: number }> {
+): Promise<{ heapMb: number; rssMb: number; cachedRuns: number; runtimedMb: number }> {
   let heap = Infinity;
   let rss = Infinity;
   let cached = NaN;
@@ -142,7 +142,9 @@ async function extMemory(
     cached = m.cachedRuns;
     await sleep(1000);
   }
-  return { heapMb: heap, rssMb: rss, cachedRuns: cached };
+  const pods = await podsOf(api, NS, `runtime=${RT}`).catch(() => []);
+  const runtimedMb = Math.max(0, ...pods.map((p) => rssMb(podPids(root, p).runtimed)));
+  return { heapMb: heap, rssMb: rss, cachedRuns: cached, runtimedMb };
 }
 
 async function scaleExtension(api: KubeClient, replicas: number): Promise<void> {
@@ -405,7 +407,7 @@ interface Result {
   pods: Point[];
   backlog: Point[];
   retained: Point[];
-  memory: { retained: number; heapMb: number; rssMb: number; cachedRuns: number }[];
+  memory: { retained: number; heapMb: number; rssMb: number; cachedRuns: number; runtimedMb: number }[];
   scaleMs: Map<number, number>;
 }
 
@@ -457,7 +459,9 @@ function table(title: string, axis: (p: Point) => string, points: Point[]): stri
 }
 
 function report(r: Result): string {
-  const mem = r.memory.map((m) => `| ${m.retained} | ${m.cachedRuns} | ${f1(m.heapMb)} | ${f1(m.rssMb)} |`);
+  const mem = r.memory.map(
+    (m) => `| ${m.retained} | ${m.cachedRuns} | ${f1(m.heapMb)} | ${f1(m.rssMb)} | ${f1(m.runtimedMb)} |`,
+  );
   const first = r.memory[0];
   const last = r.memory.at(-1);
   const per10k =
@@ -471,8 +475,8 @@ function report(r: Result): string {
     table('Backlog (created at once, concurrency 50; 1 Pod, 0 retained)', (p) => `${p.runs} Runs`, r.backlog),
     table('Retained (finished) Runs in the namespace (1 Pod)', (p) => `${p.retained} retained`, r.retained),
     `Extension server restarted with the retained Runs, after the point's bursts (quiet, smallest of 5 samples)${per10k}`,
-    '| retained | Runs cached | heap MiB | RSS MiB |',
-    '|---|---|---|---|',
+    '| retained | Runs cached | heap MiB | RSS MiB | runtimed RSS MiB (its Pod ran them all) |',
+    '|---|---|---|---|---|',
     ...mem,
     '',
   ].join('\n');
