@@ -19,8 +19,12 @@
  *   BENCH_GROWTH_RETAINED=0,200 BENCH_GROWTH_PODS=1,3 BENCH_GROWTH_BACKLOG=100 BENCH_RUNS=30 npx tsx bench/growth.ts
  * Knobs: BENCH_GROWTH_RETAINED (0,1000,10000), BENCH_GROWTH_PODS (1,10,50), BENCH_GROWTH_BACKLOG
  * (250,1000; empty to skip), BENCH_RUNS (100), BENCH_CONCURRENCY (25), BENCH_CAPACITY slots per Pod (64),
- * BENCH_GROWTH_NODES (3), BENCH_KEEP=1 keeps the environment.
+ * BENCH_GROWTH_NODES (3), BENCH_KEEP=1 keeps the environment, BENCH_GROWTH_BEFORE=<bundle dir> measures every
+ * point twice in the same environment: the extension server restarted on that bundle (built by
+ * `npx tsx localenv/bundle.ts` in a checkout of the code before a change) and on this checkout's;
+ * dist/ is a link to one of them meanwhile (restored at the end).
  */
+import { cpSync, existsSync, lstatSync, renameSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { down, up } from '../localenv/environment.ts';
@@ -47,6 +51,12 @@ const RUNS = Number(process.env.BENCH_RUNS ?? '100');
 const CONC = Number(process.env.BENCH_CONCURRENCY ?? '25');
 const SLOTS = Number(process.env.BENCH_CAPACITY ?? '64');
 const NODES = Number(process.env.BENCH_GROWTH_NODES ?? '3');
+/** A bundle directory built from the code to compare with (`npx tsx localenv/bundle.ts` in that checkout):
+ * every point is then measured twice in the same environment, the extension server restarted on
+ * that bundle ("before") and on this checkout's ("after"). */
+const BEFORE = process.env.BENCH_GROWTH_BEFORE;
+type Variant = 'before' | 'after';
+const VARIANTS: Variant[] = BEFORE ? ['before', 'after'] : ['after'];
 const NS = 'growth';
 const RT = 'growth-bash';
 const G = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}`;
@@ -54,6 +64,13 @@ const EXT_NS = 'kruntimes-system';
 const EXT_SEL = 'app.kubernetes.io/name=kruntimes-extension';
 const TERMINAL = ['Succeeded', 'Failed', 'Timeout', 'Cancelled'];
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Fails a wait that lasts longer than `ms` (a benchmark must not hold the cluster lock forever). */
+function deadline(what: string, ms: number): () => void {
+  const end = Date.now() + ms;
+  return () => {
+    if (Date.now() > end) throw new Error(`${what}: not done after ${ms / 1000} s`);
+  };
+}
 const log = (m: string): void => void process.stderr.write(`[growth ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 
 type Run = KubeObject & {
@@ -149,7 +166,9 @@ async function extMemory(
 
 async function scaleExtension(api: KubeClient, replicas: number): Promise<void> {
   await api.patch(`/apis/apps/v1/namespaces/${EXT_NS}/deployments/kruntimes-extension`, { spec: { replicas } });
+  const check = deadline(`extension server at ${replicas} replicas`, 120_000);
   for (;;) {
+    check();
     const pods = await api.list<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
       `/api/v1/namespaces/${EXT_NS}/pods`,
       { labelSelector: EXT_SEL },
@@ -160,6 +179,46 @@ async function scaleExtension(api: KubeClient, replicas: number): Promise<void> 
     );
     if (replicas === 0 ? pods.items.length === 0 : ready.length >= replicas) return;
     await sleep(200);
+  }
+}
+
+/** dist/ becomes a link to dist-after/ (this checkout's build) or dist-before/ (BENCH_GROWTH_BEFORE's copy). */
+function setupBundles(): void {
+  if (!BEFORE) return;
+  const dist = join(REPO_ROOT, 'dist');
+  rmSync(join(REPO_ROOT, 'dist-after'), { recursive: true, force: true });
+  rmSync(join(REPO_ROOT, 'dist-before'), { recursive: true, force: true });
+  renameSync(dist, join(REPO_ROOT, 'dist-after'));
+  cpSync(BEFORE, join(REPO_ROOT, 'dist-before'), { recursive: true });
+  symlinkSync('dist-after', dist);
+}
+
+function useBundle(v: Variant): void {
+  if (!BEFORE) return;
+  const dist = join(REPO_ROOT, 'dist');
+  unlinkSync(dist);
+  symlinkSync(v === 'before' ? 'dist-before' : 'dist-after', dist);
+}
+
+function restoreBundles(): void {
+  const dist = join(REPO_ROOT, 'dist');
+  if (!BEFORE || !existsSync(join(REPO_ROOT, 'dist-after'))) return;
+  if (lstatSync(dist, { throwIfNoEntry: false })?.isSymbolicLink()) unlinkSync(dist);
+  renameSync(join(REPO_ROOT, 'dist-after'), dist);
+  rmSync(join(REPO_ROOT, 'dist-before'), { recursive: true, force: true });
+}
+
+/** The extension server restarted on a variant's bundle, its relay caching the namespace's `runs` Runs. */
+async function restartOn(api: KubeClient, root: string, v: Variant, runs: number): Promise<void> {
+  await scaleExtension(api, 0);
+  useBundle(v);
+  await scaleExtension(api, 1);
+  // Ready may come before the new process leads; wait until its relay caches every Run.
+  const cached = async (): Promise<number> => (await extMetrics(api, root).catch(() => undefined))?.cachedRuns ?? NaN;
+  const check = deadline(`the extension server's relay caching ${runs} Runs`, 120_000);
+  while (!((await cached()) >= runs)) {
+    check();
+    await sleep(250);
   }
 }
 
@@ -181,7 +240,9 @@ async function readyPods(api: KubeClient): Promise<PodObj[]> {
 async function scaleRuntime(api: KubeClient, n: number): Promise<number> {
   const t0 = performance.now();
   await api.patch(`${G}/runtimes/${RT}`, { spec: { replicas: n } });
+  const check = deadline(`Runtime at ${n} Pods`, 300_000);
   for (;;) {
+    check();
     const all = (await api.list<PodObj>(`/api/v1/namespaces/${NS}/pods`, { labelSelector: `runtime=${RT}` })).items;
     if (all.length === n && (await readyPods(api)).length === n) return performance.now() - t0;
     await sleep(200);
@@ -214,6 +275,7 @@ async function burst(api: KubeClient, tag: string, n: number, conc: number): Pro
   watch.start();
   await watch.synced;
   const t0 = Date.now();
+  const timer = setTimeout(() => resolveAll(), 300_000);
   await pool(n, conc, async (i) => {
     const name = `${tag}-${i}`;
     created[name] = Date.now();
@@ -227,7 +289,9 @@ async function burst(api: KubeClient, tag: string, n: number, conc: number): Pro
     );
   });
   await all;
+  clearTimeout(timer);
   watch.stop();
+  if (done.size < n) throw new Error(`burst ${tag}: ${done.size}/${n} Runs ended after 300 s`);
   const runs = [...done.values()];
   const end = (r: Run): number => Date.parse(r.status?.completionTime ?? '');
   const s = summary(runs.map((r) => end(r) - (created[r.metadata.name ?? ''] ?? 0)));
@@ -252,6 +316,7 @@ async function removeBurst(api: KubeClient, tag: string): Promise<void> {
 
 interface Point {
   label: string;
+  variant: Variant;
   retained: number;
   pods: number;
   runs: number;
@@ -293,7 +358,7 @@ let seq = 0;
 async function point(
   ctx: { api: KubeClient; root: string; mine: (cmd: string) => boolean },
   label: string,
-  shape: { retained: number; pods: number; runs: number; conc: number; warm: number },
+  shape: { retained: number; pods: number; runs: number; conc: number; warm: number; variant: Variant },
 ): Promise<Point> {
   const { api, root, mine } = ctx;
   const warm = `w${seq}`;
@@ -310,6 +375,7 @@ async function point(
   const byComponent = perRun(c0, c1, shape.runs);
   const p: Point = {
     label,
+    variant: shape.variant,
     retained: shape.retained,
     pods: shape.pods,
     runs: shape.runs,
@@ -325,7 +391,7 @@ async function point(
     rssMb: m1.rssMb,
     load: (load + (loadavg()[0] ?? NaN)) / 2,
   };
-  log(`${label}: ${formatPoint(p)}`);
+  log(`${label} ${shape.variant}: ${formatPoint(p)}`);
   // The retained Runs copy the latest finished Run's status (a Pod of the Runtime as it is now).
   template = r.done.find((x) => x.status?.phase === 'Succeeded') ?? template;
   await removeBurst(api, tag);
@@ -367,8 +433,8 @@ function retainedStatus(i: number): Record<string, unknown> {
   return s;
 }
 
-/** Grows the namespace's retained Runs from `have` to `want` (extension server scaled to 0 meanwhile). */
-async function retain(api: KubeClient, root: string, have: number, want: number): Promise<number> {
+/** Grows the namespace's retained Runs from `have` to `want` (extension server scaled to 0; the caller starts it). */
+async function retain(api: KubeClient, have: number, want: number): Promise<number> {
   if (!template) throw new Error('no finished Run to copy the status from');
   const t0 = performance.now();
   await scaleExtension(api, 0);
@@ -390,14 +456,7 @@ async function retain(api: KubeClient, root: string, have: number, want: number)
       }),
     );
   });
-  const written = performance.now() - t0;
-  await scaleExtension(api, 1);
-  // Ready may come before the new process leads; wait until its relay caches every Run.
-  const cached = async (): Promise<number> => (await extMetrics(api, root).catch(() => undefined))?.cachedRuns ?? NaN;
-  while (!((await cached()) >= want)) await sleep(250);
-  log(
-    `retained ${have} -> ${want}: written in ${(written / 1000).toFixed(1)} s, extension server back in ${((performance.now() - t0 - written) / 1000).toFixed(1)} s`,
-  );
+  log(`retained ${have} -> ${want}: written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return performance.now() - t0;
 }
 
@@ -407,52 +466,77 @@ interface Result {
   pods: Point[];
   backlog: Point[];
   retained: Point[];
-  memory: { retained: number; heapMb: number; rssMb: number; cachedRuns: number; runtimedMb: number }[];
+  memory: {
+    retained: number;
+    variant: Variant;
+    heapMb: number;
+    rssMb: number;
+    cachedRuns: number;
+    runtimedMb: number;
+  }[];
   scaleMs: Map<number, number>;
 }
 
-async function axes(ctx: { api: KubeClient; root: string; mine: (cmd: string) => boolean }): Promise<Result> {
+type Ctx = { api: KubeClient; root: string; mine: (cmd: string) => boolean };
+type Shape = { retained: number; pods: number; runs: number; conc: number; warm: number };
+
+/** One point per variant, each on an extension server restarted on its bundle. */
+async function points(ctx: Ctx, label: string, shape: Shape, out: Point[]): Promise<void> {
+  for (const variant of VARIANTS) {
+    await restartOn(ctx.api, ctx.root, variant, shape.retained);
+    out.push(await point(ctx, label, { ...shape, variant }));
+  }
+}
+
+async function axes(ctx: Ctx): Promise<Result> {
   const { api, root } = ctx;
   const res: Result = { pods: [], backlog: [], retained: [], memory: [], scaleMs: new Map() };
   for (const n of PODS) {
     res.scaleMs.set(n, await scaleRuntime(api, n));
     log(`Runtime at ${n} Pods (${(res.scaleMs.get(n)! / 1000).toFixed(1)} s)`);
     const warm = Math.max(10, 2 * n);
-    res.pods.push(await point(ctx, `pods=${n}`, { retained: 0, pods: n, runs: RUNS, conc: CONC, warm }));
+    await points(ctx, `pods=${n}`, { retained: 0, pods: n, runs: RUNS, conc: CONC, warm }, res.pods);
   }
   if (PODS.at(-1) !== 1) await scaleRuntime(api, 1);
   for (const n of BACKLOG)
-    res.backlog.push(await point(ctx, `backlog=${n}`, { retained: 0, pods: 1, runs: n, conc: 50, warm: 10 }));
-  if (!BACKLOG.length) await point(ctx, 'template', { retained: 0, pods: 1, runs: 5, conc: 5, warm: 1 });
+    await points(ctx, `backlog=${n}`, { retained: 0, pods: 1, runs: n, conc: 50, warm: 10 }, res.backlog);
+  if (!BACKLOG.length)
+    await point(ctx, 'template', { retained: 0, pods: 1, runs: 5, conc: 5, warm: 1, variant: 'after' });
   let have = 0;
   for (const want of RETAINED) {
-    // Every point's extension server starts afresh with its retained Runs (0 too: the same footing).
-    if (want > have || want === 0) await retain(api, root, have, want);
+    if (want > have) await retain(api, have, want);
     have = Math.max(have, want);
-    const shape = { retained: have, pods: 1, runs: RUNS, conc: CONC, warm: 10 };
-    res.retained.push(await point(ctx, `retained=${have}`, shape));
-    res.memory.push({ retained: have, ...(await extMemory(api, root)) });
+    for (const variant of VARIANTS) {
+      await restartOn(api, root, variant, have);
+      const shape = { retained: have, pods: 1, runs: RUNS, conc: CONC, warm: 10, variant };
+      res.retained.push(await point(ctx, `retained=${have}`, shape));
+      res.memory.push({ retained: have, variant, ...(await extMemory(api, root)) });
+    }
   }
   return res;
 }
 
-function table(title: string, axis: (p: Point) => string, points: Point[]): string {
-  const base = points[0];
-  const rows = points.map((p) => {
+function table(title: string, axis: (p: Point) => string, all: Point[]): string {
+  const rows = all.map((p) => {
+    const base = all.find((x) => x.variant === p.variant);
+    const before = all.find((x) => x.variant === 'before' && x.label === p.label);
     const top = [...p.byComponent.entries()]
       .sort((a, b) => b[1] - a[1])
       .slice(0, 4)
       .map(([k, v]) => `${k} ${f1(v)}`)
       .join(', ');
     const sched = p.calls.get('run-scheduler');
-    const cpuRatio = base ? (p.cpuPerRun / base.cpuPerRun).toFixed(2) : 'n/a';
-    const p50Ratio = base ? (p.p50 / base.p50).toFixed(2) : 'n/a';
-    return `| ${axis(p)} | ${p.ok}/${p.runs} | ${f1(p.p50)} (${p50Ratio}x) | ${f1(p.p95)} | ${f1(p.wallS)} | ${f1(p.tput)} | ${f1(p.cpuPerRun)} (${cpuRatio}x) | ${top} | ${sched ? `${sched[0].toFixed(2)} / ${sched[1].toFixed(2)}` : 'n/a'} | ${f1(p.heapMb)} / ${f1(p.rssMb)} | ${f1(p.load)} |`;
+    const r = (a: number, b: number | undefined): string => (b ? `${(a / b).toFixed(2)}x` : 'n/a');
+    const vsBefore =
+      p.variant === 'after' && before
+        ? `p50 ${r(p.p50, before.p50)}, CPU ${r(p.cpuPerRun, before.cpuPerRun)}, ext ${r(p.byComponent.get('extension-server') ?? 0, before.byComponent.get('extension-server'))}`
+        : '';
+    return `| ${axis(p)} | ${p.variant} | ${p.ok}/${p.runs} | ${f1(p.p50)} (${r(p.p50, base?.p50)}) | ${f1(p.p95)} | ${f1(p.wallS)} | ${f1(p.tput)} | ${f1(p.cpuPerRun)} (${r(p.cpuPerRun, base?.cpuPerRun)}) | ${top} | ${sched ? `${sched[0].toFixed(2)} / ${sched[1].toFixed(1)}` : 'n/a'} | ${f1(p.heapMb)} / ${f1(p.rssMb)} | ${f1(p.load)} | ${vsBefore} |`;
   });
   return [
     `${title}`,
-    '| point | ok | p50 ms (ratio) | p95 ms | drain s | Runs/s | CPU ms per Run (ratio) | by component (ms per Run) | scheduler calls / ms per Run | ext heap / RSS MiB | load |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| point | code | ok | p50 ms (vs first point) | p95 ms | drain s | Runs/s | CPU ms per Run (vs first point) | by component (ms per Run) | scheduler calls / wall ms per Run | ext heap / RSS MiB | load | after vs before |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');
@@ -460,23 +544,26 @@ function table(title: string, axis: (p: Point) => string, points: Point[]): stri
 
 function report(r: Result): string {
   const mem = r.memory.map(
-    (m) => `| ${m.retained} | ${m.cachedRuns} | ${f1(m.heapMb)} | ${f1(m.rssMb)} | ${f1(m.runtimedMb)} |`,
+    (m) =>
+      `| ${m.retained} | ${m.variant} | ${m.cachedRuns} | ${f1(m.heapMb)} | ${f1(m.rssMb)} | ${f1(m.runtimedMb)} |`,
   );
-  const first = r.memory[0];
-  const last = r.memory.at(-1);
-  const per10k =
-    first && last && last.retained > first.retained
-      ? ` — per 10k retained Runs: heap +${f1(((last.heapMb - first.heapMb) * 10_000) / (last.retained - first.retained))} MiB, RSS +${f1(((last.rssMb - first.rssMb) * 10_000) / (last.retained - first.retained))} MiB`
-      : '';
+  const per10k = VARIANTS.map((v) => {
+    const ms = r.memory.filter((m) => m.variant === v);
+    const first = ms[0];
+    const last = ms.at(-1);
+    if (!first || !last || last.retained <= first.retained) return '';
+    const k = 10_000 / (last.retained - first.retained);
+    return ` ${v}: heap +${f1((last.heapMb - first.heapMb) * k)} MiB, RSS +${f1((last.rssMb - first.rssMb) * k)} MiB per 10k retained Runs;`;
+  }).join('');
   return [
     `growth: ${RUNS}-Run bursts at concurrency ${CONC}, ${SLOTS} slots per Pod, ${NODES} node-agent nodes; Runtime scale-up to ready: ${[...r.scaleMs.entries()].map(([n, ms]) => `${n} Pods ${(ms / 1000).toFixed(1)} s`).join(', ')}`,
     '',
     table('Runtime Pods (0 retained Runs)', (p) => `${p.pods} Pods`, r.pods),
     table('Backlog (created at once, concurrency 50; 1 Pod, 0 retained)', (p) => `${p.runs} Runs`, r.backlog),
     table('Retained (finished) Runs in the namespace (1 Pod)', (p) => `${p.retained} retained`, r.retained),
-    `Extension server restarted with the retained Runs, after the point's bursts (quiet, smallest of 5 samples)${per10k}`,
-    '| retained | Runs cached | heap MiB | RSS MiB | runtimed RSS MiB (its Pod ran them all) |',
-    '|---|---|---|---|---|',
+    `Extension server restarted with the retained Runs, after the point's bursts (quiet, smallest of 5 samples):${per10k}`,
+    '| retained | code | Runs cached | heap MiB | RSS MiB | runtimed RSS MiB (its Pod ran them all) |',
+    '|---|---|---|---|---|---|',
     ...mem,
     '',
   ].join('\n');
@@ -490,6 +577,7 @@ async function main(): Promise<void> {
   log(`environment up in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   const api = env.admin;
   try {
+    setupBundles();
     await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await api.create(`${G}/runtimes`, benchRuntime(RT, PODS[0] ?? 1, SLOTS));
     const mine = (cmd: string): boolean => cmd.includes(root);
@@ -499,6 +587,7 @@ async function main(): Promise<void> {
   } finally {
     api.close();
     if (process.env.BENCH_KEEP !== '1') await down(root, { purge: true });
+    restoreBundles();
   }
 }
 
