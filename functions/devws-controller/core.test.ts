@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { D, type Operation, type Project, type Workspace } from '../../lib/devws/api.ts';
+import { writeBatches } from '../../lib/fn/execute.ts';
 import { FakeState } from '../../lib/fn/fake-state.ts';
 import { R } from '../../lib/fn/resources.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
@@ -23,13 +24,16 @@ let uid = 0;
 const writes: string[] = [];
 
 function apply(state: FakeState, ops: FnOp[]): void {
-  // The host writes consecutive status operations in parallel: a write ordered against the
-  // Operation's needs a barrier (several Workspaces, or a Workspace and its Project, may go together).
-  ops.forEach((o, i) => {
-    const next = ops[i + 1];
-    const pair = o.op === 'status' && next?.op === 'status' ? [o.resource.kind, next.resource.kind] : [];
-    assert.ok(!pair.includes('Operation'), 'an Operation status write in one parallel batch with another');
-  });
+  // The host sends the writes of one batch in parallel (lib/fn/execute.ts writeBatches, the real
+  // batching): a write ordered against the Operation's needs a barrier (several Workspaces, or a
+  // Workspace and its Project, may go together).
+  for (const batch of writeBatches(ops)) {
+    const kinds = batch.flatMap((o) => (o.op === 'status' ? [o.resource.kind] : []));
+    assert.ok(
+      !(kinds.includes('Operation') && kinds.length > 1),
+      `an Operation status write in one parallel batch with another: ${kinds.join(', ')}`,
+    );
+  }
   for (const o of ops) {
     if (o.op === 'status') {
       const st = o.object.status as { state?: string; observedState?: string; lifecycle?: string };

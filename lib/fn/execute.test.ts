@@ -42,4 +42,9 @@ describe('fn executeOperations: write batches', () => {
     ];
     assert.deepEqual(names(writeBatches(ops)), [['a'], ['job'], ['b', 'e'], ['delete'], ['c']]);
   });
+
+  it('a requeue between two status writes is a barrier: the second goes out only after the first (devws commit point)', () => {
+    const ops: Operation[] = [status('ws'), { op: 'requeue', afterMs: 1000 }, status('op'), event('e')];
+    assert.deepEqual(names(writeBatches(ops)), [['ws'], ['op', 'e']]);
+  });
 });

@@ -28,7 +28,12 @@ type Applied = Exclude<Operation, { op: 'requeue' }>;
 const parallelisable = (o: Operation): boolean =>
   o.op === 'status' || (o.op === 'create' && o.resource.resource === 'events' && o.resource.group === '');
 
-/** Splits ops into batches applied one after another; requeue ops are left out. */
+/**
+ * Splits ops into batches applied one after another; requeue ops are left out of the batches but
+ * end the current one: a requeue between two writes is a barrier (the second is sent only after
+ * the first succeeded, and not at all when it failed). devws-controller orders its Operation and
+ * Workspace writes that way (steps.ts BARRIER: the Workspace write is the commit point).
+ */
 export function writeBatches(ops: Operation[], max = PARALLEL_WRITES): Applied[][] {
   const out: Applied[][] = [];
   let cur: Applied[] = [];
@@ -37,7 +42,10 @@ export function writeBatches(ops: Operation[], max = PARALLEL_WRITES): Applied[]
     cur = [];
   };
   for (const op of ops) {
-    if (op.op === 'requeue') continue;
+    if (op.op === 'requeue') {
+      flush();
+      continue;
+    }
     if (!parallelisable(op)) {
       flush();
       out.push([op]);
