@@ -127,7 +127,7 @@ class Board {
   }
 
   /** Resolves with the time `test` first holds (checked now and on every event); rejects when it throws or on timeout. */
-  until(what: string, test: () => boolean, explain: () => string): Promise<number> {
+  until(what: string, test: () => boolean, explain: () => string, timeoutMs = TIMEOUT_MS): Promise<number> {
     return new Promise((resolve, reject) => {
       const done = (): void => {
         clearTimeout(timer);
@@ -146,8 +146,8 @@ class Board {
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`stuck: ${what} not reached in ${TIMEOUT_MS / 1000} s; ${explain()}`));
-      }, TIMEOUT_MS);
+        reject(new Error(`stuck: ${what} not reached in ${timeoutMs / 1000} s; ${explain()}`));
+      }, timeoutMs);
       this.waiters.add(check);
       check();
     });
@@ -516,6 +516,23 @@ interface Burst {
   load: number;
 }
 
+/**
+ * What is not in the right state once every operation succeeded: `wrongOf` per Project, given 10 s
+ * for the watches of Pods and Workspaces to catch up with the Operations'.
+ */
+async function settled(b: Board, projects: string[], wrongOf: (p: string) => string | undefined): Promise<string[]> {
+  const wrong = (): string[] => projects.flatMap((p) => wrongOf(p) ?? []);
+  await b
+    .until(
+      'every Workspace in its state',
+      () => wrong().length === 0,
+      () => '',
+      10_000,
+    )
+    .catch(() => undefined);
+  return wrong();
+}
+
 /** M operations at once, one per Project `c-<k>`: wall time, samples, and what is not in the right state. */
 async function burst(
   b: Board,
@@ -528,13 +545,14 @@ async function burst(
   const t0 = performance.now();
   const samples = await Promise.all(projects.map((p) => timeOp(b, opName(p), `${p}-main`, wsState, () => start(p))));
   const wallMs = performance.now() - t0;
-  const wrong: string[] = [];
-  for (const p of projects) {
+  const wrong = await settled(b, projects, (p) => {
     const ws = b.wss.get(`${p}-main`);
     const live = b.sandboxes(`${p}-main`);
     const want = wsState === 'ready' ? [ws?.status?.sandbox?.id ?? '?'] : [];
-    if (JSON.stringify(live) !== JSON.stringify(want)) wrong.push(`${p}-main sandboxes ${JSON.stringify(live)}`);
-  }
+    return JSON.stringify(live) === JSON.stringify(want) && ws?.status?.observedState === wsState
+      ? undefined
+      : `${p}-main ${ws?.status?.observedState ?? '?'} with sandbox Pods ${JSON.stringify(live)}`;
+  });
   const detours = projects.flatMap((p) => (b.timelines.get(opName(p))?.detours ?? []).map((d) => `${opName(p)}: ${d}`));
   return { kind, samples, wallMs, wrong, detours, load: loadavg()[0] ?? NaN };
 }
@@ -597,7 +615,9 @@ async function deleteProjects(api: KubeClient, b: Board): Promise<Burst> {
     }),
   );
   const wallMs = performance.now() - t0;
-  const wrong = projects.filter((p) => b.sandboxes(`${p}-main`).length > 0).map((p) => `${p}-main has sandbox Pods`);
+  const wrong = await settled(b, projects, (p) =>
+    b.sandboxes(`${p}-main`).length > 0 || b.wss.has(`${p}-main`) ? `${p}-main or its sandbox Pods remain` : undefined,
+  );
   const detours = projects.flatMap((p) =>
     (b.timelines.get(`${p}-delete`)?.detours ?? []).map((d) => `${p}-delete: ${d}`),
   );
