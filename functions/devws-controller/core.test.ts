@@ -10,6 +10,7 @@ import { writeBatches } from '../../lib/fn/execute.ts';
 import { FakeState } from '../../lib/fn/fake-state.ts';
 import { R } from '../../lib/fn/resources.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
+import type { KubeObject } from '../../lib/kube/types.ts';
 import { contextFor, initProject, initWorkspace, nodeHealth, reconcileOperation } from './core.ts';
 import { handle } from './index.ts';
 import { NODE_REPORT, readNodeReport, type NodeReportDoc } from '../../lib/devws/node-report.ts';
@@ -35,6 +36,7 @@ function apply(state: FakeState, ops: FnOp[]): void {
     );
   }
   for (const o of ops) {
+    if (o.op === 'create' && o.resource.kind === 'Pod') assertNamedByWorkspace(state, o.object);
     if (o.op === 'status') {
       const st = o.object.status as { state?: string; observedState?: string; lifecycle?: string };
       writes.push(
@@ -50,6 +52,39 @@ function apply(state: FakeState, ops: FnOp[]): void {
     if (o.op === 'status') state.put(o.resource, o.object);
     if (o.op === 'delete') state.remove(o.resource, o.namespace, o.name);
   }
+}
+
+/**
+ * A sandbox Pod is created only once its Workspace names it as the live sandbox of its generation:
+ * the real Node reads its Workspace when it starts and, finding another sandbox or generation,
+ * takes itself for stale and never reports again (runtimed/devws-node.ts).
+ */
+function assertNamedByWorkspace(state: FakeState, pod: KubeObject): void {
+  const w = state.get(D.workspaces, NS, pod.metadata.labels?.['dev.kruntimes.io/workspace'] ?? '') as
+    Workspace | undefined;
+  const containers = (pod as { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } }).spec
+    ?.containers;
+  const gen = containers?.[0]?.env?.find((e) => e.name === 'KRT_GENERATION')?.value;
+  assert.equal(w?.status?.sandbox?.id, pod.metadata.name, 'a sandbox Pod created while its Workspace names another');
+  assert.equal(String(w?.status?.runtimeGeneration), gen, 'a sandbox Pod created for another generation');
+}
+
+/** The function host dies right after the Operation write that plans a sandbox (nothing after it is applied). */
+let killAfterPlan = false;
+
+function untilKill(state: FakeState, ops: FnOp[]): FnOp[] {
+  if (!killAfterPlan) return ops;
+  const plans = (o: FnOp): boolean => {
+    if (o.op !== 'status' || o.resource.kind !== 'Operation') return false;
+    const ensure = (x: Operation | undefined): boolean =>
+      (x?.status?.effects ?? []).some((e) => e.kind === 'sandbox_ensure');
+    const before = state.get(D.operations, NS, o.object.metadata.name ?? '') as Operation | undefined;
+    return ensure(o.object as Operation) && !ensure(before);
+  };
+  const cut = ops.findIndex(plans);
+  if (cut < 0) return ops;
+  killAfterPlan = false;
+  return ops.slice(0, cut + 1);
 }
 
 /** What the node agent would do: every sandbox Pod runs and is Ready. */
@@ -106,7 +141,8 @@ function kubelet(state: FakeState): void {
 
 function step(state: FakeState, epoch: number): number {
   let writes = 0;
-  const run = (ops: FnOp[]): void => {
+  const run = (all: FnOp[]): void => {
+    const ops = untilKill(state, all);
     writes += ops.filter((o) => o.op !== 'requeue').length;
     apply(state, ops);
   };
@@ -320,6 +356,45 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(ws(s).status?.sandbox?.id, ensure?.externalId ?? ensure?.id);
     assert.equal(ws(s).status?.runtimeGeneration, 2);
     assert.equal(s.list(D.pods, NS).length, 1);
+  });
+
+  it('restart: the host killed after the Operation write that plans the sandbox (before the Workspace write and the Pod): the Workspace names the sandbox before its Pod is created', () => {
+    const s = newState();
+    createOp(s, 'restart1', 'restart');
+    killAfterPlan = true;
+    try {
+      settle(s);
+    } finally {
+      killAfterPlan = false;
+    }
+    const done = op(s, 'restart1');
+    assert.equal(done.status?.state, 'succeeded', done.status?.reason);
+    assert.equal(ws(s).status?.runtimeGeneration, 2);
+    assert.equal(ws(s).status?.observedState, 'ready');
+    assert.equal(s.list(D.pods, NS).length, 1);
+  });
+
+  it("start: the Workspace write of the sandbox step's advance is lost (409 against the Node's first report): the node step takes the nodeId from the ensure effect", () => {
+    const s = newState();
+    createOp(s, 'stop1', 'stop');
+    settle(s);
+    createOp(s, 'start1', 'start');
+    let before = ws(s);
+    for (let i = 0; i < 30 && op(s, 'start1').status?.step !== 'node'; i++) {
+      before = ws(s);
+      clock = new Date(clock.getTime() + 1000);
+      step(s, 1);
+    }
+    assert.equal(op(s, 'start1').status?.step, 'node');
+    assert.equal(before.status?.sandbox?.nodeId, undefined, 'the plan named the sandbox, without a nodeId yet');
+    // The Operation moved on to node; the Workspace write with the nodeId got a 409 (the Node had reported).
+    s.put(D.workspaces, { ...ws(s), status: before.status });
+    settle(s);
+    const done = op(s, 'start1');
+    assert.equal(done.status?.state, 'succeeded', `${done.status?.state ?? ''} on ${done.status?.step ?? ''}`);
+    const ensure = done.status?.effects?.find((e) => e.kind === 'sandbox_ensure');
+    assert.equal(ws(s).status?.observedState, 'ready');
+    assert.equal(ws(s).status?.sandbox?.nodeId, ensure?.nodeId);
   });
 
   /** A ready Project with its main Workspace and a ready isolated one. */

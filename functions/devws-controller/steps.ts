@@ -98,6 +98,13 @@ export function withTerminateEvidence(wst: WorkspaceStatus, s: OperationStatus):
   return done ? { ...wst, sandbox: { ...sb, terminated: true }, node: undefined } : wst;
 }
 
+/** The Workspace naming the planned sandbox `id` of generation `gen` as its live one (no Node yet). */
+function namingSandbox(c: Ctx, wst: WorkspaceStatus, id: string, gen: number): WorkspaceStatus {
+  const observed =
+    observedWhileRunning(c.op.spec.kind) === 'stopping' ? 'starting' : observedWhileRunning(c.op.spec.kind);
+  return { ...wst, observedState: observed, runtimeGeneration: gen, sandbox: { id, generation: gen }, node: undefined };
+}
+
 export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
   const wst = withTerminateEvidence(c.ws.status ?? {}, s);
   const planned = (s.effects ?? []).find((e) => e.kind === 'sandbox_ensure');
@@ -112,21 +119,18 @@ export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
     const id = effectId(c.op.metadata.uid ?? c.op.metadata.name ?? '', 'sandbox_ensure', c.ws.metadata.name ?? '', gen);
     const e = { id, kind: 'sandbox_ensure' as const, workspace: c.ws.metadata.name, generation: gen };
     const s2 = planEffect(s, { ...e, ...c.substrate.planFields(c.now) }, c.epoch);
-    const observed =
-      observedWhileRunning(c.op.spec.kind) === 'stopping' ? 'starting' : observedWhileRunning(c.op.spec.kind);
-    const ws2: WorkspaceStatus = {
-      ...wst,
-      observedState: observed,
-      runtimeGeneration: gen,
-      sandbox: { id, generation: gen },
-      node: undefined,
-    };
+    const ws2 = namingSandbox(c, wst, id, gen);
     return [...both(c, s2, ws2), ...c.substrate.ensure(c.ws, id, sandboxOptions(c, gen), undefined)];
   }
   const v = c.substrate.sandbox(planned.id);
   if (!v) {
-    const opts = sandboxOptions(c, planned.generation ?? 0);
-    return gated(c, s, planned, () => c.substrate.ensure(c.ws, planned.id, opts, planned));
+    const gen = planned.generation ?? 0;
+    const create = gated(c, s, planned, () => c.substrate.ensure(c.ws, planned.id, sandboxOptions(c, gen), planned));
+    // The Workspace write of the plan was lost (the host died after the Operation write): name the
+    // sandbox first. Its Node reads the Workspace when it starts and, seeing another generation or
+    // sandbox, takes itself for stale and never reports: the node step would wait for good.
+    if (wst.sandbox?.id === planned.id) return create;
+    return [writeWs(c.ws, { ...namingSandbox(c, wst, planned.id, gen), operation: opRef(c, s) }), BARRIER, ...create];
   }
   const nodeId = v.nodeId ?? '';
   const s2 = recordEffect(s, planned.id, { externalId: v.externalId, outcome: 'succeeded', nodeId }, c.epoch);
@@ -156,11 +160,27 @@ function plannedSandbox(wst: WorkspaceStatus, planned: Effect, nodeId: string): 
 }
 
 /**
+ * The Workspace's live sandbox with the nodeId its succeeded sandbox_ensure effect recorded, when
+ * the Workspace lacks it: the sandbox step's advance writes the Operation (step node) and then the
+ * Workspace (the nodeId), and that second write can be lost (a 409 against the Node's first
+ * report, or the host dying in between). Without the nodeId no Node is live and the node step
+ * would wait for good; the Operation's effect is the evidence.
+ */
+export function withEnsureEvidence(wst: WorkspaceStatus, s: OperationStatus | undefined): WorkspaceStatus {
+  const sb = wst.sandbox;
+  if (!sb || sb.nodeId) return wst;
+  const e = (s?.effects ?? []).find(
+    (x) => x.kind === 'sandbox_ensure' && x.id === sb.id && x.outcome === 'succeeded' && x.nodeId,
+  );
+  return e?.nodeId ? { ...wst, sandbox: { ...sb, nodeId: e.nodeId } } : wst;
+}
+
+/**
  * Node registration and heartbeat from the Node's own report (lib/devws/node-report.ts), read
  * through the generation fence, while the sandbox Pod of the current generation runs.
  */
 export function observeNode(c: Ctx): WorkspaceStatus | undefined {
-  const wst = c.ws.status ?? {};
+  const wst = withEnsureEvidence(c.ws.status ?? {}, c.op.status);
   const sb = wst.sandbox;
   if (!sb || sb.terminated) return undefined;
   if (!c.substrate.sandbox(sb.id)?.ready) return undefined;
