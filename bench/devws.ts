@@ -41,6 +41,7 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
 import { GIT_AUDIENCE } from '../lib/devws/git-access.ts';
+import { readNodeReport } from '../lib/devws/node-report.ts';
 import { parseCidrList } from '../lib/devws/sync-target.ts';
 import { NODE_IMAGE, NODE_UID, SANDBOX_IMAGE, WORKSPACE_LABEL } from '../functions/devws-controller/substrate.ts';
 import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
@@ -73,6 +74,9 @@ interface Timeline {
   detours: string[];
 }
 
+const isReady = (p: Pod | undefined): boolean =>
+  p?.status?.phase === 'Running' && !!p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+
 /** One timed operation: total, and the time spent per segment (queued→running, then each step). */
 export interface Sample {
   ms: number;
@@ -85,6 +89,10 @@ class Board {
   readonly wss = new Map<string, Workspace>();
   readonly pods = new Map<string, Pod>();
   readonly timelines = new Map<string, Timeline>();
+  /** First seen, first Ready (sandbox Pods by name) and the first Node report of each sandbox. */
+  readonly podSeen = new Map<string, number>();
+  readonly podReady = new Map<string, number>();
+  readonly firstReport = new Map<string, number>();
   private waiters = new Set<() => void>();
   private watches: ListWatch<KubeObject>[] = [];
 
@@ -103,8 +111,15 @@ class Board {
       this.watches.push(w as unknown as ListWatch<KubeObject>);
     };
     add<Operation>(`${G}/operations`, this.ops, (o) => this.record(o));
-    add<Workspace>(`${G}/workspaces`, this.wss);
-    add<Pod>(`/api/v1/namespaces/${NS}/pods`, this.pods);
+    add<Workspace>(`${G}/workspaces`, this.wss, (w) => {
+      const r = readNodeReport(w.metadata.annotations);
+      if (r && !this.firstReport.has(r.sandboxId)) this.firstReport.set(r.sandboxId, performance.now());
+    });
+    add<Pod>(`/api/v1/namespaces/${NS}/pods`, this.pods, (p) => {
+      const name = p.metadata.name ?? '';
+      if (!this.podSeen.has(name)) this.podSeen.set(name, performance.now());
+      if (isReady(p) && !this.podReady.has(name)) this.podReady.set(name, performance.now());
+    });
     await Promise.all(this.watches.map((w) => w.synced));
   }
 
@@ -183,7 +198,17 @@ class Board {
       const to = next ? tl.steps.get(next) : end;
       if (from !== undefined && to !== undefined) out[step] = to - from;
     });
-    return out;
+    return { ...out, ...this.sandboxSegments(op, t0) };
+  }
+
+  /** For an operation that started a sandbox: its Pod created → Ready, Ready → the Node's first report. */
+  private sandboxSegments(op: string, t0: number): Record<string, number> {
+    const ensure = this.ops.get(op)?.status?.effects?.find((e) => e.kind === 'sandbox_ensure');
+    const seen = ensure ? this.podSeen.get(ensure.id) : undefined;
+    const ready = ensure ? this.podReady.get(ensure.id) : undefined;
+    const report = ensure ? this.firstReport.get(ensure.id) : undefined;
+    if (seen === undefined || seen < t0 || ready === undefined || report === undefined) return {};
+    return { '(Pod seen→Ready)': ready - seen, '(Ready→Node report)': report - ready };
   }
 }
 
@@ -281,9 +306,7 @@ async function timeBarePod(api: KubeClient, b: Board, name: string, shaped: bool
     () => {
       const p = b.pods.get(name);
       if (p?.status?.phase === 'Failed') throw new Error(`bare Pod ${name} failed`);
-      return (
-        p?.status?.phase === 'Running' && !!p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
-      );
+      return isReady(p);
     },
     () => JSON.stringify(b.pods.get(name)?.status ?? {}),
   );
