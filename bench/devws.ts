@@ -181,7 +181,8 @@ class Board {
     return (
       `Operation ${op}: ${JSON.stringify({ state: o?.state, step: o?.step, reason: o?.reason, message: o?.message, retryAt: o?.retryAt })}; ` +
       `Workspace ${ws}: ${JSON.stringify({ observed: w?.observedState, operation: w?.operation, sandbox: w?.sandbox, node: w?.node })}; ` +
-      `sandbox Pods ${JSON.stringify(this.sandboxes(ws))}`
+      `sandbox Pods ${JSON.stringify(this.sandboxes(ws).map((p) => `${p} ready=${String(isReady(this.pods.get(p)))}`))}; ` +
+      `Node report ${JSON.stringify(readNodeReport(this.wss.get(ws)?.metadata.annotations) ?? null)}`
     );
   }
 
