@@ -544,7 +544,8 @@ export class Runner implements FunctionHost {
       !serverHasIt &&
       (await openDirBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(run)).then(
         (dir) => wasLaunched(dir, currentAttempt(run.status?.attempt)),
-        () => true,
+        // An unsafe Run directory (a link the Run planted) is reported by the launch (UnsafePath).
+        () => false,
       ));
     return resumeDecision({ createdBeforeStart, serverHasIt, launched });
   }
