@@ -6,6 +6,7 @@
  * records is lost and may be done again.
  */
 import { ApiError } from './errors.ts';
+import { backoffMs } from './watch.ts';
 
 /** Node's codes for a request that never got an HTTP answer. */
 const NO_ANSWER = new Set([
@@ -42,17 +43,17 @@ const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r
 
 /** Calls `fn` until it answers or fails with an error that is not retriable (then that error). */
 export async function untilAnswered<T>(fn: () => Promise<T>, o: BackoffOptions = {}): Promise<T> {
-  const max = o.maxMs ?? 5_000;
-  let delay = o.baseMs ?? 200;
-  for (;;) {
+  // The watch's backoff without its jitter: baseMs, doubled per failure, capped at maxMs.
+  const delayOf = (attempt: number): number => backoffMs(attempt, o.baseMs ?? 200, o.maxMs ?? 5_000, () => 1);
+  for (let attempt = 0; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
       if (!retriable(err) || o.stop?.()) throw err;
+      const delay = delayOf(attempt);
       o.onRetry?.(err, delay);
       await (o.sleep ?? realSleep)(delay);
       if (o.stop?.()) throw err;
-      delay = Math.min(max, delay * 2);
     }
   }
 }
