@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { isBusy, runNodeAgent, type NodeConfig } from './devws-node.ts';
+import { CLONE_MESSAGE_MAX } from '../lib/devws/node-report.ts';
+import { cloneOnce, isBusy, readJournal, runNodeAgent, type NodeConfig } from './devws-node.ts';
 
 describe('devws-node', () => {
   it('is busy while anything is under ~/.krt/activity', () => {
@@ -34,5 +35,25 @@ describe('devws-node', () => {
     // Without the abortable wait this never resolves (the test times out).
     await runNodeAgent(agent, cfg, pino({ level: 'silent' }), stop.signal);
     assert.equal(ticks, 1);
+  });
+
+  it("reports why a clone failed (one bounded line of git's error), journaled with the result", async () => {
+    const home = mkdtempSync(join(tmpdir(), 'devws-node-'));
+    const self = { nodeId: 'n', incarnation: 'i', sandboxId: 's', generation: 1 };
+    const cfg: NodeConfig = { namespace: 'ns', workspace: 'w', self, home, pollMs: 1000 };
+    const input = {
+      // Nothing listens on port 1: git cannot connect.
+      repositoryUrl: 'https://127.0.0.1:1/ns/p1.git',
+      snapshotRef: 'refs/ora/upstreams/u/snapshots/c',
+      baseCommit: 'c'.repeat(40),
+      workspaceBranch: 'refs/heads/workspaces/w/main',
+    };
+    const base = { ...self, heartbeatAt: new Date(0).toISOString() };
+    const act = { kind: 'clone' as const, operation: 'op1', attempt: 0, input, localBranch: 'main', base };
+    const r = await cloneOnce(cfg, act, pino({ level: 'silent' }));
+    assert.equal(r.result, 'failed');
+    assert.match(r.message ?? '', /^git fetch: .*127\.0\.0\.1/);
+    assert.ok((r.message ?? '').length <= CLONE_MESSAGE_MAX && !/\n/.test(r.message ?? ''));
+    assert.deepEqual(readJournal(cfg, 'op1', 0), { state: 'done', clone: r });
   });
 });

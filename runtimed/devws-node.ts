@@ -15,7 +15,13 @@ import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { Operation, Workspace } from '../lib/devws/api.ts';
-import { NODE_REPORT, readNodeReport, type CloneReport, type NodeReportDoc } from '../lib/devws/node-report.ts';
+import {
+  NODE_REPORT,
+  cloneMessage,
+  readNodeReport,
+  type CloneReport,
+  type NodeReportDoc,
+} from '../lib/devws/node-report.ts';
 import { gitProcessEnv } from './source.ts';
 import { GIT_TOKEN_FILE } from '../lib/devws/git-access.ts';
 import { decideNode, type JournalEntry, type NodeAction, type NodeSelf } from '../lib/devws/node-agent.ts';
@@ -140,8 +146,11 @@ export async function runClone(cfg: NodeConfig, a: Extract<NodeAction, { kind: '
   return { operation: a.operation, attempt: a.attempt, result: 'succeeded', commit };
 }
 
-/** Runs a dispatched clone once, journaled: started before git runs, the result after. */
-async function cloneOnce(
+/**
+ * Runs a dispatched clone once, journaled: started before git runs, the result after. A failure's
+ * reason (git's last words) goes into the report, so the Operation says why.
+ */
+export async function cloneOnce(
   cfg: NodeConfig,
   a: Extract<NodeAction, { kind: 'clone' }>,
   log: Logger,
@@ -152,7 +161,8 @@ async function cloneOnce(
     clone = await runClone(cfg, a);
   } catch (err) {
     log.warn({ err, operation: a.operation, attempt: a.attempt }, 'clone failed');
-    clone = { operation: a.operation, attempt: a.attempt, result: 'failed' };
+    const message = cloneMessage(err instanceof Error ? err.message : String(err));
+    clone = { operation: a.operation, attempt: a.attempt, result: 'failed', ...(message ? { message } : {}) };
   }
   writeJournal(cfg, a.operation, a.attempt, { state: 'done', clone });
   return clone;

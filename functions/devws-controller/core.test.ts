@@ -87,6 +87,24 @@ function untilKill(state: FakeState, ops: FnOp[]): FnOp[] {
   return ops.slice(0, cut + 1);
 }
 
+/** The second of the two status writes that end the clone step gets a 409 (the Node reported meanwhile). */
+let loseSecondCloneWrite = false;
+
+function untilConflict(state: FakeState, ops: FnOp[]): FnOp[] {
+  if (!loseSecondCloneWrite) return ops;
+  const endsClone = (o: FnOp): boolean => {
+    if (o.op !== 'status' || o.resource.kind !== 'Operation') return false;
+    const before = state.get(D.operations, NS, o.object.metadata.name ?? '') as Operation | undefined;
+    return before?.status?.step === 'clone' && (o.object as Operation).status?.step !== 'clone';
+  };
+  const opWrite = ops.findIndex(endsClone);
+  const wsWrite = ops.findIndex((o) => o.op === 'status' && o.resource.kind === 'Workspace');
+  if (opWrite < 0 || wsWrite < 0) return ops;
+  loseSecondCloneWrite = false;
+  const lost = Math.max(opWrite, wsWrite);
+  return ops.filter((_, i) => i !== lost);
+}
+
 /** What the node agent would do: every sandbox Pod runs and is Ready. */
 let podsReady = 'True';
 /** The Node agents (runtimed/devws-node-core.ts decisions): up, idle, and the commit their clones return (none: never finish). */
@@ -142,7 +160,7 @@ function kubelet(state: FakeState): void {
 function step(state: FakeState, epoch: number): number {
   let writes = 0;
   const run = (all: FnOp[]): void => {
-    const ops = untilKill(state, all);
+    const ops = untilConflict(state, untilKill(state, all));
     writes += ops.filter((o) => o.op !== 'requeue').length;
     apply(state, ops);
   };
@@ -372,6 +390,25 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(ws(s).status?.runtimeGeneration, 2);
     assert.equal(ws(s).status?.observedState, 'ready');
     assert.equal(s.list(D.pods, NS).length, 1);
+  });
+
+  it('create_project: the second write that ends the clone step gets a 409: the Workspace still records baseCommitId before it is ready', () => {
+    const p: Project = {
+      metadata: { name: 'p1', namespace: NS, uid: 'p-uid' },
+      spec: { repository: { url: 'https://git.example/o/r.git', defaultBranch: 'main' } },
+      status: { snapshot: { ref: `refs/ora/upstreams/b/snapshots/${COMMIT}`, commit: COMMIT } },
+    };
+    const s = new FakeState([[D.projects, p]]);
+    loseSecondCloneWrite = true;
+    try {
+      settle(s);
+    } finally {
+      assert.equal(loseSecondCloneWrite, false, 'a write that ends the clone step was lost');
+      loseSecondCloneWrite = false;
+    }
+    assert.equal(op(s, 'p1-create').status?.state, 'succeeded');
+    assert.equal(ws(s).status?.observedState, 'ready');
+    assert.equal(ws(s).status?.baseCommitId, COMMIT, 'a ready Workspace without the commit it was cloned at');
   });
 
   it("start: the Workspace write of the sandbox step's advance is lost (409 against the Node's first report): the node step takes the nodeId from the ensure effect", () => {

@@ -68,9 +68,13 @@ const opRef = (c: Ctx, s: OperationStatus): WorkspaceStatus['operation'] => ({
  * Workspace outcome written, and a failed Operation write only repeats the (idempotent) step.
  */
 function both(c: Ctx, s: OperationStatus, ws: WorkspaceStatus): FnOp[] {
-  const w = writeWs(c.ws, { ...ws, operation: opRef(c, s) });
-  const o = writeOp(c.op, s);
-  return s.state === 'succeeded' || s.state === 'failed' ? [w, BARRIER, o] : [o, BARRIER, w];
+  if (s.state === 'succeeded' || s.state === 'failed') return workspaceFirst(c, s, ws);
+  return [writeOp(c.op, s), BARRIER, writeWs(c.ws, { ...ws, operation: opRef(c, s) })];
+}
+
+/** The Workspace write, then (only when it succeeded) the Operation write. */
+function workspaceFirst(c: Ctx, s: OperationStatus, ws: WorkspaceStatus): FnOp[] {
+  return [writeWs(c.ws, { ...ws, operation: opRef(c, s) }), BARRIER, writeOp(c.op, s)];
 }
 
 /**
@@ -201,6 +205,7 @@ function cloneReport(c: Ctx, attempt: number): CloneResult | undefined {
   const r = currentNodeReport(c.ws.status ?? {}, c.ws.metadata.annotations)?.clone;
   if (!r || r.operation !== c.op.metadata.name || r.attempt !== attempt) return undefined;
   if (r.result === 'succeeded') return r.commit ? { kind: 'succeeded', commit: r.commit } : undefined;
+  if (r.result === 'failed') return { kind: 'failed', ...(r.message ? { message: r.message } : {}) };
   return { kind: r.result };
 }
 
@@ -217,7 +222,10 @@ export function stepClone(c: Ctx, s: OperationStatus): FnOp[] {
     const ws2: WorkspaceStatus = out.workspaceUnavailable
       ? { ...wst, observedState: 'unavailable', admissionOpen: false }
       : { ...wst, baseCommitId: out.baseCommitId ?? wst.baseCommitId };
-    return both(c, out.status, ws2);
+    // The clone's commit goes to the Workspace before the Operation moves on: were the Operation
+    // written first and the Workspace write lost (a 409 against the Node's next report), the
+    // Workspace would become ready without baseCommitId, for good.
+    return out.baseCommitId ? workspaceFirst(c, out.status, ws2) : both(c, out.status, ws2);
   } catch (e) {
     if (e instanceof DevwsError) return [requeue(2000)]; // base_commit_mismatch: not recorded
     throw e;

@@ -60,7 +60,8 @@ export function assertDispatchInput(s: OperationStatus, dispatched: CloneInput):
     throw new DevwsError('clone_input_conflict', 409, 'the dispatched clone input differs from the frozen one');
 }
 
-export type CloneResult = { kind: 'succeeded'; commit: string } | { kind: 'failed' } | { kind: 'unknown' };
+export type CloneResult =
+  { kind: 'succeeded'; commit: string } | { kind: 'failed'; message?: string } | { kind: 'unknown' };
 
 export interface CloneOutcome {
   status: OperationStatus;
@@ -95,8 +96,10 @@ export function applyCloneResult(s: OperationStatus, r: CloneResult, now: Date):
   }
   const attempts = (s.cloneAttempts ?? 0) + 1;
   const base = { ...s, cloneAttempts: attempts, cloneUnknown: undefined };
+  const why = r.message ? `: ${r.message}` : '';
   if (attempts > CLONE_BACKOFF_MS.length) {
-    return { status: fail(base, 'clone_failed', `clone failed ${attempts} times`), workspaceUnavailable: true };
+    return { status: fail(base, 'clone_failed', `clone failed ${attempts} times${why}`), workspaceUnavailable: true };
   }
-  return { status: deferRetry(base, 'clone_failed', now, CLONE_BACKOFF_MS[attempts - 1] ?? 10_000) };
+  const delay = CLONE_BACKOFF_MS[attempts - 1] ?? 10_000;
+  return { status: deferRetry(base, 'clone_failed', now, delay, `clone attempt ${attempts} failed${why}`) };
 }

@@ -26,6 +26,17 @@ export interface CloneReport {
   attempt: number;
   result: 'succeeded' | 'failed' | 'unknown';
   commit?: string;
+  /** Why a failed clone failed (git's last words, one line, at most CLONE_MESSAGE_MAX characters). */
+  message?: string;
+}
+
+export const CLONE_MESSAGE_MAX = 300;
+
+/** A clone failure's message as a report carries it: one line of printable text, bounded. */
+export function cloneMessage(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const line = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return line.length > CLONE_MESSAGE_MAX ? `${line.slice(0, CLONE_MESSAGE_MAX - 1)}…` : line;
 }
 
 export interface NodeReportDoc {
@@ -46,7 +57,15 @@ function parseClone(c: Partial<CloneReport> | null | undefined): CloneReport | u
   if (!c || !isStr(c.operation) || !isInt(c.attempt)) throw new Error('clone needs operation and attempt');
   if (c.result !== 'succeeded' && c.result !== 'failed' && c.result !== 'unknown') throw new Error('bad clone result');
   if (c.commit !== undefined && !/^[0-9a-f]{40,64}$/.test(c.commit)) throw new Error('bad clone commit');
-  return { operation: c.operation, attempt: c.attempt, result: c.result, ...(c.commit ? { commit: c.commit } : {}) };
+  if (c.message !== undefined && (typeof c.message !== 'string' || cloneMessage(c.message) !== c.message))
+    throw new Error(`clone message must be one line of at most ${CLONE_MESSAGE_MAX} characters`);
+  return {
+    operation: c.operation,
+    attempt: c.attempt,
+    result: c.result,
+    ...(c.commit ? { commit: c.commit } : {}),
+    ...(c.message ? { message: c.message } : {}),
+  };
 }
 
 /** Parses the annotation strictly; anything malformed is 400 invalid_node_report. */

@@ -24,6 +24,7 @@ import {
 } from './fencing.ts';
 import { beginQuiesce, decideQuiesce } from './idle.ts';
 import { assertRequestAllowed, commitReady, projectAfter } from './lifecycle.ts';
+import { cloneMessage, CLONE_MESSAGE_MAX, parseNodeReport } from './node-report.ts';
 import {
   advance,
   assertNoOperationInProgress,
@@ -383,6 +384,33 @@ describe('seed 002 rules (lib/devws)', () => {
       assert.equal(third.status.state, 'failed');
       assert.equal(third.status.reason, 'clone_failed');
       assert.equal(third.workspaceUnavailable, true);
+    });
+    it("clone_failed says why: the Node's message in the retry and in the failure", () => {
+      const why = "git fetch: fatal: unable to access 'https://git.local/ns/p1.git/': error 403";
+      const first = applyCloneResult(cloning(), { kind: 'failed', message: why }, NOW).status;
+      assert.equal(first.message, `clone attempt 1 failed: ${why}`);
+      let s = first;
+      for (let i = 0; i < 2; i++)
+        s = applyCloneResult({ ...s, state: 'running' }, { kind: 'failed', message: why }, NOW).status;
+      assert.equal(s.state, 'failed');
+      assert.equal(s.message, `clone failed 3 times: ${why}`);
+    });
+    it('a clone report message is one bounded line (parse refuses others)', () => {
+      const doc = (message: string): string =>
+        JSON.stringify({
+          nodeId: 'n',
+          incarnation: 'i',
+          sandboxId: 's',
+          generation: 1,
+          heartbeatAt: NOW.toISOString(),
+          clone: { operation: 'op', attempt: 0, result: 'failed', message },
+        });
+      assert.equal(parseNodeReport(doc('fatal: 403')).clone?.message, 'fatal: 403');
+      for (const bad of ['two\nlines', 'x'.repeat(CLONE_MESSAGE_MAX + 1)]) {
+        assert.throws(() => parseNodeReport(doc(bad)), /invalid_node_report|one line/);
+      }
+      assert.equal(cloneMessage('a\n\tb  '), 'a b');
+      assert.equal(cloneMessage('y'.repeat(1000)).length, CLONE_MESSAGE_MAX);
     });
     it('clone_result_unknown_never_auto_retried', () => {
       const r = applyCloneResult(cloning(), { kind: 'unknown' }, NOW).status;
