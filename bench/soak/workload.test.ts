@@ -1,8 +1,16 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { expectedDigest, markerCounts, reasonOf, taskScript } from './workload.ts';
+import { expectedDigest, markerCounts, reasonOf, sawEnd, taskScript } from './workload.ts';
 
 describe('soak workload', () => {
+  it('finds END in a log stream whose chunks split it', async () => {
+    async function* chunks(...parts: string[]): AsyncGenerator<Buffer> {
+      for (const p of parts) yield Buffer.from(p);
+    }
+    assert.equal(await sawEnd(chunks('line 20\nEN', 'D\n')), true);
+    assert.equal(await sawEnd(chunks('line 20\n')), false);
+  });
+
   it('counts marker lines per key', () => {
     const m = markerCounts('a 1-2\nb 3-4\na 5-6\nwf-1/write 7-8\n\n');
     assert.deepEqual(

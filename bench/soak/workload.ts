@@ -374,6 +374,13 @@ export async function createSession(w: Workload, name: string): Promise<void> {
   );
 }
 
+/** Whether a log stream has the END line; a chunk may end inside it, so the text is read whole (it is small). */
+export async function sawEnd(stream: AsyncIterable<unknown>): Promise<boolean> {
+  let text = '';
+  for await (const chunk of stream) text += String(chunk);
+  return text.includes('END');
+}
+
 /** Follows a Run's log through the aggregated API, reconnecting until END or the Run's end; then reads it whole. */
 async function follow(w: Workload, name: string): Promise<void> {
   const startedAt = Date.now();
@@ -382,7 +389,7 @@ async function follow(w: Workload, name: string): Promise<void> {
   for (let i = 0; i < 60 && !seen; i++) {
     try {
       const res = await w.api.stream(path, { query: { follow: 'true' } });
-      for await (const chunk of res) if (String(chunk).includes('END')) seen = true;
+      seen = await sawEnd(res);
     } catch {
       await sleep(1000);
     }
@@ -393,8 +400,7 @@ async function follow(w: Workload, name: string): Promise<void> {
   let read = seen;
   for (let i = 0; i < 60 && !read; i++) {
     try {
-      const res = await w.api.stream(path);
-      for await (const chunk of res) if (String(chunk).includes('END')) seen = true;
+      seen = await sawEnd(await w.api.stream(path));
       read = true;
     } catch {
       await sleep(1000);
