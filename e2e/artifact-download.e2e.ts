@@ -16,7 +16,16 @@ import { rawTgz } from '../runtimed/artifacts/test-support.ts';
 import { cluster } from './cluster.ts';
 import { admin, apiServiceAvailable, deleteNamespace, eventually, newNamespace } from './helpers.ts';
 import { grant, krt, saKubeconfig } from './krt.ts';
-import { GROUP, bashRuntime, createRun, createRuntime, finished, runtimePods, withS3Store } from './runs-helpers.ts';
+import {
+  GROUP,
+  bashRuntime,
+  createRun,
+  createRuntime,
+  filesystemStoreRuntime,
+  finished,
+  runtimePods,
+  withS3Store,
+} from './runs-helpers.ts';
 import { startS3Server, type S3Server } from './s3-server.ts';
 
 type Ref = {
@@ -235,21 +244,7 @@ describe("Run artifact download from a Filesystem store (through the Runtime's r
   let ns: string;
   before(async () => {
     ns = await newNamespace('artfs');
-    await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name: 'artifacts' },
-      spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } },
-    });
-    await createRuntime(
-      ns,
-      'bash',
-      bashRuntime({
-        replicas: 2,
-        artifactStore: { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } },
-      }),
-    );
-    await runtimePods(ns, 'bash', 2);
+    await filesystemStoreRuntime(ns, 2);
   });
   after(async () => {
     await deleteNamespace(ns);

@@ -18,6 +18,7 @@ import {
   cond,
   createRun,
   createRuntime,
+  filesystemStoreRuntime,
   finished,
   getRun,
   runtimePods,
@@ -176,21 +177,7 @@ describe('artifacts: Filesystem store (shared PVC)', function () {
   let ns: string;
   before(async () => {
     ns = await newNamespace('fsart');
-    await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name: 'artifacts' },
-      spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } },
-    });
-    await createRuntime(
-      ns,
-      'bash',
-      bashRuntime({
-        replicas: 2,
-        artifactStore: { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } },
-      }),
-    );
-    await runtimePods(ns, 'bash', 2);
+    await filesystemStoreRuntime(ns, 2);
   });
   after(async () => {
     await deleteNamespace(ns);

@@ -71,6 +71,26 @@ export async function createRuntime(ns: string, name: string, spec: Record<strin
   });
 }
 
+/**
+ * A bash Runtime whose artifacts go to a Filesystem store on a shared PVC named `artifacts`
+ * (created here), with its Pods ready.
+ */
+export async function filesystemStoreRuntime(
+  ns: string,
+  replicas: number,
+  extra: Record<string, unknown> = {},
+): Promise<PodObj[]> {
+  await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'artifacts' },
+    spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } },
+  });
+  const artifactStore = { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } };
+  await createRuntime(ns, 'bash', bashRuntime({ replicas, ...extra, artifactStore }));
+  return runtimePods(ns, 'bash', replicas);
+}
+
 export async function runtimePods(ns: string, runtime: string, count: number): Promise<PodObj[]> {
   return eventually(
     `${count} ready Runtime Pods of ${runtime}`,

@@ -28,16 +28,8 @@ import {
   runtimePods,
   type RunObj,
 } from './runs-helpers.ts';
+import { bound, createWs, getWs, gone, wsPath, type Ws } from './workspace-helpers.ts';
 
-type Ws = Obj & {
-  status?: {
-    phase?: string;
-    boundPod?: string;
-    boundPodUID?: string;
-    lastUsedTime?: string;
-    conditions?: { type: string; status: string; reason: string; message: string }[];
-  };
-};
 type Wfr = Obj & {
   status?: {
     phase?: string;
@@ -88,41 +80,10 @@ spec:
           topologyKey: kruntimes.io/runtime-pod
 `;
 
-const wsPath = (ns: string, name = ''): string =>
-  `${GROUP}/namespaces/${ns}/persistentworkspaces${name ? `/${name}` : ''}`;
-const getWs = (ns: string, name: string): Promise<Ws> => admin().get<Ws>(wsPath(ns, name));
 type Cond = { type: string; status: string; reason: string; message: string };
 const cond = (o: { status?: { conditions?: Cond[] } }, type: string): Cond | undefined =>
   o.status?.conditions?.find((c) => c.type === type);
 
-async function createWs(ns: string, name: string, spec: Record<string, unknown>): Promise<void> {
-  await admin().create(wsPath(ns), {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'PersistentWorkspace',
-    metadata: { name },
-    spec,
-  });
-}
-async function bound(ns: string, name: string): Promise<Ws> {
-  return eventually(`workspace ${name} Bound`, async () => {
-    const w = await getWs(ns, name);
-    return w.status?.phase === 'Bound' && (w.metadata.finalizers ?? []).length ? w : undefined;
-  });
-}
-async function gone(path: string, what: string, timeoutMs = 60_000): Promise<void> {
-  await eventually(
-    `${what} to be gone`,
-    async () => {
-      try {
-        await admin().get(path);
-        return false;
-      } catch (e) {
-        return isApiError(e, 404);
-      }
-    },
-    timeoutMs,
-  );
-}
 async function podOf(ns: string, name: string): Promise<Pod> {
   return admin().get<Pod>(`/api/v1/namespaces/${ns}/pods/${name}`);
 }

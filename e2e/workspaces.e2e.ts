@@ -20,42 +20,8 @@ import {
   type Obj,
 } from './helpers.ts';
 import { GROUP, bashRuntime, createRun, createRuntime, finished, getRun, runtimePods } from './runs-helpers.ts';
+import { bound, createWs, getWs, gone, wsPath } from './workspace-helpers.ts';
 
-type Ws = Obj & {
-  status?: { phase?: string; boundPod?: string; boundPodUID?: string; path?: string; lastUsedTime?: string };
-};
-const wsPath = (ns: string, name = ''): string =>
-  `${GROUP}/namespaces/${ns}/persistentworkspaces${name ? `/${name}` : ''}`;
-const getWs = (ns: string, name: string): Promise<Ws> => admin().get<Ws>(wsPath(ns, name));
-
-async function createWs(ns: string, name: string, spec: Record<string, unknown>): Promise<void> {
-  await admin().create(wsPath(ns), {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'PersistentWorkspace',
-    metadata: { name },
-    spec,
-  });
-}
-async function bound(ns: string, name: string): Promise<Ws> {
-  return eventually(`workspace ${name} Bound`, async () => {
-    const w = await getWs(ns, name);
-    return w.status?.phase === 'Bound' && (w.metadata.finalizers ?? []).length ? w : undefined;
-  });
-}
-async function gone(ns: string, name: string, timeoutMs = 60_000): Promise<void> {
-  await eventually(
-    `workspace ${name} to be gone`,
-    async () => {
-      try {
-        await getWs(ns, name);
-        return false;
-      } catch (e) {
-        return isApiError(e, 404);
-      }
-    },
-    timeoutMs,
-  );
-}
 function hostDir(pod: string, ws: string, nodeOf: Map<string, { node: string; uid: string }>): string {
   const p = nodeOf.get(pod)!;
   return join(E2E_ROOT, 'nodes', p.node, 'pods', p.uid, 'volumes', 'workspace', 'persistent', ws);
@@ -275,7 +241,7 @@ describe('PersistentWorkspaces', function () {
     const dir = hostDir(w.status!.boundPod!, 'kept', pods);
     assert.ok(existsSync(join(dir, 'file')));
     await admin().delete(wsPath(ns, 'kept'));
-    await gone(ns, 'kept');
+    await gone(wsPath(ns, 'kept'), 'workspace kept');
     assert.ok(!existsSync(dir), 'runtimed deleted the directory before releasing the finalizer');
   });
 
@@ -304,7 +270,7 @@ describe('PersistentWorkspaces', function () {
           )
         ).status?.succeeded === 1,
     );
-    await gone(ns, 'ttl');
+    await gone(wsPath(ns, 'ttl'), 'workspace ttl');
     assert.equal((await getWs(ns, 'retained')).status?.phase, 'Bound');
   });
 
@@ -334,7 +300,7 @@ describe('PersistentWorkspaces', function () {
     assert.match(r.status?.message ?? '', /Lost/);
     await admin().delete(`${GROUP}/namespaces/${ns}/runs/on-lost`);
     await admin().delete(wsPath(ns, 'fragile'));
-    await gone(ns, 'fragile');
+    await gone(wsPath(ns, 'fragile'), 'workspace fragile');
   });
 });
 
@@ -383,7 +349,7 @@ describe('Runtime workspace volume from a PVC', function () {
     });
     assert.equal(lost.status?.boundPodUID, w.status?.boundPodUID, 'never rebound to the replacement');
     await admin().delete(wsPath(ns, 'durable'));
-    await gone(ns, 'durable');
+    await gone(wsPath(ns, 'durable'), 'workspace durable');
     assert.ok(existsSync(file), 'a Lost workspace is released without touching the PVC data');
     await createWs(ns, 'durable', { runtime: 'bash' });
     const again = await bound(ns, 'durable');

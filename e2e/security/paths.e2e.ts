@@ -10,16 +10,7 @@ import { join } from 'node:path';
 import { isApiError } from '../../lib/kube/errors.ts';
 import { E2E_ROOT } from '../cluster.ts';
 import { admin, deleteNamespace, eventually, newNamespace } from '../helpers.ts';
-import {
-  GROUP,
-  bashRuntime,
-  cond,
-  createRun,
-  createRuntime,
-  finished,
-  runtimePods,
-  type RunObj,
-} from '../runs-helpers.ts';
+import { GROUP, cond, createRun, filesystemStoreRuntime, finished, type RunObj } from '../runs-helpers.ts';
 
 const STORE = '/var/lib/kruntimes';
 
@@ -67,22 +58,7 @@ describe('security: runtimed never follows links a Run plants (issue 11 item 2)'
   let secret: string;
   before(async () => {
     ns = await newNamespace('secfs');
-    await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name: 'artifacts' },
-      spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } },
-    });
-    await createRuntime(
-      ns,
-      'bash',
-      bashRuntime({
-        replicas: 1,
-        workspace: { emptyDir: { sizeLimit: '1Gi' } },
-        artifactStore: { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } },
-      }),
-    );
-    await runtimePods(ns, 'bash', 1);
+    await filesystemStoreRuntime(ns, 1, { workspace: { emptyDir: { sizeLimit: '1Gi' } } });
     const pvc = await admin().get<RunObj>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/artifacts`);
     volume = join(E2E_ROOT, 'volumes', String(pvc.spec.volumeName));
     // Another Run's artifact: what the attacks try to read or delete.
