@@ -4,8 +4,6 @@
  * cancellation, deadline, in-place retries and recovery of executions after a restart.
  * Status writes carry the observed resourceVersion (optimistic concurrency).
  */
-import { constants } from 'node:fs';
-import { lstat, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type WebSocket from 'ws';
@@ -43,7 +41,8 @@ import {
   type DirHandle,
 } from './artifacts/safe-dir.ts';
 import type { SessionRefusal, SessionTarget } from './session-server.ts';
-import { resumeDecision, takenAway, type Resume } from './fence.ts';
+import { takenAway, type Resume } from './fence.ts';
+import { LostExecution, markLaunched, resumeRun } from './launch-record.ts';
 import {
   FUNCTION_FINALIZER,
   FunctionRuns,
@@ -52,32 +51,6 @@ import {
   type FunctionState,
 } from './function-runs.ts';
 import type { FunctionEndpoint } from '../lib/run/phases.ts';
-
-/** A Run an earlier runtimed launched whose execution the Runtime Server no longer has (fence.ts resumeDecision). */
-class LostExecution extends Error {
-  constructor() {
-    super('runtime execution not found after runtimed restart: it had started, and is not run again');
-  }
-}
-
-/** Records in the Run directory that this attempt is launched (resumeDecision reads it after a restart). */
-async function markLaunched(dir: DirHandle, attempt: number): Promise<void> {
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
-  const fh = await open(`${dir.path}/${LAUNCHED}${attempt}`, flags, 0o600);
-  await fh.close();
-}
-
-/** Whether markLaunched ran for this attempt in the Run directory (closes the handle). */
-async function wasLaunched(dir: DirHandle | undefined, attempt: number): Promise<boolean> {
-  if (!dir) return false;
-  try {
-    return !!(await lstat(`${dir.path}/${LAUNCHED}${attempt}`).catch(() => undefined));
-  } finally {
-    await dir.close().catch(() => undefined);
-  }
-}
-
-const LAUNCHED = '.kruntimes-launched-';
 
 /** A bad artifact input: terminal with its own reason (never retried). */
 export class InputError extends Error {
@@ -535,19 +508,17 @@ export class Runner implements FunctionHost {
     return run.spec.source?.repoURL ? join(this.runDir(run), 'repo') : this.runDir(run);
   }
 
-  /** After a restart: adopt the Runtime Server's execution, fail a Run that ran but is not there, or launch (fence.ts). */
-  private async resume(run: Run): Promise<Resume> {
-    const createdBeforeStart = Date.parse(run.metadata.creationTimestamp ?? '') <= this.bornAt;
-    if (!createdBeforeStart) return 'launch';
-    const serverHasIt = !!(await this.d.runtime.get(run.metadata.uid ?? '').catch(() => undefined));
-    const launched =
-      !serverHasIt &&
-      (await openDirBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(run)).then(
-        (dir) => wasLaunched(dir, currentAttempt(run.status?.attempt)),
-        // An unsafe Run directory (a link the Run planted) is reported by the launch (UnsafePath).
-        () => false,
-      ));
-    return resumeDecision({ createdBeforeStart, serverHasIt, launched });
+  /** After a restart: adopt the Runtime Server's execution, fail a Run that ran but is not there, or launch. */
+  private resume(run: Run): Promise<Resume> {
+    return resumeRun(
+      {
+        bornAt: this.bornAt,
+        hasExecution: async (uid) => !!(await this.d.runtime.get(uid).catch(() => undefined)),
+        workspaceRoot: this.d.cfg.workspaceRoot,
+        runDirSegments: this.runDirSegments(run),
+      },
+      run,
+    );
   }
 
   private armDeadline(a: Active): void {

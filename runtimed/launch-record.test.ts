@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, renameSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDirBeneath } from './artifacts/safe-dir.ts';
+import { markLaunched, resumeRun, type ResumeContext } from './launch-record.ts';
+import type { Run } from './types.ts';
+
+describe('launch record (resume after a runtimed restart)', () => {
+  const BORN = Date.parse('2026-12-02T05:00:00Z');
+  const run = (created: string, attempt = 1): Run => ({
+    metadata: { name: 'r', namespace: 'ns', uid: 'u1', creationTimestamp: created },
+    spec: { runtime: 'bash' },
+    status: { phase: 'Scheduled', attempt },
+  });
+  const older = '2026-12-02T04:59:00Z';
+
+  function context(hasExecution = false): ResumeContext & { root: string } {
+    const root = mkdtempSync(join(tmpdir(), 'launch-record-'));
+    return {
+      root,
+      bornAt: BORN,
+      hasExecution: () => Promise.resolve(hasExecution),
+      workspaceRoot: root,
+      runDirSegments: ['runs', 'u1'],
+    };
+  }
+  async function launched(c: ReturnType<typeof context>, attempt: number): Promise<void> {
+    const dir = await openDirBeneath(c.root, c.runDirSegments, { create: 0o775 });
+    assert.ok(dir);
+    await markLaunched(dir, attempt);
+    await dir.close();
+  }
+
+  it('launches a Run created after this runtimed started, without looking further', async () => {
+    const c = context();
+    await launched(c, 1);
+    assert.equal(await resumeRun(c, run('2026-12-02T05:00:02Z')), 'launch');
+  });
+
+  it('adopts the execution the Runtime Server still has', async () => {
+    assert.equal(await resumeRun(context(true), run(older)), 'adopt');
+  });
+
+  it('takes a launched attempt without an execution as lost; another attempt or no record is launched', async () => {
+    const c = context();
+    assert.equal(await resumeRun(c, run(older)), 'launch', 'no Run directory yet');
+    await launched(c, 1);
+    assert.equal(await resumeRun(c, run(older)), 'lost');
+    assert.equal(await resumeRun(c, run(older, 2)), 'launch', 'the record is per attempt');
+  });
+
+  it('leaves a Run directory the Run replaced by a link to the launch (UnsafePath), not lost', async () => {
+    const c = context();
+    await launched(c, 1);
+    const elsewhere = join(c.root, 'elsewhere');
+    renameSync(join(c.root, 'runs', 'u1'), elsewhere);
+    mkdirSync(join(c.root, 'runs'), { recursive: true });
+    symlinkSync(elsewhere, join(c.root, 'runs', 'u1'));
+    assert.equal(await resumeRun(c, run(older)), 'launch');
+  });
+});
