@@ -666,6 +666,15 @@ function breakdown(label: string, kinds: [string, Sample[]][]): string[] {
   return lines;
 }
 
+/** The sequential table's operation rows, in order. */
+const OPERATION_ROWS = [
+  ['create_workspace', 'create_workspace → ready (sandbox, node, clone)'],
+  ['stop', 'stop → stopped (quiesce, terminate)'],
+  ['start', 'start → ready (sandbox, node; no clone)'],
+  ['restart', 'restart → ready (quiesce, terminate, sandbox, node)'],
+  ['delete_workspace', 'delete_workspace → deleted (quiesce, terminate, cleanup)'],
+] as const;
+
 function report(seq: Seq, b: Board, bursts: Burst[], loads: { start: number[]; end: number[] }, date: string): string {
   const base = summary(seq.shaped);
   const line = (label: string, xs: number[]): string => {
@@ -681,25 +690,11 @@ function report(seq: Seq, b: Board, bursts: Burst[], loads: { start: number[]; e
     line('bare Pod (bash, 1 container) create → Running', seq.bash),
     line('bare Pod, sandbox shape (same 2 images, new PVC) create → Running+Ready', seq.shaped),
     line('`git clone` of the snapshot from the Git Server (bench process, the Node’s clone code)', seq.clone),
-    line(
-      'create_workspace → ready (sandbox, node, clone)',
-      seq.ops.create_workspace.map((s) => s.ms),
-    ),
-    line(
-      'stop → stopped (quiesce, terminate)',
-      seq.ops.stop.map((s) => s.ms),
-    ),
-    line(
-      'start → ready (sandbox, node; no clone)',
-      seq.ops.start.map((s) => s.ms),
-    ),
-    line(
-      'restart → ready (quiesce, terminate, sandbox, node)',
-      seq.ops.restart.map((s) => s.ms),
-    ),
-    line(
-      'delete_workspace → deleted (quiesce, terminate, cleanup)',
-      seq.ops.delete_workspace.map((s) => s.ms),
+    ...OPERATION_ROWS.map(([op, label]) =>
+      line(
+        label,
+        seq.ops[op].map((s) => s.ms),
+      ),
     ),
     '',
     ...breakdown('Where the sequential operations’ time goes:', Object.entries(seq.ops)),
