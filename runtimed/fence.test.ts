@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { STALE_MS } from '../lib/run/fencing.ts';
 import { classifyFailure, isShutdownKill } from './finish.ts';
-import { FENCE_MS, leaseValidity, resumeDecision, takenAway } from './fence.ts';
+import { FENCE_MS, SettledAttempts, leaseValidity, resumeDecision, takenAway } from './fence.ts';
 import { ExecutionLease, MAX_LEASE_MS, type LeaseClock } from './runtime-server/lease.ts';
 import type { Run } from './types.ts';
 
@@ -128,5 +128,39 @@ describe('runtimed resumeDecision: a restarted runtimed never runs an attempt tw
   });
   it('launches an older Run whose attempt never started (no launch record, e.g. a new attempt after the reaper)', () => {
     assert.equal(d(true, false, false), 'launch');
+  });
+});
+
+describe('runtimed SettledAttempts: a late version of a released Run never starts the same attempt again (issue 18 soak)', () => {
+  const withUid = (uid: string, status: Run['status']): Run => ({ ...run(status), metadata: { name: uid, uid } });
+
+  it('skips a Scheduled version of an attempt already finished here, also an older attempt', () => {
+    const s = new SettledAttempts();
+    assert.equal(s.finished(run({ phase: 'Scheduled', attempt: 1 })), false, 'nothing finished yet');
+    s.settle('u', 1);
+    assert.equal(s.finished(run({ phase: 'Scheduled', attempt: 1 })), true, 'the lagging watch event of attempt 1');
+    assert.equal(s.finished(run({ phase: 'Scheduled' })), true, 'no attempt yet counts as attempt 1');
+    s.settle('u', 2);
+    assert.equal(s.finished(run({ phase: 'Running', attempt: 1 })), true);
+  });
+
+  it('runs a new attempt (the reaper rescheduled it here) and other Runs', () => {
+    const s = new SettledAttempts();
+    s.settle('u', 1);
+    assert.equal(s.finished(run({ phase: 'Scheduled', attempt: 2 })), false);
+    assert.equal(s.finished(withUid('v', { phase: 'Scheduled', attempt: 1 })), false);
+    s.forget('u');
+    assert.equal(s.finished(run({ phase: 'Scheduled', attempt: 1 })), false);
+  });
+
+  it('is bounded: the oldest settled Run is forgotten first', () => {
+    const s = new SettledAttempts(2);
+    s.settle('a', 1);
+    s.settle('b', 1);
+    s.settle('a', 1); // refreshed: now the newest
+    s.settle('c', 1);
+    assert.equal(s.finished(withUid('b', { phase: 'Scheduled', attempt: 1 })), false, 'b was the oldest');
+    assert.equal(s.finished(withUid('a', { phase: 'Scheduled', attempt: 1 })), true);
+    assert.equal(s.finished(withUid('c', { phase: 'Scheduled', attempt: 1 })), true);
   });
 });

@@ -53,3 +53,36 @@ export function resumeDecision(o: { createdBeforeStart: boolean; serverHasIt: bo
   if (o.serverHasIt) return 'adopt';
   return o.launched ? 'lost' : 'launch';
 }
+
+/**
+ * The attempts this runtimed has finished with, per Run UID: a version of the Run that arrives
+ * after the Run was released (a watch that lags behind runtimed's own writes, or a GET answered
+ * late under load) still shows it Scheduled, and must not start the same attempt again (the
+ * 30-minute soak's duplicated execution: one runtimed, one attempt, two executions 3.8 s apart).
+ * A new attempt (the reaper's reschedule, an in-place retry) is a higher number and runs.
+ * Bounded: the oldest entries go first; stale versions arrive within seconds, not after
+ * thousands of other Runs.
+ */
+export class SettledAttempts {
+  private readonly attempts = new Map<string, number>();
+  constructor(private readonly limit = 10_000) {}
+
+  settle(uid: string, attempt: number): void {
+    this.attempts.delete(uid);
+    this.attempts.set(uid, attempt);
+    if (this.attempts.size > this.limit) {
+      const oldest = this.attempts.keys().next().value;
+      if (oldest !== undefined) this.attempts.delete(oldest);
+    }
+  }
+
+  /** Whether this version of the Run asks for an attempt this runtimed already finished with. */
+  finished(run: Run): boolean {
+    const done = this.attempts.get(run.metadata.uid ?? '');
+    return done !== undefined && currentAttempt(run.status?.attempt) <= done;
+  }
+
+  forget(uid: string): void {
+    this.attempts.delete(uid);
+  }
+}

@@ -41,7 +41,7 @@ import {
   type DirHandle,
 } from './artifacts/safe-dir.ts';
 import type { SessionRefusal, SessionTarget } from './session-server.ts';
-import { takenAway, type Resume } from './fence.ts';
+import { SettledAttempts, takenAway, type Resume } from './fence.ts';
 import { LostExecution, markLaunched, resumeRun } from './launch-record.ts';
 import {
   FUNCTION_FINALIZER,
@@ -163,6 +163,8 @@ export class Runner implements FunctionHost {
   /** Called after a Run was released (its workspace may now be cleaned up). */
   onRelease: () => void = () => undefined;
   private readonly waiting = new Set<string>();
+  /** Attempts released here: a late version of such a Run must not start it again (fence.ts). */
+  private readonly settled = new SettledAttempts();
   /** Set when runtimed got SIGTERM: its Pod is being stopped (see stopping()). */
   private stopSignalled = false;
   private readonly stopWaiters: (() => void)[] = [];
@@ -286,15 +288,11 @@ export class Runner implements FunctionHost {
       this.onActive(a, run);
       return;
     }
-    if (this.functionLeftover(run)) return;
-    if (!this.mine(run) || run.metadata.deletionTimestamp || isTerminal(run.status?.phase)) return;
+    if (this.functionLeftover(run) || !this.startable(run)) return;
     if (run.status?.phase === 'Scheduled' && run.spec.cancelRequested) {
       void this.terminal(run, 'Cancelled', 'cancelled by user');
       return;
     }
-    const phase = run.status?.phase;
-    const ready = phase === 'Ready' && (run.spec.mode?.session || run.spec.mode?.function);
-    if (phase !== 'Scheduled' && phase !== 'Running' && !ready) return;
     if (this.active.size >= this.d.cfg.workers) {
       this.retryLater(run);
       return;
@@ -302,6 +300,14 @@ export class Runner implements FunctionHost {
     void this.start(run).catch((err: unknown) =>
       this.d.log.error({ err, run: run.metadata.name }, 'run handling failed'),
     );
+  }
+
+  /** A Run of this Pod, not being deleted, in a phase runtimed executes, of an attempt not finished here. */
+  private startable(run: Run): boolean {
+    if (!this.mine(run) || run.metadata.deletionTimestamp || this.settled.finished(run)) return false;
+    const phase = run.status?.phase;
+    const ready = phase === 'Ready' && !!(run.spec.mode?.session || run.spec.mode?.function);
+    return phase === 'Scheduled' || phase === 'Running' || ready;
   }
 
   /** A function Run of this Pod that ended or is being deleted while nothing runs it here: unregister, drop the finalizer. */
@@ -735,6 +741,7 @@ export class Runner implements FunctionHost {
       this.d.log.warn({ err, run: a.run.metadata.name }, 'Run directory not removed'),
     );
     if (this.active.get(uid) === a) this.active.delete(uid);
+    this.settled.settle(uid, Math.max(a.attempt, currentAttempt(a.run.status?.attempt)));
     if (a.run.spec.workspace) this.onRelease();
     if (a.lost)
       void this.refetch(a.run).then(
