@@ -1,7 +1,7 @@
 /** The soak's end: the namespace and cluster-scoped objects deleted, nothing stuck, nothing left running. */
 import { GIVE_UP_MS } from '../../functions/run-artifact-gc/index.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
-import { alive, podPids, type PodLite } from './procs.ts';
+import { podPids, processStart, stillRunning, type PodLite } from './procs.ts';
 import { G, teardownJobClasses, until, X, type Obj, type Workload } from './workload.ts';
 
 /** How long a namespace may take to go: the bound within which run-artifact-gc releases every Run, and 2 minutes. */
@@ -32,8 +32,13 @@ export async function finalCheck(
   log: (m: string) => void,
 ): Promise<{ stuck: string[]; orphans: string[] }> {
   const pods = await until('list pods', () => w.api.list<PodLite>(`/api/v1/namespaces/${w.ns}/pods`), 60_000);
+  // The processes running now, each by pid and start time: a finished container's pid file
+  // names a pid the machine may since have given to another process.
   const pids = pods.items.flatMap((p) =>
-    Object.entries(podPids(w.root, p)).map(([c, pid]) => ({ what: `${p.metadata.name}/${c}`, pid })),
+    Object.entries(podPids(w.root, p)).flatMap(([c, pid]) => {
+      const start = processStart(pid);
+      return start ? [{ what: `${p.metadata.name}/${c}`, pid, start }] : [];
+    }),
   );
   log(`deleting namespace ${w.ns}`);
   await w.api.delete(`/api/v1/namespaces/${w.ns}`);
@@ -59,7 +64,7 @@ export async function finalCheck(
     },
   );
   const orphans = pids
-    .filter((p) => alive(p.pid))
+    .filter(stillRunning)
     .map((p) => `process ${p.what} pid ${p.pid} alive after its namespace was deleted`);
   for (const s of w.srv?.sandboxes.values() ?? [])
     if (!['Terminated', 'Failed'].includes(s.status.state)) orphans.push(`sandbox ${s.id} ${s.status.state}`);

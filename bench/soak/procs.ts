@@ -42,6 +42,25 @@ export function signal(pid: number | undefined, sig: NodeJS.Signals): boolean {
   }
 }
 
+/**
+ * A process's start time (clock ticks since boot, /proc/<pid>/stat field 22): with the pid, what
+ * tells one process from a later one that got the same pid. Undefined when there is no such process.
+ */
+export function processStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which is in parentheses and may itself contain spaces.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the process that had this pid and start time still runs (not a later one with its pid). */
+export function stillRunning(p: { pid: number; start: string }): boolean {
+  return processStart(p.pid) === p.start;
+}
+
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import { createHash } from 'node:crypto';
 import { expectedDigest, markerCounts, reasonOf, sawEnd, taskScript } from './workload.ts';
 
 describe('soak workload', () => {
   it('finds END in a log stream whose chunks split it', async () => {
-    async function* chunks(...parts: string[]): AsyncGenerator<Buffer> {
-      for (const p of parts) yield Buffer.from(p);
-    }
+    const chunks = (...parts: string[]): Readable => Readable.from(parts.map((p) => Buffer.from(p)));
     assert.equal(await sawEnd(chunks('line 20\nEN', 'D\n')), true);
     assert.equal(await sawEnd(chunks('line 20\n')), false);
   });

@@ -381,30 +381,43 @@ export async function sawEnd(stream: AsyncIterable<unknown>): Promise<boolean> {
   return text.includes('END');
 }
 
-/** Follows a Run's log through the aggregated API, reconnecting until END or the Run's end; then reads it whole. */
+/** How long a log follow may take in all: longer than any recovery the soak has measured (kube-apiserver 198 s). */
+export const FOLLOW_DEADLINE_MS = 600_000;
+
+/**
+ * Follows a Run's log through the aggregated API, reconnecting until END or the Run's end; then,
+ * once the Run is terminal (never before: its last lines may not be written yet), reads it whole.
+ * Both wait out an aggregated API that is down (the extension server's recovery took up to 106 s
+ * in the 30-minute run, longer than the 60 tries this used to allow).
+ */
 async function follow(w: Workload, name: string): Promise<void> {
   const startedAt = Date.now();
+  const deadline = startedAt + FOLLOW_DEADLINE_MS;
   const path = `/apis/logs.kruntimes.io/v1alpha1/namespaces/${w.ns}/runs/${name}/log`;
-  let seen = false;
-  for (let i = 0; i < 60 && !seen; i++) {
-    try {
-      const res = await w.api.stream(path, { query: { follow: 'true' } });
-      seen = await sawEnd(res);
-    } catch {
-      await sleep(1000);
-    }
+  const terminal = async (): Promise<boolean> => {
     const r = await w.api.get<Obj>(`${G}/namespaces/${w.ns}/runs/${name}`).catch(() => undefined);
-    if (TERMINAL.has(r?.status?.phase ?? '')) break;
+    return TERMINAL.has(r?.status?.phase ?? '');
+  };
+  let seen = false;
+  let ended = false;
+  while (!seen && !ended && Date.now() < deadline) {
+    seen = await w.api
+      .stream(path, { query: { follow: 'true' } })
+      .then(sawEnd)
+      .catch(() => sleep(1000).then(() => false));
+    ended = await terminal();
   }
-  // The follow may have been cut by a fault before END: the whole log once more, until a read succeeds.
+  // The follow may have been cut by a fault before END: the whole log once more, after the Run ended.
   let read = seen;
-  for (let i = 0; i < 60 && !read; i++) {
-    try {
-      seen = await sawEnd(await w.api.stream(path));
-      read = true;
-    } catch {
+  while (!read && Date.now() < deadline) {
+    if (!ended) ended = await terminal();
+    if (!ended) {
       await sleep(1000);
+      continue;
     }
+    const whole = await w.api.stream(path).then(sawEnd, () => undefined);
+    if (whole === undefined) await sleep(1000);
+    else [seen, read] = [whole, true];
   }
   const error = read ? 'END missing from the log' : 'the log could not be read after the Run ended';
   w.direct.set(name, { ok: seen, startedAt, endedAt: Date.now(), ...(seen ? {} : { error }) });
