@@ -10,7 +10,8 @@
  * (cmd/lambda.mjs) use the bundle when it exists; the local environment rebuilds it on every `up`,
  * the image builds once (`npm run bundle`).
  */
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
+import { createRequire } from 'node:module';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +32,37 @@ const BESIDE = ['pty-bridge.py', 'function-worker.py'];
  * e2e suite's sample functions are bundled when the checkout has them (not in the image).
  */
 const FUNCTION_DIRS = ['functions', 'e2e/fixtures/functions'];
+/**
+ * Node's ES module namespace of a builtin reads every export once, and node:http's lazy
+ * WebSocket, CloseEvent and MessageEvent getters load undici (and compile its llhttp WebAssembly):
+ * about 10 MiB of RSS in every process that writes `import ... from 'node:http'`, used or not
+ * (docs/benchmarks.md, per-Pod memory). The bundle takes node:http from the CommonJS module
+ * instead (process.getBuiltinModule), re-exporting its plain values only: an accessor (globalAgent,
+ * maxHeaderSize, WebSocket, ...) imported by name fails the build instead of loading undici.
+ */
+export const HTTP_BUILTIN = /^(node:)?http$/;
+
+export function httpBuiltinSource(): string {
+  const http = createRequire(import.meta.url)('node:http') as object;
+  const names = Object.entries(Object.getOwnPropertyDescriptors(http))
+    .filter(([name, d]) => 'value' in d && /^[A-Za-z_$][\w$]*$/.test(name))
+    .map(([name]) => name);
+  return [
+    "const http = process.getBuiltinModule('node:http');",
+    'export default http;',
+    `export const { ${names.join(', ')} } = http;`,
+    '',
+  ].join('\n');
+}
+
+const httpBuiltin: Plugin = {
+  name: 'krt-http-builtin',
+  setup(b) {
+    b.onResolve({ filter: HTTP_BUILTIN }, () => ({ path: 'node:http', namespace: 'krt-http-builtin' }));
+    b.onLoad({ filter: /.*/, namespace: 'krt-http-builtin' }, () => ({ contents: httpBuiltinSource(), loader: 'js' }));
+  },
+};
+
 /** Files of an earlier build are removed once no component can still be starting from them. */
 const STALE_AFTER_MS = 10 * 60_000;
 
@@ -58,6 +90,7 @@ export async function buildBundle(outdir: string = BUNDLE_DIR, now = Date.now())
     packages: 'external',
     sourcemap: true,
     logLevel: 'warning',
+    plugins: [httpBuiltin],
     write: false,
   });
   mkdirSync(outdir, { recursive: true });
