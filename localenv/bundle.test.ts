@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildBundle, functionEntries, httpBuiltinSource } from './bundle.ts';
+import { buildBundle, cjsPackageSource, functionEntries, httpBuiltinSource } from './bundle.ts';
 import { REPO_ROOT } from './paths.ts';
 import { R } from '../lib/fn/resources.ts';
 import { WIRE_API_VERSION, WIRE_KIND } from '../lib/fn/wire.ts';
@@ -41,16 +41,23 @@ function invokeLambda(root: string, event: unknown): string {
 }
 
 /**
- * Loaded with --import: at exit, prints the npm packages the process resolved and whether Node
- * loaded undici (which an ES module import of node:http does, for http.WebSocket).
+ * Loaded with --import: at exit, prints the npm packages the process resolved, whether Node
+ * loaded undici (which an ES module import of node:http does, for http.WebSocket) and its CommonJS lexer.
  */
 const LOADED = `import { registerHooks } from 'node:module';
 const seen = new Set();
 registerHooks({ resolve(s, c, next) { const r = next(s, c); const m = /node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(r.url); if (m) seen.add(m[1]); return r; } });
-process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify({ packages: [...seen].sort(), undici: process.moduleLoadList.some((m) => m.includes('undici')) }) + '\\n'));`;
+process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify({ packages: [...seen].sort(), undici: process.moduleLoadList.some((m) => m.includes('undici')), lexer: process.moduleLoadList.some((m) => m.includes('cjs-module-lexer')) }) + '\\n'));`;
+
+interface Loaded {
+  packages: string[];
+  undici: boolean;
+  /** Node scanned a CommonJS module's source for export names (an ES module imported it). */
+  lexer: boolean;
+}
 
 /** What a bundled command loads: its npm packages and whether undici came with node:http. */
-function loaded(dir: string, args: string[]): { packages: string[]; undici: boolean } {
+function loaded(dir: string, args: string[]): Loaded {
   const r = spawnSync(
     process.execPath,
     ['--import', `data:text/javascript,${encodeURIComponent(LOADED)}`, join(dir, 'kruntimes.mjs'), ...args],
@@ -58,7 +65,7 @@ function loaded(dir: string, args: string[]): { packages: string[]; undici: bool
   );
   const line = /^LOADED (.*)$/m.exec(r.stderr)?.[1];
   assert.ok(line, r.stderr);
-  return JSON.parse(line) as { packages: string[]; undici: boolean };
+  return JSON.parse(line) as Loaded;
 }
 
 describe('per-Pod components bundle', function () {
@@ -143,5 +150,17 @@ describe('per-Pod components bundle', function () {
     assert.ok(!v.packages.includes('pino'), v.packages.join(','));
     assert.ok(!v.packages.includes('@kubernetes/client-node'), v.packages.join(','));
     assert.equal(v.undici, false);
+  });
+
+  it('requires CommonJS packages: Node never scans their source for export names (CPU and RSS at start)', () => {
+    // Every function loads, as the extension server starts (pino, ws, @peculiar/x509...).
+    const v = loaded(dir, ['fn', 'list']);
+    assert.ok(v.packages.includes('ws') && v.packages.includes('pino'), v.packages.join(','));
+    assert.equal(v.lexer, false);
+    const src = cjsPackageSource('express');
+    assert.match(src ?? '', /createRequire\(import\.meta\.url\)\("express"\)/);
+    // A reserved word is exported through a local.
+    assert.match(src ?? '', /as static\b/);
+    assert.equal(cjsPackageSource('@kubernetes/client-node'), undefined, 'an ES module package stays an import');
   });
 });
