@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildBundle, cjsPackageSource, functionEntries, httpBuiltinSource } from './bundle.ts';
@@ -66,6 +66,35 @@ function loaded(dir: string, args: string[]): Loaded {
   const line = /^LOADED (.*)$/m.exec(r.stderr)?.[1];
   assert.ok(line, r.stderr);
   return JSON.parse(line) as Loaded;
+}
+
+/** The Runtime Server from the bundle, until it listens, then SIGTERM: what it loaded meanwhile. */
+function runtimeServerLoaded(dir: string, work: string): Promise<Loaded> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      `data:text/javascript,${encodeURIComponent(LOADED)}`,
+      join(dir, 'kruntimes.mjs'),
+      'runtime-server',
+      '--language',
+      'bash',
+    ],
+    { env: { ...process.env, NODE_OPTIONS: '', KRT_RUNTIME_SOCKET: join(work, 'rt.sock') }, stdio: 'pipe' },
+  );
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+    // It installs its SIGTERM handler right after this line: leave it the moment to do so.
+    if (err.includes('runtime server listening')) setTimeout(() => child.kill('SIGTERM'), 300);
+  });
+  return new Promise((resolve, reject) => {
+    child.on('exit', () => {
+      const line = /^LOADED (.*)$/m.exec(err)?.[1];
+      if (line) resolve(JSON.parse(line) as Loaded);
+      else reject(new Error(err));
+    });
+  });
 }
 
 describe('per-Pod components bundle', function () {
@@ -144,12 +173,16 @@ describe('per-Pod components bundle', function () {
     assert.deepEqual(v.packages, []);
   });
 
-  it('the Runtime Server loads neither pino nor the Kubernetes client of the other components', () => {
+  it('the Runtime Server loads neither pino nor the Kubernetes client of the other components, nor ws until a session', async () => {
     // An invalid --language stops it right after its own modules loaded.
     const v = loaded(dir, ['runtime-server', '--language', 'cobol']);
     assert.ok(!v.packages.includes('pino'), v.packages.join(','));
     assert.ok(!v.packages.includes('@kubernetes/client-node'), v.packages.join(','));
     assert.equal(v.undici, false);
+    // Started until it listens: no npm package at all (ws comes with the first session operation).
+    const started = await runtimeServerLoaded(dir, root);
+    assert.deepEqual(started.packages, []);
+    assert.equal(started.lexer, false);
   });
 
   it('requires CommonJS packages: Node never scans their source for export names (CPU and RSS at start)', () => {
