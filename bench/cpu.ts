@@ -62,3 +62,23 @@ export function cpuDelta(before: Map<string, number>, after: Map<string, number>
 export function cpuTotalMs(before: Map<string, number>, after: Map<string, number>): number {
   return [...after.entries()].reduce((sum, [k, v]) => sum + Math.max(0, v - (before.get(k) ?? 0)) * 10, 0);
 }
+
+/** The pids of the processes for which `filter` holds on their own or an ancestor's command line. */
+export function cpuPids(filter: (cmd: string) => boolean): number[] {
+  const procs = new Map<number, { cmd: string; ppid: number }>();
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      procs.set(Number(pid), { cmd, ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) });
+    } catch {
+      /* process gone */
+    }
+  }
+  const ours = (pid: number): boolean => {
+    for (let p = procs.get(pid), depth = 0; p && depth < 32; p = procs.get(p.ppid), depth++)
+      if (filter(p.cmd)) return true;
+    return false;
+  };
+  return [...procs.keys()].filter(ours);
+}

@@ -7,27 +7,41 @@
  *   3. On a local environment: a Runtime of 2 Pods created → Pods ready (RuntimedReady and Ready)
  *      and the CPU its Pods spent, once from the bundle, once with the bundle moved aside (the
  *      images' entrypoint then falls back to tsx), alternating, N rounds.
- *   npx tsx bench/startup.ts          # BENCH_ROUNDS=3 by default
+ *      With BENCH_BASE_DIST=<a dist/ built from another commit> the second variant is that bundle
+ *      instead of tsx (before/after side by side): each round also prints when the first Pod reached
+ *      each step (created, bound, runtimed running, RuntimedReady, Ready) and, 3 s after its Pods were
+ *      ready, the RSS of their runtimed and Runtime Server processes.
+ *   npx tsx bench/startup.ts          # BENCH_ROUNDS=3 by default; BENCH_LOCAL=0 skips cases 1 and 2
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { down, up, type Env } from '../localenv/environment.ts';
 import { BUNDLE_DIR } from '../localenv/bundle.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
-import { cpuTicks, cpuTotalMs } from './cpu.ts';
+import { cpuPids, cpuTicks, cpuTotalMs } from './cpu.ts';
 import { BENCH_NODE_KIND, benchUpOptions } from './node-kind.ts';
 import { benchRuntime } from './runtime.ts';
 import { ratio, summary } from './stats.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? '3');
 const NS = 'bench-startup';
-type Variant = 'bundle' | 'tsx';
+type Variant = 'bundle' | 'tsx' | 'base';
+const BASE_DIST = process.env.BENCH_BASE_DIST ?? '';
 // On a real kubelet the images carry their own copy of the bundle: moving the checkout's aside
 // changes nothing there, so only the bundle is measured.
-const VARIANTS: Variant[] = BENCH_NODE_KIND === 'kubelet' ? ['bundle'] : ['bundle', 'tsx'];
+const VARIANTS: Variant[] = BENCH_NODE_KIND === 'kubelet' ? ['bundle'] : ['bundle', BASE_DIST ? 'base' : 'tsx'];
+/** What the bundle is compared with in the local cases. */
+const B: Variant = BASE_DIST ? 'base' : 'tsx';
+
+/** node's arguments that start kruntimes one way. */
+function entryArgs(v: Variant): string[] {
+  if (v === 'bundle') return [join(BUNDLE_DIR, 'kruntimes.mjs')];
+  if (v === 'base') return [join(BASE_DIST, 'kruntimes.mjs')];
+  return ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts')];
+}
 
 /** CPU ms (utime + stime, all threads) and peak RSS (KiB) of a live process. */
 function usage(pid: number): { cpuMs: number; rssKiB: number } {
@@ -40,8 +54,7 @@ function usage(pid: number): { cpuMs: number; rssKiB: number } {
 /** Starts the Runtime Server one way, waits until it listens, samples it, stops it. */
 function runtimeServerOnce(v: Variant): Promise<{ cpuMs: number; rssKiB: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'krt-startup-'));
-  const args =
-    v === 'bundle' ? [join(BUNDLE_DIR, 'kruntimes.mjs')] : ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts')];
+  const args = entryArgs(v);
   const child = spawn(process.execPath, [...args, 'runtime-server', '--language', 'bash'], {
     cwd: REPO_ROOT,
     env: { ...process.env, KRT_RUNTIME_SOCKET: join(dir, 'runtime.sock') },
@@ -67,6 +80,7 @@ async function runtimeServerCase(): Promise<void> {
   const got: Record<Variant, { cpu: number[]; rss: number[] }> = {
     bundle: { cpu: [], rss: [] },
     tsx: { cpu: [], rss: [] },
+    base: { cpu: [], rss: [] },
   };
   for (let i = 0; i < ROUNDS * 2; i++) {
     for (const v of VARIANTS) {
@@ -77,8 +91,8 @@ async function runtimeServerCase(): Promise<void> {
   }
   const p50 = (v: Variant, k: 'cpu' | 'rss'): number => summary(got[v][k]).p50;
   process.stdout.write(
-    `Runtime Server start → listening (p50 of ${ROUNDS * 2}): CPU bundle ${p50('bundle', 'cpu')} ms vs tsx ${p50('tsx', 'cpu')} ms (${ratio(p50('bundle', 'cpu'), p50('tsx', 'cpu'))}); ` +
-      `peak RSS bundle ${p50('bundle', 'rss').toFixed(0)} MiB vs tsx ${p50('tsx', 'rss').toFixed(0)} MiB (${ratio(p50('bundle', 'rss'), p50('tsx', 'rss'))})\n`,
+    `Runtime Server start → listening (p50 of ${ROUNDS * 2}): CPU bundle ${p50('bundle', 'cpu')} ms vs ${B} ${p50(B, 'cpu')} ms (${ratio(p50('bundle', 'cpu'), p50(B, 'cpu'))}); ` +
+      `peak RSS bundle ${p50('bundle', 'rss').toFixed(0)} MiB vs ${B} ${p50(B, 'rss').toFixed(0)} MiB (${ratio(p50('bundle', 'rss'), p50(B, 'rss'))})\n`,
   );
 }
 
@@ -91,8 +105,7 @@ const EXIT_USAGE = `process.on('exit', () => {
 /** `kruntimes fn list` one way: CPU ms and peak RSS MiB of the whole process. */
 function functionsOnce(v: Variant): { cpuMs: number; rssMiB: number } {
   const usage = ['--import', `data:text/javascript,${encodeURIComponent(EXIT_USAGE)}`];
-  const entry =
-    v === 'bundle' ? [join(BUNDLE_DIR, 'kruntimes.mjs')] : ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts')];
+  const entry = entryArgs(v);
   const r = spawnSync(process.execPath, [...usage, ...entry, 'fn', 'list'], { encoding: 'utf8', cwd: REPO_ROOT });
   const m = /USAGE (\d+) (\d+)/.exec(r.stderr);
   if (r.status !== 0 || !m) throw new Error(`fn list (${v}) exited ${r.status}: ${r.stderr}`);
@@ -103,6 +116,7 @@ function functionsCase(): void {
   const got: Record<Variant, { cpu: number[]; rss: number[] }> = {
     bundle: { cpu: [], rss: [] },
     tsx: { cpu: [], rss: [] },
+    base: { cpu: [], rss: [] },
   };
   for (let i = 0; i < ROUNDS * 2; i++) {
     for (const v of VARIANTS) {
@@ -113,24 +127,73 @@ function functionsCase(): void {
   }
   const p50 = (v: Variant, k: 'cpu' | 'rss'): number => Math.round(summary(got[v][k]).p50);
   process.stdout.write(
-    `Extension server functions loaded (fn list, p50 of ${ROUNDS * 2}): CPU bundle ${p50('bundle', 'cpu')} ms vs tsx ${p50('tsx', 'cpu')} ms (${ratio(p50('bundle', 'cpu'), p50('tsx', 'cpu'))}); ` +
-      `peak RSS bundle ${p50('bundle', 'rss')} MiB vs tsx ${p50('tsx', 'rss')} MiB (${ratio(p50('bundle', 'rss'), p50('tsx', 'rss'))})\n`,
+    `Extension server functions loaded (fn list, p50 of ${ROUNDS * 2}): CPU bundle ${p50('bundle', 'cpu')} ms vs ${B} ${p50(B, 'cpu')} ms (${ratio(p50('bundle', 'cpu'), p50(B, 'cpu'))}); ` +
+      `peak RSS bundle ${p50('bundle', 'rss')} MiB vs ${B} ${p50(B, 'rss')} MiB (${ratio(p50('bundle', 'rss'), p50(B, 'rss'))})\n`,
   );
 }
 
-type Pod = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
+type Pod = KubeObject & {
+  spec?: { nodeName?: string };
+  status?: {
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: { name: string; state?: { running?: unknown } }[];
+  };
+};
 
-async function podsReady(env: Env, name: string): Promise<void> {
+/** The steps of a Runtime Pod's start, in order, as this benchmark first observes them (25 ms polls). */
+const STEPS = ['created', 'bound', 'runtimed running', 'RuntimedReady', 'Ready', 'both'] as const;
+type Step = (typeof STEPS)[number];
+
+function stepsOf(p: Pod): Step[] {
+  const cond = (t: string): boolean => !!p.status?.conditions?.some((c) => c.type === t && c.status === 'True');
+  const running = !!p.status?.containerStatuses?.some((c) => c.name === 'runtimed' && c.state?.running);
+  const got: [Step, boolean][] = [
+    ['created', true],
+    ['bound', !!p.spec?.nodeName],
+    ['runtimed running', running],
+    ['RuntimedReady', cond('kruntimes.io/RuntimedReady')],
+    ['Ready', cond('Ready')],
+    ['both', cond('kruntimes.io/RuntimedReady') && cond('Ready')],
+  ];
+  return got.filter(([, ok]) => ok).map(([s]) => s);
+}
+
+/** Waits until 2 Pods are ready; returns, per Pod, when (ms after t0) each step was first seen. */
+async function podsReady(env: Env, name: string, t0: number): Promise<Map<string, Partial<Record<Step, number>>>> {
+  const seen = new Map<string, Partial<Record<Step, number>>>();
   for (;;) {
     const pods = await env.admin.list<Pod>(`/api/v1/namespaces/${NS}/pods`, { labelSelector: `runtime=${name}` });
-    const ready = pods.items.filter((p) =>
-      ['kruntimes.io/RuntimedReady', 'Ready'].every((t) =>
-        p.status?.conditions?.some((c) => c.type === t && c.status === 'True'),
-      ),
-    );
-    if (ready.length >= 2) return;
-    await new Promise((r) => setTimeout(r, 50));
+    const at = performance.now() - t0;
+    for (const p of pods.items) {
+      const m = seen.get(p.metadata.name ?? '') ?? {};
+      for (const st of stepsOf(p)) m[st] ??= at;
+      seen.set(p.metadata.name ?? '', m);
+    }
+    if ([...seen.values()].filter((m) => m.both !== undefined).length >= 2) return seen;
+    await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** RSS and its anonymous part (MiB) of this environment's runtimed and Runtime Server processes. */
+function componentMemory(root: string): Record<'runtimed' | 'runtime-server', { rss: number; anon: number }[]> {
+  const out: Record<'runtimed' | 'runtime-server', { rss: number; anon: number }[]> = {
+    runtimed: [],
+    'runtime-server': [],
+  };
+  const mine = new Set(cpuPids((cmd) => cmd.includes(root)));
+  for (const pid of mine) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      const m = /kruntimes\.(?:mjs|ts) (runtimed|runtime-server)\b/.exec(cmd);
+      if (!m || !/(^|\/)node /.test(cmd)) continue;
+      const st = readFileSync(`/proc/${pid}/status`, 'utf8');
+      const kib = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(st)?.[1] ?? NaN);
+      out[m[1] as 'runtimed' | 'runtime-server'].push({ rss: kib('VmRSS') / 1024, anon: kib('RssAnon') / 1024 });
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
 }
 
 /** The node agent deletes a Pod object only after its processes have ended. */
@@ -143,39 +206,65 @@ async function podsGone(env: Env, name: string): Promise<void> {
 }
 
 /** One Runtime created → its 2 Pods ready; the CPU its runtimed and Runtime Servers spent. */
-async function runtimeOnce(env: Env, root: string, name: string): Promise<{ ms: number; cpuMs: number }> {
+interface RuntimeSample {
+  ms: number;
+  cpuMs: number;
+  firstMs: number;
+  steps: Partial<Record<Step, number>>;
+  mem: ReturnType<typeof componentMemory>;
+}
+
+async function runtimeOnce(env: Env, root: string, name: string): Promise<RuntimeSample> {
   const mine = (cmd: string): boolean => cmd.includes(root);
   const before = cpuTicks(mine);
   const t0 = performance.now();
   await env.admin.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, benchRuntime(name, 2, 4));
-  await podsReady(env, name);
+  const seen = await podsReady(env, name, t0);
   const ms = performance.now() - t0;
   const after = cpuTicks(mine);
+  // The first Pod to be ready (both conditions) and its steps.
+  const steps = [...seen.values()].sort((a, b) => (a.both ?? Infinity) - (b.both ?? Infinity))[0] ?? {};
+  await new Promise((r) => setTimeout(r, 3000));
+  const mem = componentMemory(root);
   const only = (m: Map<string, number>): Map<string, number> =>
     new Map([...m].filter(([k]) => k === 'runtimed' || k === 'runtime-server'));
   await env.admin.delete(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes/${name}`);
   // The next sample must not see these processes end (their CPU would cancel the next Runtime's).
   await podsGone(env, name);
-  return { ms, cpuMs: cpuTotalMs(only(before), only(after)) };
+  return { ms, cpuMs: cpuTotalMs(only(before), only(after)), firstMs: steps.both ?? NaN, steps, mem };
 }
 
-/** The tsx variant moves the bundle aside, so the images' entrypoint falls back to tsx. */
-async function variantOnce(env: Env, root: string, v: Variant, name: string): Promise<{ ms: number; cpuMs: number }> {
+/** The tsx variant moves the bundle aside, so the images' entrypoint falls back to tsx; the base
+ * variant puts BENCH_BASE_DIST's copy (under .kruntimes/) in its place for the round. */
+async function variantOnce(env: Env, root: string, v: Variant, name: string): Promise<RuntimeSample> {
   const aside = `${BUNDLE_DIR}.bench-aside`;
-  if (v === 'tsx') renameSync(BUNDLE_DIR, aside);
+  const base = join(REPO_ROOT, '.kruntimes', 'bench-base-dist');
+  if (v !== 'bundle') renameSync(BUNDLE_DIR, aside);
+  if (v === 'base') renameSync(base, BUNDLE_DIR);
   try {
     return await runtimeOnce(env, root, name);
   } finally {
+    if (v === 'base') renameSync(BUNDLE_DIR, base);
     if (existsSync(aside)) renameSync(aside, BUNDLE_DIR);
   }
 }
 
+function printRound(v: Variant, r: RuntimeSample): void {
+  const steps = STEPS.map((s) => `${s} ${r.steps[s]?.toFixed(0) ?? '?'}`).join(', ');
+  const mem = (['runtimed', 'runtime-server'] as const)
+    .map((c) => `${c} ${r.mem[c].map((m) => `${m.rss.toFixed(1)}/${m.anon.toFixed(1)}`).join(' ')}`)
+    .join('; ');
+  process.stdout.write(`  ${v}: first Pod: ${steps} ms; RSS/anon MiB: ${mem}\n`);
+}
+
 async function runtimeCase(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `startup-${process.pid}`);
+  if (BASE_DIST) cpSync(BASE_DIST, join(REPO_ROOT, '.kruntimes', 'bench-base-dist'), { recursive: true });
   const env = await up({ root, ...benchUpOptions(['bench-a']) });
-  const got: Record<Variant, { ms: number[]; cpu: number[] }> = {
-    bundle: { ms: [], cpu: [] },
-    tsx: { ms: [], cpu: [] },
+  const got: Record<Variant, { ms: number[]; cpu: number[]; first: number[]; rtd: number[]; rs: number[] }> = {
+    bundle: { ms: [], cpu: [], first: [], rtd: [], rs: [] },
+    tsx: { ms: [], cpu: [], first: [], rtd: [], rs: [] },
+    base: { ms: [], cpu: [], first: [], rtd: [], rs: [] },
   };
   try {
     await env.admin.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
@@ -184,23 +273,31 @@ async function runtimeCase(): Promise<void> {
         const r = await variantOnce(env, root, v, `rt-${v}-${i}`);
         got[v].ms.push(r.ms);
         got[v].cpu.push(r.cpuMs);
+        got[v].first.push(r.firstMs);
+        got[v].rtd.push(...r.mem.runtimed.map((m) => m.rss));
+        got[v].rs.push(...r.mem['runtime-server'].map((m) => m.rss));
+        printRound(v, r);
       }
     }
   } finally {
     env.admin.close();
     await down(root, { purge: true });
+    rmSync(join(REPO_ROOT, '.kruntimes', 'bench-base-dist'), { recursive: true, force: true });
   }
-  const p50 = (v: Variant, k: 'ms' | 'cpu'): number => summary(got[v][k]).p50;
+  const p50 = (v: Variant, k: 'ms' | 'cpu' | 'first' | 'rtd' | 'rs'): number => summary(got[v][k]).p50;
+  const [a, b = a] = VARIANTS as [Variant, Variant?];
+  const line = (what: string, k: 'ms' | 'cpu' | 'first' | 'rtd' | 'rs', unit: string): string =>
+    `${what} ${a} ${p50(a, k).toFixed(k === 'rtd' || k === 'rs' ? 1 : 0)} ${unit} vs ${b} ${p50(b, k).toFixed(k === 'rtd' || k === 'rs' ? 1 : 0)} ${unit} (${ratio(p50(a, k), p50(b, k))})`;
   process.stdout.write(
-    `Runtime (2 Pods) created → Pods ready (p50 of ${ROUNDS}): bundle ${p50('bundle', 'ms').toFixed(0)} ms vs tsx ${p50('tsx', 'ms').toFixed(0)} ms (${ratio(p50('bundle', 'ms'), p50('tsx', 'ms'))}); ` +
-      `CPU of runtimed + Runtime Servers bundle ${p50('bundle', 'cpu')} ms vs tsx ${p50('tsx', 'cpu')} ms (${ratio(p50('bundle', 'cpu'), p50('tsx', 'cpu'))})\n`,
+    `Runtime (2 Pods) created (p50 of ${ROUNDS}): ${line('→ Pods ready', 'ms', 'ms')}; ${line('→ first Pod ready', 'first', 'ms')}; ` +
+      `${line('CPU of runtimed + Runtime Servers', 'cpu', 'ms')}; ${line('RSS runtimed', 'rtd', 'MiB')}; ${line('RSS Runtime Server', 'rs', 'MiB')}\n`,
   );
 }
 
 async function main(): Promise<void> {
   if (BENCH_NODE_KIND === 'kubelet')
     process.stdout.write('node kind: kubelet (the Runtime Server case runs on the host either way)\n');
-  else {
+  else if (process.env.BENCH_LOCAL !== '0') {
     await runtimeServerCase();
     functionsCase();
   }

@@ -1,7 +1,7 @@
 /** The entrypoint of the kruntimes image: `kruntimes <component> [args]`. */
 import { createServer } from 'node:http';
 import { VERSION } from '../lib/version.ts';
-import { apiserver, dashboard, devwsGitServer, devwsNode, fnRun, runtimed, runtimeServer } from './components.ts';
+import { runtimeServer } from './runtime-server.ts';
 
 type Handler = (args: string[]) => Promise<number>;
 
@@ -34,6 +34,9 @@ const demoServer: Handler = (args) =>
     });
   });
 
+/** The other components' module (pino, the Kubernetes client) loads only when one of them starts. */
+const components_ = (): Promise<typeof import('./components.ts')> => import('./components.ts');
+
 const components: Record<string, Handler> = {
   version: () => {
     process.stdout.write(`kruntimes ${VERSION}\n`);
@@ -41,13 +44,13 @@ const components: Record<string, Handler> = {
   },
   'demo-job': demoJob,
   'demo-server': demoServer,
-  apiserver: () => apiserver(),
-  dashboard: () => dashboard(),
-  fn: (args) => fnRun(args),
-  runtimed: () => runtimed(),
+  apiserver: async () => (await components_()).apiserver(),
+  dashboard: async () => (await components_()).dashboard(),
+  fn: async (args) => (await components_()).fnRun(args),
+  runtimed: async () => (await components_()).runtimed(),
   'runtime-server': (args) => runtimeServer(args),
-  'devws-node': () => devwsNode(),
-  'devws-git-server': () => devwsGitServer(),
+  'devws-node': async () => (await components_()).devwsNode(),
+  'devws-git-server': async () => (await components_()).devwsGitServer(),
 };
 
 const [name, ...rest] = process.argv.slice(2);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildBundle, functionEntries } from './bundle.ts';
+import { buildBundle, cjsPackageSource, functionEntries, httpBuiltinSource } from './bundle.ts';
 import { REPO_ROOT } from './paths.ts';
 import { R } from '../lib/fn/resources.ts';
 import { WIRE_API_VERSION, WIRE_KIND } from '../lib/fn/wire.ts';
@@ -38,6 +38,63 @@ function invokeLambda(root: string, event: unknown): string {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return out.split('\n').at(-1) ?? '';
+}
+
+/**
+ * Loaded with --import: at exit, prints the npm packages the process resolved, whether Node
+ * loaded undici (which an ES module import of node:http does, for http.WebSocket) and its CommonJS lexer.
+ */
+const LOADED = `import { registerHooks } from 'node:module';
+const seen = new Set();
+registerHooks({ resolve(s, c, next) { const r = next(s, c); const m = /node_modules\\/((?:@[^/]+\\/)?[^/]+)/.exec(r.url); if (m) seen.add(m[1]); return r; } });
+process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify({ packages: [...seen].sort(), undici: process.moduleLoadList.some((m) => m.includes('undici')), lexer: process.moduleLoadList.some((m) => m.includes('cjs-module-lexer')) }) + '\\n'));`;
+
+interface Loaded {
+  packages: string[];
+  undici: boolean;
+  /** Node scanned a CommonJS module's source for export names (an ES module imported it). */
+  lexer: boolean;
+}
+
+/** What a bundled command loads: its npm packages and whether undici came with node:http. */
+function loaded(dir: string, args: string[]): Loaded {
+  const r = spawnSync(
+    process.execPath,
+    ['--import', `data:text/javascript,${encodeURIComponent(LOADED)}`, join(dir, 'kruntimes.mjs'), ...args],
+    { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } },
+  );
+  const line = /^LOADED (.*)$/m.exec(r.stderr)?.[1];
+  assert.ok(line, r.stderr);
+  return JSON.parse(line) as Loaded;
+}
+
+/** The Runtime Server from the bundle, until it listens, then SIGTERM: what it loaded meanwhile. */
+function runtimeServerLoaded(dir: string, work: string): Promise<Loaded> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      `data:text/javascript,${encodeURIComponent(LOADED)}`,
+      join(dir, 'kruntimes.mjs'),
+      'runtime-server',
+      '--language',
+      'bash',
+    ],
+    { env: { ...process.env, NODE_OPTIONS: '', KRT_RUNTIME_SOCKET: join(work, 'rt.sock') }, stdio: 'pipe' },
+  );
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+    // It installs its SIGTERM handler right after this line: leave it the moment to do so.
+    if (err.includes('runtime server listening')) setTimeout(() => child.kill('SIGTERM'), 300);
+  });
+  return new Promise((resolve, reject) => {
+    child.on('exit', () => {
+      const line = /^LOADED (.*)$/m.exec(err)?.[1];
+      if (line) resolve(JSON.parse(line) as Loaded);
+      else reject(new Error(err));
+    });
+  });
 }
 
 describe('per-Pod components bundle', function () {
@@ -103,5 +160,40 @@ describe('per-Pod components bundle', function () {
     assert.match(dockerfile, /^COPY --from=bundle \/src\/dist \.\/dist$/m);
     assert.match(dockerfile, /^ENTRYPOINT \["node", "\/var\/task\/node_modules\/aws-lambda-ric\/index\.mjs"\]$/m);
     assert.doesNotMatch(dockerfile, /tsx/);
+  });
+
+  it('takes node:http from the CommonJS builtin: importing it does not load undici (about 5-10 MiB RSS)', () => {
+    const src = httpBuiltinSource();
+    assert.match(src, /process\.getBuiltinModule\('node:http'\)/);
+    assert.match(src, /\bcreateServer\b/);
+    assert.doesNotMatch(src, /\bWebSocket\b/);
+    // The entry imports node:http (the demo server) at its top: `version` loads it and nothing else.
+    const v = loaded(dir, ['version']);
+    assert.equal(v.undici, false);
+    assert.deepEqual(v.packages, []);
+  });
+
+  it('the Runtime Server loads neither pino nor the Kubernetes client of the other components, nor ws until a session', async () => {
+    // An invalid --language stops it right after its own modules loaded.
+    const v = loaded(dir, ['runtime-server', '--language', 'cobol']);
+    assert.ok(!v.packages.includes('pino'), v.packages.join(','));
+    assert.ok(!v.packages.includes('@kubernetes/client-node'), v.packages.join(','));
+    assert.equal(v.undici, false);
+    // Started until it listens: no npm package at all (ws comes with the first session operation).
+    const started = await runtimeServerLoaded(dir, root);
+    assert.deepEqual(started.packages, []);
+    assert.equal(started.lexer, false);
+  });
+
+  it('requires CommonJS packages: Node never scans their source for export names (CPU and RSS at start)', () => {
+    // Every function loads, as the extension server starts (pino, ws, @peculiar/x509...).
+    const v = loaded(dir, ['fn', 'list']);
+    assert.ok(v.packages.includes('ws') && v.packages.includes('pino'), v.packages.join(','));
+    assert.equal(v.lexer, false);
+    const src = cjsPackageSource('express');
+    assert.match(src ?? '', /createRequire\(import\.meta\.url\)\("express"\)/);
+    // A reserved word is exported through a local.
+    assert.match(src ?? '', /as static\b/);
+    assert.equal(cjsPackageSource('@kubernetes/client-node'), undefined, 'an ES module package stays an import');
   });
 });

@@ -10,8 +10,19 @@
  * (cmd/lambda.mjs) use the bundle when it exists; the local environment rebuilds it on every `up`,
  * the image builds once (`npm run bundle`).
  */
-import { build } from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { build, type Plugin } from 'esbuild';
+import { createRequire } from 'node:module';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPO_ROOT } from './paths.ts';
@@ -31,6 +42,95 @@ const BESIDE = ['pty-bridge.py', 'function-worker.py'];
  * e2e suite's sample functions are bundled when the checkout has them (not in the image).
  */
 const FUNCTION_DIRS = ['functions', 'e2e/fixtures/functions'];
+/**
+ * Node's ES module namespace of a builtin reads every export once, and node:http's lazy
+ * WebSocket, CloseEvent and MessageEvent getters load undici (and compile its llhttp WebAssembly):
+ * about 10 MiB of RSS in every process that writes `import ... from 'node:http'`, used or not
+ * (docs/benchmarks.md, per-Pod memory). The bundle takes node:http from the CommonJS module
+ * instead (process.getBuiltinModule), re-exporting its plain values only: an accessor (globalAgent,
+ * maxHeaderSize, WebSocket, ...) imported by name fails the build instead of loading undici.
+ */
+export const HTTP_BUILTIN = /^(node:)?http$/;
+
+export function httpBuiltinSource(): string {
+  const http = createRequire(import.meta.url)('node:http') as object;
+  const names = Object.entries(Object.getOwnPropertyDescriptors(http))
+    .filter(([name, d]) => 'value' in d && /^[A-Za-z_$][\w$]*$/.test(name))
+    .map(([name]) => name);
+  return [
+    "const http = process.getBuiltinModule('node:http');",
+    'export default http;',
+    `export const { ${names.join(', ')} } = http;`,
+    '',
+  ].join('\n');
+}
+
+/**
+ * An ES module import of a CommonJS package makes Node scan the package's source for its export
+ * names (cjs-module-lexer, in JavaScript that V8 then optimizes: about 10 MiB of RSS and CPU at
+ * every start). The bundle requires such packages instead (createRequire), re-exporting the names
+ * the module has when this build loads it. A package that is not CommonJS under `require` stays an
+ * import. `pkg` is a bare specifier; undefined when it is left alone.
+ */
+export function cjsPackageSource(pkg: string, root: string = REPO_ROOT): string | undefined {
+  const req = createRequire(join(root, 'package.json'));
+  let m: unknown;
+  try {
+    if (!isCommonJs(req.resolve(pkg))) return undefined;
+    m = req(pkg);
+  } catch {
+    return undefined;
+  }
+  const names =
+    (typeof m === 'object' || typeof m === 'function') && m !== null
+      ? Object.keys(m).filter((n) => n !== 'default' && /^[A-Za-z_$][\w$]*$/.test(n))
+      : [];
+  return [
+    "import { createRequire } from 'node:module';",
+    `const m = createRequire(import.meta.url)(${JSON.stringify(pkg)});`,
+    'export default m;',
+    // Through locals: an export name may be a reserved word (express's `static`).
+    ...names.map((n, i) => `const e${i} = m[${JSON.stringify(n)}];`),
+    ...(names.length ? [`export { ${names.map((n, i) => `e${i} as ${n}`).join(', ')} };`] : []),
+    '',
+  ].join('\n');
+}
+
+/** A file Node loads as CommonJS: .cjs, or .js in a package whose nearest package.json is not "type": "module". */
+function isCommonJs(file: string): boolean {
+  if (file.endsWith('.cjs')) return true;
+  if (!file.endsWith('.js')) return false;
+  for (let dir = dirname(file); dir !== dirname(dir); dir = dirname(dir)) {
+    const pj = join(dir, 'package.json');
+    if (existsSync(pj)) return (JSON.parse(readFileSync(pj, 'utf8')) as { type?: string }).type !== 'module';
+  }
+  return true;
+}
+
+const cjsPackages: Plugin = {
+  name: 'krt-cjs-packages',
+  setup(b) {
+    const sources = new Map<string, string | undefined>();
+    const source = (pkg: string): string | undefined => {
+      if (!sources.has(pkg)) sources.set(pkg, cjsPackageSource(pkg));
+      return sources.get(pkg);
+    };
+    b.onResolve({ filter: /^[@a-z]/ }, (args) => {
+      if (args.path.startsWith('node:') || args.namespace === 'krt-cjs') return undefined;
+      return source(args.path) === undefined ? undefined : { path: args.path, namespace: 'krt-cjs' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'krt-cjs' }, (args) => ({ contents: source(args.path), loader: 'js' }));
+  },
+};
+
+const httpBuiltin: Plugin = {
+  name: 'krt-http-builtin',
+  setup(b) {
+    b.onResolve({ filter: HTTP_BUILTIN }, () => ({ path: 'node:http', namespace: 'krt-http-builtin' }));
+    b.onLoad({ filter: /.*/, namespace: 'krt-http-builtin' }, () => ({ contents: httpBuiltinSource(), loader: 'js' }));
+  },
+};
+
 /** Files of an earlier build are removed once no component can still be starting from them. */
 const STALE_AFTER_MS = 10 * 60_000;
 
@@ -58,6 +158,7 @@ export async function buildBundle(outdir: string = BUNDLE_DIR, now = Date.now())
     packages: 'external',
     sourcemap: true,
     logLevel: 'warning',
+    plugins: [httpBuiltin, cjsPackages],
     write: false,
   });
   mkdirSync(outdir, { recursive: true });

@@ -10,8 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import type { WebSocket } from 'ws';
-import { sessionWebSocketServer } from '../../lib/session/frames.ts';
+import type { WebSocket, WebSocketServer } from 'ws';
 import {
   Channel,
   errorStatus,
@@ -60,7 +59,8 @@ export function parseSessionSpec(raw: string | undefined): SessionSpec | string 
 export const FENCED_MESSAGE = 'fenced: the execution lease lapsed; runtimed must renew it first';
 
 export class SessionOperations {
-  private readonly wss = sessionWebSocketServer();
+  /** ws loads with the first session operation: most Runtime Pods never serve one (about 4 MiB). */
+  private wss: Promise<WebSocketServer> | undefined;
   private readonly active = new Set<() => void>();
   /**
    * @param fenced whether the execution lease has lapsed: session operations are fenced like
@@ -94,9 +94,19 @@ export class SessionOperations {
       socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\n${spec}\n`);
       return;
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
-      this.run(ws, spec);
-    });
+    // Until ws takes the socket, what the client sends after the request waits in its buffer.
+    this.server().then(
+      (wss) =>
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          this.run(ws, spec);
+        }),
+      (err: unknown) => socket.destroy(err as Error),
+    );
+  }
+
+  private server(): Promise<WebSocketServer> {
+    this.wss ??= import('../../lib/session/frames.ts').then((m) => m.sessionWebSocketServer());
+    return this.wss;
   }
 
   private run(ws: WebSocket, spec: SessionSpec): void {
