@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { oneLine } from './call-channel.ts';
 import { DialIn } from './dial-in.ts';
-import { RuntimeClient } from './runtime-client.ts';
+import { FunctionRegistrationError, RuntimeClient } from './runtime-client.ts';
 import { lineSplitter } from './runtime-server/function-calls.ts';
 import { startRuntimeServer, type RuntimeServer } from './runtime-server/server.ts';
 
@@ -132,6 +132,33 @@ describe('runtimed function call channel (issue 15)', () => {
       assert.deepEqual(await call, { ok: false, reason: 'Cancelled', error: 'the call was cancelled' });
       await client.registerFunction({ id: 'e2', handler: 'h.echo', workingDir: dir });
       assert.deepEqual(await client.invokeFunction('e2', '"after"'), { ok: true, output: 'after' });
+    });
+
+    it("registration sources the file once, in the channel's worker, whose failure is the registration's error; a retry registers anew", async () => {
+      const sub = join(dir, 'reg');
+      mkdirSync(sub);
+      const file = join(sub, 'h.sh');
+      writeFileSync(file, 'echo sourced >> sourced.log\nf() { printf "%s" "$1"; }\n');
+      await client.registerFunction({ id: 'once', handler: 'h.f', workingDir: sub });
+      assert.equal(readFileSync(join(sub, 'sourced.log'), 'utf8'), 'sourced\n');
+      assert.equal(client.callServer('once'), 'bash-worker');
+      assert.deepEqual(await client.invokeFunction('once', '"x"'), { ok: true, output: 'x' });
+      writeFileSync(file, 'echo sourced >> sourced.log\n');
+      await assert.rejects(
+        client.registerFunction({ id: 'none', handler: 'h.f', workingDir: sub }),
+        (e: Error) => e instanceof FunctionRegistrationError && e.message === 'h defines no bash function "f"',
+      );
+      writeFileSync(file, 'echo sourced >> sourced.log\necho broken >&2\nreturn 2\n');
+      await assert.rejects(
+        client.registerFunction({ id: 'bad', handler: 'h.f', workingDir: sub }),
+        (e: Error) => e instanceof FunctionRegistrationError && e.message === 'sourcing h failed: broken',
+      );
+      assert.equal(readFileSync(join(sub, 'sourced.log'), 'utf8'), 'sourced\n'.repeat(3));
+      // Nothing is left registered by a failed registration: a retry after the fix checks the file again.
+      assert.equal(srv.functions.get('bad'), undefined);
+      writeFileSync(file, 'f() { printf "fixed"; }\n');
+      await client.registerFunction({ id: 'bad', handler: 'h.f', workingDir: sub });
+      assert.deepEqual(await client.invokeFunction('bad', '1'), { ok: true, output: 'fixed' });
     });
 
     it('a worker that cannot start for a new channel (the file went): the Runtime Server serves the channel and says why', async () => {

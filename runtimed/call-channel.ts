@@ -78,9 +78,10 @@ export class CallChannel {
         } else resolve(new CallChannel(socket, head, typeof by === 'string' ? by : 'runtime-server'));
       });
       req.once('response', (res) => {
-        res.resume();
-        if (res.statusCode === 404) resolve(undefined);
-        else reject(new Error(`runtime server answered ${res.statusCode ?? 0} to a call channel`));
+        if (res.statusCode === 404) {
+          res.resume();
+          resolve(undefined);
+        } else refusal(res).then(reject, reject);
       });
       req.on('error', reject);
       req.setTimeout(timeoutMs, () => req.destroy(new Error('runtime server call channel: timed out')));
@@ -118,6 +119,30 @@ export class CallChannel {
     if (this.servedBy === 'runtime-server') w.reject(err);
     else w.resolve({ ok: false, reason: 'Cancelled', error: `the ${this.servedBy} ended during the call` });
   }
+}
+
+/** The Runtime Server answered a call channel with an error instead of a 101 (422: the handler cannot be used). */
+export class ChannelRefused extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The error of a refused channel, with the message of its answer (a Status-like `{message}`, at most 64 KiB read). */
+async function refusal(res: http.IncomingMessage): Promise<ChannelRefused> {
+  const code = res.statusCode ?? 0;
+  let text = '';
+  for await (const c of res) if (text.length < 65536) text += (c as Buffer).toString('utf8');
+  let message: unknown;
+  try {
+    message = (JSON.parse(text) as { message?: unknown }).message;
+  } catch {
+    /* not JSON: the code says enough */
+  }
+  return new ChannelRefused(code, typeof message === 'string' ? message : `runtime server answered ${code} to a call channel`);
 }
 
 /** A payload as one line: JSON text with layout newlines is re-serialised compactly. */

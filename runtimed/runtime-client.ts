@@ -1,6 +1,6 @@
 /** runtimed's client of the Runtime Server over the connections it dials in (keep-alive HTTP/1.1). */
 import http, { type IncomingMessage } from 'node:http';
-import { CallChannel, oneLine, type Channel } from './call-channel.ts';
+import { CallChannel, ChannelRefused, oneLine, type Channel } from './call-channel.ts';
 import type { DialIn } from './dial-in.ts';
 import type { ExecRequest } from './runtime-server/command.ts';
 import type { OutputRecord, Summary } from './runtime-server/executions.ts';
@@ -101,15 +101,26 @@ export class RuntimeClient {
 
   /**
    * Registers a function handler (idempotent per id); FunctionRegistrationError when the handler
-   * cannot be used. Then opens its call channel, so a worker that takes it (a bash worker sources
-   * the file for it) is warm before the first call; a channel that does not open now is opened by
-   * the first call.
+   * cannot be used. Then opens its call channel, so a worker that takes it is warm before the first
+   * call. A bash worker that takes the channel is the one that sources the file (the registration
+   * leaves that check to it: `channelFollows`), so a channel refused with 422 is a registration
+   * error, and a channel that does not open fails the registration (the file was not checked); the
+   * function is unregistered again in both cases, so that a retry registers it anew.
    */
   async registerFunction(spec: FunctionSpec): Promise<void> {
-    const r = await this.json<{ message?: string }>('POST', '/v1/functions', spec, REGISTER_TIMEOUT_MS + 5000);
+    const channelFollows = !this.fenced();
+    const body = { ...spec, channelFollows };
+    const r = await this.json<{ message?: string }>('POST', '/v1/functions', body, REGISTER_TIMEOUT_MS + 5000);
     if (r.code === 422) throw new FunctionRegistrationError(r.body.message ?? 'the handler cannot be registered');
     if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
-    if (!this.fenced()) await this.channelOf(spec.id).catch(() => undefined);
+    if (!channelFollows) return;
+    try {
+      await this.channelOf(spec.id);
+    } catch (err) {
+      await this.unregisterFunction(spec.id).catch(() => undefined);
+      if (err instanceof ChannelRefused && err.code === 422) throw new FunctionRegistrationError(err.message);
+      throw err;
+    }
   }
 
   /**

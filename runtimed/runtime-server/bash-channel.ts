@@ -18,7 +18,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { exitStatus, workerReady, type WorkerIo } from './bash-process.ts';
+import { exitStatus, workerGone, workerReady, type WorkerIo } from './bash-process.ts';
 import { killGroup } from './function-base.ts';
 
 /** The 101's header with the Runtime Server's end-of-worker secret. */
@@ -30,6 +30,8 @@ export type ChannelState = 'ready' | 'failed' | 'killed';
 
 export class BashChannel {
   readonly secret = randomBytes(16).toString('hex');
+  /** A worker that did not start: its exit code and the tail of its stderr (what sourcing printed). */
+  readonly failure: { code: number | null; stderr: string } = { code: null, stderr: '' };
   private worker?: ChildProcess;
   private killed = false;
   private started = false;
@@ -49,7 +51,9 @@ export class BashChannel {
   async start(): Promise<ChannelState> {
     const w = this.spawn(this.socket);
     this.worker = w;
-    w.stderr?.resume();
+    w.stderr?.on('data', (c: Buffer) => {
+      this.failure.stderr = (this.failure.stderr + c.toString('utf8')).slice(-4096);
+    });
     w.on('exit', (code, signal) => this.ended(w, exitStatus(code, signal)));
     w.on('error', () => undefined);
     const ready = await workerReady(w);
@@ -59,6 +63,7 @@ export class BashChannel {
     }
     if (!ready) {
       killGroup(w);
+      this.failure.code = await workerGone(w);
       this.onEnd();
       return 'failed';
     }
@@ -68,6 +73,18 @@ export class BashChannel {
         `Kruntimes-Call-Server: ${BASH_CALL_SERVER}\r\n${WORKER_END_HEADER}: ${this.secret}\r\n\r\n`,
     );
     return 'ready';
+  }
+
+  /**
+   * Answers a channel whose worker failed with 422 and `message` instead of a 101: the function's
+   * registration check happened here (the registration left it to this channel), and it failed.
+   */
+  refuse(message: string): void {
+    const body = JSON.stringify({ message });
+    this.socket.end(
+      'HTTP/1.1 422 Unprocessable Entity\r\nContent-Type: application/json\r\nConnection: close\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
   }
 
   /** Kills the worker with its process group; runtimed learns it from the end line. */

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { REGISTER_TIMEOUT_MS, killGroup, type FunctionSpec } from './function-base.ts';
+import { REGISTER_TIMEOUT_MS, RegistrationError, killGroup, splitHandler, type FunctionSpec } from './function-base.ts';
 
 /** bash -c BASH_WORKER name <file> <function> <dir>; exit 3: sourcing failed, 4: no such function. */
 export const BASH_WORKER = `
@@ -80,6 +80,30 @@ export function workerReady(w: ChildProcess, timeoutMs = REGISTER_TIMEOUT_MS): P
     w.once('exit', () => done(text.includes('ready\n')));
     w.once('error', () => done(false));
   });
+}
+
+/** Pure: why a worker of `handler` did not get ready (exit 4: the file defines no such function; otherwise sourcing failed). */
+export function sourcingError(handler: string, code: number | null, stderr: string): RegistrationError {
+  const { module, fn } = splitHandler(handler);
+  if (code === 4) return new RegistrationError(`${module} defines no bash function ${JSON.stringify(fn)}`);
+  return new RegistrationError(`sourcing ${module} failed: ${stderr.trim().slice(-1024)}`);
+}
+
+/**
+ * Waits until a worker that did not get ready (and was killed) has exited and its stderr is read,
+ * at most `boundMs` (a process that left the group may hold the pipe). Resolves its exit code.
+ */
+export async function workerGone(w: ChildProcess, boundMs = 1000): Promise<number | null> {
+  const closed = w.exitCode !== null || w.signalCode !== null ? (w.stderr?.readableEnded ?? true) : false;
+  if (!closed)
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, boundMs);
+      w.once('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  return w.exitCode;
 }
 
 /** Writes the lease deadline file atomically (epoch microseconds; empty when the lease is not armed). */

@@ -39,9 +39,16 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { BashChannel } from './bash-channel.ts';
 import { CallOutput, callFrame, callResult, callToken, tail, type CallEnd } from './bash-calls.ts';
-import { exitStatus, spawnBashWorker, workerReady, writeLeaseFile, type WorkerIo } from './bash-process.ts';
 import {
-  RegistrationError,
+  exitStatus,
+  sourcingError,
+  spawnBashWorker,
+  workerGone,
+  workerReady,
+  writeLeaseFile,
+  type WorkerIo,
+} from './bash-process.ts';
+import {
   bashScript,
   killGroup,
   splitHandler,
@@ -49,6 +56,7 @@ import {
   type Handler,
   type HandlerOptions,
   type InvokeResult,
+  type RegisterOptions,
 } from './function-base.ts';
 
 /** How long a worker that exited may keep its stdout open (a process that left its group) before its call ends anyway. */
@@ -68,6 +76,8 @@ export class BashWorker implements Handler {
   private overflow = false;
   private closed = false;
   private stderr = '';
+  /** Whether a worker has sourced the file and found the function (registration's check passed). */
+  private sourced = false;
   /** The worker that holds runtimed's call channel, if one does. */
   private channel?: BashChannel;
   constructor(
@@ -76,14 +86,20 @@ export class BashWorker implements Handler {
     private readonly opts: Pick<HandlerOptions, 'handOff' | 'leaseRemainingMs'>,
   ) {}
 
-  async register(): Promise<void> {
+  /**
+   * Checks the handler and starts the worker on the Runtime Server's pipes, which sources the file.
+   * When runtimed opens the call channel right after (`channelFollows`) and the channel goes to a
+   * worker of its own, that worker sources the file instead, and the channel's answer carries the
+   * registration's outcome (a 422 when sourcing fails): the file is sourced once, not twice.
+   */
+  async register(opts: RegisterOptions = {}): Promise<void> {
     const { module, fn } = splitHandler(this.spec.handler);
     this.script = bashScript(this.spec.workingDir, module);
     this.fn = fn;
     this.dir = mkdtempSync(join(tmpdir(), 'krt-fn-'));
     try {
       this.leaseRenewed();
-      await this.start();
+      if (!(opts.channelFollows && this.opts.handOff)) await this.start();
     } catch (err) {
       rmSync(this.dir, { recursive: true, force: true });
       throw err;
@@ -101,12 +117,12 @@ export class BashWorker implements Handler {
     const w = this.spawn('pipe');
     this.worker = w;
     this.watch(w);
-    if (await workerReady(w)) return;
+    if (await workerReady(w)) {
+      this.sourced = true;
+      return;
+    }
     killGroup(w);
-    if (w.exitCode === null) await new Promise((r) => w.once('exit', r));
-    const { module } = splitHandler(this.spec.handler);
-    if (w.exitCode === 4) throw new RegistrationError(`${module} defines no bash function ${JSON.stringify(this.fn)}`);
-    throw new RegistrationError(`sourcing ${module} failed: ${this.stderr.trim().slice(-1024)}`);
+    throw sourcingError(this.spec.handler, await workerGone(w), this.stderr);
   }
   /** Events of a worker that has since been replaced settle nothing. */
   private watch(w: ChildProcess): void {
@@ -253,7 +269,11 @@ export class BashWorker implements Handler {
     );
     this.channel = ch;
     void ch.start().then((state) => {
-      if (state === 'failed' && !this.closed) serve();
+      if (state === 'ready') this.sourced = true;
+      if (state !== 'failed' || this.closed) return;
+      // The registration's own check (channelFollows) failed: runtimed learns why from the answer.
+      if (!this.sourced) ch.refuse(sourcingError(this.spec.handler, ch.failure.code, ch.failure.stderr).message);
+      else serve();
     });
     return true;
   }

@@ -79,9 +79,19 @@ export function killGroup(child: ChildProcess | undefined): void {
   }
 }
 
+/** How a function is registered. */
+export interface RegisterOptions {
+  /**
+   * runtimed opens the function's call channel right after registering, and a handler whose
+   * channel goes to a worker of its own (bash) checks the handler there instead of in a worker of
+   * its own first (which would source the file twice).
+   */
+  channelFollows?: boolean;
+}
+
 /** A language's handler of one registered function. */
 export interface Handler {
-  register(): Promise<void>;
+  register(opts?: RegisterOptions): Promise<void>;
   invoke(payload: string): Promise<InvokeResult>;
   /** Kills the in-flight call. */
   cancel(): void;

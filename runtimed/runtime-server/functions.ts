@@ -15,7 +15,7 @@ import type { Duplex } from 'node:stream';
 import { BashSubshellWorker } from './bash-subshell-worker.ts';
 import { BashWorker } from './bash-worker.ts';
 import type { Language } from './command.ts';
-import type { FunctionSpec, Handler, HandlerOptions, InvokeResult } from './function-base.ts';
+import type { FunctionSpec, Handler, HandlerOptions, InvokeResult, RegisterOptions } from './function-base.ts';
 import { PythonHandler } from './python-worker.ts';
 
 export { FUNCTION_WORKER } from './python-worker.ts';
@@ -29,6 +29,7 @@ export {
   type FunctionSpec,
   type HandlerOptions,
   type InvokeResult,
+  type RegisterOptions,
 } from './function-base.ts';
 
 /** One registered function: its handler and whether a call is in flight. */
@@ -109,7 +110,7 @@ export class Functions {
   }
 
   /** Registers (idempotent per id); a RegistrationError says why the handler cannot be used. */
-  async register(spec: FunctionSpec): Promise<{ created: boolean }> {
+  async register(spec: FunctionSpec, opts: RegisterOptions = {}): Promise<{ created: boolean }> {
     if (this.all.has(spec.id)) return { created: false };
     const h =
       this.lang === 'python'
@@ -117,7 +118,7 @@ export class Functions {
         : this.opts.bashSubshells
           ? new BashSubshellWorker(spec, this.baseEnv)
           : new BashWorker(spec, this.baseEnv, this.opts);
-    await h.register();
+    await h.register(opts);
     if (this.all.has(spec.id)) {
       h.close();
       return { created: false };

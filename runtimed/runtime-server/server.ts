@@ -109,12 +109,17 @@ async function renewLease(
   return json(res, 200, { remainingMs: lease.remainingMs() });
 }
 
-async function registerFunction(res: ServerResponse, fns: Functions, body: FunctionSpec): Promise<void> {
-  if (!body.id || !body.workingDir || !body.handler)
+async function registerFunction(
+  res: ServerResponse,
+  fns: Functions,
+  body: FunctionSpec & { channelFollows?: unknown },
+): Promise<void> {
+  const { channelFollows, ...spec } = body;
+  if (!spec.id || !spec.workingDir || !spec.handler)
     return json(res, 400, { message: 'id, handler and workingDir are required' });
   try {
-    const { created } = await fns.register(body);
-    return json(res, created ? 201 : 200, { id: body.id });
+    const { created } = await fns.register(spec, { channelFollows: channelFollows === true });
+    return json(res, created ? 201 : 200, { id: spec.id });
   } catch (err) {
     if (err instanceof RegistrationError) return json(res, 422, { message: err.message });
     throw err;
