@@ -19,14 +19,19 @@ builtin declare -F "$__krt_fn" >/dev/null || exit 4
 set +m
 __krt_wd=$PWD __krt_so=$SHELLOPTS __krt_bo=$BASHOPTS
 __krt_opts=$(set +o; shopt -p)
-exec 5<&0 </dev/null 7>&1
+command exec 5<&0 </dev/null 7>&1 8</dev/null
 builtin printf 'ready\\n' >&3
-exec 3>&-
-while LC_ALL=C IFS= builtin read -r -N 40 -u 5 __krt_h; do
-  __krt_tok=\${__krt_h%% *}
-  LC_ALL=C IFS= builtin read -r -N "$((10#\${__krt_h##* }))" -u 5 __krt_p || break
-  if IFS= builtin read -r __krt_d <"$__krt_dir/lease" && [[ $__krt_d ]] && ((\${EPOCHREALTIME//[!0-9]/} >= __krt_d)); then
-    builtin printf '\\n%s fenced\\n' "$__krt_tok" >&7
+command exec 3>&-
+while builtin read -r -N 40 -u 5 __krt_h; do
+  __krt_tok=\${__krt_h%% *} __krt_n=$((10#\${__krt_h##* }))
+  if [[ \${LC_ALL:-\${LC_CTYPE:-\${LANG:-C}}} == @(C|POSIX) ]]; then
+    builtin read -r -N "$__krt_n" -u 5 __krt_p || break
+  else
+    LC_ALL=C builtin read -r -N "$__krt_n" -u 5 __krt_p || break
+  fi
+  [[ /dev/fd/8 -ef $__krt_dir/lease ]] || { command exec 8<"$__krt_dir/lease" && IFS= builtin read -r -u 8 __krt_d; }
+  if [[ $__krt_d ]] && ((\${EPOCHREALTIME//[!0-9]/} >= __krt_d)); then
+    builtin printf '%s' $'\\n'"$__krt_tok fenced"$'\\n'
     continue
   fi
   "$__krt_fn" "$__krt_p" </dev/null >&7 2>"$__krt_dir/err" 5<&-
@@ -35,7 +40,7 @@ while LC_ALL=C IFS= builtin read -r -N 40 -u 5 __krt_h; do
   builtin kill -USR2 0
   [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
   [[ $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || builtin eval "$__krt_opts"
-  builtin printf '\\n%s %d\\n' "$__krt_tok" "$__krt_s" >&7
+  builtin printf '%s' $'\\n'"$__krt_tok $__krt_s"$'\\n'
 done
 `;
 

@@ -186,6 +186,18 @@ for (const path of ['pipes', 'channel'] as const)
       }
     });
 
+    it('reads each payload by its bytes in any locale: the worker started in one, or a call that switches it', async () => {
+      const text = 'f() { [[ $1 == \'"utf8"\' ]] && export LC_ALL=C.UTF-8; printf "%s %s" "$1" "${#1}"; }\n';
+      const p = JSON.stringify('h\u00e9 \u263a'); // 6 characters, 9 bytes
+      const utf8 = await worker(text, ['f'], path, { LANG: 'C.UTF-8' });
+      assert.deepEqual(await utf8.call('f', p), { ok: true, output: `${p} 6` });
+      const c = await worker(text, ['f'], path);
+      assert.deepEqual(await c.call('f', p), { ok: true, output: `${p} 9` });
+      assert.deepEqual(await c.call('f', '"utf8"'), { ok: true, output: '"utf8" 6' });
+      assert.deepEqual(await c.call('f', p), { ok: true, output: `${p} 6` });
+      assert.deepEqual(await c.call('f', '"next"'), { ok: true, output: '"next" 6' });
+    });
+
     it('keeps the variables a call sets for later calls, like a python module keeps its globals', async () => {
       const { call } = await worker('count=0\nf() { count=$((count + 1)); printf "%s" "$count"; }\n', ['f'], path);
       assert.deepEqual(

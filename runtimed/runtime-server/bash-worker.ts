@@ -11,12 +11,16 @@
  *    hand-off could not take, and every call with KRT_FUNCTION_CALL_HANDOFF=off).
  * The worker's fds:
  *   0/1     calls in (a 40-byte header, then the payload; read on fd 5, the call itself gets
- *           /dev/null), the call's output and `\n<call token> <status>\n` out (on fd 7, a copy of
- *           stdout the call cannot redirect away)
+ *           /dev/null), the call's output (on fd 7, a copy of stdout the call cannot redirect
+ *           away) and `\n<call token> <status>\n` out (one write, so runtimed wakes once for it)
  *   3       `ready` once sourced, then closed (a pipe to the Runtime Server on both paths)
+ *   8       the lease file last read; it is read again only when the file was replaced
  *   <dir>/err    the call's stderr (its tail goes into the error of a failed call)
  *   <dir>/lease  the execution lease's deadline (epoch microseconds), rewritten by the Runtime
  *           Server after every renewal: a call after it answers `fenced` and does not run
+ * Per call the worker costs about 0.1-0.2 ms of bash (docs/benchmarks.md): it reads the payload
+ * under LC_ALL=C (bytes, not characters) only when the locale is not C, and checks the lease
+ * file's identity (two stats) instead of reading it.
  * What one call cannot leave to the next (tests in bash-worker.test.ts, on both paths):
  *  - output: every process the call left in the worker's process group is signalled (SIGUSR2,
  *    which the worker traps and its children do not) before the end line is written, and
