@@ -142,7 +142,10 @@ async function refusal(res: http.IncomingMessage): Promise<ChannelRefused> {
   } catch {
     /* not JSON: the code says enough */
   }
-  return new ChannelRefused(code, typeof message === 'string' ? message : `runtime server answered ${code} to a call channel`);
+  return new ChannelRefused(
+    code,
+    typeof message === 'string' ? message : `runtime server answered ${code} to a call channel`,
+  );
 }
 
 /** A payload as one line: JSON text with layout newlines is re-serialised compactly. */

@@ -40,11 +40,17 @@ export interface CallEnd {
 /**
  * Pure: reads a worker's output up to the end marker of a call; keeps at most `limit` bytes of
  * output. An alternative marker (the Runtime Server's line for a worker that ended) ends a call too.
+ * Each chunk is scanned once (from where a marker could start that the text before it did not hold),
+ * so a large output costs linear time, not a rescan of everything read so far per chunk.
  */
 export class CallOutput {
   private text = '';
   private bytes = 0;
   private tooLarge = false;
+  /** No marker starts before this index of `text`. */
+  private scanned = 0;
+  /** The first marker found, waiting for the newline that ends its line. */
+  private found?: { i: number; len: number; by: number };
   private readonly decoder = new StringDecoder('utf8');
   constructor(
     private marker: string,
@@ -58,13 +64,20 @@ export class CallOutput {
     this.text = '';
     this.bytes = 0;
     this.tooLarge = false;
+    this.scanned = 0;
+    this.found = undefined;
   }
 
+  /** The first marker (of either kind) starting at or after `scanned`. */
   private find(): { i: number; len: number; by: number } | undefined {
-    const i = this.text.indexOf(this.marker);
-    const j = this.alt ? this.text.indexOf(this.alt) : -1;
-    if (j >= 0 && (i < 0 || j < i)) return { i: j, len: this.alt?.length ?? 0, by: 1 };
-    return i >= 0 ? { i, len: this.marker.length, by: 0 } : undefined;
+    if (this.found) return this.found;
+    const i = this.text.indexOf(this.marker, this.scanned);
+    const j = this.alt ? this.text.indexOf(this.alt, this.scanned) : -1;
+    // A marker cut by the chunk's end starts after this point: the next chunk is scanned from it.
+    this.scanned = Math.max(0, this.text.length - Math.max(this.marker.length, this.alt?.length ?? 0) + 1);
+    if (j >= 0 && (i < 0 || j < i)) this.found = { i: j, len: this.alt?.length ?? 0, by: 1 };
+    else if (i >= 0) this.found = { i, len: this.marker.length, by: 0 };
+    return this.found;
   }
 
   /** The call's end once its marker line is complete; 'overflow' the first time output passes the limit. */
@@ -84,6 +97,8 @@ export class CallOutput {
       this.text = this.text.slice(nl + 1);
       this.bytes = Buffer.byteLength(this.text);
       this.tooLarge = false;
+      this.scanned = 0;
+      this.found = undefined;
       return end;
     }
     const keep = Math.max(this.marker.length, this.alt?.length ?? 0) + 16;
@@ -91,6 +106,8 @@ export class CallOutput {
     // Past the limit: keep only enough to find a marker.
     this.text = this.text.slice(-keep);
     this.bytes = Buffer.byteLength(this.text);
+    this.scanned = 0;
+    this.found = undefined;
     if (this.tooLarge) return undefined;
     this.tooLarge = true;
     return 'overflow';

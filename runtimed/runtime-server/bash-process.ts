@@ -10,7 +10,11 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { REGISTER_TIMEOUT_MS, RegistrationError, killGroup, splitHandler, type FunctionSpec } from './function-base.ts';
 
-/** bash -c BASH_WORKER name <file> <function> <dir>; exit 3: sourcing failed, 4: no such function. */
+/**
+ * bash -c BASH_WORKER name <file> <function> <dir>; exit 3: sourcing failed, 4: no such function.
+ * The options and the working directory are put back right after the end line (before the next
+ * call is read), so the answer does not wait for them.
+ */
 export const BASH_WORKER = `
 __krt_src=$1 __krt_fn=$2 __krt_dir=$3
 set --
@@ -38,9 +42,9 @@ while builtin read -r -N 40 -u 5 __krt_h; do
   __krt_s=$?
   builtin trap : USR2
   builtin kill -USR2 0
+  builtin printf '%s' $'\\n'"$__krt_tok $__krt_s"$'\\n'
   [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
   [[ $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || builtin eval "$__krt_opts"
-  builtin printf '%s' $'\\n'"$__krt_tok $__krt_s"$'\\n'
 done
 `;
 

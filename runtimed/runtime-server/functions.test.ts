@@ -162,6 +162,35 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
     assert.deepEqual(out.rest(), { output: 'partial', status: '', tooLarge: false });
   });
 
+  it('bash: finds a marker however the output is cut into chunks (each chunk is scanned once)', () => {
+    const byteByByte = (out: CallOutput, text: string): unknown[] =>
+      [...Buffer.from(text)].map((b) => out.push(Buffer.from([b]))).filter((r) => r !== undefined);
+    const out = new CallOutput('\ntok ', 100, '\nlonger-secret ');
+    const cases: [string, unknown][] = [
+      ['h\u00e9\n\nto\ntok\ntok 0\n', { output: 'h\u00e9\n\nto\ntok', status: '0', tooLarge: false, by: 0 }],
+      [
+        'x\nlonger-secr\nlonger-secret exit 3\n',
+        { output: 'x\nlonger-secr', status: 'exit 3', tooLarge: false, by: 1 },
+      ],
+      ['a\nlonger-secret killed\n', { output: 'a', status: 'killed', tooLarge: false, by: 1 }],
+    ];
+    for (const [text, want] of cases) {
+      out.reset('\ntok ');
+      assert.deepEqual(byteByByte(out, text), [want], JSON.stringify(text));
+    }
+    // Chunks of every size give the same end.
+    for (let size = 1; size < 12; size++) {
+      out.reset('\ntok ');
+      const text = Buffer.from('one\ntwo\ntok 0\n');
+      const ends = [];
+      for (let i = 0; i < text.length; i += size) ends.push(out.push(text.subarray(i, i + size)));
+      assert.deepEqual(
+        ends.filter((r) => r !== undefined),
+        [{ output: 'one\ntwo', status: '0', tooLarge: false, by: 0 }],
+      );
+    }
+  });
+
   it("bash: the Runtime Server's end-of-worker line ends a call too, whichever marker comes first", () => {
     const out = new CallOutput('\ntok ', 100, '\nsecret ');
     assert.deepEqual(out.push(Buffer.from('part\nsecret exit 3\n')), {
