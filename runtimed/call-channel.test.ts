@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { oneLine } from './call-channel.ts';
-import { DialIn } from './dial-in.ts';
-import { FunctionRegistrationError, RuntimeClient } from './runtime-client.ts';
+import { FunctionRegistrationError, type RuntimeClient } from './runtime-client.ts';
+import { dirWith, runtimePair, type RuntimePair } from './runtime-fixtures.ts';
 import { lineSplitter } from './runtime-server/function-calls.ts';
-import { startRuntimeServer, type RuntimeServer } from './runtime-server/server.ts';
+import type { RuntimeServer } from './runtime-server/server.ts';
 
 describe('runtimed function call channel (issue 15)', () => {
   it('splits lines across chunks and reports an over-long line', () => {
@@ -29,27 +28,21 @@ describe('runtimed function call channel (issue 15)', () => {
 
   describe('with a real Runtime Server', () => {
     let dir: string;
+    let pair: RuntimePair;
     let srv: RuntimeServer;
-    let dial: DialIn;
     let client: RuntimeClient;
     let taken = 0;
     before(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'krt-calls-'));
-      writeFileSync(join(dir, 'h.sh'), 'echo() { printf "%s" "$1"; }\n');
-      dial = new DialIn(join(dir, 'rt.sock'));
-      const take = dial.take.bind(dial);
-      dial.take = () => {
+      dir = dirWith('krt-calls-', { 'h.sh': 'echo() { printf "%s" "$1"; }\n' });
+      ({ srv, client } = pair = await runtimePair(dir, 'bash', { PATH: process.env.PATH }));
+      const take = pair.dial.take.bind(pair.dial);
+      pair.dial.take = () => {
         taken++;
         return take();
       };
-      await dial.listen();
-      srv = startRuntimeServer(dial.path, 'bash', { PATH: process.env.PATH });
-      client = new RuntimeClient(dial);
     });
     after(() => {
-      client.close();
-      srv.close();
-      dial.close();
+      pair.close();
       rmSync(dir, { recursive: true, force: true });
     });
 
@@ -79,24 +72,18 @@ describe('runtimed function call channel (issue 15)', () => {
 
   describe('bash: the channel held by the warm worker (ADR 0029)', () => {
     let dir: string;
+    let pair: RuntimePair;
     let srv: RuntimeServer;
-    let dial: DialIn;
     let client: RuntimeClient;
     before(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'krt-bashcalls-'));
-      writeFileSync(
-        join(dir, 'h.sh'),
-        'echo() { printf "%s" "$1"; }\nlen() { printf "%s" "${#1}"; }\nslow() { sleep 30; }\nbye() { exit 0; }\n',
-      );
-      dial = new DialIn(join(dir, 'rt.sock'));
-      await dial.listen();
-      srv = startRuntimeServer(dial.path, 'bash', { PATH: process.env.PATH });
-      client = new RuntimeClient(dial);
+      dir = dirWith('krt-bashcalls-', {
+        'h.sh':
+          'echo() { printf "%s" "$1"; }\nlen() { printf "%s" "${#1}"; }\nslow() { sleep 30; }\nbye() { exit 0; }\n',
+      });
+      ({ srv, client } = pair = await runtimePair(dir, 'bash', { PATH: process.env.PATH }));
     });
     after(() => {
-      client.close();
-      srv.close();
-      dial.close();
+      pair.close();
       rmSync(dir, { recursive: true, force: true });
     });
 
@@ -176,17 +163,17 @@ describe('runtimed function call channel (issue 15)', () => {
     });
 
     it('with KRT_FUNCTION_CALL_HANDOFF=off the Runtime Server serves the channel (the old path)', async () => {
-      const off = new DialIn(join(dir, 'off.sock'));
-      await off.listen();
-      const offSrv = startRuntimeServer(off.path, 'bash', { PATH: process.env.PATH, KRT_FUNCTION_CALL_HANDOFF: 'off' });
-      const offClient = new RuntimeClient(off);
+      const off = await runtimePair(
+        dir,
+        'bash',
+        { PATH: process.env.PATH, KRT_FUNCTION_CALL_HANDOFF: 'off' },
+        'off.sock',
+      );
       try {
-        await offClient.registerFunction({ id: 'e', handler: 'h.echo', workingDir: dir });
-        assert.deepEqual(await offClient.invokeFunction('e', '"x"'), { ok: true, output: 'x' });
-        assert.equal(offClient.callServer('e'), 'runtime-server');
+        await off.client.registerFunction({ id: 'e', handler: 'h.echo', workingDir: dir });
+        assert.deepEqual(await off.client.invokeFunction('e', '"x"'), { ok: true, output: 'x' });
+        assert.equal(off.client.callServer('e'), 'runtime-server');
       } finally {
-        offClient.close();
-        offSrv.close();
         off.close();
       }
     });
@@ -194,26 +181,18 @@ describe('runtimed function call channel (issue 15)', () => {
 
   describe('python: the channel handed to the warm worker', () => {
     let dir: string;
+    let pair: RuntimePair;
     let srv: RuntimeServer;
-    let dial: DialIn;
     let client: RuntimeClient;
     before(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'krt-pycalls-'));
-      mkdirSync(join(dir, 'fns'));
-      writeFileSync(
-        join(dir, 'fns', 'h.py'),
-        'import os, time\ndef echo(p):\n    print("noise")\n    return p\ndef slow(p):\n    time.sleep(30)\ndef die(p):\n    os._exit(3)\n',
-      );
-      dial = new DialIn(join(dir, 'rt.sock'));
-      await dial.listen();
-      srv = startRuntimeServer(dial.path, 'python', { PATH: process.env.PATH });
-      client = new RuntimeClient(dial);
+      dir = dirWith('krt-pycalls-', {
+        'fns/h.py':
+          'import os, time\ndef echo(p):\n    print("noise")\n    return p\ndef slow(p):\n    time.sleep(30)\ndef die(p):\n    os._exit(3)\n',
+      });
+      ({ srv, client } = pair = await runtimePair(dir, 'python', { PATH: process.env.PATH }));
     });
     after(() => {
-      client.close();
-      srv.close();
-      srv.functions.fence();
-      dial.close();
+      pair.close();
       rmSync(dir, { recursive: true, force: true });
     });
 

@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DialIn } from '../dial-in.ts';
-import { RuntimeClient } from '../runtime-client.ts';
+import { bashCases, dirWith, runtimePair } from '../runtime-fixtures.ts';
 import { Functions, type InvokeResult } from './functions.ts';
-import { startRuntimeServer } from './server.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -24,8 +21,7 @@ const started: (() => void)[] = [];
 
 /** A bash function with `h.sh` = `text` registered as every `h.<name>` in `names`, called on `path`. */
 async function worker(text: string, names: string[], path: Path, more: NodeJS.ProcessEnv = {}): Promise<Worker> {
-  const dir = await mkdtemp(join(tmpdir(), 'krt-bw-'));
-  await writeFile(join(dir, 'h.sh'), text);
+  const dir = dirWith('krt-bw-', { 'h.sh': text });
   const env = { PATH: process.env.PATH, ...more };
   if (path === 'pipes') {
     const fns = new Functions('bash', env);
@@ -39,15 +35,8 @@ async function worker(text: string, names: string[], path: Path, more: NodeJS.Pr
     };
   }
   // runtimed's side for real: a Runtime Server dialling in, calls through RuntimeClient's channel.
-  const dial = new DialIn(join(dir, 'rt.sock'));
-  await dial.listen();
-  const srv = startRuntimeServer(dial.path, 'bash', env);
-  const client = new RuntimeClient(dial);
-  started.push(() => {
-    client.close();
-    srv.close();
-    dial.close();
-  });
+  const { client, close } = await runtimePair(dir, 'bash', env);
+  started.push(close);
   for (const n of names) await client.registerFunction({ id: n, handler: `h.${n}`, workingDir: dir });
   return {
     dir,
@@ -86,20 +75,16 @@ for (const path of ['pipes', 'channel'] as const)
 
     it('exit N, exit 0, a failure under set -e and exec end the call with their status; the next call gets a fresh worker', async () => {
       const { dir, call } = await worker(
-        [
-          'echo sourced >> sourced.log',
-          'f() {',
-          '  case $1 in',
-          '  \'"quit"\') echo partial; echo why >&2; exit 3 ;;',
-          '  \'"done0"\') echo \'{"early":true}\'; exit 0 ;;',
-          '  \'"strict"\') set -e; echo before; false; echo after ;;',
-          '  \'"replace"\') exec echo replaced ;;',
-          '  \'"trapped"\') trap "echo bye" EXIT; exit 5 ;;',
-          '  *) printf "%s" "$1" ;;',
-          '  esac',
-          '}',
-          '',
-        ].join('\n'),
+        bashCases(
+          {
+            '"quit"': 'echo partial; echo why >&2; exit 3',
+            '"done0"': 'echo \'{"early":true}\'; exit 0',
+            '"strict"': 'set -e; echo before; false; echo after',
+            '"replace"': 'exec echo replaced',
+            '"trapped"': 'trap "echo bye" EXIT; exit 5',
+          },
+          ['echo sourced >> sourced.log'],
+        ),
         ['f'],
         path,
       );
@@ -121,17 +106,12 @@ for (const path of ['pipes', 'channel'] as const)
 
     it("a call's background processes are ended with the call; late output never reaches the next call", async () => {
       const { dir, call } = await worker(
-        [
-          'f() {',
-          '  case $1 in',
-          '  \'"late"\') ( sleep 0.3; echo job > job.txt; echo late-job ) & ( ( sleep 0.3; echo orphan > orphan.txt ) & ); echo now ;;',
-          '  \'"escape"\') set -m; ( sleep 0.3; echo escaped ) & set +m; echo now ;;',
-          '  \'"redirect"\') exec >/dev/null 2>&1; echo hidden ;;',
-          '  *) printf "%s" "$1" ;;',
-          '  esac',
-          '}',
-          '',
-        ].join('\n'),
+        bashCases({
+          '"late"':
+            '( sleep 0.3; echo job > job.txt; echo late-job ) & ( ( sleep 0.3; echo orphan > orphan.txt ) & ); echo now',
+          '"escape"': 'set -m; ( sleep 0.3; echo escaped ) & set +m; echo now',
+          '"redirect"': 'exec >/dev/null 2>&1; echo hidden',
+        }),
         ['f'],
         path,
       );
@@ -151,17 +131,14 @@ for (const path of ['pipes', 'channel'] as const)
 
     it('puts shell options and the working directory back after each call; stdin is /dev/null', async () => {
       const { dir, call } = await worker(
-        [
-          'shopt -s extglob',
-          'f() {',
-          '  case $1 in',
-          '  \'"change"\') set -uo pipefail; set -f; shopt -u extglob; shopt -s nullglob; cd /; echo changed ;;',
-          '  \'"reads"\') cat; read -r x; echo "read:${x:-nothing}" ;;',
-          '  *) printf \'{"opts":"%s","bash":"%s","pwd":"%s"}\' "$SHELLOPTS" "$BASHOPTS" "$PWD" ;;',
-          '  esac',
-          '}',
-          '',
-        ].join('\n'),
+        bashCases(
+          {
+            '"change"': 'set -uo pipefail; set -f; shopt -u extglob; shopt -s nullglob; cd /; echo changed',
+            '"reads"': 'cat; read -r x; echo "read:${x:-nothing}"',
+            '"show"': 'printf \'{"opts":"%s","bash":"%s","pwd":"%s"}\' "$SHELLOPTS" "$BASHOPTS" "$PWD"',
+          },
+          ['shopt -s extglob'],
+        ),
         ['f'],
         path,
       );
@@ -177,8 +154,7 @@ for (const path of ['pipes', 'channel'] as const)
     });
 
     it("never sources the user's ~/.bashrc (bash -c with a socket as stdin would), in either worker", async () => {
-      const home = await mkdtemp(join(tmpdir(), 'krt-home-'));
-      await writeFile(join(home, '.bashrc'), 'FROM_BASHRC=yes\n');
+      const home = dirWith('krt-home-', { '.bashrc': 'FROM_BASHRC=yes\n' });
       for (const isolation of [{}, { KRT_BASH_CALL_ISOLATION: 'subshell' }]) {
         const text = 'f() { printf "%s" "${FROM_BASHRC:-no}"; }\n';
         const { call } = await worker(text, ['f'], path, { HOME: home, ...isolation });
@@ -211,16 +187,7 @@ for (const path of ['pipes', 'channel'] as const)
 
     it('a cancelled call and one with too much output end with their worker; the next call gets a new one', async () => {
       const { call, ...w } = await worker(
-        [
-          'f() {',
-          '  case $1 in',
-          '  \'"spin"\') while :; do :; done ;;',
-          '  \'"big"\') head -c 1100000 /dev/zero | tr "\\0" a ;;',
-          '  *) printf "%s" "$1" ;;',
-          '  esac',
-          '}',
-          '',
-        ].join('\n'),
+        bashCases({ '"spin"': 'while :; do :; done', '"big"': 'head -c 1100000 /dev/zero | tr "\\0" a' }),
         ['f'],
         path,
       );
