@@ -4,7 +4,7 @@
  * process, with runtimed's RuntimeClient over it; a directory of handler files; and bash handlers
  * of one shape (a `case` on the payload, echoing any other payload).
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DialIn } from './dial-in.ts';
@@ -57,4 +57,31 @@ export function dirWith(prefix: string, files: Record<string, string>): string {
 export function bashCases(cases: Record<string, string>, before: string[] = []): string {
   const arms = Object.entries(cases).map(([payload, body]) => `  '${payload}') ${body} ;;`);
   return [...before, 'f() {', '  case $1 in', ...arms, '  *) printf "%s" "$1" ;;', '  esac', '}', ''].join('\n');
+}
+
+/** A describe block's Runtime Server pair over its directory, set by the block's `before` hook. */
+export interface BlockPair {
+  dir: string;
+  pair: RuntimePair;
+  srv: RuntimeServer;
+  client: RuntimeClient;
+}
+
+/**
+ * Registers the enclosing describe block's hooks: before its specs, a new directory (`prefix`) with
+ * `files` and a Runtime Server of `lang` over it; after them, both go. The fields are set by then.
+ */
+export function pairPerBlock(prefix: string, lang: Language, files: Record<string, string>): BlockPair {
+  const b = {} as BlockPair;
+  before(async () => {
+    b.dir = dirWith(prefix, files);
+    b.pair = await runtimePair(b.dir, lang, { PATH: process.env.PATH });
+    b.srv = b.pair.srv;
+    b.client = b.pair.client;
+  });
+  after(() => {
+    b.pair.close();
+    rmSync(b.dir, { recursive: true, force: true });
+  });
+  return b;
 }
