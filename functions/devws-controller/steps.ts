@@ -22,6 +22,7 @@ import { workspaceBranch } from '../../lib/devws/validate.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
 import { D, type Effect } from '../../lib/devws/api.ts';
 import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
+import { freezePlugins, pluginInstancesAfter, pluginsDone, recordPluginResults } from '../../lib/devws/plugins.ts';
 import type { SandboxOptions, Substrate } from './substrate.ts';
 
 /** What every operation's decision sees. */
@@ -230,6 +231,34 @@ export function stepClone(c: Ctx, s: OperationStatus): FnOp[] {
     if (e instanceof DevwsError) return [requeue(2000)]; // base_commit_mismatch: not recorded
     throw e;
   }
+}
+
+/** The Node's plugin results for this operation, from a report of the current generation only. */
+function pluginReport(c: Ctx): NonNullable<ReturnType<typeof currentNodeReport>>['plugins'] {
+  const r = currentNodeReport(c.ws.status ?? {}, c.ws.metadata.annotations)?.plugins;
+  return r?.operation === c.op.metadata.name ? r : undefined;
+}
+
+/**
+ * The plugin step: freeze the plugin set once (the Node executes it, one execution ID per item),
+ * record the Node's results as they come, and advance once every item has one; the Workspace's
+ * plugin instances change in the same write as the advance (a failed item is recorded there and
+ * does not block readiness).
+ */
+export function stepPlugin(c: Ctx, s: OperationStatus): FnOp[] {
+  // The Workspace names the operation in the same round: the Node follows its current operation.
+  if (!s.plugins) return both(c, freezePlugins(s, c.op, c.ws), c.ws.status ?? {});
+  let s2: OperationStatus;
+  try {
+    s2 = recordPluginResults(s, pluginReport(c)?.results ?? []);
+  } catch (e) {
+    if (e instanceof DevwsError) return [requeue(2000)]; // plugin_result_conflict: not recorded
+    throw e;
+  }
+  if (!pluginsDone(s2)) return s2 === s ? [requeue(1000)] : [writeOp(c.op, s2), requeue(1000)];
+  const wst = c.ws.status ?? {};
+  const plugins = pluginInstancesAfter(wst, s2, c.op.metadata.name ?? '');
+  return both(c, advance(s2, endsReady(c)), { ...wst, plugins });
 }
 
 export function stepDone(c: Ctx, s: OperationStatus): FnOp[] {
