@@ -12,7 +12,7 @@ describe('devws-node plugin executions (inside the sandbox, on the home volume)'
   afterEach(() => rmSync(home, { recursive: true, force: true }));
 
   const manifest = JSON.stringify({ description: 'lint rules', files: { 'rules/a.yaml': 'a: 1', README: 'hi' } });
-  const install = (id: string, m = manifest, name = 'lint') =>
+  const install = (id: string, m = manifest, name = 'lint'): ReturnType<typeof runPluginItem> =>
     runPluginItem(home, { id, name, action: 'install', manifest: m });
   const dir = (name = 'lint'): string => join(home, '.krt', 'plugins', name);
 

@@ -99,7 +99,11 @@ export function recordPluginResults(s: OperationStatus, results: PluginReportIte
       return item;
     }
     changed = true;
-    return { ...item, result: r.result, ...(r.result === 'failed' ? { message: (r.message ?? '').slice(0, 1024) } : {}) };
+    return {
+      ...item,
+      result: r.result,
+      ...(r.result === 'failed' ? { message: (r.message ?? '').slice(0, 1024) } : {}),
+    };
   });
   return changed ? { ...s, plugins } : s;
 }
