@@ -660,6 +660,26 @@ describe('devws-controller (in-memory state)', () => {
       assert.equal(ws(s).status?.observedState, 'ready');
     });
 
+    it('node disconnect during install_plugin: the ready Workspace goes unavailable with admission closed; the same Node back finishes the step and restores it', () => {
+      const s = newState();
+      nodesUp = false;
+      try {
+        install(s, 'inst6', 'lint');
+        clock = new Date(clock.getTime() + 31_000);
+        settle(s);
+        assert.equal(op(s, 'inst6').status?.step, 'plugin');
+        assert.equal(ws(s).status?.observedState, 'unavailable');
+        assert.equal(ws(s).status?.admissionOpen, false);
+      } finally {
+        nodesUp = true;
+      }
+      settle(s);
+      assert.equal(op(s, 'inst6').status?.state, 'succeeded');
+      assert.equal(ws(s).status?.plugins?.[0]?.state, 'installed');
+      assert.equal(ws(s).status?.observedState, 'ready');
+      assert.equal(ws(s).status?.admissionOpen, true);
+    });
+
     it('plugin results of another operation or of an old generation are not recorded; the step waits', () => {
       const s = newState();
       nodesUp = false;

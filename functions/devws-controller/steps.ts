@@ -14,7 +14,7 @@ import {
 } from '../../lib/devws/api.ts';
 import { applyCloneResult, freezeCloneInput, type CloneResult } from '../../lib/devws/clone.ts';
 import { effectId, findEffect, markSent, planEffect, recordEffect } from '../../lib/devws/effects.ts';
-import { nextGeneration, nodeIsLive } from '../../lib/devws/fencing.ts';
+import { nextGeneration, nodeDisconnected, nodeIsLive } from '../../lib/devws/fencing.ts';
 import { beginQuiesce, decideQuiesce } from '../../lib/devws/idle.ts';
 import { commitReady, observedAfterSuccess, observedWhileRunning } from '../../lib/devws/lifecycle.ts';
 import { advance, block } from '../../lib/devws/operations.ts';
@@ -240,6 +240,18 @@ function pluginReport(c: Ctx): NonNullable<ReturnType<typeof currentNodeReport>>
 }
 
 /**
+ * install_plugin and remove_plugin run on a ready Workspace, which stays ready meanwhile: a Node
+ * that disconnects (sandbox not Ready, heartbeat older than 30 s) makes it unavailable and closes
+ * admission as between operations (core.ts nodeHealth restores it once the operation is over).
+ */
+function nodeGoneWhileReady(c: Ctx): FnOp | undefined {
+  const wst = c.ws.status ?? {};
+  if (endsReady(c) || wst.observedState !== 'ready') return undefined;
+  const live = observeNode(c);
+  return live && nodeIsLive(live, c.now) ? undefined : writeWs(c.ws, nodeDisconnected(wst));
+}
+
+/**
  * The plugin step: freeze the plugin set once (the Node executes it, one execution ID per item),
  * record the Node's results as they come, and advance once every item has one; the Workspace's
  * plugin instances change in the same write as the advance (a failed item is recorded there and
@@ -255,7 +267,11 @@ export function stepPlugin(c: Ctx, s: OperationStatus): FnOp[] {
     if (e instanceof DevwsError) return [requeue(2000)]; // plugin_result_conflict: not recorded
     throw e;
   }
-  if (!pluginsDone(s2)) return s2 === s ? [requeue(1000)] : [writeOp(c.op, s2), requeue(1000)];
+  if (!pluginsDone(s2)) {
+    const gone = nodeGoneWhileReady(c);
+    if (gone) return [...(s2 === s ? [] : [writeOp(c.op, s2), BARRIER]), gone, requeue(1000)];
+    return s2 === s ? [requeue(1000)] : [writeOp(c.op, s2), requeue(1000)];
+  }
   const wst = c.ws.status ?? {};
   const plugins = pluginInstancesAfter(wst, s2, c.op.metadata.name ?? '');
   return both(c, advance(s2, endsReady(c)), { ...wst, plugins });
