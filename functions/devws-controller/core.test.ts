@@ -665,9 +665,12 @@ describe('devws-controller (in-memory state)', () => {
       nodesUp = false;
       try {
         install(s, 'inst6', 'lint');
-        clock = new Date(clock.getTime() + 31_000);
         settle(s);
         assert.equal(op(s, 'inst6').status?.step, 'plugin');
+        assert.equal(ws(s).status?.operation?.name, 'inst6', 'the Workspace names the running operation');
+        assert.equal(ws(s).status?.observedState, 'ready');
+        clock = new Date(clock.getTime() + 31_000);
+        settle(s);
         assert.equal(ws(s).status?.observedState, 'unavailable');
         assert.equal(ws(s).status?.admissionOpen, false);
       } finally {
