@@ -228,7 +228,7 @@ export class NodeAgent {
     return act.kind;
   }
 
-  /** Runs the dispatched plugin executions (each keyed by its ID) and reports them with this operation's earlier results. */
+  /** Runs the dispatched plugin executions (each keyed by its ID); reports them with this operation's earlier results. */
   private runPlugins(a: Extract<NodeAction, { kind: 'plugins' }>): NodeAction {
     const results = a.items.map((item) => runPluginItem(this.cfg.home, item));
     for (const r of results) this.log.info({ operation: a.operation, id: r.id, result: r.result }, 'plugin execution');

@@ -2,7 +2,8 @@
  * The decisions of a developer workspace's Node agent (`kruntimes devws-node`, ADR 0020), pure:
  * from its own Workspace and current Operation (read with its Pod-bound token) it decides whether
  * it is still the live instance, which clone to run, which plugins to install or remove, which idle
- * proof to give and when to renew its heartbeat. Everything it says goes into one report (lib/devws/node-report.ts).
+ * proof to give and when to renew its heartbeat. Everything it says goes into one report
+ * (lib/devws/node-report.ts).
  */
 import type { CloneInput, Operation, Workspace } from './api.ts';
 import type { CloneReport, NodeReportDoc } from './node-report.ts';
