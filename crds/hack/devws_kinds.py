@@ -144,9 +144,9 @@ def plugin_item() -> Schema:
         "id": string("ID of the execution: the Node's idempotency key (its install marker).",
                      min_length=1, max_length=63),
         "name": plugin_name(),
-        "action": string("Action: install or remove.", enum=["install", "remove"]),
+        "action": string("Action: install or remove.", max_length=16, enum=["install", "remove"]),
         "manifest": plugin_manifest(),
-        "result": string("Result once the Node reported it; never changed.",
+        "result": string("Result once the Node reported it; never changed.", max_length=16,
                          enum=["installed", "removed", "failed"]),
         "message": string("Message of a failed execution.", max_length=1024),
     }, required=["id", "name", "action"])
