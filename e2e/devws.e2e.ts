@@ -4,7 +4,8 @@
  * idleness and heartbeats on its own; the devws-sync function has the Git Server
  * (`kruntimes devws-git-server`'s code, run by the spec where Pods reach the host) fetch the
  * external repository (a second smart-HTTP server) and records the snapshot. Admission refusals, create ->
- * ready with a real clone, admin_required, forged and stale Node reports fenced, stop (with krt), start
+ * ready with a real clone, admin_required, forged and stale Node reports fenced, plugins installed,
+ * failed and removed (with krt), stop (with krt), start
  * without a clone, restart with the function host killed mid-operation (same effect IDs, one
  * sandbox), an isolated Workspace created and deleted with its data, and delete_project.
  */
@@ -318,6 +319,66 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     const widen = write(report, { spec: { desiredState: 'stopped' } });
     assert.match(await refusal(node, widen), /^403 .*node_write_scope/);
     assert.match(await refusal(node, (c) => c.delete(p('workspaces/p1-main'))), /^403 /, 'RBAC: no delete');
+  });
+
+  it('plugins: install_plugin (krt) runs plugin → done on the Node; a failed install is recorded on its instance and the Workspace stays ready; remove_plugin', async () => {
+    const pluginOp = (
+      name: string,
+      kind: Operation['spec']['kind'],
+      plugin: Operation['spec']['plugin'],
+    ): Operation => ({
+      ...lifecycle(name, kind),
+      spec: { ...lifecycle(name, kind).spec, plugin },
+    });
+    assert.match(
+      await refusal(admin(), (c) => c.create(p('operations'), pluginOp('rm0', 'remove_plugin', { name: 'lint' }))),
+      /^409 .*plugin_not_installed/,
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'krt-plugin-'));
+    const file = join(dir, 'lint.json');
+    writeFileSync(file, JSON.stringify({ files: { 'rules/a.yaml': 'a: 1' } }));
+    const r = await krt(
+      ['workspace', 'plugin', 'install', 'p1-main', 'lint', '--manifest', file, '--wait'],
+      await saKubeconfig(ns, 'dev'),
+    );
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr.trim().split('\n').at(-1) ?? '', /install_plugin: succeeded step done \(2\/2\)$/);
+    const inst = /operation\.dev\.kruntimes\.io\/(\S+) created \(install_plugin\)/.exec(r.stdout)?.[1] ?? '';
+    const done = await op(inst);
+    assert.deepEqual(done.status?.steps, ['plugin', 'done']);
+    const id = done.status?.plugins?.[0]?.id ?? '';
+    assert.deepEqual(
+      done.status?.plugins?.map((i) => [i.name, i.action, i.result]),
+      [['lint', 'install', 'installed']],
+    );
+    let w = await ws();
+    assert.deepEqual(
+      readNodeReport(w.metadata.annotations)?.plugins,
+      { operation: inst, results: [{ id, result: 'installed' }] },
+      'the Node ran it',
+    );
+    assert.deepEqual(
+      w.status?.plugins?.map((i) => [i.name, i.state, i.operation]),
+      [['lint', 'installed', inst]],
+    );
+    assert.equal(w.status?.observedState, 'ready');
+    assert.equal(w.status?.admissionOpen, true);
+    await admin().create(
+      p('operations'),
+      pluginOp('bad1', 'install_plugin', { name: 'bad', manifest: '{"files":{"../x":"y"}}' }),
+    );
+    assert.equal((await succeeded('bad1')).status?.plugins?.[0]?.result, 'failed', 'every item has a result');
+    w = await ws();
+    const bad = w.status?.plugins?.find((i) => i.name === 'bad');
+    assert.equal(bad?.state, 'failed');
+    assert.match(bad?.message ?? '', /^invalid_plugin_manifest/);
+    assert.equal(w.status?.observedState, 'ready', 'a failed plugin does not block readiness');
+    await admin().create(p('operations'), pluginOp('rm1', 'remove_plugin', { name: 'lint' }));
+    assert.equal((await succeeded('rm1')).status?.plugins?.[0]?.result, 'removed');
+    await admin().create(p('operations'), pluginOp('rm2', 'remove_plugin', { name: 'bad' }));
+    await succeeded('rm2');
+    assert.deepEqual((await ws()).status?.plugins, [], 'both instances dropped');
   });
 
   it('stop: the Node proves idleness for the new admission epoch, the sandbox is terminated and the data kept; start does not re-clone', async () => {

@@ -2,7 +2,8 @@
  * `kruntimes devws-node`: the Node agent of a developer workspace's sandbox Pod (ADR 0020). It
  * holds only its Pod-bound token of the namespaced ServiceAccount kruntimes-devws-node (get/patch
  * Workspaces, get Operations, narrowed by devws-admission to its own report) and polls its
- * Workspace: it clones the frozen snapshot when dispatched, gives idle proofs while the Workspace
+ * Workspace: it clones the frozen snapshot when dispatched, installs or removes the plugins of a
+ * plugin step (lib/devws/node-agent-plugins.ts), gives idle proofs while the Workspace
  * quiesces, and renews its heartbeat. A journal on the data volume makes a clone that was started
  * by an earlier incarnation and never finished report `unknown` instead of running again.
  */
@@ -25,6 +26,7 @@ import {
 import { gitProcessEnv } from './source.ts';
 import { GIT_TOKEN_FILE } from '../lib/devws/git-access.ts';
 import { decideNode, type JournalEntry, type NodeAction, type NodeSelf } from '../lib/devws/node-agent.ts';
+import { runPluginItem } from '../lib/devws/node-agent-plugins.ts';
 
 export interface NodeConfig {
   namespace: string;
@@ -221,8 +223,18 @@ export class NodeAgent {
       const clone = await cloneOnce(this.cfg, act, this.log);
       act = { kind: 'report', report: { ...act.base, heartbeatAt: new Date().toISOString(), clone } };
     }
+    if (act.kind === 'plugins') act = this.runPlugins(act);
     if (act.kind === 'report') await this.write(act.report);
     return act.kind;
+  }
+
+  /** Runs the dispatched plugin executions (each keyed by its ID); reports them with this operation's earlier results. */
+  private runPlugins(a: Extract<NodeAction, { kind: 'plugins' }>): NodeAction {
+    const results = a.items.map((item) => runPluginItem(this.cfg.home, item));
+    for (const r of results) this.log.info({ operation: a.operation, id: r.id, result: r.result }, 'plugin execution');
+    const earlier = a.base.plugins?.operation === a.operation ? a.base.plugins.results : [];
+    const plugins = { operation: a.operation, results: [...earlier, ...results] };
+    return { kind: 'report', report: { ...a.base, heartbeatAt: new Date().toISOString(), plugins } };
   }
 
   private async write(report: NodeReportDoc): Promise<void> {

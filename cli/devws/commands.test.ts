@@ -4,7 +4,9 @@ import {
   isolatedManifest,
   operationManifest,
   operationRows,
+  pluginRows,
   progressLine,
+  readManifest,
   projectDeleteManifest,
   workspaceRows,
 } from './commands.ts';
@@ -32,6 +34,30 @@ describe('krt project | workspace | op', () => {
     assert.deepEqual(o.spec, { project: 'p1', workspace: 'p1-main', kind: 'delete_workspace' });
     assert.equal(o.metadata.generateName, 'p1-main-delete-');
     assert.equal(operationManifest('restart', ws).metadata.generateName, 'p1-main-restart-');
+  });
+
+  it('krt workspace plugin install|remove: install_plugin with name and manifest, remove_plugin with the name only', () => {
+    const i = operationManifest('install_plugin', ws, { name: 'lint', manifest: '{}' });
+    assert.deepEqual(i.spec, {
+      project: 'p1',
+      workspace: 'p1-main',
+      kind: 'install_plugin',
+      plugin: { name: 'lint', manifest: '{}' },
+    });
+    assert.equal(i.metadata.generateName, 'p1-main-install-plugin-');
+    assert.equal(
+      operationManifest('remove_plugin', ws, { name: 'lint' }).metadata.generateName,
+      'p1-main-remove-plugin-',
+    );
+    assert.throws(() => readManifest('nope', 'm.json'), /m.json: a plugin manifest is JSON/);
+    assert.throws(() => readManifest(`"${'x'.repeat(4100)}"`, 'm.json'), /at most 4096/);
+    const w = {
+      ...ws,
+      status: {
+        plugins: [{ name: 'bad', state: 'failed' as const, operation: 'op1', message: 'invalid_plugin_manifest: x' }],
+      },
+    };
+    assert.match(pluginRows(w), /bad\s+failed\s+op1\s+invalid_plugin_manifest: x/);
   });
 
   it('krt project delete is a delete_project Operation of the Project, without a Workspace', () => {

@@ -3,6 +3,7 @@
  * action creates an Operation and returns at once (the seed's 202); `--wait` and `krt op wait`
  * follow it with one progress line per step and state change.
  */
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { Operation, OperationKind, Project, Workspace } from '../../lib/devws/api.ts';
 import { connect, UsageError, type Conn } from '../kube.ts';
@@ -50,13 +51,32 @@ export function isolatedManifest(name: string, project: string, o: { baseRef?: s
 }
 
 /** A lifecycle Operation of a Workspace (generated name `<workspace>-<kind>-xxxxx`). */
-export function operationManifest(kind: OperationKind, ws: Workspace): Operation {
+export function operationManifest(kind: OperationKind, ws: Workspace, plugin?: Operation['spec']['plugin']): Operation {
   return {
     apiVersion: API,
     kind: 'Operation',
     metadata: { generateName: `${ws.metadata.name ?? ''}-${kind.replace('_workspace', '').replace('_', '-')}-` },
-    spec: { project: ws.spec.project, workspace: ws.metadata.name, kind },
+    spec: { project: ws.spec.project, workspace: ws.metadata.name, kind, ...(plugin ? { plugin } : {}) },
   };
+}
+
+/** The plugin instances of a Workspace: name, state, the operation that last changed it, a failed install's message. */
+export function pluginRows(w: Workspace): string {
+  return table(
+    ['PLUGIN', 'STATE', 'OPERATION', 'MESSAGE'],
+    (w.status?.plugins ?? []).map((p) => [p.name, p.state, p.operation ?? '', p.message ?? '']),
+  );
+}
+
+/** A plugin manifest from a file ('-': stdin): JSON, at most 4096 characters (the CRD's limit). */
+export function readManifest(text: string, from: string): string {
+  if (text.length > 4096) throw new UsageError(`${from}: a plugin manifest has at most 4096 characters`);
+  try {
+    JSON.parse(text);
+  } catch {
+    throw new UsageError(`${from}: a plugin manifest is JSON`);
+  }
+  return text;
 }
 
 /** delete_project: no Workspace, the whole Project (admins only: admission answers 403 admin_required). */
@@ -276,7 +296,51 @@ function registerWorkspace(program: Command): void {
         await started(c, await c.client.create<Operation>(path(c, 'operations'), operationManifest(kind, w)), o.wait);
       });
   }
+  registerPlugin(ws);
   listOrGet<Workspace>(ws, 'workspaces', workspaceRows);
+}
+
+/** krt workspace plugin install|remove|list: install_plugin and remove_plugin Operations (plugin → done). */
+function registerPlugin(ws: Command): void {
+  const pl = ws.command('plugin').description('plugins of a Workspace (install_plugin, remove_plugin)');
+  const run = async (
+    cmd: Command,
+    name: string,
+    kind: OperationKind,
+    plugin: Operation['spec']['plugin'],
+    wait?: boolean,
+  ): Promise<void> => {
+    const c = conn(cmd);
+    const w = await c.client.get<Workspace>(path(c, 'workspaces', name));
+    await started(c, await c.client.create<Operation>(path(c, 'operations'), operationManifest(kind, w, plugin)), wait);
+  };
+  pl.command('install')
+    .description(
+      "install a plugin into the Workspace's home (~/.krt/plugins/<plugin>); a failed install is recorded on it",
+    )
+    .argument('<workspace>')
+    .argument('<plugin>')
+    .requiredOption('--manifest <file>', "the plugin's manifest (JSON; '-' reads stdin)")
+    .option('--wait', 'follow the operation to its end')
+    .action(async (name: string, plugin: string, o: { manifest: string; wait?: boolean }, cmd: Command) => {
+      const text = readFileSync(o.manifest === '-' ? 0 : o.manifest, 'utf8');
+      await run(cmd, name, 'install_plugin', { name: plugin, manifest: readManifest(text, o.manifest) }, o.wait);
+    });
+  pl.command('remove')
+    .description('remove a plugin from the Workspace')
+    .argument('<workspace>')
+    .argument('<plugin>')
+    .option('--wait', 'follow the operation to its end')
+    .action(async (name: string, plugin: string, o: { wait?: boolean }, cmd: Command) => {
+      await run(cmd, name, 'remove_plugin', { name: plugin }, o.wait);
+    });
+  pl.command('list')
+    .description("the Workspace's plugins")
+    .argument('<workspace>')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      out(pluginRows(await c.client.get<Workspace>(path(c, 'workspaces', name))));
+    });
 }
 
 function registerOp(program: Command): void {

@@ -24,6 +24,9 @@ OP_STATES = ["queued", "running", "retry_wait", "blocked", "succeeded", "failed"
 STEPS = ["sandbox", "node", "clone", "plugin", "quiesce", "terminate", "cleanup", "done"]
 EFFECT_KINDS = ["sandbox_ensure", "sandbox_terminate", "workspace_data_delete"]
 REASON_RE = r"^[a-z][a-z0-9_]*$"
+PLUGIN_NAME_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+MAX_PLUGINS = 16
+PLUGIN_KINDS = "['install_plugin', 'remove_plugin']"
 
 
 def column(name: str, path: str, kind: str = "string", priority: int = 0) -> dict[str, Any]:
@@ -126,6 +129,29 @@ def project_crd() -> dict[str, Any]:
         "one main Workspace.")
 
 
+def plugin_name() -> Schema:
+    return string("Name of the plugin: its directory ~/.krt/plugins/<name> in the Workspace's "
+                  "home.", min_length=1, max_length=63, pattern=PLUGIN_NAME_RE)
+
+
+def plugin_manifest() -> Schema:
+    return string("Manifest of the plugin (JSON, read by the Node that installs it: an object "
+                  "whose optional files map relative paths to contents).", max_length=4096)
+
+
+def plugin_item() -> Schema:
+    return obj("One plugin execution of the frozen plugin set.", {
+        "id": string("ID of the execution: the Node's idempotency key (its install marker).",
+                     min_length=1, max_length=63),
+        "name": plugin_name(),
+        "action": string("Action: install or remove.", max_length=16, enum=["install", "remove"]),
+        "manifest": plugin_manifest(),
+        "result": string("Result once the Node reported it; never changed.", max_length=16,
+                         enum=["installed", "removed", "failed"]),
+        "message": string("Message of a failed execution.", max_length=1024),
+    }, required=["id", "name", "action"])
+
+
 def sandbox_status() -> Schema:
     return obj("Sandbox is the Workspace's one live (unterminated) sandbox instance.", {
         "id": string("ID is the sandbox instance ID (= its sandbox_ensure effect ID).",
@@ -168,6 +194,18 @@ def workspace_status() -> Schema:
             "epoch": integer("Epoch it was given for.", fmt="int64", minimum=0),
             "idle": boolean("Idle is the Node's answer."),
         }, required=["epoch", "idle"]),
+        "plugins": array("Plugins installed on this Workspace (one entry per plugin instance): "
+                         "a failed install is recorded here with its message and does not "
+                         "keep the Workspace from being ready.", obj("One plugin instance.", {
+                             "name": plugin_name(),
+                             "manifest": plugin_manifest(),
+                             "state": string("State: installed, or failed (its last install "
+                                             "failed).", enum=["installed", "failed"]),
+                             "message": string("Message of a failed install.", max_length=1024),
+                             "operation": string("Operation that last changed it.",
+                                                 max_length=253),
+                         }, required=["name", "state"]), max_items=MAX_PLUGINS,
+                         list_type="map", list_map_keys=["name"]),
         "operation": obj("Operation is the operation that last changed this Workspace; its "
                          "state here is the commit point of 'ready and succeeded together'.", {
             "name": string("Name of the Operation.", max_length=253),
@@ -263,6 +301,9 @@ def operation_status() -> Schema:
         "cloneAttempts": integer("CloneAttempts: failed clone executions so far.", minimum=0),
         "cloneUnknown": boolean("CloneUnknown: the last clone's result is unknown."),
         "cloneInput": clone_input,
+        "plugins": array("Plugins is the plugin set frozen when the operation entered its "
+                         "plugin step: one execution per plugin, each with its result once "
+                         "the Node reported it.", plugin_item(), max_items=MAX_PLUGINS),
         "retriesSeen": integer("RetriesSeen is the spec.retryRequests already honoured.",
                                minimum=0),
         "effects": array("Effects planned by this operation.", effect(), max_items=160),
@@ -284,6 +325,13 @@ def operation_status() -> Schema:
              "self.cloneInput == oldSelf.cloneInput)",
              "cloneInput is frozen once set", field_path=".cloneInput",
              reason="FieldValueForbidden"),
+        rule("!has(oldSelf.plugins) || (has(self.plugins) && "
+             "self.plugins.size() == oldSelf.plugins.size() && "
+             "oldSelf.plugins.all(o, self.plugins.exists(n, n.id == o.id && n.name == o.name && "
+             "n.action == o.action && (!has(o.result) || (has(n.result) && "
+             "n.result == o.result)))))",
+             "the plugin set is frozen once set and a plugin result never changes",
+             field_path=".plugins", reason="FieldValueForbidden"),
         rule("!has(oldSelf.state) || !(oldSelf.state in ['succeeded', 'failed']) || "
              "self.state == oldSelf.state", "a finished operation stays finished",
              field_path=".state", reason="FieldValueForbidden"),
@@ -295,6 +343,11 @@ def operation_crd() -> dict[str, Any]:
         "project": name_ref("Project the operation belongs to."),
         "workspace": name_ref("Workspace it acts on (unset for delete_project)."),
         "kind": string("Kind of the operation.", enum=OP_KINDS),
+        "plugin": obj("Plugin of an install_plugin (name and manifest) or remove_plugin "
+                      "(name only) operation.", {
+                          "name": plugin_name(),
+                          "manifest": plugin_manifest(),
+                      }, required=["name"]),
         "retryRequests": integer("RetryRequests: bump it to retry a blocked or retry_wait "
                                  "operation explicitly.", minimum=0),
     }, required=["project", "kind"], rules=[
@@ -305,6 +358,15 @@ def operation_crd() -> dict[str, Any]:
         rule("self.kind == 'delete_project' || has(self.workspace)",
              "workspace is required for this kind", field_path=".workspace",
              reason="FieldValueRequired"),
+        rule(f"(self.kind in {PLUGIN_KINDS}) == has(self.plugin)",
+             "plugin is required for install_plugin and remove_plugin, and only for them",
+             field_path=".plugin", reason="FieldValueRequired"),
+        rule("!has(self.plugin) || (self.kind == 'install_plugin') == has(self.plugin.manifest)",
+             "install_plugin needs plugin.manifest and remove_plugin takes none",
+             field_path=".plugin.manifest"),
+        rule("has(self.plugin) == has(oldSelf.plugin) && (!has(self.plugin) || "
+             "self.plugin == oldSelf.plugin)", "plugin is immutable", field_path=".plugin",
+             reason="FieldValueForbidden"),
         rule("!has(oldSelf.retryRequests) || (has(self.retryRequests) && "
              "self.retryRequests >= oldSelf.retryRequests)", "retryRequests may not decrease",
              field_path=".retryRequests", reason="FieldValueForbidden"),

@@ -54,6 +54,24 @@ describe('devws-admission review', () => {
     assert.match(reviewRetry(bumped, old).message ?? '', /^operation_not_retryable:/);
     assert.equal(reviewRetry(bumped, op('a', 'stop', 'blocked')).allowed, true);
   });
+  it('install_plugin/remove_plugin need a ready Workspace and remove needs the plugin (409 workspace_not_ready, plugin_not_installed)', () => {
+    const inst = {
+      ...op('i', 'install_plugin'),
+      spec: { ...op('i', 'install_plugin').spec, plugin: { name: 'lint', manifest: '{}' } },
+    };
+    const stopped = { ...ws('main'), status: { observedState: 'stopped' as const, baseCommitId: 'a'.repeat(40) } };
+    const r = reviewOperation(inst, stopped, []);
+    assert.equal(r.code, 409);
+    assert.match(r.message ?? '', /^workspace_not_ready:/);
+    assert.equal(reviewOperation(inst, ws('main'), []).allowed, true);
+    const rm = { ...op('r', 'remove_plugin'), spec: { ...op('r', 'remove_plugin').spec, plugin: { name: 'lint' } } };
+    assert.match(reviewOperation(rm, ws('main'), []).message ?? '', /^plugin_not_installed:/);
+    const withLint = {
+      ...ws('main'),
+      status: { ...ws('main').status, plugins: [{ name: 'lint', state: 'installed' as const }] },
+    };
+    assert.equal(reviewOperation(rm, withLint, []).allowed, true);
+  });
 });
 
 describe('devws-admission: the Node report (node-report annotation)', () => {
@@ -115,6 +133,40 @@ describe('devws-admission: the Node report (node-report annotation)', () => {
     for (const [raw, podName, want] of cases) {
       assert.equal(reason(reviewWorkspaceUpdate(withReport(raw), live, pod(podName), current)), want, raw);
     }
+  });
+
+  it('plugin results only for the current operation and its frozen plugin set (409 stale_plugin_report)', () => {
+    const plugins = { ...current, pluginIds: ['ws-plg-a'] };
+    const ok = report({ plugins: { operation: 'create', results: [{ id: 'ws-plg-a', result: 'installed' }] } });
+    assert.equal(reason(reviewWorkspaceUpdate(withReport(ok), live, pod('sbx-2'), plugins)), 'allowed');
+    const cases: [string, string][] = [
+      [
+        report({ plugins: { operation: 'other', results: [{ id: 'ws-plg-a', result: 'installed' }] } }),
+        'stale_plugin_report',
+      ],
+      [
+        report({ plugins: { operation: 'create', results: [{ id: 'ws-plg-b', result: 'installed' }] } }),
+        'stale_plugin_report',
+      ],
+      [
+        report({ plugins: { operation: 'create', results: [{ id: 'ws-plg-a', result: 'done' }] } }),
+        'invalid_node_report',
+      ],
+      [report({ generation: 1, plugins: { operation: 'create', results: [] } }), 'stale_node'],
+    ];
+    for (const [raw, want] of cases) {
+      assert.equal(reason(reviewWorkspaceUpdate(withReport(raw), live, pod('sbx-2'), plugins)), want, raw);
+    }
+    assert.equal(reason(reviewWorkspaceUpdate(withReport(ok), live, pod('sbx-2'), current)), 'stale_plugin_report');
+    const again = report({
+      heartbeatAt: '2026-12-01T12:00:10Z',
+      plugins: { operation: 'create', results: [{ id: 'ws-plg-a', result: 'installed' }] },
+    });
+    assert.equal(
+      reason(reviewWorkspaceUpdate(withReport(again), withReport(ok), pod('sbx-2'), current)),
+      'allowed',
+      'an unchanged plugins part (a heartbeat after the step) is not fenced again',
+    );
   });
 
   it('an OpenSandbox Node: the ServiceAccount named by its sandbox instance ID, fenced the same way', () => {

@@ -5,6 +5,7 @@
 import type { AdmissionResult } from '../../lib/fn/types.ts';
 import { DevwsError, type Operation, type Project, type Workspace } from '../../lib/devws/api.ts';
 import { assertRequestAllowed } from '../../lib/devws/lifecycle.ts';
+import { assertPluginRequest } from '../../lib/devws/plugins.ts';
 import { assertNoOperationInProgress, explicitRetry } from '../../lib/devws/operations.ts';
 import { resolveBaseRef, validateDefaultBranch, validateRepositoryUrl } from '../../lib/devws/validate.ts';
 import {
@@ -66,6 +67,7 @@ export function reviewOperation(op: Operation, ws: Workspace | undefined, ops: O
       );
     }
     if (op.spec.kind !== 'create_workspace') assertRequestAllowed(op.spec.kind, ws);
+    if (op.spec.kind === 'install_plugin' || op.spec.kind === 'remove_plugin') assertPluginRequest(op, ws);
   });
 }
 

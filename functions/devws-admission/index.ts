@@ -30,7 +30,12 @@ async function currentOperation(
   if (!name || !ws.metadata.annotations?.[NODE_REPORT]) return undefined;
   const op = await ctx.get<Operation>(resourcePath(D.operations, ns, name));
   if (!op) return undefined;
-  return { name, cloneAttempts: op.status?.cloneAttempts ?? 0, baseCommit: op.status?.cloneInput?.baseCommit };
+  return {
+    name,
+    cloneAttempts: op.status?.cloneAttempts ?? 0,
+    baseCommit: op.status?.cloneInput?.baseCommit,
+    pluginIds: (op.status?.plugins ?? []).map((p) => p.id),
+  };
 }
 
 /** Project delete is for admins only: the requester needs `delete` on the Project (SubjectAccessReview). */

@@ -111,6 +111,19 @@ let podsReady = 'True';
 let nodesUp = true;
 let nodesBusy = false;
 let cloneCommit: string | undefined = COMMIT;
+/** Plugin executions the Nodes ran (execution IDs), and the plugins whose install fails. */
+const pluginRuns: string[] = [];
+const failingPlugins = new Set<string>();
+
+function runPlugins(act: Extract<ReturnType<typeof decideNode>, { kind: 'plugins' }>): NodeReportDoc {
+  const results = act.items.map((i) => {
+    pluginRuns.push(i.id);
+    if (failingPlugins.has(i.name)) return { id: i.id, result: 'failed' as const, message: 'invalid_plugin_manifest' };
+    return { id: i.id, result: i.action === 'install' ? ('installed' as const) : ('removed' as const) };
+  });
+  const earlier = act.base.plugins?.operation === act.operation ? act.base.plugins.results : [];
+  return { ...act.base, plugins: { operation: act.operation, results: [...earlier, ...results] } };
+}
 
 function putReport(s: FakeState, w: Workspace, r: NodeReportDoc): void {
   const annotations = { ...w.metadata.annotations, [NODE_REPORT]: JSON.stringify(r) };
@@ -135,6 +148,7 @@ function nodeAgents(s: FakeState): void {
     const view = { self, ws: w, op, now: clock, journal: () => ({ state: 'none' as const }), busy: nodesBusy };
     const act = decideNode({ ...view, ...(last?.sandboxId === sb.id ? { last } : {}) });
     if (act.kind === 'report') putReport(s, w, act.report);
+    if (act.kind === 'plugins') putReport(s, w, runPlugins(act));
     if (act.kind === 'clone' && cloneCommit) {
       const clone = {
         operation: act.operation,
@@ -196,8 +210,14 @@ function settle(state: FakeState, epoch = 1): void {
 }
 
 /** Creates a lifecycle Operation as a user would (kubectl create / krt). */
-function createOp(s: FakeState, name: string, kind: Operation['spec']['kind'], workspace = 'p1-main'): void {
-  const spec = kind === 'delete_project' ? { project: 'p1', kind } : { project: 'p1', workspace, kind };
+function createOp(
+  s: FakeState,
+  name: string,
+  kind: Operation['spec']['kind'],
+  workspace = 'p1-main',
+  plugin?: Operation['spec']['plugin'],
+): void {
+  const spec = kind === 'delete_project' ? { project: 'p1', kind } : { project: 'p1', workspace, kind, plugin };
   apply(s, [{ op: 'create', resource: D.operations, object: { metadata: { name, namespace: NS }, spec } }]);
 }
 
@@ -564,5 +584,125 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(after?.effects?.[0]?.leaseEpoch, 2);
     assert.equal(after?.effects?.[0]?.outcome, 'succeeded', 'the sandbox was found by its ID');
     assert.equal(s.list(D.pods, NS).length, 1, 'no second sandbox');
+  });
+
+  describe('plugins (seed 002 plugin step)', () => {
+    const MANIFEST = '{"files":{"README":"hi"}}';
+    const install = (s: FakeState, name: string, plugin: string): void =>
+      createOp(s, name, 'install_plugin', 'p1-main', { name: plugin, manifest: MANIFEST });
+
+    it('install_plugin: plugin → done; the Node runs each frozen execution once; the instance is recorded, the Workspace stays ready', () => {
+      const s = newState();
+      pluginRuns.length = 0;
+      install(s, 'inst1', 'lint');
+      settle(s);
+      const st = op(s, 'inst1').status;
+      assert.equal(st?.state, 'succeeded');
+      assert.deepEqual(st?.steps, ['plugin', 'done']);
+      assert.equal(st?.plugins?.length, 1);
+      assert.match(st?.plugins?.[0]?.id ?? '', /^ws-plg-[0-9a-f]{20}$/);
+      assert.equal(st?.plugins?.[0]?.result, 'installed');
+      assert.deepEqual(pluginRuns, [st?.plugins?.[0]?.id], 'one execution, run once');
+      const w = ws(s).status;
+      assert.deepEqual(w?.plugins, [{ name: 'lint', manifest: MANIFEST, state: 'installed', operation: 'inst1' }]);
+      assert.equal(w?.observedState, 'ready');
+      assert.equal(w?.admissionOpen, true);
+      assert.equal(w?.operation?.name, 'inst1');
+      assert.equal(w?.operation?.state, 'succeeded');
+    });
+
+    it('plugin: a failed item is recorded on the instance and does not block the Workspace from being ready', () => {
+      const s = newState();
+      failingPlugins.add('broken');
+      try {
+        install(s, 'inst2', 'broken');
+        settle(s);
+      } finally {
+        failingPlugins.delete('broken');
+      }
+      assert.equal(op(s, 'inst2').status?.state, 'succeeded', 'every frozen item has a result');
+      assert.equal(op(s, 'inst2').status?.plugins?.[0]?.result, 'failed');
+      const inst = ws(s).status?.plugins?.[0];
+      assert.equal(inst?.state, 'failed');
+      assert.equal(inst?.message, 'invalid_plugin_manifest');
+      assert.equal(ws(s).status?.observedState, 'ready');
+    });
+
+    it("start and restart re-install the Workspace's installed plugins for the new generation; the step is skipped without plugins", () => {
+      const s = newState();
+      createOp(s, 'r0', 'restart');
+      settle(s);
+      assert.deepEqual(op(s, 'r0').status?.steps, ['quiesce', 'terminate', 'sandbox', 'node', 'done']);
+      install(s, 'inst3', 'lint');
+      settle(s);
+      pluginRuns.length = 0;
+      createOp(s, 'r1', 'restart');
+      settle(s);
+      const st = op(s, 'r1').status;
+      assert.equal(st?.state, 'succeeded');
+      assert.deepEqual(st?.steps, ['quiesce', 'terminate', 'sandbox', 'node', 'plugin', 'done']);
+      assert.equal(st?.plugins?.[0]?.result, 'installed');
+      assert.notEqual(st?.plugins?.[0]?.id, op(s, 'inst3').status?.plugins?.[0]?.id, 'a new execution ID');
+      assert.deepEqual(pluginRuns, [st?.plugins?.[0]?.id], 'run once, by the new generation');
+      assert.equal(ws(s).status?.observedState, 'ready');
+      assert.equal(ws(s).status?.plugins?.[0]?.operation, 'r1');
+    });
+
+    it('remove_plugin: plugin → done, the instance is dropped', () => {
+      const s = newState();
+      install(s, 'inst4', 'lint');
+      settle(s);
+      createOp(s, 'rm1', 'remove_plugin', 'p1-main', { name: 'lint' });
+      settle(s);
+      assert.equal(op(s, 'rm1').status?.state, 'succeeded');
+      assert.equal(op(s, 'rm1').status?.plugins?.[0]?.result, 'removed');
+      assert.deepEqual(ws(s).status?.plugins, []);
+      assert.equal(ws(s).status?.observedState, 'ready');
+    });
+
+    it('node disconnect during install_plugin: the ready Workspace goes unavailable with admission closed; the same Node back finishes the step and restores it', () => {
+      const s = newState();
+      nodesUp = false;
+      try {
+        install(s, 'inst6', 'lint');
+        settle(s);
+        assert.equal(op(s, 'inst6').status?.step, 'plugin');
+        assert.equal(ws(s).status?.operation?.name, 'inst6', 'the Workspace names the running operation');
+        assert.equal(ws(s).status?.observedState, 'ready');
+        clock = new Date(clock.getTime() + 31_000);
+        settle(s);
+        assert.equal(ws(s).status?.observedState, 'unavailable');
+        assert.equal(ws(s).status?.admissionOpen, false);
+      } finally {
+        nodesUp = true;
+      }
+      settle(s);
+      assert.equal(op(s, 'inst6').status?.state, 'succeeded');
+      assert.equal(ws(s).status?.plugins?.[0]?.state, 'installed');
+      assert.equal(ws(s).status?.observedState, 'ready');
+      assert.equal(ws(s).status?.admissionOpen, true);
+    });
+
+    it('plugin results of another operation or of an old generation are not recorded; the step waits', () => {
+      const s = newState();
+      nodesUp = false;
+      try {
+        install(s, 'inst5', 'lint');
+        settle(s);
+        const id = op(s, 'inst5').status?.plugins?.[0]?.id ?? '';
+        assert.equal(op(s, 'inst5').status?.step, 'plugin');
+        report(s, { plugins: { operation: 'other', results: [{ id, result: 'installed' }] } });
+        settle(s);
+        assert.equal(op(s, 'inst5').status?.plugins?.[0]?.result, undefined, 'another operation');
+        report(s, { generation: 0, plugins: { operation: 'inst5', results: [{ id, result: 'installed' }] } });
+        settle(s);
+        assert.equal(op(s, 'inst5').status?.plugins?.[0]?.result, undefined, 'an old generation (stale_node)');
+        assert.equal(op(s, 'inst5').status?.state, 'running');
+      } finally {
+        nodesUp = true;
+      }
+      settle(s);
+      assert.equal(op(s, 'inst5').status?.state, 'succeeded');
+    });
   });
 });

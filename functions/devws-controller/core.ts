@@ -14,6 +14,7 @@ import {
 } from '../../lib/devws/api.ts';
 import { effectsToReconcile, reconcileAbsent, recordEffect } from '../../lib/devws/effects.ts';
 import { projectAfter } from '../../lib/devws/lifecycle.ts';
+import { hasPluginWork } from '../../lib/devws/plugins.ts';
 import {
   claim,
   explicitRetry,
@@ -32,6 +33,7 @@ import {
   stepCleanup,
   stepDone,
   stepNode,
+  stepPlugin,
   stepQuiesce,
   stepSandbox,
   stepTerminate,
@@ -131,6 +133,7 @@ const STEP_FNS: Partial<Record<NonNullable<OperationStatus['step']>, (c: Ctx, s:
   sandbox: stepSandbox,
   node: stepNode,
   clone: stepClone,
+  plugin: stepPlugin,
   done: stepDone,
   quiesce: stepQuiesce,
   terminate: stepTerminate,
@@ -168,7 +171,10 @@ export function reconcileOperation(c: Ctx | ProjectCtx): FnOp[] {
 }
 
 function decideOperation(c: Ctx | ProjectCtx): FnOp[] {
-  if (!c.op.status?.state) return [writeOp(c.op, initialStatus(c.op.spec.kind, false))];
+  if (!c.op.status?.state) {
+    const plugins = hasPluginWork(c.op.spec.kind, c.op, 'ws' in c ? c.ws : undefined);
+    return [writeOp(c.op, initialStatus(c.op.spec.kind, plugins))];
+  }
   const s = c.op.status;
   if (!isUnfinished(c.op)) return finished(c, s);
   if ((c.op.spec.retryRequests ?? 0) > (s.retriesSeen ?? 0)) {

@@ -14,7 +14,7 @@ import {
 } from '../../lib/devws/api.ts';
 import { applyCloneResult, freezeCloneInput, type CloneResult } from '../../lib/devws/clone.ts';
 import { effectId, findEffect, markSent, planEffect, recordEffect } from '../../lib/devws/effects.ts';
-import { nextGeneration, nodeIsLive } from '../../lib/devws/fencing.ts';
+import { nextGeneration, nodeDisconnected, nodeIsLive } from '../../lib/devws/fencing.ts';
 import { beginQuiesce, decideQuiesce } from '../../lib/devws/idle.ts';
 import { commitReady, observedAfterSuccess, observedWhileRunning } from '../../lib/devws/lifecycle.ts';
 import { advance, block } from '../../lib/devws/operations.ts';
@@ -22,6 +22,7 @@ import { workspaceBranch } from '../../lib/devws/validate.ts';
 import type { Operation as FnOp, State } from '../../lib/fn/types.ts';
 import { D, type Effect } from '../../lib/devws/api.ts';
 import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
+import { freezePlugins, pluginInstancesAfter, pluginsDone, recordPluginResults } from '../../lib/devws/plugins.ts';
 import type { SandboxOptions, Substrate } from './substrate.ts';
 
 /** What every operation's decision sees. */
@@ -230,6 +231,50 @@ export function stepClone(c: Ctx, s: OperationStatus): FnOp[] {
     if (e instanceof DevwsError) return [requeue(2000)]; // base_commit_mismatch: not recorded
     throw e;
   }
+}
+
+/** The Node's plugin results for this operation, from a report of the current generation only. */
+function pluginReport(c: Ctx): NonNullable<ReturnType<typeof currentNodeReport>>['plugins'] {
+  const r = currentNodeReport(c.ws.status ?? {}, c.ws.metadata.annotations)?.plugins;
+  return r?.operation === c.op.metadata.name ? r : undefined;
+}
+
+/**
+ * install_plugin and remove_plugin run on a ready Workspace, which stays ready meanwhile: a Node
+ * that disconnects (sandbox not Ready, heartbeat older than 30 s) makes it unavailable and closes
+ * admission as between operations (core.ts nodeHealth restores it once the operation is over).
+ */
+function nodeGoneWhileReady(c: Ctx): FnOp | undefined {
+  const wst = c.ws.status ?? {};
+  if (endsReady(c) || wst.observedState !== 'ready') return undefined;
+  const live = observeNode(c);
+  return live && nodeIsLive(live, c.now) ? undefined : writeWs(c.ws, nodeDisconnected(wst));
+}
+
+/**
+ * The plugin step: freeze the plugin set once (the Node executes it, one execution ID per item),
+ * record the Node's results as they come, and advance once every item has one; the Workspace's
+ * plugin instances change in the same write as the advance (a failed item is recorded there and
+ * does not block readiness).
+ */
+export function stepPlugin(c: Ctx, s: OperationStatus): FnOp[] {
+  // The Workspace names the operation in the same round: the Node follows its current operation.
+  if (!s.plugins) return both(c, freezePlugins(s, c.op, c.ws), c.ws.status ?? {});
+  let s2: OperationStatus;
+  try {
+    s2 = recordPluginResults(s, pluginReport(c)?.results ?? []);
+  } catch (e) {
+    if (e instanceof DevwsError) return [requeue(2000)]; // plugin_result_conflict: not recorded
+    throw e;
+  }
+  if (!pluginsDone(s2)) {
+    const gone = nodeGoneWhileReady(c);
+    if (gone) return [...(s2 === s ? [] : [writeOp(c.op, s2), BARRIER]), gone, requeue(1000)];
+    return s2 === s ? [requeue(1000)] : [writeOp(c.op, s2), requeue(1000)];
+  }
+  const wst = c.ws.status ?? {};
+  const plugins = pluginInstancesAfter(wst, s2, c.op.metadata.name ?? '');
+  return both(c, advance(s2, endsReady(c)), { ...wst, plugins });
 }
 
 export function stepDone(c: Ctx, s: OperationStatus): FnOp[] {

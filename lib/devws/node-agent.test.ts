@@ -95,4 +95,41 @@ describe('devws-node decisions', () => {
       'none',
     );
   });
+
+  it('runs the frozen plugin set of the current plugin step once per execution ID; never on another step or operation', () => {
+    const lint = { id: 'ws-plg-a', name: 'lint', action: 'install' as const, manifest: '{}' };
+    const fmt = { id: 'ws-plg-b', name: 'fmt', action: 'remove' as const };
+    const items = [lint, fmt];
+    const plugging = (extra: Partial<NonNullable<Operation['status']>> = {}): Operation => ({
+      metadata: { name: 'inst' },
+      spec: { project: 'p1', workspace: 'w1', kind: 'install_plugin', plugin: { name: 'lint', manifest: '{}' } },
+      status: { state: 'running', step: 'plugin', plugins: items, ...extra },
+    });
+    const current = ws({ observedState: 'ready', operation: { name: 'inst', state: 'running', step: 'plugin' } });
+    const act = decideNode(view({ ws: current, op: plugging(), last: fresh }));
+    assert.ok(act.kind === 'plugins' && act.operation === 'inst');
+    if (act.kind === 'plugins') assert.deepEqual(act.items, items);
+    const half = {
+      ...fresh,
+      plugins: { operation: 'inst', results: [{ id: 'ws-plg-a', result: 'installed' as const }] },
+    };
+    const rest = decideNode(view({ ws: current, op: plugging(), last: half }));
+    assert.ok(rest.kind === 'plugins' && rest.items.length === 1 && rest.items[0]?.id === 'ws-plg-b');
+    const recorded = plugging({
+      plugins: [
+        { ...lint, result: 'installed' },
+        { ...fmt, result: 'removed' },
+      ],
+    });
+    assert.equal(
+      decideNode(view({ ws: current, op: recorded, last: fresh })).kind,
+      'none',
+      'recorded results are not re-run',
+    );
+    assert.equal(decideNode(view({ ws: current, op: plugging({ step: 'done' }), last: fresh })).kind, 'none');
+    assert.equal(decideNode(view({ ws: current, op: plugging({ state: 'blocked' }), last: fresh })).kind, 'none');
+    const other = { ...plugging(), metadata: { name: 'old' } };
+    assert.equal(decideNode(view({ ws: current, op: other, last: fresh })).kind, 'none');
+    assert.equal(decideNode(view({ ws: ws({ runtimeGeneration: 3 }), op: plugging(), last: fresh })).kind, 'stale');
+  });
 });

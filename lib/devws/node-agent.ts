@@ -1,11 +1,13 @@
 /**
  * The decisions of a developer workspace's Node agent (`kruntimes devws-node`, ADR 0020), pure:
  * from its own Workspace and current Operation (read with its Pod-bound token) it decides whether
- * it is still the live instance, which clone to run, which idle proof to give and when to renew its
- * heartbeat. Everything it says goes into one report (lib/devws/node-report.ts).
+ * it is still the live instance, which clone to run, which plugins to install or remove, which idle
+ * proof to give and when to renew its heartbeat. Everything it says goes into one report
+ * (lib/devws/node-report.ts).
  */
 import type { CloneInput, Operation, Workspace } from './api.ts';
 import type { CloneReport, NodeReportDoc } from './node-report.ts';
+import type { PluginItem } from './plugins.ts';
 
 /** A heartbeat every 10 s keeps the Node well inside the controller's 30 s window. */
 export const HEARTBEAT_EVERY_MS = 10_000;
@@ -35,6 +37,7 @@ export interface NodeView {
 export type NodeAction =
   | { kind: 'stale'; why: string }
   | { kind: 'clone'; operation: string; attempt: number; input: CloneInput; localBranch: string; base: NodeReportDoc }
+  | { kind: 'plugins'; operation: string; items: PluginItem[]; base: NodeReportDoc }
   | { kind: 'report'; report: NodeReportDoc }
   | { kind: 'none' };
 
@@ -72,6 +75,24 @@ function cloneAction(v: NodeView, base: NodeReportDoc): NodeAction | undefined {
   return { kind: 'clone', operation: name, attempt: d.attempt, input: d.input, localBranch, base };
 }
 
+/** The plugin executions of the current Operation: running on step plugin with its set frozen. */
+export function pluginDispatch(ws: Workspace, op: Operation | undefined): PluginItem[] | undefined {
+  const s = op?.status;
+  if (!op || op.metadata.name !== ws.status?.operation?.name || !s) return undefined;
+  if (s.state !== 'running' || s.step !== 'plugin' || !s.plugins) return undefined;
+  return s.plugins;
+}
+
+/** The items of the dispatch this instance has not reported yet (the controller records what it reported). */
+function pluginAction(v: NodeView, base: NodeReportDoc): NodeAction | undefined {
+  const items = pluginDispatch(v.ws, v.op);
+  const operation = v.op?.metadata.name ?? '';
+  if (!items) return undefined;
+  const done = v.last?.plugins?.operation === operation ? v.last.plugins.results.map((r) => r.id) : [];
+  const todo = items.filter((i) => !i.result && !done.includes(i.id));
+  return todo.length > 0 ? { kind: 'plugins', operation, items: todo, base } : undefined;
+}
+
 /** While a stop, restart or delete quiesces the Workspace: one idle proof per admission epoch. */
 function idleAction(v: NodeView, base: NodeReportDoc): NodeAction | undefined {
   const st = v.ws.status ?? {};
@@ -89,8 +110,9 @@ export function decideNode(v: NodeView): NodeAction {
     heartbeatAt: v.now.toISOString(),
     ...(v.last?.clone ? { clone: v.last.clone } : {}),
     ...(v.last?.idle ? { idle: v.last.idle } : {}),
+    ...(v.last?.plugins ? { plugins: v.last.plugins } : {}),
   };
-  const act = cloneAction(v, base) ?? idleAction(v, base);
+  const act = cloneAction(v, base) ?? pluginAction(v, base) ?? idleAction(v, base);
   if (act) return act;
   const beat = Date.parse(v.last?.heartbeatAt ?? '');
   const due = !v.last || v.last.incarnation !== v.self.incarnation || !(v.now.getTime() - beat < HEARTBEAT_EVERY_MS);

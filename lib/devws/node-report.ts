@@ -8,6 +8,7 @@
  */
 import { DevwsError, GROUP, type WorkspaceStatus } from './api.ts';
 import { assertCurrentNode, registerNode } from './fencing.ts';
+import { MAX_PLUGINS, type PluginReportItem } from './plugins.ts';
 
 export const NODE_REPORT = `${GROUP}/node-report`;
 /** The namespaced ServiceAccount of every sandbox's Node (bound to the ClusterRole below per namespace). */
@@ -39,6 +40,12 @@ export function cloneMessage(text: string): string {
   return line.length > CLONE_MESSAGE_MAX ? `${line.slice(0, CLONE_MESSAGE_MAX - 1)}…` : line;
 }
 
+/** The Node's results of the plugin executions it was dispatched by one operation (ids of its frozen set). */
+export interface PluginsReport {
+  operation: string;
+  results: PluginReportItem[];
+}
+
 export interface NodeReportDoc {
   nodeId: string;
   incarnation: string;
@@ -47,6 +54,7 @@ export interface NodeReportDoc {
   heartbeatAt: string;
   clone?: CloneReport;
   idle?: { epoch: number; idle: boolean };
+  plugins?: PluginsReport;
 }
 
 const isStr = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 253;
@@ -68,6 +76,22 @@ function parseClone(c: Partial<CloneReport> | null | undefined): CloneReport | u
   };
 }
 
+const RESULTS = ['installed', 'removed', 'failed'];
+
+function parsePluginItem(i: Partial<PluginReportItem> | null): PluginReportItem {
+  if (!i || !isStr(i.id) || !RESULTS.includes(i.result ?? '')) throw new Error('a plugin result needs id and result');
+  if (i.message !== undefined && (typeof i.message !== 'string' || i.message.length > 1024))
+    throw new Error('bad plugin message');
+  return { id: i.id, result: i.result as PluginReportItem['result'], ...(i.message ? { message: i.message } : {}) };
+}
+
+function parsePlugins(p: Partial<PluginsReport> | null | undefined): PluginsReport | undefined {
+  if (p === undefined) return undefined;
+  if (!p || !isStr(p.operation) || !Array.isArray(p.results) || p.results.length > MAX_PLUGINS)
+    throw new Error('plugins needs operation and at most 16 results');
+  return { operation: p.operation, results: p.results.map((i) => parsePluginItem(i as Partial<PluginReportItem>)) };
+}
+
 /** Parses the annotation strictly; anything malformed is 400 invalid_node_report. */
 export function parseNodeReport(raw: string): NodeReportDoc {
   try {
@@ -79,6 +103,7 @@ export function parseNodeReport(raw: string): NodeReportDoc {
     if (idle !== undefined && (!idle || !isInt(idle.epoch) || typeof idle.idle !== 'boolean'))
       throw new Error('idle needs epoch and idle');
     const clone = parseClone(r.clone);
+    const plugins = parsePlugins(r.plugins);
     return {
       nodeId: r.nodeId,
       incarnation: r.incarnation,
@@ -87,6 +112,7 @@ export function parseNodeReport(raw: string): NodeReportDoc {
       heartbeatAt: r.heartbeatAt,
       ...(clone ? { clone } : {}),
       ...(idle ? { idle: { epoch: idle.epoch, idle: idle.idle } } : {}),
+      ...(plugins ? { plugins } : {}),
     };
   } catch (e) {
     throw new DevwsError('invalid_node_report', 400, e instanceof Error ? e.message : String(e));
@@ -110,7 +136,7 @@ export interface FenceContext {
   /** The pod the writer's token is bound to (undefined: not a Pod-bound token). */
   podName: string | undefined;
   /** The cloneAttempts and frozen baseCommit of the Workspace's current Operation, when it has one. */
-  operation?: { name: string; cloneAttempts: number; baseCommit?: string };
+  operation?: { name: string; cloneAttempts: number; baseCommit?: string; pluginIds?: string[] };
   /** The report before the write: its unchanged clone and idle parts are not fenced again. */
   previous?: NodeReportDoc;
 }
@@ -135,11 +161,26 @@ function fenceClone(c: CloneReport, ctx: FenceContext): void {
   }
 }
 
+/** Plugin results only for the current operation's frozen plugin set (409 stale_plugin_report). */
+function fencePlugins(p: PluginsReport, ctx: FenceContext): void {
+  const op = ctx.operation;
+  const ids = op?.name === p.operation ? (op.pluginIds ?? []) : [];
+  const foreign = p.results.find((r) => !ids.includes(r.id));
+  if (!op || op.name !== p.operation || foreign) {
+    throw new DevwsError(
+      'stale_plugin_report',
+      409,
+      `plugin results for ${p.operation}${foreign ? ` (${foreign.id})` : ''} are not of the current plugin step`,
+    );
+  }
+}
+
 /**
  * A Node report may be written only by the Pod it names, for the Workspace's current generation
  * and live sandbox (409 stale_node, stale_sandbox), with an idle proof only for the current
- * admission epoch (409 stale_idle_proof) and a clone result only for the current dispatch
- * (409 stale_clone_report, 400 base_commit_mismatch); a part repeated unchanged from the previous
+ * admission epoch (409 stale_idle_proof), a clone result only for the current dispatch
+ * (409 stale_clone_report, 400 base_commit_mismatch) and plugin results only for the current
+ * operation's frozen plugin set (409 stale_plugin_report); a part repeated unchanged from the previous
  * report (a heartbeat) is not fenced again.
  */
 export function fenceNodeReport(r: NodeReportDoc, ctx: FenceContext): void {
@@ -162,6 +203,7 @@ export function fenceNodeReport(r: NodeReportDoc, ctx: FenceContext): void {
     );
   }
   if (r.clone && !same(r.clone, ctx.previous?.clone)) fenceClone(r.clone, ctx);
+  if (r.plugins && !same(r.plugins, ctx.previous?.plugins)) fencePlugins(r.plugins, ctx);
 }
 
 /** The report of the Workspace's current generation and live sandbox, or undefined (absent, malformed or stale). */

@@ -36,6 +36,14 @@ import {
   stepsFor,
 } from './operations.ts';
 import {
+  assertPluginRequest,
+  freezePlugins,
+  hasPluginWork,
+  pluginInstancesAfter,
+  pluginsDone,
+  recordPluginResults,
+} from './plugins.ts';
+import {
   resolveBaseRef,
   validateDefaultBranch,
   validateRefName,
@@ -594,6 +602,116 @@ describe('seed 002 rules (lib/devws)', () => {
       const s = reconcileAbsent(planned, id, 5);
       assert.equal(s.effects?.[0]?.outcome, undefined, 'no outcome is invented');
       assert.equal(s.effects?.length, 1, 'the plan is kept');
+    });
+  });
+
+  describe('Plugins (the plugin step)', () => {
+    const M = '{"files":{}}';
+    const pws = (st: Partial<WorkspaceStatus> = {}): Workspace => ({
+      metadata: { name: 'w', namespace: 'team' },
+      spec: { project: 'p1', kind: 'main', desiredState: 'running' },
+      status: { observedState: 'ready', runtimeGeneration: 2, ...st },
+    });
+    const pop = (kind: Operation['spec']['kind'], plugin?: Operation['spec']['plugin']): Operation => ({
+      metadata: { name: `o-${kind}`, uid: `uid-${kind}` },
+      spec: { project: 'p1', workspace: 'w', kind, ...(plugin ? { plugin } : {}) },
+    });
+    const installed = { plugins: [{ name: 'lint', manifest: M, state: 'installed' as const }] };
+
+    it('plugin_step_has_work: install/remove always; start/restart only with installed plugins; create never', () => {
+      assert.equal(hasPluginWork('install_plugin', pop('install_plugin', { name: 'a', manifest: M }), pws()), true);
+      assert.equal(hasPluginWork('remove_plugin', pop('remove_plugin', { name: 'a' }), pws()), true);
+      assert.equal(hasPluginWork('start', pop('start'), pws()), false);
+      assert.equal(hasPluginWork('start', pop('start'), pws(installed)), true);
+      assert.equal(hasPluginWork('restart', pop('restart'), pws(installed)), true);
+      const failedOnly = { plugins: [{ name: 'x', state: 'failed' as const }] };
+      assert.equal(hasPluginWork('start', pop('start'), pws(failedOnly)), false, 'a failed instance is not re-run');
+      assert.equal(hasPluginWork('create_workspace', pop('create_workspace'), pws(installed)), false);
+      assert.equal(hasPluginWork('stop', pop('stop'), pws(installed)), false);
+    });
+    it('plugin_set_frozen_once (one execution ID per item, per generation)', () => {
+      const o = pop('install_plugin', { name: 'lint', manifest: M });
+      const s = freezePlugins({ state: 'running', step: 'plugin' }, o, pws());
+      assert.equal(s.plugins?.length, 1);
+      assert.deepEqual(
+        { ...s.plugins?.[0], id: undefined },
+        { id: undefined, name: 'lint', action: 'install', manifest: M },
+      );
+      assert.equal(freezePlugins(s, o, pws({ runtimeGeneration: 3 })), s, 'an existing set is kept as it is');
+      const again = freezePlugins({ state: 'running' }, o, pws());
+      assert.equal(again.plugins?.[0]?.id, s.plugins?.[0]?.id, 'stable across controller restarts');
+      const other = freezePlugins({ state: 'running' }, o, pws({ runtimeGeneration: 3 }));
+      assert.notEqual(other.plugins?.[0]?.id, s.plugins?.[0]?.id, 'another generation is another execution');
+      const rm = freezePlugins({}, pop('remove_plugin', { name: 'lint' }), pws(installed));
+      assert.deepEqual(
+        rm.plugins?.map((i) => [i.name, i.action, i.manifest]),
+        [['lint', 'remove', undefined]],
+      );
+    });
+    it('plugin_advances_when_every_frozen_item_has_a_result', () => {
+      const st = freezePlugins(
+        {},
+        pop('start'),
+        pws({ plugins: [...installed.plugins, { name: 'fmt', state: 'installed' }] }),
+      );
+      const [a, b] = st.plugins ?? [];
+      assert.ok(a && b);
+      const half = recordPluginResults(st, [{ id: a.id, result: 'installed' }]);
+      assert.equal(pluginsDone(half), false);
+      const all = recordPluginResults(half, [{ id: b.id, result: 'failed', message: 'disk full' }]);
+      assert.equal(pluginsDone(all), true);
+      assert.equal(recordPluginResults(all, [{ id: 'ws-plg-other', result: 'installed' }]), all, 'not of the set');
+      assert.equal(
+        recordPluginResults(st, [{ id: a.id, result: 'removed' }]),
+        st,
+        'a result that does not fit the action is ignored',
+      );
+    });
+    it('plugin_result_immutable (plugin_result_conflict)', () => {
+      const st = freezePlugins({}, pop('install_plugin', { name: 'lint', manifest: M }), pws());
+      const id = st.plugins?.[0]?.id ?? '';
+      const done = recordPluginResults(st, [{ id, result: 'installed' }]);
+      assert.equal(recordPluginResults(done, [{ id, result: 'installed' }]), done, 'the same result again: unchanged');
+      assert.equal(
+        reason(() => recordPluginResults(done, [{ id, result: 'failed' }])),
+        'plugin_result_conflict',
+      );
+    });
+    it('plugin_failure_recorded_on_instance_not_blocking_ready', () => {
+      const st = freezePlugins({}, pop('install_plugin', { name: 'bad', manifest: 'x' }), pws(installed));
+      const id = st.plugins?.[0]?.id ?? '';
+      const s2 = recordPluginResults(st, [{ id, result: 'failed', message: 'invalid_plugin_manifest' }]);
+      assert.deepEqual(pluginInstancesAfter(pws(installed).status ?? {}, s2, 'op1'), [
+        { name: 'lint', manifest: M, state: 'installed' },
+        { name: 'bad', manifest: 'x', state: 'failed', message: 'invalid_plugin_manifest', operation: 'op1' },
+      ]);
+      const afterOp = advance({ ...s2, steps: ['plugin', 'done'], step: 'plugin' });
+      assert.equal(afterOp.state, 'succeeded', 'a failed item does not fail the operation');
+      const rm = freezePlugins({}, pop('remove_plugin', { name: 'lint' }), pws(installed));
+      const rmId = rm.plugins?.[0]?.id ?? '';
+      const removed = recordPluginResults(rm, [{ id: rmId, result: 'removed' }]);
+      assert.deepEqual(pluginInstancesAfter(pws(installed).status ?? {}, removed, 'op2'), []);
+      const rmFailed = recordPluginResults(rm, [{ id: rmId, result: 'failed' }]);
+      assert.deepEqual(pluginInstancesAfter(pws(installed).status ?? {}, rmFailed, 'op2'), installed.plugins);
+    });
+    it('plugin_request_fits_workspace (workspace_not_ready, plugin_not_installed, too_many_plugins)', () => {
+      const inst = pop('install_plugin', { name: 'lint', manifest: M });
+      assert.equal(
+        reason(() => assertPluginRequest(inst, pws({ observedState: 'stopped' }))),
+        'workspace_not_ready',
+      );
+      assert.equal(
+        reason(() => assertPluginRequest(pop('remove_plugin', { name: 'x' }), pws())),
+        'plugin_not_installed',
+      );
+      assertPluginRequest(pop('remove_plugin', { name: 'lint' }), pws(installed));
+      const full = Array.from({ length: 16 }, (_, i) => ({ name: `p${i}`, state: 'installed' as const }));
+      assert.equal(
+        reason(() => assertPluginRequest(inst, pws({ plugins: full }))),
+        'too_many_plugins',
+      );
+      assertPluginRequest(pop('install_plugin', { name: 'p3', manifest: M }), pws({ plugins: full }));
+      assertPluginRequest(inst, pws());
     });
   });
 });

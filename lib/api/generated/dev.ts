@@ -18,6 +18,13 @@ export interface components {
                  * @enum {string}
                  */
                 kind: "create_project" | "create_workspace" | "start" | "restart" | "stop" | "delete_workspace" | "delete_project" | "install_plugin" | "remove_plugin";
+                /** @description Plugin of an install_plugin (name and manifest) or remove_plugin (name only) operation. */
+                plugin?: {
+                    /** @description Manifest of the plugin (JSON, read by the Node that installs it: an object whose optional files map relative paths to contents). */
+                    manifest?: string;
+                    /** @description Name of the plugin: its directory ~/.krt/plugins/<name> in the Workspace's home. */
+                    name: string;
+                };
                 /** @description Project the operation belongs to. */
                 project: string;
                 /**
@@ -114,6 +121,27 @@ export interface components {
                 }[];
                 /** @description Message for people. */
                 message?: string;
+                /** @description Plugins is the plugin set frozen when the operation entered its plugin step: one execution per plugin, each with its result once the Node reported it. */
+                plugins?: {
+                    /**
+                     * @description Action: install or remove.
+                     * @enum {string}
+                     */
+                    action: "install" | "remove";
+                    /** @description ID of the execution: the Node's idempotency key (its install marker). */
+                    id: string;
+                    /** @description Manifest of the plugin (JSON, read by the Node that installs it: an object whose optional files map relative paths to contents). */
+                    manifest?: string;
+                    /** @description Message of a failed execution. */
+                    message?: string;
+                    /** @description Name of the plugin: its directory ~/.krt/plugins/<name> in the Workspace's home. */
+                    name: string;
+                    /**
+                     * @description Result once the Node reported it; never changed.
+                     * @enum {string}
+                     */
+                    result?: "installed" | "removed" | "failed";
+                }[];
                 /** @description Reason of the last deferral or of the failure. */
                 reason?: string;
                 /**
@@ -355,6 +383,22 @@ export interface components {
                      */
                     step?: "sandbox" | "node" | "clone" | "plugin" | "quiesce" | "terminate" | "cleanup" | "done";
                 };
+                /** @description Plugins installed on this Workspace (one entry per plugin instance): a failed install is recorded here with its message and does not keep the Workspace from being ready. */
+                plugins?: {
+                    /** @description Manifest of the plugin (JSON, read by the Node that installs it: an object whose optional files map relative paths to contents). */
+                    manifest?: string;
+                    /** @description Message of a failed install. */
+                    message?: string;
+                    /** @description Name of the plugin: its directory ~/.krt/plugins/<name> in the Workspace's home. */
+                    name: string;
+                    /** @description Operation that last changed it. */
+                    operation?: string;
+                    /**
+                     * @description State: installed, or failed (its last install failed).
+                     * @enum {string}
+                     */
+                    state: "installed" | "failed";
+                }[];
                 /** @description RequestedRef is the Project's default branch. */
                 requestedRef?: string;
                 /**
