@@ -26,6 +26,7 @@ import {
   cond,
   createRun,
   createRuntime,
+  filesystemStoreRuntime,
   finished,
   getRun,
   phase,
@@ -95,15 +96,7 @@ describe('security: artifact cleanup without the original Runtime Pod (issue 11 
   it('deletes the artifacts of a Run whose Runtime Pod was replaced, through another Pod of the Runtime', async () => {
     const ns = await newNamespace('gc-replaced');
     try {
-      await admin().create(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
-        apiVersion: 'v1',
-        kind: 'PersistentVolumeClaim',
-        metadata: { name: 'artifacts' },
-        spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } },
-      });
-      const store = { driver: 'filesystem', filesystem: { volumeClaimName: 'artifacts' } };
-      await createRuntime(ns, 'bash', bashRuntime({ replicas: 1, artifactStore: store }));
-      const [pod] = await runtimePods(ns, 'bash', 1);
+      const [pod] = await filesystemStoreRuntime(ns, 1);
       await createRun(ns, { runtime: 'bash', source: { inline: PRODUCE } }, { name: 'producer' });
       const p = await finished(ns, 'producer');
       assert.equal(p.status?.phase, 'Succeeded', p.status?.message);
