@@ -173,7 +173,7 @@ export class Relay {
       for (const a of t.also ?? []) {
         const sec = this.informer(a.resource, a.labelSelector);
         this.listen(sec.key, (d) => {
-          for (const k of a.map(d.object)) q.add(k);
+          for (const k of a.map(d.object, this.state)) q.add(k);
         });
       }
     }

@@ -275,11 +275,11 @@ describe('jobclass-controller: competing global defaults', () => {
   it('a second default wakes the first one, so both alert (not only the class that changed)', () => {
     const also = fn.trigger.type === 'watch' ? fn.trigger.also?.find((a) => a.resource === X.jobClasses) : undefined;
     assert.deepEqual(
-      also?.map(jobClass('b', { isDefault: true })),
+      also?.map(jobClass('b', { isDefault: true }), new FakeState([])),
       [DEFAULTS_KEY],
       'a default class wakes the defaults key',
     );
-    assert.deepEqual(also?.map(jobClass('c')), [], 'other classes do not');
+    assert.deepEqual(also?.map(jobClass('c'), new FakeState([])), [], 'other classes do not');
     const state = new FakeState([
       [X.kubernetesParameters, k8sParams('a')],
       [X.jobClasses, jobClass('a', { isDefault: true })],

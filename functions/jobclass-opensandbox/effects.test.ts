@@ -166,6 +166,23 @@ describe('jobclass-opensandbox effects (fake backend)', () => {
     assert.deepEqual([h.api.sandboxes.length, sandboxID(h.job)], [1, 'sb-1']);
   });
 
+  it('a class change wakes each waiting Job under its own key, and nothing but that key creates (soak: two sandboxes)', async () => {
+    const h = new Host(accepted());
+    h.state.put(X.jobs, h.job);
+    const also = fn.trigger.type === 'watch' ? fn.trigger.also?.find((a) => a.resource === X.jobClasses) : undefined;
+    const cls = h.state.get(X.jobClasses, undefined, 'microvm')!;
+    assert.deepEqual(also?.map(cls, h.state), ['team-a/train', '@params:microvm']);
+    // A key that is not the Job's (as the class keys were) must never act for it: had it run beside
+    // the Job's own invocation, both would list nothing and both create.
+    const ops = await reconcileWithEffects(
+      { key: '@class:microvm', object: undefined, state: h.state, now: NOW },
+      h.deps,
+    );
+    assert.deepEqual([ops, h.api.calls], [[], []]);
+    await h.until((j) => !!sandboxID(j));
+    assert.equal(h.api.sandboxes.length, 1);
+  });
+
   it('reports pool exhaustion (429) as PoolExhausted and creates once capacity returns', async () => {
     const h = new Host(accepted());
     h.api.rateLimitCreates = 1;

@@ -26,7 +26,6 @@ import {
   type SandboxView,
 } from './core.ts';
 import { afterAction } from './outcome.ts';
-import { waitingJobs } from './reads.ts';
 import { probeOps } from './probe.ts';
 import { COMPONENT } from './status.ts';
 
@@ -128,19 +127,13 @@ export async function runParameters(name: string, state: State, now: Date, deps:
   }
 }
 
-async function sequential(jobs: Job[], state: State, now: Date, deps: Deps): Promise<Operation[]> {
-  const out: Operation[] = [];
-  for (const j of jobs) out.push(...(await runJob(j, state, now, deps)).filter((op) => op.op !== 'requeue'));
-  return out;
-}
-
-/** The handler: Job keys, @params:<name> and @class:<name>. */
+/** The handler: Job keys and @params:<name>. Only a Job's own key acts for it (a class change wakes
+ * the Jobs it unblocks under their keys), so two invocations never create for one Job at once. */
 export async function reconcileWithEffects(
   { key, object, state, now }: ReconcileInput,
   deps: Deps,
 ): Promise<Operation[]> {
   if (key.startsWith('@params:')) return runParameters(key.slice(8), state, now, deps);
-  if (key.startsWith('@class:')) return sequential(waitingJobs(state, key.slice(7)), state, now, deps);
   return runJob(object as Job | undefined, state, now, deps);
 }
 

@@ -11,11 +11,11 @@
  * Kubernetes is returned as ordinary operations. See docs/adr/0006-job-api.md.
  */
 import { R } from '../../lib/fn/resources.ts';
-import type { FunctionDef, ReconcileInput } from '../../lib/fn/types.ts';
+import { keyOf, type FunctionDef, type ReconcileInput } from '../../lib/fn/types.ts';
 import { OPENSANDBOX_CONTROLLER, X, type Job, type JobClass } from '../../lib/jobclass/api.ts';
 import { isOpenSandboxJob } from './core.ts';
 import { defaultDeps, reconcileWithEffects } from './effects.ts';
-import { secretRefs } from './reads.ts';
+import { secretRefs, waitingJobs } from './reads.ts';
 
 const fn: FunctionDef = {
   name: 'jobclass-opensandbox',
@@ -29,10 +29,12 @@ const fn: FunctionDef = {
       { resource: X.openSandboxParameters, map: (o) => [`@params:${o.metadata.name ?? ''}`] },
       {
         resource: X.jobClasses,
-        map: (o) => {
+        // A class change wakes the Jobs waiting for it under their own keys: the queue never runs
+        // one key twice at once, so only one invocation at a time may create a Job's sandbox.
+        map: (o, state) => {
           const c = o as JobClass;
           return c.spec.controllerName === OPENSANDBOX_CONTROLLER
-            ? [`@class:${c.metadata.name ?? ''}`, `@params:${c.spec.parametersRef.name}`]
+            ? [...waitingJobs(state, c.metadata.name ?? '').map(keyOf), `@params:${c.spec.parametersRef.name}`]
             : [];
         },
       },

@@ -29,8 +29,6 @@ describe('jobclass-opensandbox: Secrets read by name', () => {
     assert.deepEqual(refs('team-a/train', running), ['ayatori-system/opensandbox-api']);
     assert.deepEqual(refs('@params:microvm'), ['ayatori-system/opensandbox-api']);
     assert.deepEqual(refs('@params:missing'), []);
-    state.put(X.jobs, waiting);
-    assert.deepEqual(refs('@class:microvm'), ['ayatori-system/opensandbox-api', 'team-a/db', 'team-a/regcred']);
   });
 
   it('needs get on Secrets only: no Secret watch, no list', () => {

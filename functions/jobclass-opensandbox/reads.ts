@@ -49,7 +49,7 @@ function forJob(job: Job | undefined, state: State): ObjectRef[] {
   return refs;
 }
 
-/** WatchTrigger.fetch refs for a Job key, @params:<name> or @class:<name>. */
+/** WatchTrigger.fetch refs for a Job key or @params:<name>. */
 export function secretRefs({
   key,
   object,
@@ -63,6 +63,5 @@ export function secretRefs({
     const p = paramsNamed(state, key.slice(8));
     return p ? [apiKeyRef(p)] : [];
   }
-  if (key.startsWith('@class:')) return waitingJobs(state, key.slice(7)).flatMap((j) => forJob(j, state));
   return forJob(object as Job | undefined, state);
 }

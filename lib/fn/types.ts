@@ -25,8 +25,10 @@ export interface WatchTrigger {
   /** Queue keys for an object of the primary kind (default: its namespace/name). Handlers then get
    * the key and look objects up in `state` (e.g. one key per namespace/runtime to batch work). */
   keys?: (o: KubeObject) => string[];
-  /** Other kinds whose changes wake objects of the primary kind; map returns primary keys. */
-  also?: { resource: Resource; labelSelector?: string; map: (o: KubeObject) => string[] }[];
+  /** Other kinds whose changes wake objects of the primary kind; map returns primary keys, and may
+   * read the host's observed state to find them (e.g. the Jobs a class change unblocks, woken under
+   * their own keys so that no two invocations ever act for one object at once). */
+  also?: { resource: Resource; labelSelector?: string; map: (o: KubeObject, state: State) => string[] }[];
   /** Kinds the handler reads by name with a live GET at invocation time instead of through a
    * cache (e.g. Secrets): the host needs only `get` on them, never list/watch. */
   fetch?: FetchDecl;
