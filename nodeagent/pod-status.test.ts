@@ -3,8 +3,11 @@ import fc from 'fast-check';
 import {
   buildPodStatus,
   podPhase,
-  restartBackoffMs,
+  restartBackoff,
   shouldRestart,
+  BACKOFF_INITIAL_MS,
+  BACKOFF_MAX_MS,
+  type Backoff,
   type ContainerView,
   type PodView,
 } from './pod-status.ts';
@@ -81,6 +84,26 @@ describe('node agent pod status', () => {
     assert.equal(shouldRestart('OnFailure', 0), false);
     assert.equal(shouldRestart('OnFailure', 2), true);
     assert.equal(shouldRestart('Always', 0), true);
-    fc.assert(fc.property(fc.nat(100), (n) => restartBackoffMs(n) <= 60_000 && restartBackoffMs(n) >= 500));
+    fc.assert(
+      fc.property(fc.array(fc.nat(300_000), { maxLength: 50 }), (gaps) => {
+        let b: Backoff | undefined;
+        let t = 0;
+        for (const g of gaps) {
+          b = restartBackoff(b, (t += g));
+          if (b.delayMs > BACKOFF_MAX_MS || b.delayMs < BACKOFF_INITIAL_MS) return false;
+        }
+        return true;
+      }),
+    );
+  });
+
+  it('doubles the backoff per quick restart, and starts over after a long run (soak: 60 s from the 7th kill on)', () => {
+    let b: Backoff | undefined;
+    const delays: number[] = [];
+    for (let i = 0; i < 9; i++) delays.push((b = restartBackoff(b, i * 1000)).delayMs);
+    assert.deepEqual(delays, [500, 1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000]);
+    // The seventh kill of a server that ran 2.5 minutes since its last restart waits as the first.
+    assert.equal(restartBackoff(b, 8000 + 150_000).delayMs, BACKOFF_INITIAL_MS);
+    assert.equal(restartBackoff(b, 8000 + 2 * BACKOFF_MAX_MS).delayMs, BACKOFF_MAX_MS, 'the cap holds until then');
   });
 });

@@ -113,7 +113,23 @@ export function shouldRestart(policy: string | undefined, exitCode: number): boo
   return true;
 }
 
-/** kubelet-like crash-loop backoff, faster at the start for a local environment. */
-export function restartBackoffMs(restartCount: number): number {
-  return Math.min(60_000, 500 * 2 ** Math.min(restartCount, 10));
+export const BACKOFF_INITIAL_MS = 500;
+export const BACKOFF_MAX_MS = 60_000;
+
+/** A container's crash-loop backoff: the last delay and when it was chosen (epoch ms). */
+export interface Backoff {
+  delayMs: number;
+  at: number;
+}
+
+/**
+ * kubelet-like crash-loop backoff (its flowcontrol.Backoff), faster at the start for a local
+ * environment: the delay doubles per restart up to the cap, and starts over once the container
+ * has gone twice the cap without a restart. Counting restarts since the Pod began instead made
+ * a long-lived server killed now and then (the soak's extension server) wait the full minute
+ * from its seventh kill on, however long it had run in between.
+ */
+export function restartBackoff(prev: Backoff | undefined, nowMs: number): Backoff {
+  if (!prev || nowMs - prev.at > 2 * BACKOFF_MAX_MS) return { delayMs: BACKOFF_INITIAL_MS, at: nowMs };
+  return { delayMs: Math.min(BACKOFF_MAX_MS, prev.delayMs * 2), at: nowMs };
 }

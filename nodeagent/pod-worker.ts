@@ -10,7 +10,14 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { launch, signal, exitCode, type Running, type Mount } from './container.ts';
 import { containerEnv, expandVars, EnvError, type DataSource } from './env.ts';
 import { effectiveArgv, resolveImage } from './images.ts';
-import { buildPodStatus, restartBackoffMs, shouldRestart, type ContainerView, type PodView } from './pod-status.ts';
+import {
+  buildPodStatus,
+  restartBackoff,
+  shouldRestart,
+  type Backoff,
+  type ContainerView,
+  type PodView,
+} from './pod-status.ts';
 import type { Container, Pod } from './pod-types.ts';
 import { ProbeState, runProbe } from './probes.ts';
 import { containerIdentity, setprivArgs, verifyRunAsNonRoot, type Identity } from './security-context.ts';
@@ -40,6 +47,7 @@ interface Slot {
   timers: NodeJS.Timeout[];
   env: Record<string, string>;
   user?: Identity;
+  backoff?: Backoff;
 }
 
 export class PodWorker {
@@ -211,7 +219,8 @@ export class PodWorker {
       const code = exitCode(exit);
       if (code === 0) return true;
       if (this.pod.spec.restartPolicy === 'Never') return false;
-      await sleep(restartBackoffMs(s.view.restartCount));
+      s.backoff = restartBackoff(s.backoff, this.d.now().getTime());
+      await sleep(s.backoff.delayMs);
       s.view.restartCount++;
     }
   }
@@ -374,7 +383,8 @@ export class PodWorker {
     const restart = !isInit && !this.terminating && !this.failed && shouldRestart(this.pod.spec.restartPolicy, code);
     s.view.willRestart = restart;
     if (restart) {
-      const delay = restartBackoffMs(s.view.restartCount);
+      s.backoff = restartBackoff(s.backoff, this.d.now().getTime());
+      const delay = s.backoff.delayMs;
       s.timers.push(
         setTimeout(() => {
           if (this.terminating) return;
