@@ -27,6 +27,16 @@ describe('soak accounting', () => {
     assert.equal(verdict(ok('a', { executions: undefined })), 'succeeded', 'kinds without a marker');
   });
 
+  it('a log gone with its deleted Runtime Pod is its own documented verdict, not a problem', () => {
+    const gone = ok('f', { kind: 'log-follow', logsGone: true, outputsProblem: 'gone (409)' });
+    assert.equal(verdict(gone), 'logs-gone');
+    assert.equal(verdict({ ...gone, executions: 2 }), 'duplicated', 'a duplicate stays a duplicate');
+    assert.equal(verdict({ ...gone, outputsOk: false }), 'wrong-output');
+    const r = account([ok('a'), gone], [], { stuck: [], orphans: [], memory: [], end: 3000 });
+    assert.deepEqual([r.counts.succeeded, r.counts['logs-gone'], r.problems, clean(r)], [1, 1, [], true]);
+    assert.match(formatResult(r), /log gone with its deleted Runtime Pod \(documented 409\) \| 1 \|/);
+  });
+
   it('flipped: only a change after the first terminal phase', () => {
     assert.equal(flipped(['Pending', 'Running', 'Succeeded']), false);
     assert.equal(flipped(['Succeeded', 'Succeeded']), false);

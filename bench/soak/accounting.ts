@@ -23,6 +23,9 @@ export interface Outcome {
   /** Outputs and artifact digests as written (absent when the kind has none to check). */
   outputsOk?: boolean;
   outputsProblem?: string;
+  /** A followed log could not be read to its end because its Runtime Pod was deleted: the logs API's
+   * documented 409 Conflict ("its logs are gone with it"), not a record the platform lost. */
+  logsGone?: boolean;
 }
 
 export interface FaultRecord {
@@ -46,7 +49,8 @@ export interface MemorySample {
 /** Terminal phases of Runs, WorkflowRuns and JobClass Jobs (Unknown: a Job's ResultUnknown). */
 export const TERMINAL = new Set(['Succeeded', 'Failed', 'Timeout', 'Cancelled', 'Unknown']);
 
-export type Verdict = 'succeeded' | 'failed' | 'rejected' | 'lost' | 'duplicated' | 'wrong-output' | 'flipped';
+export type Verdict =
+  'succeeded' | 'logs-gone' | 'failed' | 'rejected' | 'lost' | 'duplicated' | 'wrong-output' | 'flipped';
 
 /** One verdict per item, the worst that applies (a duplicate is a duplicate even if it succeeded). */
 export function verdict(o: Outcome): Verdict {
@@ -56,6 +60,7 @@ export function verdict(o: Outcome): Verdict {
   if (!o.phase || !TERMINAL.has(o.phase)) return 'lost';
   if (o.phase !== 'Succeeded') return 'failed';
   if (o.executions === 0 || o.outputsOk === false) return 'wrong-output';
+  if (o.logsGone) return 'logs-gone';
   return 'succeeded';
 }
 
@@ -106,6 +111,7 @@ export function account(
 ): SoakResult {
   const counts: Record<Verdict, number> = {
     succeeded: 0,
+    'logs-gone': 0,
     failed: 0,
     rejected: 0,
     lost: 0,
@@ -123,7 +129,7 @@ export function account(
       if (o.reason) failedReasons[`${o.phase}/${o.reason}`] = (failedReasons[`${o.phase}/${o.reason}`] ?? 0) + 1;
       else failedWithoutReason++;
     }
-    if (!['succeeded', 'failed', 'rejected'].includes(v)) problems.push(describe(o, v));
+    if (!['succeeded', 'logs-gone', 'failed', 'rejected'].includes(v)) problems.push(describe(o, v));
   }
   return {
     submitted: outcomes.filter((o) => o.createdAt !== undefined).length,
@@ -193,6 +199,7 @@ export function formatResult(r: SoakResult): string {
     ['submitted (create acknowledged)', String(r.submitted)],
     ['rejected at submit (client saw the error, retried until the deadline)', String(c.rejected)],
     ['succeeded (outputs, artifact digests and one execution checked)', String(c.succeeded)],
+    ['succeeded, log gone with its deleted Runtime Pod (documented 409)', String(c['logs-gone'])],
     ['failed with a reason', `${c.failed - r.failedWithoutReason}${reasons ? ` (${reasons})` : ''}`],
     ['failed without a reason', String(r.failedWithoutReason)],
     ['lost (not terminal at the end)', String(c.lost)],

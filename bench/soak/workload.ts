@@ -46,7 +46,7 @@ export interface Workload {
   /** The session Run operations go to; replaced when it ends (a Runtime Pod deleted under it). */
   session: string;
   /** Results of session operations and log follows (they are not API objects). */
-  direct: Map<string, { ok: boolean; error?: string; startedAt: number; endedAt: number }>;
+  direct: Map<string, { ok: boolean; error?: string; logsGone?: boolean; startedAt: number; endedAt: number }>;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -409,18 +409,24 @@ async function follow(w: Workload, name: string): Promise<void> {
   }
   // The follow may have been cut by a fault before END: the whole log once more, after the Run ended.
   let read = seen;
-  while (!read && Date.now() < deadline) {
+  let logsGone = false;
+  while (!read && !logsGone && Date.now() < deadline) {
     if (!ended) ended = await terminal();
     if (!ended) {
       await sleep(1000);
       continue;
     }
-    const whole = await w.api.stream(path).then(sawEnd, () => undefined);
-    if (whole === undefined) await sleep(1000);
+    const whole = await w.api.stream(path).then(sawEnd, (err: unknown) => (isApiError(err, 409) ? 'gone' : undefined));
+    if (whole === 'gone') logsGone = true;
+    else if (whole === undefined) await sleep(1000);
     else [seen, read] = [whole, true];
   }
-  const error = read ? 'END missing from the log' : 'the log could not be read after the Run ended';
-  w.direct.set(name, { ok: seen, startedAt, endedAt: Date.now(), ...(seen ? {} : { error }) });
+  const error = logsGone
+    ? 'the log is gone with its deleted Runtime Pod (409)'
+    : read
+      ? 'END missing from the log'
+      : 'the log could not be read after the Run ended';
+  w.direct.set(name, { ok: seen, startedAt, endedAt: Date.now(), ...(seen ? {} : { error, logsGone }) });
 }
 
 /** Marker lines per key (the first word of each line). */
@@ -499,7 +505,10 @@ export function outcomeOf(
     const p = checkTask(w, item.name, o);
     if (p) Object.assign(out, { outputsOk: false, outputsProblem: p });
   }
-  if (out.phase === 'Succeeded' && item.kind === 'log-follow' && !w.direct.get(item.name)?.ok)
-    Object.assign(out, { outputsOk: false, outputsProblem: w.direct.get(item.name)?.error ?? 'follow not finished' });
+  const followed = w.direct.get(item.name);
+  if (out.phase === 'Succeeded' && item.kind === 'log-follow' && followed?.logsGone)
+    Object.assign(out, { logsGone: true, outputsProblem: followed.error });
+  else if (out.phase === 'Succeeded' && item.kind === 'log-follow' && !followed?.ok)
+    Object.assign(out, { outputsOk: false, outputsProblem: followed?.error ?? 'follow not finished' });
   return out;
 }
