@@ -233,10 +233,14 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       const n = await writeDiagnoses(o.api, ns, o.diagnosticsFile, { outcomes, objects, markersText });
       if (n) o.log(`${n} items went wrong: their objects, Events and markers are in ${o.diagnosticsFile}`);
     }
+    // "After": per-Pod components 10 s after the drain (their Pods go with the namespace), the
+    // rest 10 s after the namespace was deleted, when nothing of the load is left to hold memory.
+    await sleep(10_000);
+    await mem.sample();
+    const fin = await finalCheck(w, o.log);
     await sleep(10_000);
     await mem.sample();
     mem.stop();
-    const fin = await finalCheck(w, o.log);
     return account(outcomes, faults, { ...fin, memory: mem.report(), end: Date.now() });
   } finally {
     await srv?.close();
