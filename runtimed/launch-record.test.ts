@@ -38,6 +38,15 @@ describe('launch record (resume after a runtimed restart)', () => {
     assert.equal(await resumeRun(c, run('2026-12-02T05:00:02Z')), 'launch');
   });
 
+  it('resumes a Run this runtimed dropped after an error as after a restart, however new the Run', async () => {
+    const newer = run('2026-12-02T05:00:02Z');
+    assert.equal(await resumeRun({ ...context(true), retaken: true }, newer), 'adopt');
+    const c = { ...context(), retaken: true };
+    assert.equal(await resumeRun(c, newer), 'launch', 'never launched');
+    await launched(c, 1);
+    assert.equal(await resumeRun(c, newer), 'lost', 'launched, and the execution is gone: not run twice');
+  });
+
   it('adopts the execution the Runtime Server still has', async () => {
     assert.equal(await resumeRun(context(true), run(older)), 'adopt');
   });

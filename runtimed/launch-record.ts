@@ -40,6 +40,8 @@ async function wasLaunched(dir: DirHandle | undefined, attempt: number): Promise
 export interface ResumeContext {
   /** When this runtimed started (ms): only Runs created before it can have been launched by another. */
   bornAt: number;
+  /** This runtimed dropped the Run after its handling failed (Runner.retake): it may have launched it. */
+  retaken?: boolean;
   /** Whether the Runtime Server has an execution for this Run UID. */
   hasExecution(uid: string): Promise<boolean>;
   workspaceRoot: string;
@@ -47,9 +49,10 @@ export interface ResumeContext {
   runDirSegments: string[];
 }
 
-/** After a restart: adopt the Runtime Server's execution, fail a Run that ran but is not there, or launch. */
+/** After a restart (or a retake): adopt the Runtime Server's execution, fail a Run that ran but is
+ * not there, or launch. */
 export async function resumeRun(c: ResumeContext, run: Run): Promise<Resume> {
-  const createdBeforeStart = Date.parse(run.metadata.creationTimestamp ?? '') <= c.bornAt;
+  const createdBeforeStart = c.retaken === true || Date.parse(run.metadata.creationTimestamp ?? '') <= c.bornAt;
   if (!createdBeforeStart) return 'launch';
   const serverHasIt = await c.hasExecution(run.metadata.uid ?? '');
   const launched =

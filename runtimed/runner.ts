@@ -163,6 +163,8 @@ export class Runner implements FunctionHost {
   /** Called after a Run was released (its workspace may now be cleaned up). */
   onRelease: () => void = () => undefined;
   private readonly waiting = new Set<string>();
+  /** Run UIDs dropped after their handling failed (retake): resumed like Runs of a restarted runtimed. */
+  private readonly retaken = new Set<string>();
   /** Attempts released here: a late version of such a Run must not start it again (fence.ts). */
   private readonly settled = new SettledAttempts();
   /** Set when runtimed got SIGTERM: its Pod is being stopped (see stopping()). */
@@ -297,9 +299,26 @@ export class Runner implements FunctionHost {
       this.retryLater(run);
       return;
     }
-    void this.start(run).catch((err: unknown) =>
-      this.d.log.error({ err, run: run.metadata.name }, 'run handling failed'),
-    );
+    void this.start(run).catch((err: unknown) => this.retake(run, err));
+  }
+
+  /**
+   * A task Run's handling failed past its own error paths (a status write that kept failing: five
+   * conflicts in a row, a definite 4xx). Left as it was, its Active would swallow every later
+   * version of the Run until runtimed restarted. Instead the Active goes (its execution is left
+   * alone) and the Run is taken up again a second later as after a restart: the execution adopted
+   * if the Runtime Server still has it, a launched attempt it no longer has failed as lost.
+   */
+  private retake(run: Run, err: unknown): void {
+    const uid = run.metadata.uid ?? '';
+    const a = this.active.get(uid);
+    this.d.log.error({ err, run: run.metadata.name }, 'run handling failed; taking the Run up again');
+    if (!a || a.released || a.lost || a.session || a.fn) return;
+    clearTimeout(a.timer);
+    a.released = true;
+    this.active.delete(uid);
+    this.retaken.add(uid);
+    this.retryLater(a.run);
   }
 
   /** A Run of this Pod, not being deleted, in a phase runtimed executes, of an attempt not finished here. */
@@ -345,9 +364,12 @@ export class Runner implements FunctionHost {
     this.waiting.add(uid);
     setTimeout(() => {
       this.waiting.delete(uid);
-      void this.refetch(run).then((r) => {
-        if (r) this.onRun(r);
-      });
+      void this.refetch(run).then(
+        (r) => {
+          if (r) this.onRun(r);
+        },
+        () => this.retryLater(run),
+      );
     }, 1000);
   }
 
@@ -519,6 +541,7 @@ export class Runner implements FunctionHost {
     return resumeRun(
       {
         bornAt: this.bornAt,
+        retaken: this.retaken.has(run.metadata.uid ?? ''),
         hasExecution: async (uid) => !!(await this.d.runtime.get(uid).catch(() => undefined)),
         workspaceRoot: this.d.cfg.workspaceRoot,
         runDirSegments: this.runDirSegments(run),
@@ -741,6 +764,7 @@ export class Runner implements FunctionHost {
       this.d.log.warn({ err, run: a.run.metadata.name }, 'Run directory not removed'),
     );
     if (this.active.get(uid) === a) this.active.delete(uid);
+    this.retaken.delete(uid);
     this.settled.settle(uid, Math.max(a.attempt, currentAttempt(a.run.status?.attempt)));
     if (a.run.spec.workspace) this.onRelease();
     if (a.lost)
