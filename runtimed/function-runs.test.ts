@@ -96,6 +96,7 @@ describe('runtimed function Runs: lifecycle with a fake Runtime Server and API (
       release: () => Promise.resolve(void log.push('release')),
       event: () => undefined,
       endpointFor: () => ({ protocol: 'HTTPS', url: 'https://p/invoke' }),
+      background: (_run, work) => void work.catch((err: unknown) => log.push(`failed: ${String(err)}`)),
     };
     const a: FunctionActive = { run, attempt: 1, startedAt: 't0', cancelling: false, workdir: '' };
     return { fr: new FunctionRuns(host), a, writes, log };

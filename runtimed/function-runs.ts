@@ -62,6 +62,8 @@ export interface FunctionHost {
   event(run: Run, type: 'Normal' | 'Warning', reason: string, message: string, key: string): void;
   /** The endpoint of this Pod's Runtime Gateway for the Run (undefined: no gateway). */
   endpointFor(run: Run): FunctionEndpoint | undefined;
+  /** Logs a failure of work started from a timer (never an unhandled rejection). */
+  background(run: Run, work: Promise<unknown>): void;
 }
 
 /** The gateway's view of a call target: ready to call, or the HTTP code and why not. */
@@ -219,7 +221,7 @@ export class FunctionRuns {
     const start = Date.parse(a.run.status?.startTime ?? a.startedAt);
     if (!timeoutMs || !Number.isFinite(start) || !a.fn) return;
     a.fn.deadline = setTimeout(
-      () => void this.end(a, 'Timeout', `timeout after ${formatDuration(timeoutMs)}`),
+      () => this.h.background(a.run, this.end(a, 'Timeout', `timeout after ${formatDuration(timeoutMs)}`)),
       Math.max(0, start + timeoutMs - this.d.now().getTime()),
     );
   }
@@ -231,7 +233,7 @@ export class FunctionRuns {
     if (fn.busy) return;
     const secs = a.run.spec.mode?.function?.idleTimeoutSeconds ?? FUNCTION_IDLE_SECONDS;
     fn.idle = setTimeout(
-      () => void this.end(a, 'IdleTimeout', `function ended after ${secs}s without a call`),
+      () => this.h.background(a.run, this.end(a, 'IdleTimeout', `function ended after ${secs}s without a call`)),
       secs * 1000,
     );
   }

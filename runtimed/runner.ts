@@ -292,7 +292,7 @@ export class Runner implements FunctionHost {
     }
     if (this.functionLeftover(run) || !this.startable(run)) return;
     if (run.status?.phase === 'Scheduled' && run.spec.cancelRequested) {
-      void this.terminal(run, 'Cancelled', 'cancelled by user');
+      this.background(run, this.terminal(run, 'Cancelled', 'cancelled by user'));
       return;
     }
     if (this.active.size >= this.d.cfg.workers) {
@@ -341,7 +341,7 @@ export class Runner implements FunctionHost {
 
   private onActive(a: Active, run: Run): void {
     if (run.metadata.deletionTimestamp) {
-      void this.onDeleted(run);
+      this.background(run, this.onDeleted(run));
       return;
     }
     if (rvNum(run) > rvNum(a.run)) {
@@ -352,10 +352,16 @@ export class Runner implements FunctionHost {
       a.run = run;
     }
     if (run.spec.cancelRequested && !a.cancelling) {
-      if (a.session) void this.endSession(a, 'Cancelled', 'cancelled by user');
-      else if (a.fn) void this.functions.end(a, 'Cancelled', 'cancelled by user');
-      else void this.cancel(a);
+      if (a.session) this.background(run, this.endSession(a, 'Cancelled', 'cancelled by user'));
+      else if (a.fn) this.background(run, this.functions.end(a, 'Cancelled', 'cancelled by user'));
+      else this.background(run, this.cancel(a));
     }
+  }
+
+  /** Work started from an event or a timer: a failure is logged, never an unhandled rejection (which
+   * would end runtimed and every Run of its Pod with it). */
+  background(run: Run, work: Promise<unknown>): void {
+    work.catch((err: unknown) => this.d.log.error({ err, run: run.metadata.name }, 'Run handling failed'));
   }
 
   private retryLater(run: Run): void {
@@ -391,7 +397,7 @@ export class Runner implements FunctionHost {
       { run: observed.metadata.name, attempt: a.attempt, now: observed.status?.attempt },
       'Run was rescheduled; abandoning the old execution',
     );
-    void this.abandon(a);
+    this.background(a.run, this.abandon(a));
   }
 
   /** Writes status computed from the freshest Run, retrying conflicts and waiting out an API server
@@ -617,7 +623,7 @@ export class Runner implements FunctionHost {
     const result = await this.collect(a.run);
     if (!result.ok) {
       if (result.transient) {
-        setTimeout(() => void this.finish(a, s), 1000);
+        setTimeout(() => this.background(a.run, this.finish(a, s)), 1000);
         return;
       }
       await this.done(a, result.reason, result.message);
@@ -816,7 +822,7 @@ export class Runner implements FunctionHost {
     const start = Date.parse(a.run.status?.startTime ?? a.startedAt);
     if (timeoutMs && Number.isFinite(start)) {
       a.timer = setTimeout(
-        () => void this.endSession(a, 'Timeout', `timeout after ${formatDuration(timeoutMs)}`),
+        () => this.background(a.run, this.endSession(a, 'Timeout', `timeout after ${formatDuration(timeoutMs)}`)),
         Math.max(0, start + timeoutMs - this.d.now().getTime()),
       );
     }
@@ -831,7 +837,8 @@ export class Runner implements FunctionHost {
     if (s.ops.size) return;
     const secs = a.run.spec.mode?.session?.idleTimeoutSeconds ?? SESSION_IDLE_SECONDS;
     s.idle = setTimeout(
-      () => void this.endSession(a, 'SessionIdle', `session ended after ${secs}s without an operation`),
+      () =>
+        this.background(a.run, this.endSession(a, 'SessionIdle', `session ended after ${secs}s without an operation`)),
       secs * 1000,
     );
   }
