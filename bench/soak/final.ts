@@ -1,7 +1,7 @@
 /** The soak's end: the namespace and cluster-scoped objects deleted, nothing stuck, nothing left running. */
 import { GIVE_UP_MS } from '../../functions/run-artifact-gc/index.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
-import { podPids, processStart, stillRunning, type PodLite } from './procs.ts';
+import { containerPids, podPids, processStart, stillRunning, type PodLite } from './procs.ts';
 import { G, teardownJobClasses, until, X, type Obj, type Workload } from './workload.ts';
 
 /** How long a namespace may take to go: the bound within which run-artifact-gc releases every Run, and 2 minutes. */
@@ -35,7 +35,7 @@ export async function finalCheck(
   // The processes running now, each by pid and start time: a finished container's pid file
   // names a pid the machine may since have given to another process.
   const pids = pods.items.flatMap((p) =>
-    Object.entries(podPids(w.root, p)).flatMap(([c, pid]) => {
+    Object.entries(containerPids(p, podPids(w.root, p))).flatMap(([c, pid]) => {
       const start = processStart(pid);
       return start ? [{ what: `${p.metadata.name}/${c}`, pid, start }] : [];
     }),

@@ -7,8 +7,48 @@ import { readState, type Component } from '../../localenv/environment.ts';
 
 export type PodLite = KubeObject & {
   spec: { nodeName?: string };
-  status?: { conditions?: { type: string; status: string }[] };
+  status?: {
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: { name: string; state?: Record<string, { startedAt?: string } | undefined> }[];
+  };
 };
+
+/** How far a container's process may have started from the startedAt its status records. */
+export const START_TOLERANCE_MS = 10_000;
+
+/**
+ * The pids that are still the Pod's container processes: a process whose start is far from the
+ * startedAt the container's status records (running or terminated) is another process that got
+ * the finished container's pid (the third 30-minute soak took a process that reused a finished
+ * Job container's pid for an orphan of that Job). A container without a recorded start is kept.
+ */
+export function containerPids(
+  pod: PodLite,
+  pids: Record<string, number>,
+  startedAtMs: (pid: number) => number | undefined = processStartedAtMs,
+): Record<string, number> {
+  const recorded = new Map(
+    (pod.status?.containerStatuses ?? []).map((c) => {
+      const s = c.state?.running?.startedAt ?? c.state?.terminated?.startedAt;
+      return [c.name, s ? Date.parse(s) : undefined] as const;
+    }),
+  );
+  return Object.fromEntries(
+    Object.entries(pids).filter(([c, pid]) => {
+      const want = recorded.get(c);
+      const got = startedAtMs(pid);
+      return want === undefined || got === undefined || Math.abs(got - want) <= START_TOLERANCE_MS;
+    }),
+  );
+}
+
+/** When a process started (epoch ms): boot time plus its start in clock ticks (100 per second). */
+export function processStartedAtMs(pid: number): number | undefined {
+  const ticks = processStart(pid);
+  const btime = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1];
+  if (ticks === undefined || !btime) return undefined;
+  return Number(btime) * 1000 + Number(ticks) * 10;
+}
 
 /** The pid the environment's state records for a control-plane component or the node agent. */
 export function componentPid(root: string, c: Component): number | undefined {
