@@ -12,7 +12,7 @@ const enabled = process.env.KRT_SOAK === '1';
 
 (enabled ? describe : describe.skip)('soak under faults (KRT_SOAK=1)', function () {
   const minutes = Number(process.env.KRT_SOAK_MINUTES ?? '3');
-  this.timeout((minutes * 60 + 900) * 1000);
+  this.timeout((minutes * 60 + 1020) * 1000);
 
   it('ends every Run and Job exactly once, nothing lost, run twice, stuck or orphaned', async () => {
     const r = await runSoak({

@@ -234,11 +234,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       if (n) o.log(`${n} items went wrong: their objects, Events and markers are in ${o.diagnosticsFile}`);
     }
     // "After": per-Pod components 10 s after the drain (their Pods go with the namespace), the
-    // rest 10 s after the namespace was deleted, when nothing of the load is left to hold memory.
+    // rest once the namespace was deleted and the runtimes had time to return what they freed
+    // (Go's scavenger and V8's idle collections give memory back over minutes, not seconds).
     await sleep(10_000);
     await mem.sample();
     const fin = await finalCheck(w, o.log);
-    await sleep(10_000);
+    o.log(`letting memory settle for ${SETTLE_MS / 1000} s`);
+    await sleep(SETTLE_MS);
     await mem.sample();
     mem.stop();
     return account(outcomes, faults, { ...fin, memory: mem.report(), end: Date.now() });
@@ -246,6 +248,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await srv?.close();
   }
 }
+
+/** How long after the namespace deletion "after" memory is read. */
+const SETTLE_MS = 120_000;
 
 interface Collection {
   outcomes: Outcome[];
