@@ -71,6 +71,8 @@ interface Active {
   run: Run;
   attempt: number;
   timer?: NodeJS.Timeout;
+  /** Writes the claim (Running) once the Run outlives CLAIM_DELAY_MS. */
+  claimTimer?: NodeJS.Timeout;
   cancelling: boolean;
   timedOut: boolean;
   workdir: string;
@@ -314,7 +316,10 @@ export class Runner implements FunctionHost {
     const a = this.active.get(uid);
     this.d.log.error({ err, run: run.metadata.name }, 'run handling failed; taking the Run up again');
     if (!a || a.released || a.lost || a.session || a.fn) return;
+    // Nothing of this Active may act any more: a claim it wrote late would find the Run taken
+    // up again and abandon (cancel and clean up) the execution the next Active adopted.
     clearTimeout(a.timer);
+    clearTimeout(a.claimTimer);
     a.released = true;
     this.active.delete(uid);
     this.retaken.add(uid);
@@ -446,9 +451,9 @@ export class Runner implements FunctionHost {
       await this.recover(a);
       return;
     }
-    const claimTimer = setTimeout(() => {
+    const claimTimer = (a.claimTimer = setTimeout(() => {
       a.claim = this.claim(a);
-    }, CLAIM_DELAY_MS);
+    }, CLAIM_DELAY_MS));
     try {
       await this.launch(a);
     } catch (err) {
@@ -478,7 +483,9 @@ export class Runner implements FunctionHost {
     const res = await this.writeStatus(a, (s) =>
       claimed({ ...s, startTime: s.startTime ?? a.startedAt }, this.d.now().toISOString(), a.run.metadata.generation),
     );
-    if (!res) await this.abandon(a);
+    // A released Active (finished, or dropped by retake) has nothing left to abandon: cancelling
+    // would kill the execution a later Active of the same Run adopted.
+    if (!res && !a.released) await this.abandon(a);
     return res;
   }
 
