@@ -14,6 +14,11 @@ import { REGISTER_TIMEOUT_MS, RegistrationError, killGroup, splitHandler, type F
  * bash -c BASH_WORKER name <file> <function> <dir>; exit 3: sourcing failed, 4: no such function.
  * The options and the working directory are put back right after the end line (before the next
  * call is read), so the answer does not wait for them.
+ * The call runs with no redirection of its own: a redirection on a function call makes bash save
+ * and restore each descriptor (about 40 system calls and a file open per call). Instead the
+ * worker's own descriptors already are the call's (0 = /dev/null, 1 = the output, 2 = the err
+ * file), and one `exec` puts them back after the call (three dup2). The err file is opened anew
+ * (emptied) only before a call that follows one that wrote to it.
  */
 export const BASH_WORKER = `
 __krt_src=$1 __krt_fn=$2 __krt_dir=$3
@@ -23,9 +28,10 @@ builtin declare -F "$__krt_fn" >/dev/null || exit 4
 set +m
 __krt_wd=$PWD __krt_so=$SHELLOPTS __krt_bo=$BASHOPTS
 __krt_opts=$(set +o; shopt -p)
-command exec 5<&0 </dev/null 7>&1 8</dev/null
+command exec 5<&0 56</dev/null 0<&56 7>&1 8</dev/null
 builtin printf 'ready\\n' >&3
 command exec 3>&-
+__krt_e=
 while builtin read -r -N 40 -u 5 __krt_h; do
   __krt_tok=\${__krt_h%% *} __krt_n=$((10#\${__krt_h##* }))
   if [[ \${LC_ALL:-\${LC_CTYPE:-\${LANG:-C}}} == @(C|POSIX) ]]; then
@@ -38,11 +44,14 @@ while builtin read -r -N 40 -u 5 __krt_h; do
     builtin printf '%s' $'\\n'"$__krt_tok fenced"$'\\n'
     continue
   fi
-  "$__krt_fn" "$__krt_p" </dev/null >&7 2>"$__krt_dir/err" 5<&-
+  [[ $__krt_e ]] || { command exec 59>"$__krt_dir/err" 2>&59 && __krt_e=1; }
+  "$__krt_fn" "$__krt_p"
   __krt_s=$?
+  command exec 0<&56 1>&7 2>&59 || __krt_e=
   builtin trap : USR2
   builtin kill -USR2 0
   builtin printf '%s' $'\\n'"$__krt_tok $__krt_s"$'\\n'
+  [[ -s $__krt_dir/err ]] && __krt_e=
   [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
   [[ $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || builtin eval "$__krt_opts"
 done

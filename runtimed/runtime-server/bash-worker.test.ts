@@ -153,6 +153,34 @@ for (const path of ['pipes', 'channel'] as const)
       assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read:nothing' });
     });
 
+    it("a call's stderr is its own, and exec redirections of stdin and stderr end with the call, with no file opened per call", async () => {
+      const { call } = await worker(
+        bashCases({
+          '"warn"': 'echo first >&2; echo warned',
+          '"fail"': 'echo second >&2; return 1',
+          '"hush"': 'exec 2>/dev/null <h.sh; echo hushed',
+          '"reads"': 'cat; echo read',
+          // The modification time of the file the call's stderr goes to (a new open empties it, and so sets it).
+          '"stamp"': 'printf "t%s" "$(date -r /dev/stderr +%s.%N)"',
+        }),
+        ['f'],
+        path,
+      );
+      assert.deepEqual(await call('f', '"warn"'), { ok: true, output: 'warned' });
+      assert.equal(failure(await call('f', '"fail"')), 'FunctionError: exit status 1: second');
+      assert.deepEqual(await call('f', '"hush"'), { ok: true, output: 'hushed' });
+      assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read' });
+      assert.equal(failure(await call('f', '"fail"')), 'FunctionError: exit status 1: second');
+      // Calls that write no stderr leave its file as it is: the worker opened (emptied) it before
+      // the first of them only. The pause lets the file system's clock tick (a few ms).
+      const first = await call('f', '"stamp"');
+      await sleep(50);
+      assert.deepEqual(await call('f', '"stamp"'), first);
+      assert.deepEqual(await call('f', '"warn"'), { ok: true, output: 'warned' });
+      await sleep(50);
+      assert.notDeepEqual(await call('f', '"stamp"'), first);
+    });
+
     it("never sources the user's ~/.bashrc (bash -c with a socket as stdin would), in either worker", async () => {
       const home = dirWith('krt-home-', { '.bashrc': 'FROM_BASHRC=yes\n' });
       for (const isolation of [{}, { KRT_BASH_CALL_ISOLATION: 'subshell' }]) {

@@ -11,11 +11,12 @@
  *    hand-off could not take, and every call with KRT_FUNCTION_CALL_HANDOFF=off).
  * The worker's fds:
  *   0/1     calls in (a 40-byte header, then the payload; read on fd 5, the call itself gets
- *           /dev/null), the call's output (on fd 7, a copy of stdout the call cannot redirect
- *           away) and `\n<call token> <status>\n` out (one write, so runtimed wakes once for it)
+ *           /dev/null from fd 56), the call's output (fd 1, put back from fd 7 after each call)
+ *           and `\n<call token> <status>\n` out (one write, so runtimed wakes once for it)
+ *   2       the call's stderr: fd 59, <dir>/err (its tail goes into the error of a failed call),
+ *           emptied before the next call when a call wrote to it
  *   3       `ready` once sourced, then closed (a pipe to the Runtime Server on both paths)
  *   8       the lease file last read; it is read again only when the file was replaced
- *   <dir>/err    the call's stderr (its tail goes into the error of a failed call)
  *   <dir>/lease  the execution lease's deadline (epoch microseconds), rewritten by the Runtime
  *           Server after every renewal: a call after it answers `fenced` and does not run
  * Per call the worker costs about 0.1-0.2 ms of bash (docs/benchmarks.md): it reads the payload
@@ -28,12 +29,14 @@
  *  - `exit`, a failure under `set -e`, `exec`: the worker ends; its exit status ends the call
  *    (with the output written so far) and a new worker is started (sourcing again);
  *  - shell options (`set`, `shopt`) and the working directory are put back as they were after
- *    sourcing; stdin is /dev/null; redirections of stdout/stderr end with the call;
+ *    sourcing; stdin is /dev/null; redirections of stdin/stdout/stderr (`exec >file`) end with the
+ *    call (one `exec` after the call puts fds 0-2 back: no per-call redirection, bash-process.ts);
  *  - a cancelled call, or one whose output passes the limit, is killed with the worker's process
  *    group; the worker is started again.
  * Shared between calls, like a python module's globals: variables, functions, other traps,
  * exported variables a call sets; files; processes that leave the process group (setsid, set -m).
- * Names starting with `__krt_` are the worker's own.
+ * Names starting with `__krt_` are the worker's own, and so are fds 5, 7, 8, 56 and 59 (a call
+ * may use the others; bash's own `{var}>` redirections take fds from 10).
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
