@@ -40,7 +40,7 @@ while builtin read -r -N 40 -u 5 __krt_h; do
     LC_ALL=C builtin read -r -N "$__krt_n" -u 5 __krt_p || break
   fi
   [[ /dev/fd/8 -ef $__krt_dir/lease ]] || { command exec 8<"$__krt_dir/lease" && IFS= builtin read -r -u 8 __krt_d; }
-  if [[ $__krt_d ]] && ((\${EPOCHREALTIME//[!0-9]/} >= __krt_d)); then
+  if ((__krt_d && \${EPOCHREALTIME//[!0-9]/} >= __krt_d)); then
     builtin printf '%s' $'\\n'"$__krt_tok fenced"$'\\n'
     continue
   fi
@@ -51,9 +51,11 @@ while builtin read -r -N 40 -u 5 __krt_h; do
   builtin trap : USR2
   builtin kill -USR2 0
   builtin printf '%s' $'\\n'"$__krt_tok $__krt_s"$'\\n'
-  [[ -s $__krt_dir/err ]] && __krt_e=
-  [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
-  [[ $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || builtin eval "$__krt_opts"
+  [[ ! -s $__krt_dir/err && $PWD == "$__krt_wd" && $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || {
+    [[ -s $__krt_dir/err ]] && __krt_e=
+    [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
+    [[ $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || builtin eval "$__krt_opts"
+  }
 done
 `;
 
