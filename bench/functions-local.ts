@@ -8,7 +8,8 @@
  * with KRT_FUNCTION_CALL_HANDOFF=off stays between runtimed and the worker), bash also on its two
  * old paths (KRT_FUNCTION_CALL_HANDOFF=off: the Runtime Server between runtimed and the warm worker;
  * KRT_BASH_CALL_ISOLATION=subshell: a fork of the warm worker per call); and a call on a new TLS
- * connection to the gateway, next to the bare echo on a new connection.
+ * connection to the gateway, next to the bare echo on a new connection. The Runtime Servers get the
+ * caller's environment without its locale, as in a Runtime Pod (bench/pod-env.ts).
  *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 rounds, one call of each measure per round
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -24,6 +25,7 @@ import { startGateway } from '../runtimed/gateway.ts';
 import { RuntimeClient } from '../runtimed/runtime-client.ts';
 import type { Run } from '../runtimed/types.ts';
 import { bareEcho, invokeFresh, PAYLOAD } from './bare-echo.ts';
+import { podEnv } from './pod-env.ts';
 import { interleaved, ms, ratio, summary } from './stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? '500');
@@ -48,7 +50,10 @@ async function runtimeServer(
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts'), 'runtime-server', '--language', lang],
-    { env: { ...process.env, ...extraEnv, KRT_RUNTIME_SOCKET: dial.path }, stdio: ['ignore', 'ignore', 'inherit'] },
+    {
+      env: podEnv(process.env, { ...extraEnv, KRT_RUNTIME_SOCKET: dial.path }),
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
   );
   const rc = new RuntimeClient(dial);
   await rc.registerFunction({ id: lang, handler: h.handler, workingDir: work });
