@@ -11,6 +11,7 @@
  * connection to the gateway, next to the bare echo on a new connection. The Runtime Servers get the
  * caller's environment without its locale, as in a Runtime Pod (bench/pod-env.ts).
  *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 rounds, one call of each measure per round
+ *   BENCH_BASE=<another checkout> ...       # also that checkout's bash Runtime Server, in the same rounds
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +30,8 @@ import { podEnv } from './pod-env.ts';
 import { interleaved, ms, ratio, summary } from './stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? '500');
+/** Another checkout (e.g. the base of a change): its bash Runtime Server is measured beside this one's. */
+const BASE = process.env.BENCH_BASE;
 const HANDLERS = {
   bash: { handler: 'echo.echo', file: 'echo.sh', text: 'echo() { printf "%s" "$1"; }\n' },
   python: { handler: 'fns.echo.echo', file: 'fns/echo.py', text: 'def echo(p):\n    return p\n' },
@@ -40,6 +43,7 @@ async function runtimeServer(
   lang: 'bash' | 'python',
   name: string = lang,
   extraEnv: Record<string, string> = {},
+  root = REPO_ROOT,
 ): Promise<{ rc: RuntimeClient; child: ChildProcess }> {
   const work = join(dir, `work-${name}`);
   const h = HANDLERS[lang];
@@ -49,7 +53,7 @@ async function runtimeServer(
   await dial.listen();
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts'), 'runtime-server', '--language', lang],
+    ['--import', 'tsx', join(root, 'cmd', 'kruntimes.ts'), 'runtime-server', '--language', lang],
     {
       env: podEnv(process.env, { ...extraEnv, KRT_RUNTIME_SOCKET: dial.path }),
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -70,6 +74,7 @@ async function main(): Promise<void> {
     // The old bash call paths side by side: the Runtime Server between runtimed and the worker, and a subshell per call.
     bashhop: await runtimeServer(dir, 'bash', 'bashhop', { KRT_FUNCTION_CALL_HANDOFF: 'off' }),
     bashsub: await runtimeServer(dir, 'bash', 'bashsub', { KRT_BASH_CALL_ISOLATION: 'subshell' }),
+    ...(BASE ? { bashbase: await runtimeServer(dir, 'bash', 'bashbase', {}, BASE) } : {}),
   };
   const gw = await startGateway({
     address: '127.0.0.1',
@@ -81,10 +86,16 @@ async function main(): Promise<void> {
     target: (name) => {
       if (name === 'fn-noop')
         return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
-      const byName = { 'fn-bash': 'bash', 'fn-hop': 'hop', 'fn-bashsub': 'bashsub', 'fn-bashhop': 'bashhop' } as const;
+      const byName = {
+        'fn-bash': 'bash',
+        'fn-hop': 'hop',
+        'fn-bashsub': 'bashsub',
+        'fn-bashhop': 'bashhop',
+        'fn-bashbase': 'bashbase',
+      } as const;
       const server = byName[name as keyof typeof byName] ?? 'python';
       const id = server.startsWith('bash') ? 'bash' : 'python';
-      return { code: 200, run: {} as Run, call: (p) => servers[server].rc.invokeFunction(id, p) };
+      return { code: 200, run: {} as Run, call: (p) => servers[server]!.rc.invokeFunction(id, p) };
     },
   });
   const bare = await bareEcho();
@@ -114,6 +125,12 @@ async function main(): Promise<void> {
         invokeEndpoint(ep('fn-bashhop'), 'token', PAYLOAD),
       'bash new path (the worker holds the channel): through the gateway': () =>
         invokeEndpoint(ep('fn-bash'), 'token', PAYLOAD),
+      ...(BASE
+        ? {
+            [`bash, ${BASE}: RuntimeClient -> worker`]: () => servers.bashbase!.rc.invokeFunction('bash', payload),
+            [`bash, ${BASE}: through the gateway`]: () => invokeEndpoint(ep('fn-bashbase'), 'token', PAYLOAD),
+          }
+        : {}),
       'bare HTTPS echo (separate process), new TLS connection per call': bareProc.fresh,
       'bash new path through the gateway, new TLS connection per call': () => invokeFresh(ep('fn-bash'), 'token'),
     });
