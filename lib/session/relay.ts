@@ -1,6 +1,4 @@
 /** Shared by the extension API server and runtimed: relaying session frames, refusing upgrades, and the session constants. */
-import { STATUS_CODES } from 'node:http';
-import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
 
 /** The audience of the bound ServiceAccount token the extension API server presents to runtimed. */
@@ -14,20 +12,7 @@ export const SESSION_PORT_NAME = 'session';
 export const SESSION_CONDITION = 'kruntimes.io/SessionServer';
 
 /** Answers an upgrade request that will not become a WebSocket with a metav1.Status and closes the socket. */
-export function refuseUpgrade(socket: Duplex, code: number, reason: string, message: string): void {
-  const body = JSON.stringify({
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message,
-    reason,
-    code,
-  });
-  socket.end(
-    `HTTP/1.1 ${code} ${STATUS_CODES[code] ?? reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
-}
+export { refuseUpgrade } from '../http/upgrade-refusal.ts';
 
 /** Bytes a relay lets queue towards a slow side before it stops reading from the other one. */
 export const RELAY_HIGH_WATER = 1 << 20;

@@ -18,6 +18,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
+import { refuseUpgrade } from '../../lib/http/upgrade-refusal.ts';
 import { exitStatus, workerGone, workerReady, type WorkerIo } from './bash-process.ts';
 import { killGroup } from './function-base.ts';
 
@@ -80,11 +81,7 @@ export class BashChannel {
    * registration check happened here (the registration left it to this channel), and it failed.
    */
   refuse(message: string): void {
-    const body = JSON.stringify({ message });
-    this.socket.end(
-      'HTTP/1.1 422 Unprocessable Entity\r\nContent-Type: application/json\r\nConnection: close\r\n' +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
+    refuseUpgrade(this.socket, 422, 'Invalid', message);
   }
 
   /** Kills the worker with its process group; runtimed learns it from the end line. */

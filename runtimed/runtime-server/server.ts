@@ -28,6 +28,7 @@ import { SessionOperations } from './sessions.ts';
 import { ExecutionLease } from './lease.ts';
 import { CALLS_UPGRADE, callsPathId, serveCallChannel } from './function-calls.ts';
 import { FUNCTION_IO_LIMIT, Functions, RegistrationError, type FunctionSpec } from './functions.ts';
+import { refuseUpgrade } from '../../lib/http/upgrade-refusal.ts';
 
 function json(res: ServerResponse, code: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -241,7 +242,7 @@ export function startRuntimeServer(
       const serve = (): void => serveCallChannel(socket, head, fnId, fns, () => lease.expired());
       if (!lease.expired() && fns.get(fnId)?.handOff(socket, head, serve)) return;
       serve();
-    } else socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
+    } else refuseUpgrade(socket, 404, 'NotFound', `no upgrade at ${pathname}`);
   });
   // Connections come from runtimed's socket only, and may wait idle until runtimed uses them.
   srv.headersTimeout = 0;

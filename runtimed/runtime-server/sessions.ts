@@ -11,6 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { WebSocket, WebSocketServer } from 'ws';
+import { refuseUpgrade } from '../../lib/http/upgrade-refusal.ts';
 import {
   Channel,
   errorStatus,
@@ -86,12 +87,12 @@ export class SessionOperations {
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     if (this.fenced()) {
-      socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\n${FENCED_MESSAGE}\n`);
+      refuseUpgrade(socket, 503, 'Fenced', FENCED_MESSAGE);
       return;
     }
     const spec = parseSessionSpec(req.headers[SESSION_HEADER] as string | undefined);
     if (typeof spec === 'string') {
-      socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\n${spec}\n`);
+      refuseUpgrade(socket, 400, 'BadRequest', spec);
       return;
     }
     // Until ws takes the socket, what the client sends after the request waits in its buffer.
