@@ -18,7 +18,8 @@ import { REGISTER_TIMEOUT_MS, RegistrationError, killGroup, splitHandler, type F
  * and restore each descriptor (about 40 system calls and a file open per call). Instead the
  * worker's own descriptors already are the call's (0 = /dev/null, 1 = the output, 2 = the err
  * file), and one `exec` puts them back after the call (three dup2). The err file is opened anew
- * (emptied) only before a call that follows one that wrote to it.
+ * (emptied) only before a call that follows one that wrote to it, or that closed fd 59 (fd 56, the
+ * /dev/null the worker keeps, is opened again right away when a call closed it).
  */
 export const BASH_WORKER = `
 __krt_src=$1 __krt_fn=$2 __krt_dir=$3
@@ -47,7 +48,7 @@ while builtin read -r -N 40 -u 5 __krt_h; do
   [[ $__krt_e ]] || { command exec 59>"$__krt_dir/err" 2>&59 && __krt_e=1; }
   "$__krt_fn" "$__krt_p"
   __krt_s=$?
-  command exec 0<&56 1>&7 2>&59 || __krt_e=
+  command exec 1>&7 0<&56 2>&59 || { __krt_e=; command exec 56</dev/null; command exec 0<&56; }
   builtin trap : USR2
   builtin kill -USR2 0
   builtin printf '%s' $'\\n'"$__krt_tok $__krt_s"$'\\n'

@@ -159,6 +159,7 @@ for (const path of ['pipes', 'channel'] as const)
           '"warn"': 'echo first >&2; echo warned',
           '"fail"': 'echo second >&2; return 1',
           '"hush"': 'exec 2>/dev/null <h.sh; echo hushed',
+          '"close"': 'exec 56<&- 59>&- <h.sh; echo closed',
           '"reads"': 'cat; echo read',
           // The modification time of the file the call's stderr goes to (a new open empties it, and so sets it).
           '"stamp"': 'printf "t%s" "$(date -r /dev/stderr +%s.%N)"',
@@ -169,6 +170,10 @@ for (const path of ['pipes', 'channel'] as const)
       assert.deepEqual(await call('f', '"warn"'), { ok: true, output: 'warned' });
       assert.equal(failure(await call('f', '"fail"')), 'FunctionError: exit status 1: second');
       assert.deepEqual(await call('f', '"hush"'), { ok: true, output: 'hushed' });
+      assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read' });
+      assert.equal(failure(await call('f', '"fail"')), 'FunctionError: exit status 1: second');
+      // The worker's own /dev/null and err fds, closed by a call, are opened again.
+      assert.deepEqual(await call('f', '"close"'), { ok: true, output: 'closed' });
       assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read' });
       assert.equal(failure(await call('f', '"fail"')), 'FunctionError: exit status 1: second');
       // Calls that write no stderr leave its file as it is: the worker opened (emptied) it before
