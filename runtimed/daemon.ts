@@ -3,8 +3,6 @@
  * selectable field status.assignedPod), keeps the Pod's kruntimes.io/RuntimedReady heartbeat
  * fresh, and hands every Run to the Runner. Serves /healthz, /readyz and /metrics.
  */
-import http from 'node:http';
-import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { PatchType, type KubeClient } from '../lib/kube/client.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
@@ -22,6 +20,7 @@ import type { Run } from './types.ts';
 import { removeBeneath } from './artifacts/safe-dir.ts';
 import { startGateway } from './gateway.ts';
 import { GatewayMetrics } from './gateway-metrics.ts';
+import { serveHealth, StartGate } from './health.ts';
 
 export interface Daemon {
   /** Keeps cleaning up deleted Runs' artifacts while the namespace or Runtime is going away (bounded). */
@@ -132,34 +131,6 @@ async function startArtifactCleaner(
   return gc;
 }
 
-/** runtimed's liveness and readiness (the Runtime Server answers on its socket). */
-async function serveHealth(cfg: RuntimedConfig, runtime: RuntimeClient, registry: Registry): Promise<http.Server> {
-  const health = http.createServer((req, res) => {
-    if (req.url === '/healthz') {
-      res.end('ok');
-      return;
-    }
-    if (req.url === '/metrics') {
-      void registry.metrics().then((text) => {
-        res.setHeader('Content-Type', registry.contentType);
-        res.end(text);
-      });
-      return;
-    }
-    if (req.url === '/readyz') {
-      void runtime.health().then((ok) => {
-        res.statusCode = ok ? 200 : 503;
-        res.end(ok ? 'ok' : 'runtime server not healthy');
-      });
-      return;
-    }
-    res.statusCode = 404;
-    res.end();
-  });
-  await new Promise<void>((r) => health.listen(cfg.healthPort, cfg.healthAddress, () => r()));
-  return health;
-}
-
 /** runtimed's TLS session port: session operations and artifact reads for the extension server. */
 function serveSessions(
   o: { client: KubeClient; cfg: RuntimedConfig; finisher: Finisher; log: Logger; runtime: RuntimeClient },
@@ -207,16 +178,32 @@ async function serveGateway(
   return gateway;
 }
 
-export async function startDaemon(o: {
+interface DaemonDeps {
   client: KubeClient;
   cfg: RuntimedConfig;
   runtime: RuntimeClient;
   finisher: Finisher;
   log: Logger;
-}): Promise<Daemon> {
+  /** How long /readyz holds a probe while runtimed starts (health.ts READY_HOLD_MS). */
+  readyHoldMs?: number;
+}
+
+/** What runtimed runs once started; stop() ends them. */
+interface Parts {
+  runner: Runner;
+  stop(): void;
+  drain(boundMs: number): Promise<void>;
+}
+
+/** When (ms since the process started) each step of the start ended: logged with "runtimed ready". */
+type Marks = Record<string, number>;
+const mark = (m: Marks, step: string): void => {
+  m[step] = Math.round(performance.now());
+};
+
+/** Everything but the health port, in order; what it opened is closed again when a step fails. */
+async function startParts(o: DaemonDeps, metrics: GatewayMetrics, marks: Marks): Promise<Parts> {
   const { client, cfg, runtime, log } = o;
-  // Run directories runtimed prepares are written by the Run's uid (another uid, same fsGroup).
-  process.umask(0o002);
   const runner = new Runner({
     client,
     cfg,
@@ -228,16 +215,49 @@ export async function startDaemon(o: {
     },
     finisher: o.finisher,
   });
+  const opened: { stop(): void }[] = [];
   // The session server (its key and certificate) starts while the Runtime Server starts; Runs
   // are taken only once the Runtime Server answers.
   const sessionsStarted = serveSessions(o, runner);
   sessionsStarted.catch(() => undefined); // awaited below; its failure fails the start there
-  const metrics = new GatewayMetrics();
-  const gateway = await serveGateway(o, runner, metrics);
-  await waitForRuntime(runtime, log);
+  try {
+    const gateway = await serveGateway(o, runner, metrics);
+    opened.push({ stop: () => gateway.close() });
+    await waitForRuntime(runtime, log);
+    mark(marks, 'runtimeServer');
+    const rest = await watchAndClean(o, runner, opened);
+    mark(marks, 'runs');
+    const sessions = await sessionsStarted;
+    opened.push({ stop: () => sessions.close() });
+    const timer = startHeartbeat(client, cfg, runtime, sessions.fingerprint, log);
+    opened.push({ stop: () => clearInterval(timer) });
+    return { runner, stop: () => stopAll(opened), drain: (boundMs) => rest.gc.drain(boundMs) };
+  } catch (err) {
+    stopAll(opened);
+    await sessionsStarted.then(
+      (s) => s.close(),
+      () => undefined,
+    );
+    throw err;
+  }
+}
+
+function stopAll(parts: { stop(): void }[]): void {
+  for (const p of [...parts].reverse()) p.stop();
+}
+
+/** The watch of this Pod's Runs, the artifact cleaner and the workspace cleaner (each added to opened). */
+async function watchAndClean(
+  o: DaemonDeps,
+  runner: Runner,
+  opened: { stop(): void }[],
+): Promise<{ gc: ArtifactCleaner }> {
+  const { client, cfg, log } = o;
   let recheck = (): void => undefined;
   const watch = await watchAssignedRuns(client, cfg, runner, log, () => recheck());
+  opened.push(watch);
   const gc = await startArtifactCleaner(client, cfg, o.finisher, log);
+  opened.push(gc);
   const cleaner = startWorkspaceCleaner({
     client,
     namespace: cfg.namespace,
@@ -248,23 +268,47 @@ export async function startDaemon(o: {
     inUse: (n) => usedByAssignedRuns(n, cfg.podUID, watch.store.list()) || runner.usesWorkspace(n),
     log,
   });
+  opened.push(cleaner);
   recheck = (): void => cleaner.recheck();
   runner.onRelease = recheck;
-  const sessions = await sessionsStarted;
-  const timer = startHeartbeat(client, cfg, runtime, sessions.fingerprint, log);
-  const health = await serveHealth(cfg, runtime, metrics.registry);
-  log.info({ pod: cfg.podName, runtime: cfg.runtime, workers: cfg.workers }, 'runtimed ready');
+  return { gc };
+}
+
+export async function startDaemon(o: DaemonDeps): Promise<Daemon> {
+  const { cfg, runtime, log } = o;
+  // Run directories runtimed prepares are written by the Run's uid (another uid, same fsGroup).
+  process.umask(0o002);
+  const metrics = new GatewayMetrics();
+  const gate = new StartGate();
+  // The health port listens first, so the readiness probe waits on the start (health.ts) instead
+  // of being refused until its next period; it reports ready only once the gate opens.
+  const health = await serveHealth({
+    address: cfg.healthAddress,
+    port: cfg.healthPort,
+    gate,
+    runtimeHealthy: () => runtime.health(),
+    registry: metrics.registry,
+    ...(o.readyHoldMs !== undefined ? { holdMs: o.readyHoldMs } : {}),
+  });
+  const marks: Marks = {};
+  mark(marks, 'health');
+  let parts: Parts;
+  try {
+    parts = await startParts(o, metrics, marks);
+  } catch (err) {
+    health.close();
+    throw err;
+  }
+  gate.open();
+  log.info({ pod: cfg.podName, runtime: cfg.runtime, workers: cfg.workers, startMs: marks }, 'runtimed ready');
   return {
     drain: (boundMs) => {
-      runner.beginStop();
-      return gc.drain(boundMs);
+      parts.runner.beginStop();
+      return parts.drain(boundMs);
     },
     stop: async () => {
-      clearInterval(timer);
-      for (const part of [watch, gc, cleaner]) part.stop();
+      parts.stop();
       health.close();
-      sessions.close();
-      gateway.close();
       await Promise.resolve();
     },
   };
