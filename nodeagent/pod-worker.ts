@@ -19,7 +19,7 @@ import {
   type PodView,
 } from './pod-status.ts';
 import type { Container, Pod } from './pod-types.ts';
-import { ProbeState, runProbe } from './probes.ts';
+import { nextProbeInMs, ProbeState, runProbe } from './probes.ts';
 import { containerIdentity, setprivArgs, verifyRunAsNonRoot, type Identity } from './security-context.ts';
 import { prepareVolume, removePodDir, VolumeError, type PreparedVolume } from './volumes.ts';
 
@@ -113,13 +113,17 @@ export class PodWorker {
       return;
     }
     this.armDeadline();
+    const seen = performance.now();
     try {
       await this.prepareVolumes();
+      const volumesMs = Math.round(performance.now() - seen);
       this.sandboxReady = true;
       this.markDirty();
       for (const s of this.init) if (!(await this.runInit(s))) return;
       this.initialized = true;
       for (const s of this.main) await this.startContainer(s);
+      // Where a Pod's start went (issue 17): since the agent saw it bound, the volumes' part.
+      this.d.log.info({ volumesMs, launchedMs: Math.round(performance.now() - seen) }, 'pod containers launched');
     } catch (err) {
       this.d.log.error({ err }, 'pod start failed');
     }
@@ -157,6 +161,7 @@ export class PodWorker {
         } catch (err) {
           if (this.terminating) throw err;
           const reason = err instanceof VolumeError ? err.reason : 'VolumeSetupFailed';
+          this.d.log.warn({ err, volume: v.name, reason }, 'volume setup failed; retrying in 2 s');
           this.setWaitingAll(reason, `volume "${v.name}": ${(err as Error).message}`);
           await sleep(2000);
         }
@@ -341,8 +346,9 @@ export class PodWorker {
       const st = new ProbeState(probe, initial);
       const tick = async (): Promise<void> => {
         if (!s.running || this.terminating) return;
+        const startedAt = performance.now();
         if (st.record(await runProbe(probe, target))) onFlip(st.result);
-        s.timers.push(setTimeout(() => void tick(), (probe.periodSeconds ?? 10) * 1000));
+        s.timers.push(setTimeout(() => void tick(), nextProbeInMs(probe, startedAt, performance.now())));
       };
       s.timers.push(setTimeout(() => void tick(), (probe.initialDelaySeconds ?? 0) * 1000));
     };

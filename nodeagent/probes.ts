@@ -78,6 +78,15 @@ export function runProbe(probe: Probe, t: ProbeTarget): Promise<boolean> {
   return Promise.resolve(true);
 }
 
+/**
+ * How long after a probe ended the next one starts. The kubelet's prober runs on a ticker: probes
+ * start every period, measured start to start, so a probe's own duration (up to its timeout) does
+ * not push the next one back; after one that took longer than the period the next starts at once.
+ */
+export function nextProbeInMs(probe: Probe, startedAt: number, endedAt: number): number {
+  return Math.max(0, (probe.periodSeconds ?? 10) * 1000 - (endedAt - startedAt));
+}
+
 /** Tracks consecutive results against success/failure thresholds. */
 export class ProbeState {
   private successes = 0;
