@@ -9,8 +9,9 @@
  *      images' entrypoint then falls back to tsx), alternating, N rounds.
  *      With BENCH_BASE_DIST=<a dist/ built from another commit> the second variant is that bundle
  *      instead of tsx (before/after side by side): each round also prints when the first Pod reached
- *      each step (created, bound, runtimed running, RuntimedReady, Ready) and, 3 s after its Pods were
- *      ready, the RSS of their runtimed and Runtime Server processes.
+ *      each step (created, bound, runtimed running, RuntimedReady, Ready), where its start went by the
+ *      node agent's and runtimed's own logs and, 3 s after its Pods were ready, the RSS of their
+ *      runtimed and Runtime Server processes.
  *   npx tsx bench/startup.ts          # BENCH_ROUNDS=3 by default; BENCH_LOCAL=0 skips cases 1 and 2
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -212,26 +213,60 @@ interface RuntimeSample {
   firstMs: number;
   steps: Partial<Record<Step, number>>;
   mem: ReturnType<typeof componentMemory>;
+  /** Where the first Pod's start went, from the node agent's and runtimed's own logs. */
+  trace: string;
+}
+
+/**
+ * The first Pod's start as its components logged it: when the node agent saw it and had launched
+ * its containers (ms after the Runtime's create), and when each step of runtimed's start ended
+ * (ms since runtimed's process started: health port, Runtime Server answering, Runs listed).
+ */
+async function startTrace(env: Env, root: string, pod: string, t0Epoch: number): Promise<string> {
+  const out: string[] = [];
+  try {
+    const lines = readFileSync(join(root, 'logs', 'node-agent.log'), 'utf8').split('\n');
+    const line = lines.find((l) => l.includes('"pod containers launched"') && l.includes(`"pod":"${pod}"`));
+    if (line) {
+      const r = JSON.parse(line) as { time: number; volumesMs: number; launchedMs: number };
+      const at = r.time - t0Epoch;
+      out.push(`agent saw ${at - r.launchedMs}, volumes ${r.volumesMs} ms, launched ${at}`);
+    }
+  } catch {
+    /* no node agent log (kubelet) */
+  }
+  try {
+    const log = await env.admin.getText(`/api/v1/namespaces/${NS}/pods/${pod}/log`, { container: 'runtimed' });
+    const ready = log.split('\n').find((l) => l.includes('"runtimed ready"'));
+    const marks = ready ? (JSON.parse(ready) as { startMs?: Record<string, number> }).startMs : undefined;
+    if (marks) out.push(`runtimed ${JSON.stringify(marks)}`);
+  } catch (err) {
+    out.push(`runtimed log: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return out.join('; ');
 }
 
 async function runtimeOnce(env: Env, root: string, name: string): Promise<RuntimeSample> {
   const mine = (cmd: string): boolean => cmd.includes(root);
   const before = cpuTicks(mine);
   const t0 = performance.now();
+  const t0Epoch = Date.now();
   await env.admin.create(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes`, benchRuntime(name, 2, 4));
   const seen = await podsReady(env, name, t0);
   const ms = performance.now() - t0;
   const after = cpuTicks(mine);
   // The first Pod to be ready (both conditions) and its steps.
-  const steps = [...seen.values()].sort((a, b) => (a.both ?? Infinity) - (b.both ?? Infinity))[0] ?? {};
+  const [first, steps = {}] =
+    [...seen.entries()].sort(([, a], [, b]) => (a.both ?? Infinity) - (b.both ?? Infinity))[0] ?? [];
   await new Promise((r) => setTimeout(r, 3000));
+  const trace = first ? await startTrace(env, root, first, t0Epoch) : '';
   const mem = componentMemory(root);
   const only = (m: Map<string, number>): Map<string, number> =>
     new Map([...m].filter(([k]) => k === 'runtimed' || k === 'runtime-server'));
   await env.admin.delete(`/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runtimes/${name}`);
   // The next sample must not see these processes end (their CPU would cancel the next Runtime's).
   await podsGone(env, name);
-  return { ms, cpuMs: cpuTotalMs(only(before), only(after)), firstMs: steps.both ?? NaN, steps, mem };
+  return { ms, cpuMs: cpuTotalMs(only(before), only(after)), firstMs: steps.both ?? NaN, steps, mem, trace };
 }
 
 /** The tsx variant moves the bundle aside, so the images' entrypoint falls back to tsx; the base
@@ -254,7 +289,7 @@ function printRound(v: Variant, r: RuntimeSample): void {
   const mem = (['runtimed', 'runtime-server'] as const)
     .map((c) => `${c} ${r.mem[c].map((m) => `${m.rss.toFixed(1)}/${m.anon.toFixed(1)}`).join(' ')}`)
     .join('; ');
-  process.stdout.write(`  ${v}: first Pod: ${steps} ms; RSS/anon MiB: ${mem}\n`);
+  process.stdout.write(`  ${v}: first Pod: ${steps} ms; RSS/anon MiB: ${mem}\n    ${r.trace}\n`);
 }
 
 async function runtimeCase(): Promise<void> {
