@@ -186,7 +186,7 @@ describe('per-Pod components bundle', function () {
   });
 
   it('requires CommonJS packages: Node never scans their source for export names (CPU and RSS at start)', () => {
-    // Every function loads, as the extension server starts (pino, ws, @peculiar/x509...).
+    // Every function loads, as the extension server starts (pino, ws, express...).
     const v = loaded(dir, ['fn', 'list']);
     assert.ok(v.packages.includes('ws') && v.packages.includes('pino'), v.packages.join(','));
     assert.equal(v.lexer, false);
