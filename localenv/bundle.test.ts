@@ -185,10 +185,20 @@ describe('per-Pod components bundle', function () {
     assert.equal(started.lexer, false);
   });
 
+  it('runtimed loads neither ws (with its first session operation) nor an X.509 library (node:crypto) at start (issue 17)', () => {
+    // Without its environment runtimed stops right after its modules loaded.
+    const v = loaded(dir, ['runtimed']);
+    assert.ok(v.packages.includes('pino'), v.packages.join(','));
+    assert.ok(!v.packages.includes('ws'), v.packages.join(','));
+    assert.ok(!v.packages.some((p) => p.startsWith('@peculiar/') || p.startsWith('asn1')), v.packages.join(','));
+    assert.equal(v.undici, false);
+    assert.equal(v.lexer, false);
+  });
+
   it('requires CommonJS packages: Node never scans their source for export names (CPU and RSS at start)', () => {
-    // Every function loads, as the extension server starts (pino, ws, express...).
+    // Every function loads, as the extension server starts (pino...; ws only with a WebSocket).
     const v = loaded(dir, ['fn', 'list']);
-    assert.ok(v.packages.includes('ws') && v.packages.includes('pino'), v.packages.join(','));
+    assert.ok(v.packages.includes('pino'), v.packages.join(','));
     assert.equal(v.lexer, false);
     const src = cjsPackageSource('express');
     assert.match(src ?? '', /createRequire\(import\.meta\.url\)\("express"\)/);

@@ -23,12 +23,10 @@ import { writeFailureStatus } from '../lib/kube/status.ts';
 import type { FunctionEndpoint } from '../lib/run/phases.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import type { Duplex } from 'node:stream';
-import type { WebSocketServer } from 'ws';
-import { sessionWebSocketServer } from '../lib/session/frames.ts';
 import { refuseUpgrade } from '../lib/session/relay.ts';
 import type { DialIn } from './dial-in.ts';
 import type { CallTarget } from './function-runs.ts';
-import { startOperation, type SessionRefusal, type SessionTarget } from './session-server.ts';
+import { Operations, type SessionRefusal, type SessionTarget, type Upgrade } from './session-server.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import { FUNCTION_IO_LIMIT, type InvokeResult } from './runtime-server/functions.ts';
 import type { Run } from './types.ts';
@@ -248,12 +246,7 @@ async function authorize(
 }
 
 /** A session operation through the gateway: route, authorise as the aggregated API does, then relay. */
-async function upgrade(
-  d: GatewayDeps,
-  cache: ReviewCache,
-  wss: WebSocketServer,
-  up: { req: IncomingMessage; socket: Duplex; head: Buffer },
-): Promise<void> {
+async function upgrade(d: GatewayDeps, cache: ReviewCache, operations: Operations, up: Upgrade): Promise<void> {
   const { req, socket } = up;
   const route = parseSessionPath(new URL(req.url ?? '/', 'https://gateway').pathname);
   if (!route || route.namespace !== d.namespace || !d.sessions)
@@ -265,7 +258,7 @@ async function upgrade(
     const reason = { 404: 'NotFound', 409: 'Conflict', 429: 'TooManyRequests' }[target.code];
     return refuseUpgrade(socket, target.code, reason, target.message);
   }
-  startOperation(d.sessions.channel, wss, target, up);
+  await operations.start(d.sessions.channel, target, up);
 }
 
 /** One request: route, authorise (before anything about the Run is revealed), read, call, answer. */
@@ -329,10 +322,10 @@ export async function startGateway(d: GatewayDeps): Promise<Gateway> {
       else res.destroy();
     });
   });
-  const wss = sessionWebSocketServer();
+  const operations = new Operations();
   srv.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => undefined);
-    upgrade(d, cache, wss, { req, socket, head }).catch((err: unknown) => {
+    upgrade(d, cache, operations, { req, socket, head }).catch((err: unknown) => {
       d.log.error({ err }, 'gateway session request failed');
       refuseUpgrade(socket, 503, 'ServiceUnavailable', 'the gateway could not open the session');
     });

@@ -14,18 +14,44 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
-import WebSocket, { WebSocketServer, type ClientOptions } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { writeFailureStatus } from '../lib/kube/status.ts';
-import { PROTOCOLS } from '../lib/session/channel.ts';
-import { MAX_FRAME_BYTES, sessionWebSocketServer } from '../lib/session/frames.ts';
-import { podAudience, refuseUpgrade, relay, SESSION_CONDITION } from '../lib/session/relay.ts';
+import { podAudience, refuseUpgrade, SESSION_CONDITION } from '../lib/session/relay.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
-import { SESSION_HEADER, type SessionSpec } from './runtime-server/sessions.ts';
+import type { SessionSpec } from './runtime-server/sessions.ts';
 import { TokenError, type Jwks } from './session-auth.ts';
 import type { DialIn } from './dial-in.ts';
 import { isArtifactError } from './artifacts/errors.ts';
 
 export { SESSION_CONDITION };
+
+/**
+ * The session operations of one server (session-operation.ts): ws and the relay load with the
+ * first operation, as in the Runtime Server: most Runtime Pods never serve one (about 4 MiB).
+ */
+export class Operations {
+  private loaded: Promise<{ m: typeof import('./session-operation.ts'); wss: WebSocketServer }> | undefined;
+
+  private load(): NonNullable<Operations['loaded']> {
+    this.loaded ??= import('./session-operation.ts').then((m) => ({ m, wss: m.sessionWebSocketServer() }));
+    return this.loaded;
+  }
+
+  async start(channel: DialIn, target: SessionTarget, up: Upgrade): Promise<void> {
+    const { m, wss } = await this.load();
+    m.startOperation(channel, wss, target, up);
+  }
+
+  close(): void {
+    void this.loaded?.then(({ wss }) => wss.close());
+  }
+}
+
+export interface Upgrade {
+  req: IncomingMessage;
+  socket: Duplex;
+  head: Buffer;
+}
 
 /** What the Runner exposes about a Ready session Run on this Pod. */
 export interface SessionTarget {
@@ -84,9 +110,8 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
       else res.destroy();
     });
   });
-  const wss = sessionWebSocketServer();
-
-  const upgrade = upgrader(d, authorize, wss);
+  const operations = new Operations();
+  const upgrade = upgrader(d, authorize, operations);
   srv.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     upgrade(req, socket, head).catch((err: unknown) => {
       d.log.error({ err }, 'session upgrade failed');
@@ -100,7 +125,7 @@ export async function startSessionServer(d: SessionServerDeps): Promise<SessionS
   return {
     fingerprint,
     close: () => {
-      wss.close();
+      operations.close();
       srv.close();
     },
   };
@@ -185,51 +210,11 @@ function authorizer(d: SessionServerDeps): Authorize {
   };
 }
 
-/**
- * One authorised session operation: opens it on the Runtime Server (the request's `command` and
- * `tty` query parameters, the WebSocket subprotocol), then accepts the upgrade and relays frames
- * unchanged both ways. Shared by the session port and the Runtime Gateway.
- */
-export function startOperation(
-  channel: DialIn,
-  wss: WebSocketServer,
-  target: SessionTarget,
-  up: { req: IncomingMessage; socket: Duplex; head: Buffer },
-): void {
-  const { req, socket, head } = up;
-  const url = new URL(req.url ?? '/', 'https://runtimed');
-  const command = url.searchParams.getAll('command');
-  const spec: SessionSpec = {
-    ...target.spec,
-    command: command.length ? command : target.spec.command,
-    ...(url.searchParams.get('tty') === 'true' ? { tty: true } : {}),
-  };
-  const protocol =
-    String(req.headers['sec-websocket-protocol'] ?? PROTOCOLS[0])
-      .split(',')
-      .map((p) => p.trim())
-      .find((p) => (PROTOCOLS as readonly string[]).includes(p)) ?? PROTOCOLS[0];
-  const inner = new WebSocket('ws://runtime/v1/sessions', [protocol ?? ''], {
-    createConnection: channel.createConnection as unknown as ClientOptions['createConnection'],
-    headers: { [SESSION_HEADER]: Buffer.from(JSON.stringify(spec)).toString('base64') },
-    maxPayload: MAX_FRAME_BYTES,
-  });
-  inner.once('error', (err) => {
-    refuseUpgrade(socket, 503, 'ServiceUnavailable', `the Runtime Server did not accept the operation: ${err.message}`);
-  });
-  inner.once('open', () => {
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      target.attach(ws);
-      relay(ws, inner);
-    });
-  });
-}
-
 /** Relays one authorised session operation to the Runtime Server's socket. */
 function upgrader(
   d: SessionServerDeps,
   authorize: Authorize,
-  wss: WebSocketServer,
+  operations: Operations,
 ): (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void> {
   return async (req, socket, head) => {
     const url = new URL(req.url ?? '/', 'https://runtimed');
@@ -248,6 +233,6 @@ function upgrader(
       refuseUpgrade(socket, target.code, target.code === 429 ? 'TooManyRequests' : 'Conflict', target.message);
       return;
     }
-    startOperation(d.channel, wss, target, { req, socket, head });
+    await operations.start(d.channel, target, { req, socket, head });
   };
 }

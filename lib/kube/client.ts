@@ -6,8 +6,7 @@
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import { URL } from 'node:url';
-import WebSocket from 'ws';
-import { MAX_FRAME_BYTES } from '../session/frames.ts';
+import type WebSocket from 'ws';
 import { ApiError, type StatusBody } from './errors.ts';
 import type { KubeObject, ObjectList } from './types.ts';
 
@@ -147,12 +146,14 @@ export class KubeClient {
   }
 
   /** Opens a WebSocket (an aggregated session) with this client's credentials; a refused upgrade rejects with the ApiError of its Status. */
-  websocket(path: string, protocols: string[], query: [string, string][] = []): Promise<WebSocket> {
+  async websocket(path: string, protocols: string[], query: [string, string][] = []): Promise<WebSocket> {
     const url = new URL(path, this.server);
     url.protocol = 'wss:';
     for (const [k, v] of query) url.searchParams.append(k, v);
     const { ca, cert, key } = this.opts;
-    const ws = new WebSocket(url, protocols, { ca, cert, key, headers: this.headers(), maxPayload: MAX_FRAME_BYTES });
+    // ws loads with the first WebSocket: most users of this client never open one.
+    const { sessionWebSocket } = await import('../session/frames.ts');
+    const ws = sessionWebSocket(url, protocols, { ca, cert, key, headers: this.headers() });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(ws));
       ws.once('unexpected-response', (_req, res) => {

@@ -6,7 +6,7 @@
  * 1009 (Message Too Big). Senders never come close: stdin and process output travel in pipe
  * chunks of at most 64 KiB.
  */
-import { WebSocketServer } from 'ws';
+import WebSocket, { WebSocketServer, type ClientOptions } from 'ws';
 import { PROTOCOLS } from './channel.ts';
 
 export const MAX_FRAME_BYTES = 1 << 20;
@@ -18,4 +18,9 @@ export function sessionWebSocketServer(): WebSocketServer {
     maxPayload: MAX_FRAME_BYTES,
     handleProtocols: (p) => PROTOCOLS.find((x) => p.has(x)) ?? false,
   });
+}
+
+/** A session WebSocket client with the frame bound. */
+export function sessionWebSocket(url: URL | string, protocols: string[], opts: ClientOptions): WebSocket {
+  return new WebSocket(url, protocols, { ...opts, maxPayload: MAX_FRAME_BYTES });
 }

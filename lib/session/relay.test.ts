@@ -5,6 +5,9 @@ import { relay } from './relay.ts';
 
 /** Just enough of a WebSocket for the relay: messages in, sends whose completion the test controls. */
 class FakeSocket extends EventEmitter {
+  // ws has its readyState constants on every instance too; the relay reads them there.
+  readonly CONNECTING = WebSocket.CONNECTING;
+  readonly OPEN = WebSocket.OPEN;
   readyState: number = WebSocket.OPEN;
   paused = false;
   readonly sent: Buffer[] = [];

@@ -1,5 +1,5 @@
 /** Shared by the extension API server and runtimed: relaying session frames, refusing upgrades, and the session constants. */
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 
 /** The audience of the bound ServiceAccount token the extension API server presents to runtimed. */
 export const SESSION_AUDIENCE = 'sessions.kruntimes.io';
@@ -22,7 +22,7 @@ function pipe(from: WebSocket, to: WebSocket, highWater: number): void {
   let queued = 0;
   let paused = false;
   from.on('message', (m: Buffer, bin: boolean) => {
-    if (to.readyState !== WebSocket.OPEN) return;
+    if (to.readyState !== to.OPEN) return;
     queued += m.length;
     to.send(m, { binary: bin }, () => {
       queued -= m.length;
@@ -49,9 +49,8 @@ export function relay(a: WebSocket, b: WebSocket, highWater = RELAY_HIGH_WATER):
   const closeOther =
     (o: WebSocket) =>
     (code: number): void => {
-      if (o.readyState === WebSocket.OPEN)
-        o.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000);
-      else if (o.readyState === WebSocket.CONNECTING) o.terminate();
+      if (o.readyState === o.OPEN) o.close(code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000);
+      else if (o.readyState === o.CONNECTING) o.terminate();
     };
   a.on('close', closeOther(b));
   b.on('close', closeOther(a));
