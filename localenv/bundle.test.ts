@@ -185,11 +185,13 @@ describe('per-Pod components bundle', function () {
     assert.equal(started.lexer, false);
   });
 
-  it('runtimed loads neither ws (with its first session operation) nor an X.509 library (node:crypto) at start (issue 17)', () => {
+  it('runtimed loads no ws (until a session operation), no prom-client (until a function call) and no X.509 library at start (issue 17)', () => {
     // Without its environment runtimed stops right after its modules loaded.
     const v = loaded(dir, ['runtimed']);
     assert.ok(v.packages.includes('pino'), v.packages.join(','));
     assert.ok(!v.packages.includes('ws'), v.packages.join(','));
+    // prom-client loads with the first function Run, gateway request or scrape (runtimed/lazy-metrics.ts).
+    assert.ok(!v.packages.includes('prom-client'), v.packages.join(','));
     assert.ok(!v.packages.some((p) => p.startsWith('@peculiar/') || p.startsWith('asn1')), v.packages.join(','));
     assert.equal(v.undici, false);
     assert.equal(v.lexer, false);

@@ -19,7 +19,7 @@ import { SESSION_CONDITION, startSessionServer } from './session-server.ts';
 import type { Run } from './types.ts';
 import { removeBeneath } from './artifacts/safe-dir.ts';
 import { startGateway } from './gateway.ts';
-import { GatewayMetrics } from './gateway-metrics.ts';
+import { LazyMetrics } from './lazy-metrics.ts';
 import { serveHealth, StartGate } from './health.ts';
 
 export interface Daemon {
@@ -156,7 +156,7 @@ function serveSessions(
 async function serveGateway(
   o: { client: KubeClient; cfg: RuntimedConfig; log: Logger; runtime: RuntimeClient },
   runner: Runner,
-  metrics: GatewayMetrics,
+  metrics: LazyMetrics,
 ): ReturnType<typeof startGateway> {
   const gateway = await startGateway({
     address: o.cfg.healthAddress,
@@ -202,7 +202,7 @@ const mark = (m: Marks, step: string): void => {
 };
 
 /** Everything but the health port, in order; what it opened is closed again when a step fails. */
-async function startParts(o: DaemonDeps, metrics: GatewayMetrics, marks: Marks): Promise<Parts> {
+async function startParts(o: DaemonDeps, metrics: LazyMetrics, marks: Marks): Promise<Parts> {
   const { client, cfg, runtime, log } = o;
   const runner = new Runner({
     client,
@@ -278,7 +278,7 @@ export async function startDaemon(o: DaemonDeps): Promise<Daemon> {
   const { cfg, runtime, log } = o;
   // Run directories runtimed prepares are written by the Run's uid (another uid, same fsGroup).
   process.umask(0o002);
-  const metrics = new GatewayMetrics();
+  const metrics = new LazyMetrics();
   const gate = new StartGate();
   // The health port listens first, so the readiness probe waits on the start (health.ts) instead
   // of being refused until its next period; it reports ready only once the gate opens.
@@ -287,7 +287,7 @@ export async function startDaemon(o: DaemonDeps): Promise<Daemon> {
     port: cfg.healthPort,
     gate,
     runtimeHealthy: () => runtime.health(),
-    registry: metrics.registry,
+    metrics,
     ...(o.readyHoldMs !== undefined ? { holdMs: o.readyHoldMs } : {}),
   });
   const marks: Marks = {};

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import https from 'node:https';
 import pino from 'pino';
 import { GatewayMetrics } from './gateway-metrics.ts';
+import { LazyMetrics } from './lazy-metrics.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { CallTarget } from './function-runs.ts';
 import { INVOCATION_HEADER, parseInvokePath, ReviewCache, startGateway, type Gateway, type Review } from './gateway.ts';
@@ -51,7 +52,7 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
       namespace: 'ns',
       client: {} as KubeClient,
       log: pino({ level: 'silent' }),
-      metrics,
+      metrics: LazyMetrics.of(metrics),
       target: () => target,
       review: (token): Promise<Review> => {
         reviews.push(token);
@@ -133,6 +134,30 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
     );
     assert.ok(value('kruntimes_gateway_authorization_reviews_total{result="allowed"}') >= 1);
     assert.equal(value('kruntimes_gateway_inflight_requests'), 0);
+  });
+
+  it('with metrics not loaded yet (issue 17), counts its first requests exactly once once they load', async () => {
+    const lazy = new LazyMetrics();
+    const gw2 = await startGateway({
+      address: '127.0.0.1',
+      port: 0,
+      namespace: 'ns',
+      client: {} as KubeClient,
+      log: pino({ level: 'silent' }),
+      metrics: lazy,
+      target: () => target,
+      review: () => Promise.resolve('allowed'),
+    });
+    try {
+      assert.equal(lazy.current, undefined);
+      await Promise.all([post(gw2, path, '{}'), post(gw2, path, '{}', 'good')]);
+      const text = await (await lazy.load()).registry.metrics();
+      assert.match(text, /^kruntimes_gateway_invocations_total\{code="401"\} 1$/m);
+      assert.match(text, /^kruntimes_gateway_authorization_reviews_total\{result="allowed"\} 1$/m);
+      assert.match(text, /^kruntimes_gateway_inflight_requests 0$/m);
+    } finally {
+      gw2.close();
+    }
   });
 
   it('expires cached reviews', () => {

@@ -28,6 +28,7 @@ import type { DialIn } from './dial-in.ts';
 import type { CallTarget } from './function-runs.ts';
 import { Operations, type SessionRefusal, type SessionTarget, type Upgrade } from './session-server.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
+import type { LazyMetrics } from './lazy-metrics.ts';
 import { FUNCTION_IO_LIMIT, type InvokeResult } from './runtime-server/functions.ts';
 import type { Run } from './types.ts';
 import { outliveClientIdle } from '../lib/http/keepalive.ts';
@@ -156,7 +157,7 @@ export interface GatewayDeps {
     target(name: string, uid: string): SessionTarget | SessionRefusal | { code: 404; message: string };
   };
   now?: () => number;
-  metrics?: GatewayMetrics;
+  metrics?: LazyMetrics;
 }
 
 export interface Gateway {
@@ -213,7 +214,8 @@ async function decide(
   let review = cache.get(key, now);
   if (!review) {
     review = await (d.review ?? ((t, r, x) => reviewAsCaller(d.client, t, r, x)))(token, route, access);
-    d.metrics?.reviews.inc({ result: review });
+    const result = review;
+    d.metrics?.use((m) => m.reviews.inc({ result }));
     if (review !== 'unauthenticated') cache.set(key, review, now);
   }
   if (review === 'unauthenticated')
@@ -314,12 +316,24 @@ export async function startGateway(d: GatewayDeps): Promise<Gateway> {
   const ca = await createCa(`runtimed-gateway-issuer.${d.address}`, now, 365);
   const pair = await issueServing(ca, `runtimed-gateway.${d.address}`, { dns: [], ips: [d.address] }, now, 365);
   const cache = new ReviewCache();
-  const srv = https.createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (req, res) => {
-    if (d.metrics) measure(d.metrics, res);
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
     serve(d, cache, req, res).catch((err: unknown) => {
       d.log.error({ err, path: req.url }, 'gateway request failed');
       if (!res.headersSent) status(res, 503, 'ServiceUnavailable', 'the gateway could not complete the call');
       else res.destroy();
+    });
+  };
+  const srv = https.createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (req, res) => {
+    const m = d.metrics?.current;
+    if (m || !d.metrics) {
+      if (m) measure(m, res);
+      handle(req, res);
+      return;
+    }
+    // The metrics are not loaded yet (they usually are, with the first function Run's endpoint).
+    void d.metrics.load().then((loaded) => {
+      measure(loaded, res);
+      handle(req, res);
     });
   });
   const operations = new Operations();
@@ -338,11 +352,18 @@ export async function startGateway(d: GatewayDeps): Promise<Gateway> {
   const host = d.address.includes(':') ? `[${d.address}]` : d.address;
   const port = (srv.address() as AddressInfo).port;
   return {
-    endpoint: (run) => ({
-      protocol: 'HTTPS',
-      url: `https://${host}:${port}/v1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}/${run.metadata.uid}/invoke`,
-      caBundle: Buffer.from(ca.cert).toString('base64'),
-    }),
+    endpoint: (run) => {
+      void d.metrics?.load(); // this Pod serves function calls from now on
+      return endpointOf(run, host, port, ca.cert);
+    },
     close: () => srv.close(),
+  };
+}
+
+function endpointOf(run: Run, host: string, port: number, caCert: string): FunctionEndpoint {
+  return {
+    protocol: 'HTTPS',
+    url: `https://${host}:${port}/v1/namespaces/${run.metadata.namespace}/runs/${run.metadata.name}/${run.metadata.uid}/invoke`,
+    caBundle: Buffer.from(caCert).toString('base64'),
   };
 }

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import pino from 'pino';
-import { Registry } from 'prom-client';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { loadRuntimedConfig } from './config.ts';
 import { startDaemon } from './daemon.ts';
 import type { Finisher } from './finish.ts';
 import { serveHealth, StartGate } from './health.ts';
+import { LazyMetrics } from './lazy-metrics.ts';
 import type { RuntimeClient } from './runtime-client.ts';
 
 function get(port: number, path: string): Promise<{ code: number; body: string }> {
@@ -43,7 +43,7 @@ describe('runtimed health port (issue 17)', () => {
       port: 0,
       gate,
       runtimeHealthy: () => Promise.resolve(healthy),
-      registry: new Registry(),
+      metrics: new LazyMetrics(),
       holdMs: 60_000,
     });
   });
@@ -68,10 +68,16 @@ describe('runtimed health port (issue 17)', () => {
       port: 0,
       gate,
       runtimeHealthy: () => Promise.resolve(true),
-      registry: new Registry(),
+      metrics: new LazyMetrics(),
       holdMs: 1,
     });
     assert.deepEqual(await get(port(), '/readyz'), { code: 503, body: 'runtimed is starting' });
+  });
+
+  it('serves the gateway metrics at /metrics, loading them with the first scrape', async () => {
+    const r = await get(port(), '/metrics');
+    assert.equal(r.code, 200);
+    assert.match(r.body, /^kruntimes_gateway_inflight_requests 0$/m);
   });
 
   it('once started, /readyz follows the Runtime Server: 503 when it does not answer', async () => {

@@ -9,7 +9,7 @@
  *   is first: the Pod turns Ready when runtimed can run a Run, not at the probe period's next tick.
  */
 import http from 'node:http';
-import type { Registry } from 'prom-client';
+import type { LazyMetrics } from './lazy-metrics.ts';
 
 /** Below the probe's timeout (timeoutSeconds, 1 s by default on the kubelet and the node agent). */
 export const READY_HOLD_MS = 800;
@@ -38,7 +38,8 @@ export interface HealthDeps {
   gate: StartGate;
   /** The Runtime Server answers on its socket. */
   runtimeHealthy: () => Promise<boolean>;
-  registry: Registry;
+  /** runtimed's registry, loaded by the first scrape when nothing loaded it before. */
+  metrics: LazyMetrics;
   holdMs?: number;
 }
 
@@ -73,8 +74,9 @@ function handler(d: HealthDeps): http.RequestListener {
       return;
     }
     if (req.url === '/metrics') {
-      void d.registry.metrics().then((text) => {
-        res.setHeader('Content-Type', d.registry.contentType);
+      void d.metrics.load().then(async ({ registry }) => {
+        const text = await registry.metrics();
+        res.setHeader('Content-Type', registry.contentType);
         res.end(text);
       });
       return;
