@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { wake } from './relay.ts';
+import { wake, wakeAlso } from './relay.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { WatchTrigger } from '../lib/fn/types.ts';
 import fn, { expire } from '../functions/run-ttl/index.ts';
+import scheduler from '../functions/run-scheduler/index.ts';
+import reaper from '../functions/run-reaper/index.ts';
+import { runtimePod } from '../lib/run/heartbeat-fixtures.ts';
 
 const NOW = Date.parse('2026-12-01T20:30:00Z');
 const finished = (name: string, completedAgoS: number, over: Partial<KubeObject['metadata']> = {}): KubeObject => ({
@@ -66,4 +69,27 @@ describe('run-ttl trigger (issue 13: run-ttl invocation storm)', () => {
       },
     );
   });
+});
+
+describe('run-scheduler and run-reaper Pod triggers (issue 17: every heartbeat woke them)', () => {
+  const NOW2 = Date.parse('2026-12-02T09:00:05.100Z');
+  for (const f of [scheduler, reaper]) {
+    const also = (f.trigger as WatchTrigger).also![0]!;
+    const keys = (d: Parameters<typeof wakeAlso>[1]): string[] => {
+      const out: string[] = [];
+      wakeAlso(also, d, { add: (k) => void out.push(k) }, NOW2, { get: () => undefined, list: () => [] });
+      return out;
+    };
+    it(`${f.name}: a heartbeat-only update queues nothing; a Ready change or a returning heartbeat queues the Runtime`, () => {
+      const beat = Date.parse('2026-12-02T09:00:00Z');
+      const old = runtimePod(beat, '1');
+      assert.deepEqual(keys({ type: 'updated', old, object: runtimePod(beat + 5000, '2') }), []);
+      assert.deepEqual(keys({ type: 'updated', old, object: runtimePod(beat + 5000, '2', { ready: 'False' }) }), [
+        'ns/rt',
+      ]);
+      const stale = runtimePod(beat - 60_000, '1');
+      assert.deepEqual(keys({ type: 'updated', old: stale, object: runtimePod(beat + 5000, '2') }), ['ns/rt']);
+      assert.deepEqual(keys({ type: 'added', object: old }), ['ns/rt']);
+    });
+  }
 });

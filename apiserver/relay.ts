@@ -87,6 +87,18 @@ export function wake(t: WatchTrigger, d: RelayDelta, q: Pick<WorkQueue, 'add' | 
   }
 }
 
+/** Queues the primary keys a change of a secondary kind (trigger.also) maps to, unless its filter drops it. */
+export function wakeAlso(
+  a: NonNullable<WatchTrigger['also']>[number],
+  d: RelayDelta,
+  q: Pick<WorkQueue, 'add'>,
+  nowMs: number,
+  state: State,
+): void {
+  if (a.filter && !a.filter(d, nowMs)) return;
+  for (const k of a.map(d.object, state)) q.add(k);
+}
+
 export class Relay {
   private readonly informers = new Map<string, ListWatch<KubeObject>>();
   /** The informers' stores per collection, read as one state (newest copy; readBy indexes). */
@@ -172,9 +184,7 @@ export class Relay {
       this.listen(primary.key, (d) => wake(t, d, q, this.now().getTime()));
       for (const a of t.also ?? []) {
         const sec = this.informer(a.resource, a.labelSelector);
-        this.listen(sec.key, (d) => {
-          for (const k of a.map(d.object, this.state)) q.add(k);
-        });
+        this.listen(sec.key, (d) => wakeAlso(a, d, q, this.now().getTime(), this.state));
       }
     }
     for (const inf of this.informers.values()) inf.start();

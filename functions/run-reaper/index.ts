@@ -12,6 +12,7 @@ import { setCondition } from '../../lib/run/conditions.ts';
 import { isTerminal, terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
 import { currentAttempt, shouldRetry, type RetryPolicy } from '../../lib/run/retry.ts';
 import { STALE_MS } from '../../lib/run/fencing.ts';
+import { heartbeatOnly } from '../../lib/run/heartbeat.ts';
 
 /** Staleness bound: shared with runtimed's execution lease (lib/run/fencing.ts). */
 export { STALE_MS };
@@ -200,6 +201,8 @@ const fn: FunctionDef = {
         // Runtime Pods only (the platform's label, not the generic `runtime` selector label).
         labelSelector: 'kruntimes.io/runtime',
         map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.['kruntimes.io/runtime'] ?? ''}`],
+        // Not on runtimed's every heartbeat (every 5 s per Pod): the handler reads it when it runs.
+        filter: (e, nowMs) => !heartbeatOnly(e, nowMs, STALE_MS),
       },
     ],
     // The handler reads the key's Runtime's active Runs and those holding the function finalizer;

@@ -11,8 +11,9 @@ import type { FunctionDef, Operation, ReconcileInput, Resource } from '../../lib
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition, getCondition, type Condition } from '../../lib/run/conditions.ts';
 import { ACTIVE, isTerminal, terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
+import { heartbeatOnly } from '../../lib/run/heartbeat.ts';
 import { backoffMs, type RetryPolicy } from '../../lib/run/retry.ts';
-import { planBatch, type RunView, type RuntimePod, type WorkspaceView } from './core.ts';
+import { DEFAULT_HEARTBEAT_STALE_MS, planBatch, type RunView, type RuntimePod, type WorkspaceView } from './core.ts';
 
 const nodes: Resource = { group: '', version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false };
 
@@ -223,6 +224,8 @@ const fn: FunctionDef = {
         // Runtime Pods only (the platform's label, not the generic `runtime` selector label).
         labelSelector: 'kruntimes.io/runtime',
         map: (p) => [`${p.metadata.namespace}/${p.metadata.labels?.['kruntimes.io/runtime'] ?? ''}`],
+        // Not on runtimed's every heartbeat (every 5 s per Pod): the handler reads it when it runs.
+        filter: (e, nowMs) => !heartbeatOnly(e, nowMs, DEFAULT_HEARTBEAT_STALE_MS),
       },
       { resource: R.persistentWorkspaces, map: runtimeKey },
       { resource: nodes, map: () => [] },

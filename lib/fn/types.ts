@@ -27,8 +27,17 @@ export interface WatchTrigger {
   keys?: (o: KubeObject) => string[];
   /** Other kinds whose changes wake objects of the primary kind; map returns primary keys, and may
    * read the host's observed state to find them (e.g. the Jobs a class change unblocks, woken under
-   * their own keys so that no two invocations ever act for one object at once). */
-  also?: { resource: Resource; labelSelector?: string; map: (o: KubeObject, state: State) => string[] }[];
+   * their own keys so that no two invocations ever act for one object at once). An event the
+   * optional filter drops wakes nothing (nowMs: the host's clock, e.g. to judge a heartbeat's age). */
+  also?: {
+    resource: Resource;
+    labelSelector?: string;
+    map: (o: KubeObject, state: State) => string[];
+    filter?: (
+      event: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject },
+      nowMs: number,
+    ) => boolean;
+  }[];
   /** Kinds the handler reads by name with a live GET at invocation time instead of through a
    * cache (e.g. Secrets): the host needs only `get` on them, never list/watch. */
   fetch?: FetchDecl;
