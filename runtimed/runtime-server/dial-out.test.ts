@@ -53,6 +53,31 @@ describe('runtime-server dial-out: backoff and giving up', () => {
       }
     });
 
+    it('while nothing listens, redials every retryMs without doubling, so it connects right after runtimed listens (issue 17)', async () => {
+      const path = join(dir, 'later.sock');
+      let rounds = 0; // now() is read at least once for each refused dial
+      const d = dialOut(path, createHttpServer(), {
+        idle: 1,
+        retryMs: 10,
+        maxRetryMs: 60_000,
+        now: () => {
+          rounds++;
+          return Date.now();
+        },
+      });
+      try {
+        // 30 refused rounds: with a doubling delay the 30th would come after years, not 300 ms.
+        while (rounds < 30) await new Promise((r) => setTimeout(r, 10));
+        const accepted = new Promise<void>((resolve) => {
+          peer = createServer(() => resolve());
+        });
+        await new Promise<void>((r) => peer!.listen(path, r));
+        await accepted;
+      } finally {
+        d.close();
+      }
+    });
+
     it('stops dialling and reports runtimed gone when no dial connects for the give-up time', async () => {
       let gone = 0;
       const d = dialOut(join(dir, 'nobody.sock'), createHttpServer(), {

@@ -3,9 +3,12 @@
  * listening on a path in a directory a Run could write, the Runtime Server dials runtimed's
  * socket and serves HTTP on each connection, keeping `idle` connections ready. A connection is
  * busy from its first request on; a busy one is replaced at once. An idle connection that closes
- * or a dial that fails (runtimed starts, restarts, or is gone) is redialled after a backoff
- * (redialDelayMs), never at once: a peer that accepts and closes at once (a process out of file
- * descriptors does) must not turn both ends into a busy loop. When no dial has connected for
+ * is redialled after a backoff (redialDelayMs), never at once: a peer that accepts and closes at
+ * once (a process out of file descriptors does) must not turn both ends into a busy loop. A dial
+ * that nothing accepts (runtimed starts or restarts and does not listen yet) is retried every
+ * retryMs without doubling: a refused connect costs nothing on either end, and a doubling delay
+ * kept a starting Pod waiting up to the next round (100, 200, 400, 800 ms) after runtimed
+ * listened (issue 17). When no dial has connected for
  * giveUpMs, runtimed is gone for good: dialling stops and onGone is called (the Runtime Server
  * then exits; a live node agent restarts it).
  */
@@ -20,7 +23,8 @@ export interface DialOut {
 
 export interface DialOutOptions {
   idle?: number;
-  /** The first redial delay; it doubles with each failed round in a row up to maxRetryMs. */
+  /** The redial delay while nothing accepts; after closed connections the first, doubling with each
+   * such round in a row up to maxRetryMs. */
   retryMs?: number;
   maxRetryMs?: number;
   /** How long dials may fail in a row before runtimed counts as gone for good. */
@@ -29,7 +33,8 @@ export interface DialOutOptions {
   now?: () => number;
 }
 
-/** How the Runtime Server waits for runtimed: 100 ms doubling to 1 s per round; gone after 2 minutes. */
+/** How the Runtime Server waits for runtimed: every 100 ms while nothing listens; 100 ms doubling to 1 s per
+ * round after connections that closed; gone after 2 minutes without a connection. */
 export const DIAL_DEFAULTS = { retryMs: 100, maxRetryMs: 1000, giveUpMs: 120_000 };
 
 /** The delay before the next dial after `failures` failures in a row (at least 1). */
@@ -54,7 +59,8 @@ export function dialOut(path: string, srv: Server, opts: DialOutOptions = {}): D
   const busy = (s: Socket): void => {
     if (waiting.delete(s)) top();
   };
-  const failed = (): void => {
+  /** refused: the dial never connected (nothing listens), so no peer can be looping with us. */
+  const failed = (refused: boolean): void => {
     failingSince ??= now();
     if (peerGone(failingSince, now(), giveUpMs)) {
       close();
@@ -62,26 +68,28 @@ export function dialOut(path: string, srv: Server, opts: DialOutOptions = {}): D
       return;
     }
     if (retry) return; // one redial round at a time: the failures of one round count once
-    failures++;
+    if (!refused) failures++;
     retry = setTimeout(
       () => {
         retry = undefined;
         top();
       },
-      redialDelayMs(failures, retryMs, maxRetryMs),
+      refused ? retryMs : redialDelayMs(failures, retryMs, maxRetryMs),
     );
   };
   const dial = (): void => {
     const s = connect(path);
+    let connected = false;
     waiting.add(s);
     s.on('error', () => undefined);
     s.once('connect', () => {
+      connected = true;
       failures = 0;
       failingSince = undefined;
       srv.emit('connection', s);
     });
     s.once('close', () => {
-      if (waiting.delete(s) && !closed) failed();
+      if (waiting.delete(s) && !closed) failed(!connected);
     });
   };
   const top = (): void => {
