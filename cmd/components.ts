@@ -82,15 +82,16 @@ export async function fnRun(args: string[]): Promise<number> {
 /** `kruntimes runtimed`: the daemon of a Runtime Pod. Run output goes to stdout as JSON records; its own logs to stderr. */
 export async function runtimed(): Promise<number> {
   const { loadRuntimedConfig } = await import('../runtimed/config.ts');
+  const cfg = loadRuntimedConfig(process.env);
+  // The socket first: the Runtime Server (started beside runtimed) dials in while the rest loads.
+  const { DialIn } = await import('../runtimed/dial-in.ts');
+  const channel = new DialIn(cfg.socketPath);
+  await channel.listen();
   const { RuntimeClient } = await import('../runtimed/runtime-client.ts');
   const { startDaemon } = await import('../runtimed/daemon.ts');
   const { makeFinisher } = await import('../runtimed/artifact-finisher.ts');
   const log = pino({ base: { component: 'runtimed', version: VERSION } }, pino.destination(2));
-  const cfg = loadRuntimedConfig(process.env);
   const client = defaultClient(process.env, `kruntimes-runtimed/${VERSION}`);
-  const { DialIn } = await import('../runtimed/dial-in.ts');
-  const channel = new DialIn(cfg.socketPath);
-  await channel.listen();
   const runtime = new RuntimeClient(channel);
   const { recorderFor } = await import('../runtimed/runner.ts');
   const daemon = await startDaemon({

@@ -51,21 +51,22 @@ process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify({ packa
 
 interface Loaded {
   packages: string[];
+  stderr: string;
   undici: boolean;
   /** Node scanned a CommonJS module's source for export names (an ES module imported it). */
   lexer: boolean;
 }
 
 /** What a bundled command loads: its npm packages and whether undici came with node:http. */
-function loaded(dir: string, args: string[]): Loaded {
+function loaded(dir: string, args: string[], env: Record<string, string> = {}): Loaded {
   const r = spawnSync(
     process.execPath,
     ['--import', `data:text/javascript,${encodeURIComponent(LOADED)}`, join(dir, 'kruntimes.mjs'), ...args],
-    { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } },
+    { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '', ...env } },
   );
   const line = /^LOADED (.*)$/m.exec(r.stderr)?.[1];
   assert.ok(line, r.stderr);
-  return JSON.parse(line) as Loaded;
+  return { ...(JSON.parse(line) as Omit<Loaded, 'stderr'>), stderr: r.stderr };
 }
 
 /** The Runtime Server from the bundle, until it listens, then SIGTERM: what it loaded meanwhile. */
@@ -91,7 +92,7 @@ function runtimeServerLoaded(dir: string, work: string): Promise<Loaded> {
   return new Promise((resolve, reject) => {
     child.on('exit', () => {
       const line = /^LOADED (.*)$/m.exec(err)?.[1];
-      if (line) resolve(JSON.parse(line) as Loaded);
+      if (line) resolve({ ...(JSON.parse(line) as Omit<Loaded, 'stderr'>), stderr: err });
       else reject(new Error(err));
     });
   });
@@ -186,8 +187,19 @@ describe('per-Pod components bundle', function () {
   });
 
   it('runtimed loads no ws (until a session operation), no prom-client (until a function call) and no X.509 library at start (issue 17)', () => {
-    // Without its environment runtimed stops right after its modules loaded.
-    const v = loaded(dir, ['runtimed']);
+    // Outside a Pod (no API server address) runtimed stops right after its modules loaded.
+    const work = mkdtempSync(join(root, 'runtimed-'));
+    const v = loaded(dir, ['runtimed'], {
+      POD_NAME: 'p',
+      POD_UID: 'u',
+      POD_NAMESPACE: 'ns',
+      KRT_RUNTIME: 'rt',
+      KRT_RUNTIME_SOCKET: join(work, 'runtime.sock'),
+      KUBERNETES_SERVICE_HOST: '',
+      KUBECONFIG: '',
+    });
+    // It got past loading every module of its start: the API client is made last.
+    assert.match(v.stderr, /not running in a cluster/);
     assert.ok(v.packages.includes('pino'), v.packages.join(','));
     assert.ok(!v.packages.includes('ws'), v.packages.join(','));
     // prom-client loads with the first function Run, gateway request or scrape (runtimed/lazy-metrics.ts).
