@@ -19,7 +19,7 @@ import {
   type PodView,
 } from './pod-status.ts';
 import type { Container, Pod } from './pod-types.ts';
-import { nextProbeInMs, ProbeState, runProbe } from './probes.ts';
+import { ProbeLoop, runProbe } from './probes.ts';
 import { containerIdentity, setprivArgs, verifyRunAsNonRoot, type Identity } from './security-context.ts';
 import { prepareVolume, removePodDir, VolumeError, type PreparedVolume } from './volumes.ts';
 
@@ -44,6 +44,8 @@ export interface WorkerDeps {
 interface Slot {
   view: ContainerView;
   running?: Running;
+  /** The readiness probe of the running instance, when the container has one. */
+  readiness?: ProbeLoop;
   timers: NodeJS.Timeout[];
   env: Record<string, string>;
   user?: Identity;
@@ -104,6 +106,8 @@ export class PodWorker {
       this.started = true;
       void this.start();
     }
+    // As the kubelet's sync of a Pod does: a running container not ready yet is probed at once.
+    for (const s of this.main) s.readiness?.trigger();
   }
 
   private async start(): Promise<void> {
@@ -342,18 +346,21 @@ export class PodWorker {
       probe: NonNullable<Container['readinessProbe']>,
       onFlip: (ok: boolean) => void,
       initial: boolean,
-    ): void => {
-      const st = new ProbeState(probe, initial);
-      const tick = async (): Promise<void> => {
-        if (!s.running || this.terminating) return;
-        const startedAt = performance.now();
-        if (st.record(await runProbe(probe, target))) onFlip(st.result);
-        s.timers.push(setTimeout(() => void tick(), nextProbeInMs(probe, startedAt, performance.now())));
-      };
-      s.timers.push(setTimeout(() => void tick(), (probe.initialDelaySeconds ?? 0) * 1000));
+    ): ProbeLoop => {
+      const l = new ProbeLoop({
+        probe,
+        run: () => runProbe(probe, target),
+        onFlip,
+        initial,
+        active: () => !!s.running && !this.terminating,
+        schedule: (f, ms) => void s.timers.push(setTimeout(f, ms)),
+        now: () => performance.now(),
+      });
+      l.start();
+      return l;
     };
     if (c.readinessProbe)
-      loop(
+      s.readiness = loop(
         c.readinessProbe,
         (ok) => {
           s.view.ready = ok;
@@ -374,6 +381,7 @@ export class PodWorker {
   private onExit(s: Slot, r: Running, startedAt: string, code: number): void {
     for (const t of s.timers) clearTimeout(t);
     s.timers = [];
+    s.readiness = undefined;
     if (s.running === r) s.running = undefined;
     s.view.ready = false;
     s.view.state = {

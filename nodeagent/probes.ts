@@ -114,3 +114,60 @@ export class ProbeState {
     return before !== this.result;
   }
 }
+
+export interface ProbeLoopDeps {
+  probe: Probe;
+  /** One probe of the container: whether it passed. */
+  run: () => Promise<boolean>;
+  /** The thresholded result flipped. */
+  onFlip: (ok: boolean) => void;
+  initial: boolean;
+  /** Whether the container still runs: a loop whose container stopped probes no more. */
+  active: () => boolean;
+  schedule: (f: () => void, ms: number) => void;
+  now: () => number;
+}
+
+/**
+ * One probe of one container, as the kubelet's prober worker runs it: every period measured start
+ * to start (nextProbeInMs), from initialDelaySeconds after the start on. trigger() runs one at once
+ * while the result is still false and none is in flight, as the kubelet does for a running container
+ * that is not ready yet whenever it syncs the Pod: a Pod turns Ready when its container is, not at
+ * the next period (issue 17).
+ */
+export class ProbeLoop {
+  private readonly st: ProbeState;
+  private inFlight = false;
+  private startedAt = 0;
+
+  constructor(private readonly d: ProbeLoopDeps) {
+    this.st = new ProbeState(d.probe, d.initial);
+  }
+
+  start(): void {
+    this.startedAt = this.d.now();
+    this.d.schedule(() => void this.tick(), (this.d.probe.initialDelaySeconds ?? 0) * 1000);
+  }
+
+  trigger(): void {
+    const delayed = this.d.now() - this.startedAt < (this.d.probe.initialDelaySeconds ?? 0) * 1000;
+    if (!this.d.active() || this.inFlight || this.st.result || delayed) return;
+    void this.once();
+  }
+
+  private async once(): Promise<void> {
+    this.inFlight = true;
+    try {
+      if (this.st.record(await this.d.run())) this.d.onFlip(this.st.result);
+    } finally {
+      this.inFlight = false;
+    }
+  }
+
+  private async tick(): Promise<void> {
+    if (!this.d.active()) return;
+    const startedAt = this.d.now();
+    if (!this.inFlight) await this.once();
+    this.d.schedule(() => void this.tick(), nextProbeInMs(this.d.probe, startedAt, this.d.now()));
+  }
+}
