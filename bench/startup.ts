@@ -226,7 +226,12 @@ async function startTrace(env: Env, root: string, pod: string, t0Epoch: number):
   const out: string[] = [];
   try {
     const lines = readFileSync(join(root, 'logs', 'node-agent.log'), 'utf8').split('\n');
-    const line = lines.find((l) => l.includes('"pod containers launched"') && l.includes(`"pod":"${pod}"`));
+    const mine = lines.filter((l) => l.includes(`"pod":"${pod}"`));
+    for (const l of mine.filter((x) => x.includes('"volume setup failed'))) {
+      const r = JSON.parse(l) as { volume?: string; reason?: string; err?: { message?: string } };
+      out.push(`volume ${r.volume} failed (${r.reason}: ${r.err?.message ?? ''})`);
+    }
+    const line = mine.find((l) => l.includes('"pod containers launched"'));
     if (line) {
       const r = JSON.parse(line) as { time: number; volumesMs: number; launchedMs: number };
       const at = r.time - t0Epoch;
