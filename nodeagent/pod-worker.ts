@@ -26,6 +26,17 @@ import { prepareVolume, removePodDir, VolumeError, type PreparedVolume } from '.
 /** How often configMap/secret/projected volume contents are re-synced (the kubelet does about every minute). */
 const VOLUME_SYNC_MS = 10_000;
 
+/**
+ * When a volume that failed to set up is tried again: 100 ms, doubling to 2 s. The first failure
+ * is often a race, not a fault: a service-account token for a Pod just bound to this node is refused
+ * (403, "no relationship found between node ... and this object") until the API server's node
+ * authorizer has seen the binding, a few ms later. A flat 2 s delayed half the Runtime Pods' starts
+ * by 2 s (issue 17); the kubelet retries a failed mount after 500 ms, doubling.
+ */
+export function volumeRetryMs(attempt: number): number {
+  return Math.min(2000, 100 * 2 ** Math.min(attempt, 10));
+}
+
 export interface WorkerDeps {
   client: KubeClient;
   data: DataSource;
@@ -155,7 +166,7 @@ export class PodWorker {
 
   private async prepareVolumes(): Promise<void> {
     for (const v of this.pod.spec.volumes ?? []) {
-      for (;;) {
+      for (let attempt = 0; ; attempt++) {
         try {
           const pv = await prepareVolume(this.volumeCtx(), v);
           this.volumes.set(v.name, pv);
@@ -165,9 +176,10 @@ export class PodWorker {
         } catch (err) {
           if (this.terminating) throw err;
           const reason = err instanceof VolumeError ? err.reason : 'VolumeSetupFailed';
-          this.d.log.warn({ err, volume: v.name, reason }, 'volume setup failed; retrying in 2 s');
+          const retryMs = volumeRetryMs(attempt);
+          this.d.log.warn({ err, volume: v.name, reason, retryMs }, 'volume setup failed; retrying');
           this.setWaitingAll(reason, `volume "${v.name}": ${(err as Error).message}`);
-          await sleep(2000);
+          await sleep(retryMs);
         }
       }
     }
