@@ -3,7 +3,8 @@
  * one Project. The Node agent (`kruntimes devws-node` in every sandbox Pod) clones, proves
  * idleness and heartbeats on its own; the devws-sync function has the Git Server
  * (`kruntimes devws-git-server`'s code, run by the spec where Pods reach the host) fetch the
- * external repository (a second smart-HTTP server) and records the snapshot. Admission refusals, create ->
+ * external repository (a second smart-HTTP server) and records the snapshot. Admission refusals (and
+ * their Events), create ->
  * ready with a real clone, admin_required, forged and stale Node reports fenced, plugins installed,
  * failed and removed (with krt), stop (with krt), start
  * without a clone, restart with the function host killed mid-operation (same effect IDs, one
@@ -136,6 +137,14 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     metadata: { name },
     spec: { project: 'p1', workspace, kind },
   });
+  /** The messages of the namespace's Events with this reason, once there are `count` of them. */
+  const refusalEvents = (reason: string, count: number): Promise<string[]> =>
+    eventually(`${count} ${reason} Event(s)`, async () => {
+      const list = await admin().list<Obj & { message?: string }>(`/api/v1/namespaces/${ns}/events`, {
+        fieldSelector: `reason=${reason}`,
+      });
+      return list.items.length >= count ? list.items.map((e) => e.message ?? '') : undefined;
+    });
   const succeeded = (name: string): Promise<Operation> =>
     eventually(`${name} succeeded`, async () => {
       const o = await op(name);
@@ -195,6 +204,10 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       await refusal(admin(), create(project('https://git.example/o/r.git', 'HEAD'))),
       /^400 .*default_branch_required/,
     );
+    // Each refusal is also an Event for whoever looks later (the Project does not exist: named, no UID).
+    const messages = await refusalEvents('ProjectRefused', 2);
+    assert.match(messages.join('\n'), /creating Project p1 refused for .*: 400 invalid_repository_url/);
+    assert.match(messages.join('\n'), /creating Project p1 refused for .*: 400 default_branch_required/);
   });
 
   it('create_project: the sync records the binding snapshot, the Node clones it from the Git Server; the main Workspace is ready and the operation succeeds; operation_in_progress meanwhile', async () => {
@@ -204,6 +217,8 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       await refusal(admin(), (c) => c.create(p('operations'), lifecycle('stop0', 'stop'))),
       /^409 .*operation_in_progress/,
     );
+    const [inProgress] = await refusalEvents('OperationRefused', 1);
+    assert.match(inProgress ?? '', /^creating Operation stop0 \(stop\) refused for .*: 409 operation_in_progress/);
     const done = await succeeded('p1-create');
     const synced = await admin().get<Project>(p('projects/p1'));
     const ref = `refs/ora/upstreams/${created.metadata.uid ?? ''}/snapshots/${git.commit}`;

@@ -158,7 +158,7 @@ function webhooks(fns: FunctionDef[], name: string): Doc[] {
         .map((f) => ({
           name: `${f.name}.kruntimes.io`,
           admissionReviewVersions: ['v1'],
-          sideEffects: 'None',
+          sideEffects: f.trigger.sideEffects ?? 'None',
           failurePolicy: f.trigger.failurePolicy,
           timeoutSeconds: f.trigger.timeoutSeconds,
           matchPolicy: 'Equivalent',

@@ -2,7 +2,8 @@
  * Validating admission for dev.kruntimes.io (ADR 0020), fail closed: Project input rules,
  * isolated Workspace baseRef and operation_in_progress, lifecycle Operation requests and explicit
  * retries. Reads the Project, the Workspace and the namespace's Operations with the admission
- * context, then applies the pure review in core.ts.
+ * context, then applies the pure review in core.ts. Every refusal is also recorded as an Event
+ * (refusal.ts).
  */
 import type { AdmissionContext, AdmissionRequest, AdmissionResult, FunctionDef } from '../../lib/fn/types.ts';
 import { resourcePath } from '../../lib/fn/types.ts';
@@ -11,6 +12,8 @@ import { D, GROUP, type Operation, type Project, type Workspace } from '../../li
 import { userMay } from '../../lib/fn/access.ts';
 import { reviewOperation, reviewProject, reviewRetry, reviewWorkspace, reviewWorkspaceUpdate } from './core.ts';
 import { NODE_REPORT, type FenceContext } from '../../lib/devws/node-report.ts';
+import { R } from '../../lib/fn/resources.ts';
+import { refusalEvent, refusalSubjects } from './refusal.ts';
 
 interface OperationList extends KubeObject {
   items: Operation[];
@@ -69,7 +72,7 @@ async function admitWorkspace(req: AdmissionRequest, ns: string, ctx: AdmissionC
   return reviewWorkspace(ws, project, ws.spec.kind === 'isolated' ? await operationsIn(ns, ctx) : []);
 }
 
-export async function admit(req: AdmissionRequest, ctx: AdmissionContext): Promise<AdmissionResult> {
+async function review(req: AdmissionRequest, ctx: AdmissionContext): Promise<AdmissionResult> {
   if (!req.object || req.subResource) return { allowed: true };
   const ns = req.object.metadata.namespace ?? req.namespace ?? '';
   const kind = req.kind.kind;
@@ -82,6 +85,37 @@ export async function admit(req: AdmissionRequest, ctx: AdmissionContext): Promi
   return { allowed: true };
 }
 
+/**
+ * Records a refusal as an Event (refusal.ts) on the first of its subjects that exists. Best
+ * effort, after the answer: the refusal itself is the API's answer, and an Event that cannot be
+ * written (one already records it in this window, the API is busy) is left out.
+ */
+export async function recordRefusal(
+  req: AdmissionRequest,
+  result: AdmissionResult,
+  ctx: AdmissionContext,
+): Promise<void> {
+  const ns = req.namespace ?? req.object?.metadata.namespace ?? '';
+  try {
+    let subject: KubeObject | undefined;
+    for (const s of refusalSubjects(req)) {
+      subject = await ctx.get<KubeObject>(resourcePath(s.resource, ns, s.name));
+      if (subject) break;
+    }
+    const event = refusalEvent(req, result, subject, ctx.now);
+    if (event) await ctx.post(resourcePath(R.events, event.metadata.namespace), event);
+  } catch {
+    // left out, as above
+  }
+}
+
+/** The review; a refusal (not a dry run) is also recorded as an Event, without delaying the answer. */
+export async function admit(req: AdmissionRequest, ctx: AdmissionContext): Promise<AdmissionResult> {
+  const result = await review(req, ctx);
+  if (!result.allowed && !req.dryRun) void recordRefusal(req, result, ctx);
+  return result;
+}
+
 const fn: FunctionDef = {
   name: 'devws-admission',
   description:
@@ -91,6 +125,8 @@ const fn: FunctionDef = {
     webhook: 'validating',
     timeoutSeconds: 5,
     failurePolicy: 'Fail',
+    // A refusal is recorded as an Event, except on a dry run.
+    sideEffects: 'NoneOnDryRun',
     rules: [
       {
         apiGroups: [GROUP],
@@ -118,6 +154,7 @@ const fn: FunctionDef = {
   rbac: [
     { apiGroups: [GROUP], resources: ['projects', 'workspaces', 'operations'], verbs: ['get', 'list'] },
     { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   ],
   handler: admit,
 };

@@ -116,6 +116,8 @@ export interface AdmissionTrigger {
   }[];
   timeoutSeconds: number;
   failurePolicy: 'Fail' | 'Ignore';
+  /** The webhook's sideEffects: None (the default), or NoneOnDryRun for a handler that writes (e.g. Events) except on a dry run. */
+  sideEffects?: 'None' | 'NoneOnDryRun';
   /** Only objects with these labels are sent to the webhook. */
   objectSelector?: { matchLabels: Record<string, string> };
   /** CEL match conditions evaluated by the API server before calling (e.g. has(object.spec.workspace)). */
