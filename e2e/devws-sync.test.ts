@@ -37,6 +37,8 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
   };
   let server: RunningGitServer;
   let commit: string;
+  let work: string;
+  let gitEnv: NodeJS.ProcessEnv;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'krt-devws-sync-'));
@@ -45,14 +47,14 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
     const tls = await issueServing(testCa, 'localhost', { dns: ['localhost'], ips: ['127.0.0.1'] }, now, 1);
     ca = testCa.cert;
     writeFileSync(join(dir, 'ca.pem'), ca);
-    const env = {
+    const env = (gitEnv = {
       ...process.env,
       GIT_AUTHOR_NAME: 't',
       GIT_AUTHOR_EMAIL: 't@x',
       GIT_COMMITTER_NAME: 't',
       GIT_COMMITTER_EMAIL: 't@x',
-    };
-    const work = join(dir, 'work');
+    });
+    work = join(dir, 'work');
     execFileSync('git', ['init', '-q', '-b', 'main', work]);
     writeFileSync(join(work, 'a.txt'), 'a\n');
     execFileSync('git', ['add', '.'], { cwd: work });
@@ -131,6 +133,40 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
     assert.deepEqual(written(ops)?.sync, { state: 'failed', operationId: 'p1-sync-1' });
     const event = ops.find((o) => o.op === 'create' && (o.object as { kind?: string }).kind === 'Event');
     assert.match(JSON.stringify(event), /403: sync_target_forbidden/);
+  });
+
+  it('re-sync: a bumped syncRequests takes a new snapshot of the branch tip; the first snapshot stays on the Git Server', async () => {
+    writeFileSync(join(work, 'b.txt'), 'b\n');
+    execFileSync('git', ['add', '.'], { cwd: work });
+    execFileSync('git', ['commit', '-q', '-m', 'b'], { cwd: work, env: gitEnv });
+    execFileSync('git', ['push', '-q', join(dir, 'ext', 'o', 'r.git'), 'main'], { cwd: work });
+    const tip = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: work, encoding: 'utf8' }).trim();
+    const first = { ref: `refs/ora/upstreams/b-1/snapshots/${commit}`, commit };
+    const synced: Project = {
+      ...project('main'),
+      spec: { ...project('main').spec, syncRequests: 1 },
+      status: {
+        lifecycle: 'active',
+        bindingId: 'b-1',
+        snapshot: first,
+        sync: { state: 'succeeded', operationId: 'p1-sync-1' },
+      },
+    };
+    const started = written(await run(synced));
+    assert.deepEqual(started?.sync, { state: 'running', operationId: 'p1-sync-2', requestsSeen: 1 });
+    const st = written(await run({ ...synced, status: started }));
+    assert.deepEqual(st?.snapshot, { ref: `refs/ora/upstreams/b-1/snapshots/${tip}`, commit: tip });
+    assert.deepEqual(st?.sync, { state: 'succeeded', operationId: 'p1-sync-2', requestsSeen: 1 });
+    const refs = execFileSync('git', ['for-each-ref', '--format=%(refname)', 'refs/ora/upstreams/b-1/snapshots/'], {
+      cwd: join(dir, 'srv', 'team', 'p1.git'),
+      encoding: 'utf8',
+    });
+    assert.deepEqual(
+      refs.trim().split('\n').sort(),
+      [first.ref, st?.snapshot?.ref].sort(),
+      'both snapshots are served',
+    );
+    assert.deepEqual(written(await run({ ...synced, status: st })), undefined, 'nothing more until asked again');
   });
 
   it("a deleted Project's repository is removed from the Git Server", async () => {

@@ -7,7 +7,7 @@
  * their Events), create ->
  * ready with a real clone, admin_required, forged and stale Node reports fenced, plugins installed,
  * failed and removed (with krt), stop (with krt), start
- * without a clone, restart with the function host killed mid-operation (same effect IDs, one
+ * without a clone, a re-sync (with krt), restart with the function host killed mid-operation (same effect IDs, one
  * sandbox), an isolated Workspace created and deleted with its data, and delete_project.
  */
 import assert from 'node:assert/strict';
@@ -120,6 +120,8 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
   let gitServer: RunningGitServer;
   let gitRoot: string;
   let gitCA: Buffer;
+  /** The binding's current snapshot commit (the re-sync spec moves it on). */
+  let snapshotCommit = '';
   const p = (n: string): string => `${G}/namespaces/${ns}/${n}`;
   const op = (name: string): Promise<Operation> => admin().get<Operation>(p(`operations/${name}`));
   const ws = (name = 'p1-main'): Promise<Workspace> => admin().get<Workspace>(p(`workspaces/${name}`));
@@ -138,7 +140,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     spec: { project: 'p1', workspace, kind },
   });
   /** The messages of the namespace's Events with this reason, once there are `count` of them. */
-  const refusalEvents = (reason: string, count: number): Promise<string[]> =>
+  const eventsOf = (reason: string, count: number): Promise<string[]> =>
     eventually(`${count} ${reason} Event(s)`, async () => {
       const list = await admin().list<Obj & { message?: string }>(`/api/v1/namespaces/${ns}/events`, {
         fieldSelector: `reason=${reason}`,
@@ -161,6 +163,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     const pki = servingCert(`devws-git-${ns}`, ['git.local']);
     // The external repository, and the Git Server that syncs from it and serves the Nodes.
     git = await startGitServer({ 'README.md': '# p1\n' }, pki);
+    snapshotCommit = git.commit;
     gitRoot = mkdtempSync(join(tmpdir(), 'krt-devws-git-server-'));
     writeFileSync(join(gitRoot, 'external-ca.pem'), pki.ca);
     const token = randomBytes(24).toString('hex');
@@ -205,7 +208,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       /^400 .*default_branch_required/,
     );
     // Each refusal is also an Event for whoever looks later (the Project does not exist: named, no UID).
-    const messages = await refusalEvents('ProjectRefused', 2);
+    const messages = await eventsOf('ProjectRefused', 2);
     assert.match(messages.join('\n'), /creating Project p1 refused for .*: 400 invalid_repository_url/);
     assert.match(messages.join('\n'), /creating Project p1 refused for .*: 400 default_branch_required/);
   });
@@ -217,13 +220,13 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       await refusal(admin(), (c) => c.create(p('operations'), lifecycle('stop0', 'stop'))),
       /^409 .*operation_in_progress/,
     );
-    const [inProgress] = await refusalEvents('OperationRefused', 1);
+    const [inProgress] = await eventsOf('OperationRefused', 1);
     assert.match(inProgress ?? '', /^creating Operation stop0 \(stop\) refused for .*: 409 operation_in_progress/);
     const done = await succeeded('p1-create');
     const synced = await admin().get<Project>(p('projects/p1'));
     const ref = `refs/ora/upstreams/${created.metadata.uid ?? ''}/snapshots/${git.commit}`;
     assert.deepEqual(synced.status?.snapshot, { ref, commit: git.commit }, 'devws-sync recorded the snapshot');
-    assert.deepEqual(synced.status?.sync, { state: 'succeeded', operationId: 'p1-sync-1' });
+    assert.deepEqual(synced.status?.sync, { state: 'succeeded', operationId: 'p1-sync-1', requestsSeen: 0 });
     assert.deepEqual(done.status?.cloneInput, {
       repositoryUrl: `${gitServer.url}/${ns}/p1.git`,
       snapshotRef: ref,
@@ -454,7 +457,23 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     assert.deepEqual(await pods(), [ensure?.id], 'exactly one sandbox, the one planned before the kill');
   });
 
-  it('an isolated Workspace is created from the same snapshot and deleted with its data (delete_workspace)', async () => {
+  it('re-sync (krt project sync): the external repository moved on; a new snapshot of the branch tip is recorded with its Events, and p1-main keeps its clone', async () => {
+    const tip = git.push({ 'CHANGES.md': 'resynced\n' });
+    const r = await krt(['project', 'sync', 'p1', '--wait'], await saKubeconfig(ns, 'dev'));
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stderr.trim().split('\n').at(-1) ?? '',
+      new RegExp(`^p1-sync-2 succeeded snapshot ${tip.slice(0, 12)}$`),
+    );
+    const synced = await admin().get<Project>(p('projects/p1'));
+    assert.equal(synced.status?.snapshot?.commit, tip);
+    assert.deepEqual(synced.status?.sync, { state: 'succeeded', operationId: 'p1-sync-2', requestsSeen: 1 });
+    assert.equal((await eventsOf('RepositorySyncStarted', 1))[0], 'p1-sync-2: sync main again (syncRequests 1)');
+    assert.equal((await ws()).status?.baseCommitId, git.commit, 'a Workspace keeps the snapshot it cloned');
+    snapshotCommit = tip;
+  });
+
+  it('an isolated Workspace is created from the current snapshot and deleted with its data (delete_workspace)', async () => {
     // What runs before this spec is the earlier specs' business (p1-main is stopped when the stop
     // spec failed before its start): this spec compares with it, and asserts only its own sandbox.
     const before = await pods();
@@ -469,7 +488,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     });
     await succeeded('p1-task-create');
     const task = await ws('p1-task');
-    assert.equal(task.status?.baseCommitId, git.commit);
+    assert.equal(task.status?.baseCommitId, snapshotCommit, "the binding's current snapshot (after the re-sync)");
     const sandbox = task.status?.sandbox?.id ?? '';
     assert.deepEqual(await pods(), [...before, sandbox].sort(), 'the isolated Workspace has its own sandbox');
     await admin().create(p('operations'), lifecycle('del-task', 'delete_workspace', 'p1-task'));

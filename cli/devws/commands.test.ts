@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { Operation, Workspace } from '../../lib/devws/api.ts';
+import type { Operation, Project, Workspace } from '../../lib/devws/api.ts';
 import {
   isolatedManifest,
   operationManifest,
@@ -8,6 +8,9 @@ import {
   progressLine,
   readManifest,
   projectDeleteManifest,
+  projectManifest,
+  syncProgress,
+  syncRequested,
   workspaceRows,
 } from './commands.ts';
 
@@ -64,6 +67,26 @@ describe('krt project | workspace | op', () => {
     const o = projectDeleteManifest('p1');
     assert.deepEqual(o.spec, { project: 'p1', kind: 'delete_project' });
     assert.equal(o.metadata.generateName, 'p1-delete-');
+  });
+
+  it('krt project sync bumps spec.syncRequests by one and follows the sync that answers it', () => {
+    const p: Project = projectManifest('p1', 'https://h/o/r.git', 'main');
+    assert.equal(syncRequested(p).spec.syncRequests, 1);
+    assert.equal(syncRequested(syncRequested(p)).spec.syncRequests, 2);
+    const at = (sync: NonNullable<Project['status']>['sync']): Project => ({
+      ...p,
+      status: { lifecycle: 'active', sync, snapshot: { ref: 'r', commit: 'c'.repeat(40) } },
+    });
+    assert.equal(syncProgress(at({ state: 'succeeded', operationId: 'p1-sync-1', requestsSeen: 0 }), 1), undefined);
+    assert.deepEqual(syncProgress(at({ state: 'running', operationId: 'p1-sync-2', requestsSeen: 1 }), 1), {
+      line: 'p1-sync-2 running',
+      ended: false,
+    });
+    assert.deepEqual(syncProgress(at({ state: 'succeeded', operationId: 'p1-sync-2', requestsSeen: 1 }), 1), {
+      line: `p1-sync-2 succeeded snapshot ${'c'.repeat(12)}`,
+      ended: true,
+    });
+    assert.equal(syncProgress(at({ state: 'failed', operationId: 'p1-sync-3', requestsSeen: 2 }), 1)?.ended, true);
   });
 
   it('an isolated Workspace keeps an empty baseRef (allowed) and leaves an absent one out', () => {

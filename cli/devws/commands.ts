@@ -102,6 +102,35 @@ export function progressLine(o: Operation): string {
 export const FINISHED = ['succeeded', 'failed'];
 
 /** Follows an Operation to its end, one progress line per change; throws OperationFailed unless it succeeded. */
+/** A re-sync request: spec.syncRequests bumped by one (devws-sync takes a new snapshot). */
+export function syncRequested(p: Project): Project {
+  return { ...p, spec: { ...p.spec, syncRequests: (p.spec.syncRequests ?? 0) + 1 } };
+}
+
+/**
+ * Where the sync answering `requests` stands: undefined until devws-sync started it, else one
+ * line (`p1-sync-2 succeeded snapshot 0123456789ab`) and whether it has ended.
+ */
+export function syncProgress(p: Project, requests: number): { line: string; ended: boolean } | undefined {
+  const sync = p.status?.sync;
+  if (!sync || (sync.requestsSeen ?? 0) < requests) return undefined;
+  const snapshot = sync.state === 'succeeded' ? ` snapshot ${p.status?.snapshot?.commit.slice(0, 12) ?? ''}` : '';
+  return { line: `${sync.operationId ?? ''} ${sync.state}${snapshot}`, ended: sync.state !== 'running' };
+}
+
+/** Follows the sync answering `requests` to its end (a failed sync: OperationFailed, exit 3). */
+async function waitSync(c: Conn, name: string, requests: number, pollMs = 300): Promise<void> {
+  let last = '';
+  for (;;) {
+    const got = syncProgress(await c.client.get<Project>(path(c, 'projects', name)), requests);
+    if (got && got.line !== last) process.stderr.write(`${got.line}\n`);
+    last = got?.line ?? last;
+    if (got?.ended && /failed$/.test(got.line)) throw new OperationFailed(got.line);
+    if (got?.ended) return;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
 export async function waitOperation(
   c: Conn,
   name: string,
@@ -158,12 +187,13 @@ export function operationRows(items: Operation[]): string {
 
 function projectRows(items: Project[]): string {
   return table(
-    ['NAME', 'REPOSITORY', 'BRANCH', 'LIFECYCLE', 'SNAPSHOT', 'AGE'],
+    ['NAME', 'REPOSITORY', 'BRANCH', 'LIFECYCLE', 'SYNC', 'SNAPSHOT', 'AGE'],
     items.map((p) => [
       p.metadata.name ?? '',
       p.spec.repository.url,
       p.spec.repository.defaultBranch,
       p.status?.lifecycle ?? '',
+      p.status?.sync?.state ?? '',
       p.status?.snapshot?.commit.slice(0, 12) ?? '',
       age(p.metadata.creationTimestamp),
     ]),
@@ -259,6 +289,19 @@ function registerProject(program: Command): void {
     .action(async (name: string, o: { wait?: boolean }, cmd: Command) => {
       const c = conn(cmd);
       await started(c, await c.client.create<Operation>(path(c, 'operations'), projectDeleteManifest(name)), o.wait);
+    });
+  project
+    .command('sync')
+    .description("sync the Project's repository binding again: a new snapshot of the default branch's tip")
+    .argument('<name>')
+    .option('--wait', 'follow the sync to its end')
+    .action(async (name: string, o: { wait?: boolean }, cmd: Command) => {
+      const c = conn(cmd);
+      const next = syncRequested(await c.client.get<Project>(path(c, 'projects', name)));
+      await c.client.replace(path(c, 'projects', name), next);
+      const requests = next.spec.syncRequests ?? 0;
+      out(`project.dev.kruntimes.io/${name} sync requested (${requests})\n`);
+      if (o.wait) await waitSync(c, name, requests);
     });
   listOrGet<Project>(project, 'projects', projectRows);
 }

@@ -94,6 +94,10 @@ def project_crd() -> dict[str, Any]:
                             "kruntimes-devws); absent means kubernetes. Immutable: effects "
                             "are reconciled by ID on it.",
                             enum=["kubernetes", "opensandbox"]),
+        "syncRequests": integer("SyncRequests: bump it to sync the repository binding again (a "
+                                "new snapshot of the default branch's tip; krt project sync). "
+                                "Workspaces created after the sync clone the new snapshot.",
+                                minimum=0),
     }, required=["repository"], rules=[
         rule("self.repository.url == oldSelf.repository.url && "
              "self.repository.defaultBranch == oldSelf.repository.defaultBranch",
@@ -102,6 +106,9 @@ def project_crd() -> dict[str, Any]:
         rule("(has(self.substrate) ? self.substrate : 'kubernetes') == (has(oldSelf.substrate) "
              "? oldSelf.substrate : 'kubernetes')", "substrate is immutable",
              field_path=".substrate", reason="FieldValueForbidden"),
+        rule("!has(oldSelf.syncRequests) || (has(self.syncRequests) && "
+             "self.syncRequests >= oldSelf.syncRequests)", "syncRequests may not decrease",
+             field_path=".syncRequests", reason="FieldValueForbidden"),
     ])
     status = obj("ProjectStatus is the Project's observed lifecycle and binding.", {
         "lifecycle": string("Lifecycle: provisioning -> active -> deleting -> deleted.",
@@ -118,12 +125,16 @@ def project_crd() -> dict[str, Any]:
             "operationId": string("OperationId of the last sync or publish.", max_length=253),
             "state": string("State of that operation.",
                             enum=["running", "succeeded", "failed"]),
+            "requestsSeen": integer("RequestsSeen is the spec.syncRequests this sync answers.",
+                                    minimum=0),
         }, required=["state"]),
         "conditions": conditions("Conditions of the Project."),
     })
     return envelope("Project", "projects", ["proj"], [
         column("Lifecycle", ".status.lifecycle"),
         column("Branch", ".spec.repository.defaultBranch"),
+        column("Sync", ".status.sync.state"),
+        column("Snapshot", ".status.snapshot.commit", priority=1),
         column("Repository", ".spec.repository.url", priority=1),
     ], spec, status, "Project is a Git repository's development environment; it owns exactly "
         "one main Workspace.")

@@ -19,10 +19,19 @@ const statusOf = (ops: FnOp[]): Project['status'] => {
 
 describe('devws-sync (pure decisions)', () => {
   it('records a new sync as running before any call; then calls the Git Server for it', () => {
-    const d = decideSync(project({ lifecycle: 'provisioning', bindingId: 'b-1' }), true);
+    const d = decideSync(project({ lifecycle: 'provisioning', bindingId: 'b-1' }), true, now);
     assert.equal(d.kind, 'ops');
-    assert.deepEqual(d.kind === 'ops' && statusOf(d.ops)?.sync, { state: 'running', operationId: 'p1-sync-1' });
-    const call = decideSync(project({ lifecycle: 'provisioning', bindingId: 'b-1', sync: { state: 'running' } }), true);
+    assert.deepEqual(d.kind === 'ops' && statusOf(d.ops)?.sync, {
+      state: 'running',
+      operationId: 'p1-sync-1',
+      requestsSeen: 0,
+    });
+    assert.equal(d.kind === 'ops' && d.ops.length, 1, 'the first sync has no Event of its own (its outcome has)');
+    const call = decideSync(
+      project({ lifecycle: 'provisioning', bindingId: 'b-1', sync: { state: 'running' } }),
+      true,
+      now,
+    );
     assert.deepEqual(call.kind === 'call' && call.request, {
       namespace: 'team',
       project: 'p1',
@@ -34,7 +43,7 @@ describe('devws-sync (pure decisions)', () => {
 
   it('does nothing without a Git Server, before the Project is initialised, while it is deleted, or once synced or failed', () => {
     const none = (s: Project['status'], git = true): void =>
-      assert.deepEqual(decideSync(project(s), git), { kind: 'ops', ops: [] }, JSON.stringify(s));
+      assert.deepEqual(decideSync(project(s), git, now), { kind: 'ops', ops: [] }, JSON.stringify(s));
     none({ lifecycle: 'active', bindingId: 'b-1' }, false);
     none(undefined);
     none({ lifecycle: 'deleting', bindingId: 'b-1', sync: { state: 'running' } });
@@ -61,6 +70,55 @@ describe('devws-sync (pure decisions)', () => {
     assert.deepEqual(statusOf(failed)?.sync, { state: 'failed', operationId: 'p1-sync-1' });
     assert.equal(statusOf(failed)?.snapshot, undefined);
     assert.deepEqual(afterSync(p, { kind: 'unanswered', message: 'reset' }, now), [{ op: 'requeue', afterMs: 5000 }]);
+  });
+
+  it('re-sync: a bumped spec.syncRequests starts the next sync once the last one ended, answering the bump; the snapshot before it stays until the new one lands', () => {
+    const ref = `refs/ora/upstreams/b-1/snapshots/${COMMIT}`;
+    const synced = (syncRequests: number | undefined, sync: NonNullable<Project['status']>['sync']): Project => ({
+      ...project({ lifecycle: 'active', bindingId: 'b-1', snapshot: { ref, commit: COMMIT }, sync }),
+      spec: { ...project(undefined).spec, ...(syncRequests === undefined ? {} : { syncRequests }) },
+    });
+    const first = { state: 'succeeded' as const, operationId: 'p1-sync-1', requestsSeen: 0 };
+    assert.deepEqual(decideSync(synced(0, first), true, now), { kind: 'ops', ops: [] }, 'nothing asked');
+    const d = decideSync(synced(1, first), true, now);
+    assert.ok(d.kind === 'ops');
+    const st = statusOf(d.ops);
+    assert.deepEqual(st?.sync, { state: 'running', operationId: 'p1-sync-2', requestsSeen: 1 });
+    assert.deepEqual(st?.snapshot, { ref, commit: COMMIT }, 'the current snapshot stays while the re-sync runs');
+    const event = d.ops.find((o) => o.op === 'create')?.object as { reason?: string; message?: string };
+    assert.equal(event.reason, 'RepositorySyncStarted');
+    assert.match(event.message ?? '', /^p1-sync-2: sync main again \(syncRequests 1\)$/);
+    // Bumped again while it runs: the running sync is asked for; the next one starts after it.
+    const running = synced(3, { state: 'running', operationId: 'p1-sync-2', requestsSeen: 1 });
+    assert.equal(decideSync(running, true, now).kind, 'call');
+    const newer = 'b'.repeat(40);
+    const done = statusOf(afterSync(running, { kind: 'synced', result: { ref: `r/${newer}`, commit: newer } }, now));
+    assert.deepEqual(done?.sync, { state: 'succeeded', operationId: 'p1-sync-2', requestsSeen: 1 });
+    assert.equal(done?.snapshot?.commit, newer);
+    const next = decideSync({ ...running, status: done }, true, now);
+    assert.deepEqual(next.kind === 'ops' && statusOf(next.ops)?.sync, {
+      state: 'running',
+      operationId: 'p1-sync-3',
+      requestsSeen: 3,
+    });
+    // A failed sync (the first or a re-sync) is tried again only when asked; a failed re-sync keeps the snapshot.
+    const failed = afterSync(running, { kind: 'failed', message: 'gone' }, now);
+    assert.deepEqual(statusOf(failed)?.snapshot, { ref, commit: COMMIT });
+    const unsynced = (syncRequests: number): Project => ({
+      ...project({ lifecycle: 'active', bindingId: 'b-1', sync: { state: 'failed', operationId: 'p1-sync-1' } }),
+      spec: { ...project(undefined).spec, syncRequests },
+    });
+    assert.deepEqual(decideSync(unsynced(0), true, now), { kind: 'ops', ops: [] });
+    const again = decideSync(unsynced(1), true, now);
+    assert.equal(again.kind === 'ops' && statusOf(again.ops)?.sync?.operationId, 'p1-sync-2');
+    assert.deepEqual(
+      decideSync({ ...unsynced(1), status: { ...unsynced(1).status, lifecycle: 'deleting' } }, true, now),
+      {
+        kind: 'ops',
+        ops: [],
+      },
+      'never while the Project is deleted',
+    );
   });
 
   it('reads the Git Server answer: 200 with a snapshot, 400/422 failed, 401/5xx/garbage unanswered', () => {

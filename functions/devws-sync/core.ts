@@ -1,6 +1,7 @@
 /**
  * devws-sync's decisions (ADR 0020, seed 002 "Git Server"), pure: a Project whose binding has no
- * snapshot yet gets one sync. The sync is first recorded as running in the Project's status (the
+ * snapshot yet gets one sync, and one more each time its spec.syncRequests is bumped (a re-sync,
+ * started once the sync before it ended). The sync is first recorded as running in the Project's status (the
  * durable intent: delete_project waits for it, the clone step defers snapshot_not_ready), then
  * the Git Server is asked to fetch, then the snapshot and the outcome are recorded. A failed fetch
  * fails the sync (the create operation then fails repository_sync_failed); an unanswered call is
@@ -27,25 +28,47 @@ const writeStatus = (p: Project, status: ProjectStatus): FnOp => ({
   object: { ...p, status },
 });
 
-/** The name of the Project's first sync operation (recorded in status.sync.operationId). */
-export const syncOperationId = (p: Project): string => `${p.metadata.name ?? ''}-sync-1`;
+/** The name of the Project's n-th sync operation (recorded in status.sync.operationId). */
+export const syncOperationId = (p: Project, n = 1): string => `${p.metadata.name ?? ''}-sync-${n}`;
+
+/** The number of the Project's last sync (from its operationId), 0 before the first. */
+export function syncNumber(p: Project): number {
+  const m = /-sync-(\d+)$/.exec(p.status?.sync?.operationId ?? '');
+  return m ? Number(m[1]) : p.status?.sync ? 1 : 0;
+}
 
 /**
- * What to do for a Project: nothing (no Git Server, not initialised, being deleted, already
- * synced, or failed), record a new sync as running, or call the Git Server for the running one.
+ * Whether the Project needs a new sync: the first (no sync and no snapshot yet), or a re-sync the
+ * user asked for (spec.syncRequests above what the last sync answered) once the last one ended.
  */
-export function decideSync(p: Project, gitServerConfigured: boolean): SyncDecision {
+export function wantsSync(p: Project): boolean {
+  const st = p.status ?? {};
+  if (!st.sync) return !st.snapshot || (p.spec.syncRequests ?? 0) > 0;
+  return st.sync.state !== 'running' && (p.spec.syncRequests ?? 0) > (st.sync.requestsSeen ?? 0);
+}
+
+/** Records a new sync as running (the durable intent), answering the current spec.syncRequests. */
+function startSync(p: Project, now: Date): FnOp[] {
+  const st = p.status ?? {};
+  const operationId = syncOperationId(p, syncNumber(p) + 1);
+  const requestsSeen = p.spec.syncRequests ?? 0;
+  const ops = [writeStatus(p, { ...st, sync: { state: 'running', operationId, requestsSeen } })];
+  if (!st.sync) return ops;
+  const message = `${operationId}: sync ${p.spec.repository.defaultBranch} again (syncRequests ${requestsSeen})`;
+  const e = { type: 'Normal' as const, reason: 'RepositorySyncStarted', message, key: operationId };
+  return [...ops, eventOp(involvedOf(p, API_VERSION, 'Project'), e, now, 'devws-sync')];
+}
+
+/**
+ * What to do for a Project: nothing (no Git Server, not initialised, being deleted, synced and no
+ * re-sync asked for), record a new sync as running, or call the Git Server for the running one.
+ */
+export function decideSync(p: Project, gitServerConfigured: boolean, now: Date): SyncDecision {
   const st = p.status ?? {};
   const live = st.lifecycle === 'provisioning' || st.lifecycle === 'active';
   if (!gitServerConfigured || !live || !st.bindingId) return { kind: 'ops', ops: [] };
-  if (!st.sync) {
-    if (st.snapshot) return { kind: 'ops', ops: [] };
-    return {
-      kind: 'ops',
-      ops: [writeStatus(p, { ...st, sync: { state: 'running', operationId: syncOperationId(p) } })],
-    };
-  }
-  if (st.sync.state !== 'running') return { kind: 'ops', ops: [] };
+  if (wantsSync(p)) return { kind: 'ops', ops: startSync(p, now) };
+  if (st.sync?.state !== 'running') return { kind: 'ops', ops: [] };
   const request: SyncRequest = {
     namespace: p.metadata.namespace ?? '',
     project: p.metadata.name ?? '',
@@ -63,15 +86,17 @@ export function afterSync(p: Project, o: SyncOutcome, now: Date): FnOp[] {
   if (o.kind === 'unanswered') return [{ op: 'requeue', afterMs: SYNC_RETRY_MS }];
   const involved = involvedOf(p, API_VERSION, 'Project');
   if (o.kind === 'failed') {
+    // A failed re-sync keeps the snapshot before it: Workspaces go on cloning that one.
     const e = { type: 'Warning' as const, reason: 'RepositorySyncFailed', message: o.message, key: operationId };
-    return [writeStatus(p, { ...st, sync: { state: 'failed', operationId } }), eventOp(involved, e, now, 'devws-sync')];
+    const sync = { ...st.sync, state: 'failed' as const, operationId };
+    return [writeStatus(p, { ...st, sync }), eventOp(involved, e, now, 'devws-sync')];
   }
   const message = `snapshot ${o.result.ref}`;
   return [
     writeStatus(p, {
       ...st,
       snapshot: { ref: o.result.ref, commit: o.result.commit },
-      sync: { state: 'succeeded', operationId },
+      sync: { ...st.sync, state: 'succeeded', operationId },
     }),
     eventOp(involved, { type: 'Normal', reason: 'RepositorySynced', message, key: operationId }, now, 'devws-sync'),
   ];

@@ -100,7 +100,7 @@ export async function handle({ key, object, state, now }: ReconcileInput): Promi
   const removal = removalOf(key, p);
   if (removal) return endpoint ? removeRepository(endpoint, removal) : [];
   if (!p) return [];
-  const d = decideSync(p, !!endpoint);
+  const d = decideSync(p, !!endpoint, now);
   if (d.kind === 'ops' || !endpoint) return d.kind === 'ops' ? d.ops : [];
   return afterSync(p, await callSync(endpoint, d.request), now);
 }

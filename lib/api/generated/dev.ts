@@ -213,6 +213,11 @@ export interface components {
                  * @enum {string}
                  */
                 substrate?: "kubernetes" | "opensandbox";
+                /**
+                 * Format: int32
+                 * @description SyncRequests: bump it to sync the repository binding again (a new snapshot of the default branch's tip; krt project sync). Workspaces created after the sync clone the new snapshot.
+                 */
+                syncRequests?: number;
             };
             /** @description ProjectStatus is the Project's observed lifecycle and binding. */
             status?: {
@@ -258,6 +263,11 @@ export interface components {
                 sync?: {
                     /** @description OperationId of the last sync or publish. */
                     operationId?: string;
+                    /**
+                     * Format: int32
+                     * @description RequestsSeen is the spec.syncRequests this sync answers.
+                     */
+                    requestsSeen?: number;
                     /**
                      * @description State of that operation.
                      * @enum {string}
