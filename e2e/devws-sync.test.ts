@@ -34,6 +34,7 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
     mayRead: () => Promise.resolve(false),
     workspaces: () => Promise.resolve([]),
     project: () => Promise.resolve(current),
+    secret: () => Promise.resolve({ missing: 'not_found' }),
   };
   let server: RunningGitServer;
   let commit: string;

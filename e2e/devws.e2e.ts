@@ -120,6 +120,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
   let gitServer: RunningGitServer;
   let gitRoot: string;
   let gitCA: Buffer;
+  let gitIdentity: KubeClient;
   /** The binding's current snapshot commit (the re-sync spec moves it on). */
   let snapshotCommit = '';
   const p = (n: string): string => `${G}/namespaces/${ns}/${n}`;
@@ -176,7 +177,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       externalCAFile: join(gitRoot, 'external-ca.pem'),
       host: E2E_HOST_ADDRESS,
       // Every read is reviewed by the cluster, as the component's ServiceAccount.
-      authority: kubeGitAuthority(await gitServerIdentity(ns)),
+      authority: kubeGitAuthority((gitIdentity = await gitServerIdentity(ns))),
       // The external repository is on this host: allowed explicitly (a sync refuses internal addresses).
       targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
     });
@@ -211,6 +212,49 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     const messages = await eventsOf('ProjectRefused', 2);
     assert.match(messages.join('\n'), /creating Project p1 refused for .*: 400 invalid_repository_url/);
     assert.match(messages.join('\n'), /creating Project p1 refused for .*: 400 default_branch_required/);
+  });
+
+  it('credentialRef: only a Secret its creator may read (credential_forbidden); the Git Server reads it only where the namespace granted it', async () => {
+    await admin().create(`/api/v1/namespaces/${ns}/secrets`, {
+      metadata: { name: 'repo-cred' },
+      type: 'kubernetes.io/basic-auth',
+      stringData: { username: 'bot', password: 'not-a-real-token' },
+    });
+    // A user who may create Projects but not read that Secret.
+    await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: 'maker' } });
+    const rule = (resources: string[], verbs: string[], group = 'dev.kruntimes.io', names?: string[]): object => ({
+      apiGroups: [group],
+      resources,
+      verbs,
+      ...(names ? { resourceNames: names } : {}),
+    });
+    const grant = async (name: string, rules: object[], subject: string): Promise<void> => {
+      await admin().create(`${RBAC}/namespaces/${ns}/roles`, { metadata: { name }, rules });
+      await admin().create(`${RBAC}/namespaces/${ns}/rolebindings`, {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        subjects: [{ kind: 'ServiceAccount', name: subject, namespace: ns }],
+      });
+    };
+    await grant('project-maker', [rule(['projects'], ['create'])], 'maker');
+    const maker = await serviceAccountClient(ns, 'maker');
+    const body = project('https://git.example/o/r.git', 'main');
+    body.spec.repository.credentialRef = 'repo-cred';
+    const denied = await eventually('the maker refused', async () => {
+      const r = await refusal(maker, (c) => c.create(p('projects'), body));
+      return /^403 .*credential_forbidden/.test(r) ? r : undefined;
+    });
+    assert.match(denied, /maker may not read Secret repo-cred/);
+    const authority = kubeGitAuthority(gitIdentity);
+    assert.deepEqual(await authority.secret(ns, 'repo-cred'), { missing: 'forbidden' }, 'not granted: not read');
+    // The namespace's opt-in (docs/workspaces-dev.md): get on that one Secret for the Git Server.
+    await grant('devws-git-credential', [rule(['secrets'], ['get'], '', ['repo-cred'])], 'devws-git');
+    const read = await eventually('the grant applies', async () => {
+      const r = await authority.secret(ns, 'repo-cred');
+      return 'secret' in r ? r.secret : undefined;
+    });
+    assert.equal(read.type, 'kubernetes.io/basic-auth');
+    assert.deepEqual(await authority.secret(ns, 'another'), { missing: 'forbidden' }, 'only the Secret named');
   });
 
   it('create_project: the sync records the binding snapshot, the Node clones it from the Git Server; the main Workspace is ready and the operation succeeds; operation_in_progress meanwhile', async () => {

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Project, Workspace } from '../lib/devws/api.ts';
 import type { Identity } from '../lib/devws/git-access.ts';
+import type { CredentialSecret, SecretRead } from '../lib/devws/credential.ts';
 import { parseCidrList } from '../lib/devws/sync-target.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import type { GitAuthority } from './devws-git-authority.ts';
@@ -113,6 +114,14 @@ class TestAuthority implements GitAuthority {
   async project(namespace: string, name: string): Promise<Project | undefined> {
     this.up();
     return Promise.resolve(this.projects.get(`${namespace}/${name}`));
+  }
+  /** Secrets the namespace granted the Git Server (`forbidden`: one it exists but was not granted). */
+  secrets = new Map<string, CredentialSecret | 'forbidden'>();
+  async secret(namespace: string, name: string): Promise<SecretRead> {
+    this.up();
+    const s = this.secrets.get(`${namespace}/${name}`);
+    if (s === 'forbidden') return Promise.resolve({ missing: 'forbidden' });
+    return Promise.resolve(s ? { secret: s } : { missing: 'not_found' });
   }
 }
 
@@ -393,6 +402,62 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
     });
     const missing = await sync({ project: 'pn' });
     assert.deepEqual([missing.code, missing.doc.reason], [422, 'repository_sync_failed']);
+  });
+
+  it("credentialRef: a private https repository is fetched with the Project's basic-auth Secret, sent only as a header; a missing, ungranted or unusable Secret fails with its reason", async () => {
+    const PASSWORD = 'tok-0123456789-secret';
+    const expected = `Basic ${Buffer.from(`bot:${PASSWORD}`).toString('base64')}`;
+    const seen: string[] = [];
+    const privateRepo = https.createServer(tls, (req, res) => {
+      seen.push(`${req.url ?? ''} ${req.headers.authorization === expected ? 'auth' : 'none'}`);
+      if (req.headers.authorization !== expected) {
+        res.writeHead(401, { 'www-authenticate': 'Basic realm="private"' });
+        res.end();
+        return;
+      }
+      serveGit(join(dir, 'ext'), req, res, new URL(req.url ?? '/', 'https://x'));
+    });
+    await new Promise<void>((r) => privateRepo.listen(0, '127.0.0.1', () => r()));
+    servers.push(privateRepo);
+    const url = `https://127.0.0.1:${(privateRepo.address() as AddressInfo).port}/o/r.git`;
+    const withRef = (name: string, credentialRef?: string): Project => ({
+      ...project(name, url),
+      spec: { repository: { url, defaultBranch: 'main', ...(credentialRef ? { credentialRef } : {}) } },
+    });
+    const basic = (password: string, type = 'kubernetes.io/basic-auth'): CredentialSecret => ({
+      type,
+      data: { username: Buffer.from('bot').toString('base64'), password: Buffer.from(password).toString('base64') },
+    });
+    authority.secrets.set('team/repo-cred', basic(PASSWORD));
+    authority.projects.set('team/pc', withRef('pc', 'repo-cred'));
+    const ok = await sync({ project: 'pc' });
+    assert.deepEqual([ok.code, ok.doc.commit], [200, commit], JSON.stringify(ok.doc));
+    assert.ok(seen.length > 0 && seen.every((l) => l.endsWith(' auth')), 'every request carried the credential');
+    const repo = join(dir, 'srv', 'team', 'pc.git');
+    const onDisk = sh(['config', '--list'], repo) + readFileSync(join(repo, 'config'), 'utf8');
+    assert.ok(
+      !onDisk.includes(PASSWORD) && !onDisk.includes(expected.slice(6)),
+      'the credential is not in the repository',
+    );
+    const refused = async (name: string, reason: string): Promise<string> => {
+      const r = await sync({ project: name });
+      assert.deepEqual([r.code, r.doc.reason], [422, reason], JSON.stringify(r.doc));
+      assert.ok(!JSON.stringify(r.doc).includes(PASSWORD), 'no answer carries the credential');
+      return r.doc.message ?? '';
+    };
+    authority.projects.set('team/pn1', withRef('pn1'));
+    await refused('pn1', 'repository_sync_failed'); // the repository is private: without the credential, nothing
+    authority.secrets.set('team/wrong', basic('not-it'));
+    authority.projects.set('team/pn2', withRef('pn2', 'wrong'));
+    await refused('pn2', 'repository_sync_failed');
+    authority.projects.set('team/pn3', withRef('pn3', 'absent'));
+    assert.match(await refused('pn3', 'credential_not_found'), /team\/absent does not exist/);
+    authority.secrets.set('team/hidden', 'forbidden');
+    authority.projects.set('team/pn4', withRef('pn4', 'hidden'));
+    assert.match(await refused('pn4', 'credential_forbidden'), /grant its ServiceAccount get on that Secret/);
+    authority.secrets.set('team/opaque', basic(PASSWORD, 'Opaque'));
+    authority.projects.set('team/pn5', withRef('pn5', 'opaque'));
+    await refused('pn5', 'credential_invalid');
   });
 
   it("a deleted Project's repository is removed (only with the sync token, never while the Project lives)", async () => {

@@ -29,6 +29,7 @@ import {
   tokenDigest,
 } from '../lib/devws/git-access.ts';
 import { snapshotRef, syncTarget, validateSyncRequest, type SyncTarget } from '../lib/devws/sync.ts';
+import { configEnv, credentialConfig, credentialOf, type GitCredential } from '../lib/devws/credential.ts';
 import { parseCidrList, vetAddresses, type TargetPolicy } from '../lib/devws/sync-target.ts';
 import { kubeGitAuthority, type GitAuthority } from './devws-git-authority.ts';
 import { defaultClient } from '../lib/kube/config.ts';
@@ -127,9 +128,14 @@ export async function pinnedFetchOptions(o: GitServerOptions, url: string): Prom
 /**
  * Fetches the binding branch of the Project's repository into the Project's repository here and
  * records the snapshot ref of its commit. Only the https transport is allowed (no file, ext or
- * ssh), only to a vetted address, without redirects.
+ * ssh), only to a vetted address, without redirects; with the Project's credential (credentialRef)
+ * as an Authorization header scoped to the repository URL, in git's environment only.
  */
-export async function syncRepository(o: GitServerOptions, t: SyncTarget): Promise<{ ref: string; commit: string }> {
+export async function syncRepository(
+  o: GitServerOptions,
+  t: SyncTarget,
+  credential?: GitCredential,
+): Promise<{ ref: string; commit: string }> {
   const dir = join(o.root, t.namespace, `${t.project}.git`);
   return serialized(dir, async () => {
     const pinned = await pinnedFetchOptions(o, t.url);
@@ -138,7 +144,10 @@ export async function syncRepository(o: GitServerOptions, t: SyncTarget): Promis
       await git(['init', '-q', '--bare', dir], o.root);
       await git(['config', 'http.receivepack', 'false'], dir);
     }
-    const env = o.externalCAFile ? { GIT_SSL_CAINFO: o.externalCAFile } : {};
+    const env = {
+      ...(o.externalCAFile ? { GIT_SSL_CAINFO: o.externalCAFile } : {}),
+      ...(credential ? configEnv(credentialConfig(credential, t.url)) : {}),
+    };
     const head = `refs/ora/upstreams/${t.bindingId}/heads/${t.branch}`;
     const allow = ['-c', 'protocol.allow=never', '-c', 'protocol.https.allow=always', ...pinned];
     await git([...allow, 'fetch', '-q', '--no-tags', '--', t.url, `+refs/heads/${t.branch}:${head}`], dir, env);
@@ -200,16 +209,25 @@ async function asked<T>(what: string, call: Promise<T>): Promise<T> {
 /**
  * POST /-/sync: 200 {ref, commit}; 401 without the sync token; 400 a bad request; 404/409 the
  * Project is missing, not syncable or not what the request names; 403 sync_target_forbidden (an
- * internal address); 422 repository_sync_failed (the fetch failed); 503 the API did not answer.
+ * internal address); 422 repository_sync_failed (the fetch failed) or a credential_* reason (the
+ * credentialRef Secret is missing, not granted to the Git Server, or unusable); 503 the API did not
+ * answer.
  */
 async function handleSync(o: GitServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   try {
     if (!authorized(req, o.syncToken)) throw new GitAccessError('unauthenticated', 401, 'the sync token is required');
     const r = validateSyncRequest(await readJson(req));
     const t = syncTarget(r, await asked('reading the Project', o.authority.project(r.namespace, r.project)));
+    const credential = t.credentialRef
+      ? credentialOf(
+          `${t.namespace}/${t.credentialRef}`,
+          await asked('reading the credential', o.authority.secret(t.namespace, t.credentialRef)),
+          t.url,
+        )
+      : undefined;
     let result: { ref: string; commit: string };
     try {
-      result = await syncRepository(o, t);
+      result = await syncRepository(o, t, credential);
     } catch (e) {
       if (e instanceof GitAccessError) throw e;
       throw new GitAccessError('repository_sync_failed', 422, e instanceof Error ? e.message : String(e));

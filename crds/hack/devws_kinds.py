@@ -82,8 +82,12 @@ def project_crd() -> dict[str, Any]:
                                 "(not HEAD: default_branch_required; a valid ref name: "
                                 "invalid_ref). It is also the short name of every Workspace "
                                 "branch.", min_length=1, max_length=255),
-        "credentialRef": name_ref("CredentialRef names a Git credential reference used only by "
-                                  "the repository sync; never a secret value."),
+        "credentialRef": name_ref("CredentialRef names a Secret of the Project's namespace "
+                                  "(kubernetes.io/basic-auth: username, password or access "
+                                  "token) used only by the Git Server's repository sync, where "
+                                  "the namespace grants it get on that Secret; never a secret "
+                                  "value. Its creator must be able to read it "
+                                  "(credential_forbidden). Immutable."),
     }, required=["url", "defaultBranch"])
     spec = obj("ProjectSpec is a Git repository's development environment.", {
         "displayName": string("DisplayName may be changed at any time.", max_length=256),
@@ -106,6 +110,10 @@ def project_crd() -> dict[str, Any]:
         rule("(has(self.substrate) ? self.substrate : 'kubernetes') == (has(oldSelf.substrate) "
              "? oldSelf.substrate : 'kubernetes')", "substrate is immutable",
              field_path=".substrate", reason="FieldValueForbidden"),
+        rule("(has(self.repository.credentialRef) ? self.repository.credentialRef : '') == "
+             "(has(oldSelf.repository.credentialRef) ? oldSelf.repository.credentialRef : '')",
+             "repository credentialRef is immutable (admission checks the creator may read it)",
+             field_path=".repository.credentialRef", reason="FieldValueForbidden"),
         rule("!has(oldSelf.syncRequests) || (has(self.syncRequests) && "
              "self.syncRequests >= oldSelf.syncRequests)", "syncRequests may not decrease",
              field_path=".syncRequests", reason="FieldValueForbidden"),

@@ -62,6 +62,25 @@ async function admitOperation(req: AdmissionRequest, ns: string, ctx: AdmissionC
   return reviewOperation(op, ws, await operationsIn(ns, ctx));
 }
 
+/**
+ * A new Project: its repository rules, and a credentialRef only to a Secret its creator may read
+ * (seed 002: a credential reference of one's own; 403 credential_forbidden), by SubjectAccessReview.
+ */
+async function admitProject(req: AdmissionRequest, ns: string, ctx: AdmissionContext): Promise<AdmissionResult> {
+  const p = req.object as Project;
+  const r = reviewProject(p);
+  const ref = p.spec.repository.credentialRef;
+  if (!r.allowed || !ref) return r;
+  if (await userMay(ctx, req.userInfo, { namespace: ns, verb: 'get', group: '', resource: 'secrets', name: ref }))
+    return r;
+  return {
+    allowed: false,
+    code: 403,
+    reason: 'Forbidden',
+    message: `credential_forbidden: ${req.userInfo.username} may not read Secret ${ref}; a Project may name only a credential its creator may read`,
+  };
+}
+
 async function admitWorkspace(req: AdmissionRequest, ns: string, ctx: AdmissionContext): Promise<AdmissionResult> {
   const ws = req.object as Workspace;
   if (req.operation === 'UPDATE' && req.oldObject) {
@@ -76,7 +95,7 @@ async function review(req: AdmissionRequest, ctx: AdmissionContext): Promise<Adm
   if (!req.object || req.subResource) return { allowed: true };
   const ns = req.object.metadata.namespace ?? req.namespace ?? '';
   const kind = req.kind.kind;
-  if (kind === 'Project' && req.operation === 'CREATE') return reviewProject(req.object as Project);
+  if (kind === 'Project' && req.operation === 'CREATE') return admitProject(req, ns, ctx);
   if (kind === 'Workspace') return admitWorkspace(req, ns, ctx);
   if (kind === 'Operation' && req.operation === 'CREATE') return admitOperation(req, ns, ctx);
   if (kind === 'Operation' && req.operation === 'UPDATE' && req.oldObject) {

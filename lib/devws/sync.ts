@@ -26,6 +26,8 @@ export interface SyncTarget {
   /** The external repository (https only: the Git Server holds no ssh keys). */
   url: string;
   branch: string;
+  /** The Secret (same namespace) holding the repository's credential, when the Project names one. */
+  credentialRef?: string;
 }
 
 export interface SyncResult {
@@ -78,6 +80,7 @@ export function syncTarget(r: SyncRequest, p: Project | undefined): SyncTarget {
     bindingId: st.bindingId,
     url: p.spec.repository.url,
     branch: p.spec.repository.defaultBranch,
+    ...(p.spec.repository.credentialRef ? { credentialRef: p.spec.repository.credentialRef } : {}),
   };
   for (const k of ['bindingId', 'url', 'branch'] as const) {
     if (r[k] !== undefined && r[k] !== t[k])

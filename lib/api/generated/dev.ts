@@ -201,7 +201,7 @@ export interface components {
                 displayName?: string;
                 /** @description Repository is the Project's single repository binding. */
                 repository: {
-                    /** @description CredentialRef names a Git credential reference used only by the repository sync; never a secret value. */
+                    /** @description CredentialRef names a Secret of the Project's namespace (kubernetes.io/basic-auth: username, password or access token) used only by the Git Server's repository sync, where the namespace grants it get on that Secret; never a secret value. Its creator must be able to read it (credential_forbidden). Immutable. */
                     credentialRef?: string;
                     /** @description DefaultBranch is the one concrete branch the binding syncs (not HEAD: default_branch_required; a valid ref name: invalid_ref). It is also the short name of every Workspace branch. */
                     defaultBranch: string;

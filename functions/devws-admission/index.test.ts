@@ -45,6 +45,15 @@ const request = (o: Partial<AdmissionRequest> & Pick<AdmissionRequest, 'object'>
 });
 
 /** The cluster as admission reads it (paths to objects), recording what the handler posts. */
+interface Review {
+  spec: { user: string; resourceAttributes: { resource: string; name: string } };
+}
+/** SubjectAccessReviews: alice may read the Secret repo-cred, nobody anything else. */
+const reviews = (body: unknown): { status: { allowed: boolean } } => {
+  const { user, resourceAttributes: a } = (body as Review).spec;
+  return { status: { allowed: user === 'alice' && a.resource === 'secrets' && a.name === 'repo-cred' } };
+};
+
 function cluster(objects: KubeObject[]): { ctx: AdmissionContext; posted: Promise<[string, KubeObject]>[] } {
   const byPath = new Map(
     objects.map((o) => [`/apis/${AV}/namespaces/t/${(o.kind ?? '').toLowerCase()}s/${o.metadata.name ?? ''}`, o]),
@@ -59,6 +68,7 @@ function cluster(objects: KubeObject[]): { ctx: AdmissionContext; posted: Promis
     get: <T extends KubeObject>(path: string) =>
       Promise.resolve((path.endsWith('/operations') ? list : byPath.get(path)) as T | undefined),
     post: <T>(path: string, body: unknown) => {
+      if (path.endsWith('/subjectaccessreviews')) return Promise.resolve(reviews(body) as T);
       resolvePost([path, body as KubeObject]);
       return Promise.resolve(body as T);
     },
@@ -155,6 +165,23 @@ describe('devws-admission: every refusal is recorded as an Event', () => {
     assert.equal((await admit({ ...req, dryRun: true }, counting)).allowed, false);
     await new Promise((r) => setImmediate(r));
     assert.equal(posts, 0, 'a dry run records nothing');
+  });
+
+  it('credentialRef: a Project may name only a Secret its creator may read (403 credential_forbidden, recorded)', async () => {
+    const withRef = (credentialRef: string): Project => ({
+      ...project,
+      metadata: { name: 'p2', namespace: 't' },
+      spec: { repository: { ...project.spec.repository, credentialRef } },
+    });
+    const { ctx, posted } = cluster([]);
+    assert.equal((await admit(request({ object: withRef('repo-cred') }), ctx)).allowed, true);
+    const bob = request({ object: withRef('repo-cred'), userInfo: { username: 'bob' } });
+    const r = await admit(bob, ctx);
+    assert.deepEqual([r.allowed, r.code], [false, 403]);
+    assert.match(r.message ?? '', /^credential_forbidden: bob may not read Secret repo-cred/);
+    assert.equal((await admit(request({ object: withRef('other') }), ctx)).code, 403);
+    const [, event] = (await posted[0]) as [string, KubeObject & Record<string, unknown>];
+    assert.match(String(event.message), /^creating Project p2 refused for bob: 403 credential_forbidden/);
   });
 
   it('an Event that cannot be written leaves the refusal as it is', async () => {
