@@ -239,6 +239,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     await grant('project-maker', [rule(['projects'], ['create'])], 'maker');
     const maker = await serviceAccountClient(ns, 'maker');
     const body = project('https://git.example/o/r.git', 'main');
+    body.metadata.name = 'p0';
     body.spec.repository.credentialRef = 'repo-cred';
     const denied = await eventually('the maker refused', async () => {
       const r = await refusal(maker, (c) => c.create(p('projects'), body));

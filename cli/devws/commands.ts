@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { Operation, OperationKind, Project, Workspace } from '../../lib/devws/api.ts';
 import { connect, UsageError, type Conn } from '../kube.ts';
+import { isApiError } from '../../lib/kube/errors.ts';
 import { age, parseFormat, render, table } from '../output.ts';
 
 const G = '/apis/dev.kruntimes.io/v1alpha1';
@@ -116,6 +117,19 @@ export function syncProgress(p: Project, requests: number): { line: string; ende
   if (!sync || (sync.requestsSeen ?? 0) < requests) return undefined;
   const snapshot = sync.state === 'succeeded' ? ` snapshot ${p.status?.snapshot?.commit.slice(0, 12) ?? ''}` : '';
   return { line: `${sync.operationId ?? ''} ${sync.state}${snapshot}`, ended: sync.state !== 'running' };
+}
+
+/** Bumps spec.syncRequests, guarded by resourceVersion (a concurrent write: read again, up to 5 times); the new count. */
+async function requestSync(c: Conn, name: string): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    const next = syncRequested(await c.client.get<Project>(path(c, 'projects', name)));
+    try {
+      await c.client.replace(path(c, 'projects', name), next);
+      return next.spec.syncRequests ?? 0;
+    } catch (err) {
+      if (!isApiError(err, 409) || attempt >= 5) throw err;
+    }
+  }
 }
 
 /** Follows the sync answering `requests` to its end (a failed sync: OperationFailed, exit 3). */
@@ -297,9 +311,7 @@ function registerProject(program: Command): void {
     .option('--wait', 'follow the sync to its end')
     .action(async (name: string, o: { wait?: boolean }, cmd: Command) => {
       const c = conn(cmd);
-      const next = syncRequested(await c.client.get<Project>(path(c, 'projects', name)));
-      await c.client.replace(path(c, 'projects', name), next);
-      const requests = next.spec.syncRequests ?? 0;
+      const requests = await requestSync(c, name);
       out(`project.dev.kruntimes.io/${name} sync requested (${requests})\n`);
       if (o.wait) await waitSync(c, name, requests);
     });
