@@ -102,7 +102,6 @@ export function progressLine(o: Operation): string {
 
 export const FINISHED = ['succeeded', 'failed'];
 
-/** Follows an Operation to its end, one progress line per change; throws OperationFailed unless it succeeded. */
 /** A re-sync request: spec.syncRequests bumped by one (devws-sync takes a new snapshot). */
 export function syncRequested(p: Project): Project {
   return { ...p, spec: { ...p.spec, syncRequests: (p.spec.syncRequests ?? 0) + 1 } };
@@ -145,6 +144,7 @@ async function waitSync(c: Conn, name: string, requests: number, pollMs = 300): 
   }
 }
 
+/** Follows an Operation to its end, one progress line per change; throws OperationFailed unless it succeeded. */
 export async function waitOperation(
   c: Conn,
   name: string,

@@ -4,6 +4,10 @@ import { down, status, up, apiHealthy, NODE_KINDS, type NodeKind, type UpOptions
 import { ImageImportError, importImageArchives } from '../../localenv/image-import.ts';
 import { LOCAL_ENV_DIR } from '../../localenv/paths.ts';
 import { runDemo } from './demo.ts';
+import { runDevwsDemo } from './devws-demo.ts';
+import { join } from 'node:path';
+import { clientFromKubeconfig } from '../../lib/kube/config.ts';
+import { POD_GATEWAY } from '../../localenv/kubelet-config.ts';
 
 const say = (msg: string): void => {
   process.stderr.write(`  ${msg}\n`);
@@ -48,6 +52,7 @@ export function registerLocal(program: Command): void {
       env.admin.close();
     });
   registerImage(local);
+  registerDevwsDemo(local);
   local
     .command('down')
     .description('stop everything `up` started')
@@ -73,6 +78,25 @@ export function registerLocal(program: Command): void {
       process.stdout.write(`${'api server /readyz'.padEnd(26)} ${healthy ? 'ok' : 'not ready'}\n`);
       process.stdout.write(`kubeconfig                 ${st.state.root}/kubeconfig\n`);
       if (!healthy || st.components.some((c) => !c.running)) process.exitCode = 1;
+    });
+}
+
+/** `krt local demo-devws` (cli/local/devws-demo.ts) against the krt local environment. */
+function registerDevwsDemo(local: Command): void {
+  local
+    .command('demo-devws')
+    .description(
+      'developer workspaces end to end from examples/devws/: create, stop, start, re-sync, an isolated Workspace, ' +
+        'delete (the repository and the Git Server run in this process while it lasts)',
+    )
+    .action(async () => {
+      const st = status(LOCAL_ENV_DIR).state;
+      if (!st) throw new Error('krt local demo-devws: no local environment (run: krt local up)');
+      const admin = clientFromKubeconfig(join(st.root, 'kubeconfig'));
+      const host = st.nodeKind === 'kubelet' ? POD_GATEWAY : '127.0.0.1';
+      const r = await runDevwsDemo({ admin, host, say });
+      process.stdout.write(`demo-devws finished: namespace ${r.namespace}\n`);
+      admin.close();
     });
 }
 
