@@ -31,4 +31,23 @@ describe('runtimed heartbeat updates (issue 17)', () => {
     const noBeat = { ...old, status: { phase: 'Running' } } as KubeObject;
     assert.equal(heartbeatOnly(updated(noBeat, runtimePod(T0, '2')), now, 15_000), false);
   });
+
+  it('serialises an update once however many triggers judge it (the scheduler and the reaper share the event)', () => {
+    const reads = { n: 0 };
+    const spied = (p: KubeObject): KubeObject => {
+      const { spec, ...rest } = p as KubeObject & { spec?: unknown };
+      return Object.defineProperty<KubeObject>(rest, 'spec', {
+        enumerable: true,
+        get: () => (reads.n++, spec),
+      });
+    };
+    const e = updated(spied(runtimePod(T0, '1')), spied(runtimePod(T0 + 5000, '2')));
+    assert.equal(heartbeatOnly(e, T0 + 5100, 15_000), true);
+    const once = reads.n;
+    assert.ok(once > 0);
+    assert.equal(heartbeatOnly(e, T0 + 5100, 30_000), true);
+    assert.equal(reads.n, once, 'the second trigger re-serialised both versions');
+    // A different old version of the same object is compared afresh.
+    assert.equal(heartbeatOnly(updated(runtimePod(T0, '0', { ready: 'False' }), e.object), T0 + 5100, 15_000), false);
+  });
 });

@@ -36,6 +36,21 @@ function withoutBeat(p: PodLike): string {
 }
 
 /**
+ * The comparison of one update's two versions, kept per new version: the relay hands the same
+ * event to every trigger of an informer (the scheduler's and the reaper's), so each update is
+ * serialised once, not once per trigger.
+ */
+const compared = new WeakMap<KubeObject, { old: KubeObject; same: boolean }>();
+
+function sameBesidesBeat(old: PodLike, object: PodLike): boolean {
+  const hit = compared.get(object);
+  if (hit?.old === old) return hit.same;
+  const same = withoutBeat(old) === withoutBeat(object);
+  compared.set(object, { old, same });
+  return same;
+}
+
+/**
  * Whether an update of a Runtime Pod only renewed runtimed's heartbeat, the one it replaces being
  * fresh at nowMs (younger than staleMs): whoever judged the Pod by the old heartbeat before now
  * judged it fresh, so the update changes no decision. A heartbeat that returns after a stale one,
@@ -50,5 +65,5 @@ export function heartbeatOnly(
   const before = beatOf(e.old);
   const after = beatOf(e.object);
   if (!Number.isFinite(before) || !Number.isFinite(after) || after <= before || nowMs - before >= staleMs) return false;
-  return withoutBeat(e.old) === withoutBeat(e.object);
+  return sameBesidesBeat(e.old, e.object);
 }
