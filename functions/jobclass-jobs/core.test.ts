@@ -16,7 +16,7 @@ import {
   statuses,
 } from '../../lib/jobclass/testing.ts';
 import { reconcileJob, SECRET_RECHECK_MS } from './core.ts';
-import fn, { handle, secretRefs } from './index.ts';
+import fn, { secretRefs } from './index.ts';
 
 const status = (ops: Operation[]): JobStatus => statuses(ops)[0] as JobStatus;
 const accepted = (ops: Operation[]): { status: string; reason: string; message: string } | undefined =>
@@ -274,14 +274,25 @@ describe('jobclass-jobs: cancel, TTL and dependency keys', () => {
     ]);
   });
 
-  it('re-evaluates pending Jobs on @class: and @ns: keys', () => {
+  it('a class, parameters or namespace change wakes each pending Job under its own key, never a batch key', () => {
+    const accepted = withStatus(job('j3'), {
+      conditions: [
+        { type: 'Accepted', status: 'True', reason: 'Accepted', message: '', lastTransitionTime: NOW.toISOString() },
+      ],
+    });
     const state = new FakeState([
       [X.namespaces, namespace('team-a')],
       [X.jobs, job('j1')],
       [X.jobs, job('j2', {}, 'team-b')],
+      [X.jobs, accepted],
     ]);
-    assert.equal(statuses(handle({ key: '@class:x', object: undefined, state, now: NOW })).length, 2);
-    assert.equal(statuses(handle({ key: '@ns:team-b', object: undefined, state, now: NOW })).length, 1);
+    const also = fn.trigger.type === 'watch' ? (fn.trigger.also ?? []) : [];
+    const wakes = (resource: unknown, o: unknown): string[] =>
+      also.find((a) => a.resource === resource)!.map(o as Job, state);
+    assert.deepEqual(wakes(X.jobClasses, { metadata: { name: 'x' } }), ['team-a/j1', 'team-b/j2']);
+    assert.deepEqual(wakes(X.kubernetesParameters, { metadata: { name: 'p' } }), ['team-a/j1', 'team-b/j2']);
+    assert.deepEqual(wakes(X.openSandboxParameters, { metadata: { name: 'p' } }), ['team-a/j1', 'team-b/j2']);
+    assert.deepEqual(wakes(X.namespaces, namespace('team-b')), ['team-b/j2']);
   });
 
   it('reads only the Secrets pending Jobs name, by name, and never watches Secrets', () => {
@@ -299,8 +310,6 @@ describe('jobclass-jobs: cancel, TTL and dependency keys', () => {
     const refs = (key: string, object?: Job): string[] =>
       secretRefs({ key, object, state }).map((r) => `${r.namespace ?? ''}/${r.name}`);
     assert.deepEqual(refs('team-a/j1', j), ['team-a/db', 'team-a/regcred']);
-    assert.deepEqual(refs('@class:x'), ['team-a/db', 'team-a/regcred']);
-    assert.deepEqual(refs('@ns:team-b'), []);
     assert.deepEqual(
       refs(
         'team-a/j1',

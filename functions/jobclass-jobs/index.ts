@@ -4,46 +4,44 @@
  * Secret/ConfigMap references and controller-specific allowances, writes Accepted and the
  * effective resources (with an Event per transition), and deletes finished Jobs after
  * ttlSecondsAfterFinished. Accepted Jobs belong to their class's adapter function.
- * Dependency changes wake the affected pending Jobs through @class:/@ns: keys; Secrets and
+ * Dependency changes wake the affected pending Jobs under their own keys; Secrets and
  * ConfigMaps are read by name at each evaluation (never listed, watched or cached: a cluster-wide
  * ConfigMap cache would let anyone who may create ConfigMaps exhaust the extension server).
  */
 import { R } from '../../lib/fn/resources.ts';
-import type { FunctionDef, ObjectRef, Operation, ReconcileInput, State } from '../../lib/fn/types.ts';
+import {
+  keyOf,
+  type FunctionDef,
+  type ObjectRef,
+  type Operation,
+  type ReconcileInput,
+  type State,
+} from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { X, type Job } from '../../lib/jobclass/api.ts';
 import { jobValueRefs } from '../../lib/jobclass/envrefs.ts';
 import { isAccepted, isFinished } from '../../lib/jobclass/jobs.ts';
 import { pendingJobs, reconcileJob } from './core.ts';
 
-/** The Jobs an invocation evaluates: the keyed Job, or the pending Jobs a dependency key wakes. */
-function jobsFor(key: string, object: KubeObject | undefined, state: State): Job[] | undefined {
-  if (key.startsWith('@class:')) return pendingJobs(state);
-  if (key.startsWith('@ns:')) return pendingJobs(state, key.slice(4));
-  return undefined;
-}
-
-export function handle({ key, object, state, now }: ReconcileInput): Operation[] {
-  const batch = jobsFor(key, object, state);
-  if (batch) return batch.flatMap((j) => reconcileJob(j, state, now)).filter((op) => op.op !== 'requeue');
+export function handle({ object, state, now }: ReconcileInput): Operation[] {
   return reconcileJob(object as Job | undefined, state, now);
 }
 
-/** The Secrets and ConfigMaps an invocation reads by name (env and image pull Secrets of Jobs not accepted yet). */
-export function secretRefs({
-  key,
-  object,
-  state,
-}: {
-  key: string;
-  object: KubeObject | undefined;
-  state: State;
-}): ObjectRef[] {
-  const jobs = jobsFor(key, object, state) ?? (object ? [object as Job] : []);
-  return jobs
-    .filter((j) => !isAccepted(j.status) && !isFinished(j.status) && !j.metadata.deletionTimestamp)
-    .flatMap(jobValueRefs);
+/** The Secrets and ConfigMaps an invocation reads by name (env and image pull Secrets of a Job not accepted yet). */
+export function secretRefs({ object }: { key: string; object: KubeObject | undefined; state: State }): ObjectRef[] {
+  const j = object as Job | undefined;
+  if (!j || isAccepted(j.status) || isFinished(j.status) || j.metadata.deletionTimestamp) return [];
+  return jobValueRefs(j);
 }
+
+/**
+ * A dependency change wakes the pending Jobs it may decide under their own keys (the queue runs
+ * one key at a time, so one invocation at a time decides a Job; see the OpenSandbox adapter).
+ */
+const wakePending =
+  (namespace?: (o: KubeObject) => string) =>
+  (o: KubeObject, state: State): string[] =>
+    pendingJobs(state, namespace?.(o)).map(keyOf);
 
 const fn: FunctionDef = {
   name: 'jobclass-jobs',
@@ -53,10 +51,10 @@ const fn: FunctionDef = {
     type: 'watch',
     resource: X.jobs,
     also: [
-      { resource: X.jobClasses, map: (o) => [`@class:${o.metadata.name ?? ''}`] },
-      { resource: X.kubernetesParameters, map: () => ['@class:*'] },
-      { resource: X.openSandboxParameters, map: () => ['@class:*'] },
-      { resource: X.namespaces, map: (o) => [`@ns:${o.metadata.name ?? ''}`] },
+      { resource: X.jobClasses, map: wakePending() },
+      { resource: X.kubernetesParameters, map: wakePending() },
+      { resource: X.openSandboxParameters, map: wakePending() },
+      { resource: X.namespaces, map: wakePending((ns) => ns.metadata.name ?? '') },
     ],
     // Secrets and ConfigMaps are read by name (never listed or watched); a Job waiting for one
     // re-checks on its own (SECRET_RECHECK_MS).

@@ -4,7 +4,7 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { PARAMETERS_FINALIZER, type Job, type JobStatus, type KubernetesParameters } from '../../lib/jobclass/api.ts';
 import { FakeState, NOW, R, T0, X, events, job, jobClass, k8sParams, statuses } from '../../lib/jobclass/testing.ts';
 import { reconcileKubernetesJob } from './core.ts';
-import { handle } from './index.ts';
+import fn, { handle } from './index.ts';
 import { batchJobName } from './render.ts';
 
 const status = (ops: Operation[]): JobStatus => statuses(ops)[0] as JobStatus;
@@ -165,6 +165,21 @@ describe('jobclass-kubernetes: Ensure', () => {
       events(ops).map((e) => [e.type, e.reason]),
       [['Warning', 'ServiceAccountNotFound']],
     );
+  });
+
+  it('a ServiceAccount or class change wakes each waiting Job under its own key, never a batch key', () => {
+    const other = { ...accepted(job('k')), metadata: { ...job('k').metadata, namespace: 'team-b' } };
+    const state = world()
+      .put(X.jobs, accepted(job('j')))
+      .put(X.jobs, other)
+      .put(X.jobs, scheduled(job('s')));
+    const also = fn.trigger.type === 'watch' ? (fn.trigger.also ?? []) : [];
+    const wakes = (resource: unknown, o: KubeObject): string[] =>
+      also.find((a) => a.resource === resource)!.map(o, state);
+    assert.deepEqual(wakes(R.serviceAccounts, { metadata: { name: 'ayatori-job', namespace: 'team-a' } }), [
+      'team-a/j',
+    ]);
+    assert.deepEqual(wakes(X.jobClasses, jobClass('rootless')), ['team-a/j', 'team-b/k', '@params:rootless']);
   });
 
   it('does not create while the class is not Ready (e.g. its RuntimeClass is missing)', () => {

@@ -5,7 +5,7 @@
  * references for deletion. Also protects KubernetesExecutionParameters referenced by classes.
  */
 import { R } from '../../lib/fn/resources.ts';
-import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.ts';
+import { keyOf, type FunctionDef, type Operation, type ReconcileInput } from '../../lib/fn/types.ts';
 import {
   GROUP,
   JOB_UID_LABEL,
@@ -23,14 +23,6 @@ export function handle({ key, object, state, now }: ReconcileInput): Operation[]
     const params = state.get(X.kubernetesParameters, undefined, key.slice(8)) as KubernetesParameters | undefined;
     return protectParameters(X.kubernetesParameters, params, state.list(X.jobClasses) as JobClass[], now, COMPONENT);
   }
-  if (key.startsWith('@ns:'))
-    return waitingJobs(state, (j) => j.metadata.namespace === key.slice(4)).flatMap((j) =>
-      reconcileKubernetesJob(j, state, now),
-    );
-  if (key.startsWith('@class:'))
-    return waitingJobs(state, (j) => j.status?.resolvedJobClass?.name === key.slice(7)).flatMap((j) =>
-      reconcileKubernetesJob(j, state, now),
-    );
   return reconcileKubernetesJob(object as Job | undefined, state, now);
 }
 
@@ -50,14 +42,19 @@ const fn: FunctionDef = {
             .filter((r) => r.kind === 'Job' && r.apiVersion.startsWith(`${GROUP}/`))
             .map((r) => `${o.metadata.namespace ?? ''}/${r.name}`),
       },
-      { resource: R.serviceAccounts, map: (o) => [`@ns:${o.metadata.namespace ?? ''}`] },
+      // A ServiceAccount or class change wakes the Jobs waiting for it under their own keys: the
+      // queue runs one key at a time, so one invocation at a time acts for a Job.
+      {
+        resource: R.serviceAccounts,
+        map: (o, state) => waitingJobs(state, (j) => j.metadata.namespace === o.metadata.namespace).map(keyOf),
+      },
       {
         resource: X.jobClasses,
-        map: (o) => {
+        map: (o, state) => {
           const c = o as JobClass;
-          return c.spec.controllerName === KUBERNETES_CONTROLLER
-            ? [`@class:${c.metadata.name ?? ''}`, `@params:${c.spec.parametersRef.name}`]
-            : [];
+          if (c.spec.controllerName !== KUBERNETES_CONTROLLER) return [];
+          const waiting = waitingJobs(state, (j) => j.status?.resolvedJobClass?.name === c.metadata.name);
+          return [...waiting.map(keyOf), `@params:${c.spec.parametersRef.name}`];
         },
       },
       { resource: X.kubernetesParameters, map: (o) => [`@params:${o.metadata.name ?? ''}`] },
