@@ -22,6 +22,7 @@ import type { Container, Pod } from './pod-types.ts';
 import { ProbeLoop, runProbe } from './probes.ts';
 import { containerIdentity, setprivArgs, verifyRunAsNonRoot, type Identity } from './security-context.ts';
 import { prepareVolume, removePodDir, VolumeError, type PreparedVolume } from './volumes.ts';
+import { TimerSet } from '../lib/timers.ts';
 
 /** How often configMap/secret/projected volume contents are re-synced (the kubelet does about every minute). */
 const VOLUME_SYNC_MS = 10_000;
@@ -57,7 +58,7 @@ interface Slot {
   running?: Running;
   /** The readiness probe of the running instance, when the container has one. */
   readiness?: ProbeLoop;
-  timers: NodeJS.Timeout[];
+  timers: TimerSet;
   env: Record<string, string>;
   user?: Identity;
   backoff?: Backoff;
@@ -78,7 +79,7 @@ export class PodWorker {
   private flushing: Promise<void> | undefined;
   private dirty = false;
   private lastSent = '';
-  private timers: NodeJS.Timeout[] = [];
+  private readonly timers = new TimerSet();
 
   constructor(
     pod: Pod,
@@ -96,7 +97,7 @@ export class PodWorker {
         started: false,
         willRestart: false,
       },
-      timers: [],
+      timers: new TimerSet(),
       env: {},
     });
     this.init = (pod.spec.initContainers ?? []).map((c) => slot(c, 0));
@@ -149,19 +150,14 @@ export class PodWorker {
     const secs = this.pod.spec.activeDeadlineSeconds;
     if (!secs) return;
     const left = Date.parse(this.startTime) + secs * 1000 - this.d.now().getTime();
-    this.timers.push(
-      setTimeout(
-        () => {
-          this.failed = {
-            reason: 'DeadlineExceeded',
-            message: `Pod was active on the node longer than the specified deadline (${secs}s)`,
-          };
-          this.killAll('SIGKILL');
-          this.markDirty();
-        },
-        Math.max(0, left),
-      ),
-    );
+    this.timers.after(Math.max(0, left), () => {
+      this.failed = {
+        reason: 'DeadlineExceeded',
+        message: `Pod was active on the node longer than the specified deadline (${secs}s)`,
+      };
+      this.killAll('SIGKILL');
+      this.markDirty();
+    });
   }
 
   private async prepareVolumes(): Promise<void> {
@@ -203,28 +199,24 @@ export class PodWorker {
   private scheduleRefresh(name: string, at: number): void {
     const pv0 = this.volumes.get(name);
     if (pv0?.refreshAt && !this.tokenDue.has(name)) this.tokenDue.set(name, pv0.refreshAt);
-    const t = setTimeout(
-      () => {
-        const v = (this.pod.spec.volumes ?? []).find((x) => x.name === name);
-        if (!v || this.terminating) return;
-        const due = this.tokenDue.get(name);
-        const refreshTokens = due !== undefined && this.d.now().getTime() >= due;
-        prepareVolume({ ...this.volumeCtx(), refreshTokens }, v)
-          .then((pv) => {
-            if (pv.refreshAt) this.tokenDue.set(name, pv.refreshAt);
-            this.scheduleRefresh(
-              name,
-              Math.min(this.tokenDue.get(name) ?? Infinity, this.d.now().getTime() + VOLUME_SYNC_MS),
-            );
-          })
-          .catch((err: unknown) => {
-            this.d.log.warn({ err, volume: name }, 'volume refresh failed');
-            this.scheduleRefresh(name, Date.now() + 10_000);
-          });
-      },
-      Math.max(1000, at - this.d.now().getTime()),
-    );
-    this.timers.push(t);
+    this.timers.after(Math.max(1000, at - this.d.now().getTime()), () => {
+      const v = (this.pod.spec.volumes ?? []).find((x) => x.name === name);
+      if (!v || this.terminating) return;
+      const due = this.tokenDue.get(name);
+      const refreshTokens = due !== undefined && this.d.now().getTime() >= due;
+      prepareVolume({ ...this.volumeCtx(), refreshTokens }, v)
+        .then((pv) => {
+          if (pv.refreshAt) this.tokenDue.set(name, pv.refreshAt);
+          this.scheduleRefresh(
+            name,
+            Math.min(this.tokenDue.get(name) ?? Infinity, this.d.now().getTime() + VOLUME_SYNC_MS),
+          );
+        })
+        .catch((err: unknown) => {
+          this.d.log.warn({ err, volume: name }, 'volume refresh failed');
+          this.scheduleRefresh(name, Date.now() + 10_000);
+        });
+    });
   }
 
   private setWaitingAll(reason: string, message: string): void {
@@ -281,11 +273,9 @@ export class PodWorker {
       const reason = err instanceof EnvError ? err.reason : 'CreateContainerConfigError';
       s.view.state = { waiting: { reason, message: (err as Error).message } };
       this.markDirty();
-      this.timers.push(
-        setTimeout(() => {
-          if (!this.terminating) void this.startContainer(s);
-        }, 3000),
-      );
+      this.timers.after(3000, () => {
+        if (!this.terminating) void this.startContainer(s);
+      });
       return false;
     }
     const argv = effectiveArgv(image.config, c.command, c.args).map((a) => expandVars(a, s.env));
@@ -365,7 +355,7 @@ export class PodWorker {
         onFlip,
         initial,
         active: () => !!s.running && !this.terminating,
-        schedule: (f, ms) => void s.timers.push(setTimeout(f, ms)),
+        schedule: (f, ms) => s.timers.after(ms, f),
         now: () => performance.now(),
       });
       l.start();
@@ -391,8 +381,7 @@ export class PodWorker {
   }
 
   private onExit(s: Slot, r: Running, startedAt: string, code: number): void {
-    for (const t of s.timers) clearTimeout(t);
-    s.timers = [];
+    s.timers.clear();
     s.readiness = undefined;
     if (s.running === r) s.running = undefined;
     s.view.ready = false;
@@ -411,14 +400,12 @@ export class PodWorker {
     if (restart) {
       s.backoff = restartBackoff(s.backoff, this.d.now().getTime());
       const delay = s.backoff.delayMs;
-      s.timers.push(
-        setTimeout(() => {
-          if (this.terminating) return;
-          s.view.lastState = s.view.state;
-          s.view.restartCount++;
-          void this.startContainer(s);
-        }, delay),
-      );
+      s.timers.after(delay, () => {
+        if (this.terminating) return;
+        s.view.lastState = s.view.state;
+        s.view.restartCount++;
+        void this.startContainer(s);
+      });
     }
     this.markDirty();
   }
@@ -430,7 +417,7 @@ export class PodWorker {
   private async terminate(): Promise<void> {
     if (this.terminating) return;
     this.terminating = true;
-    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
     const grace = Math.min(
       this.pod.metadata.deletionGracePeriodSeconds ?? 30,
       this.pod.spec.terminationGracePeriodSeconds ?? 30,
@@ -454,13 +441,12 @@ export class PodWorker {
   async stopContainers(graceMs: number): Promise<void> {
     const running = [...this.init, ...this.main].flatMap((s) => (s.running ? [s.running] : []));
     for (const s of [...this.init, ...this.main]) {
-      for (const t of s.timers) clearTimeout(t);
-      s.timers = [];
+      s.timers.clear();
       s.view.willRestart = false;
     }
     for (const r of running) signal(r, 'SIGTERM');
     const all = Promise.all(running.map((r) => r.exited));
-    const timer = new Promise<void>((res) => this.timers.push(setTimeout(res, graceMs)));
+    const timer = new Promise<void>((res) => this.timers.after(graceMs, res));
     await Promise.race([all, timer]);
     for (const r of running) signal(r, 'SIGKILL');
     await all;
@@ -495,7 +481,7 @@ export class PodWorker {
 
   private cleanup(): void {
     this.stopped = true;
-    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
     try {
       removePodDir(this.d.podDir);
     } catch (err) {
