@@ -32,6 +32,11 @@ import {
 import { LambdaTransport, loadLambdaConfig, sigv4Signer } from './lambda.ts';
 import { SessionProxy, SessionTokens } from './sessions/handler.ts';
 import { outliveClientIdle } from '../lib/http/keepalive.ts';
+import { refuseUpgrade } from '../lib/http/upgrade-refusal.ts';
+
+/** The answer to an upgrade request on any path but a Run's session. */
+const UPGRADE_NOT_FOUND =
+  'no WebSocket endpoint here: sessions are at /apis/sessions.kruntimes.io/v1alpha1/namespaces/{namespace}/runs/{name}/session';
 
 export interface Running {
   stop(): Promise<void>;
@@ -77,7 +82,7 @@ export async function startServer(
     tokens,
   });
   secure.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!sessions.handle(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+    if (!sessions.handle(req, socket, head)) refuseUpgrade(socket, 404, 'NotFound', UPGRADE_NOT_FOUND);
   });
   await listen(secure, cfg.httpsPort, cfg.listenAddress);
 

@@ -132,6 +132,12 @@ describe('Sessions through the aggregated API and krt session', function () {
       return true;
     });
     await assert.rejects(admin().websocket(SESSION(ns, 'missing'), [PROTOCOL]), (err: unknown) => isApiError(err, 404));
+    // Any other upgrade path gets a Status that says where sessions are, not a bare 404.
+    await assert.rejects(admin().websocket(`${SESSION(ns, 'task')}s`, [PROTOCOL]), (err: unknown) => {
+      assert.ok(isApiError(err, 404), String(err));
+      assert.match(err.message, /sessions are at \/apis\/sessions\.kruntimes\.io/);
+      return true;
+    });
   });
 
   it("runtimed's session port refuses callers other than the extension server", async () => {

@@ -84,7 +84,7 @@ async function watchAssignedRuns(
       onError: (err) => log.warn({ err }, 'run watch error'),
     },
     (d) => {
-      if (d.type === 'deleted') void runner.onDeleted(d.object);
+      if (d.type === 'deleted') runner.background(d.object, runner.onDeleted(d.object));
       else runner.onRun(d.object);
       if (d.object.spec.workspace) onWorkspaceRunChange();
     },
