@@ -15,6 +15,14 @@ describe('lib/kube backoff and errors', () => {
     );
   });
 
+  it('a watch retries within 5 s of any failure, however many came before (an API server back from a restart is seen at once)', () => {
+    fc.assert(
+      fc.property(fc.nat(60), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, r) => {
+        assert.ok(backoffMs(attempt, undefined, undefined, () => r) <= 5_000);
+      }),
+    );
+  });
+
   it('turns a metav1.Status body into a typed ApiError', () => {
     const e = errorFromBody(
       422,

@@ -23,9 +23,18 @@ export interface ListWatchOptions<T extends KubeObject = KubeObject> {
   transform?: (o: T) => T;
 }
 
+export const WATCH_BACKOFF_MAX_MS = 5_000;
+
 export type DeltaHandler<T extends KubeObject> = (delta: Delta<T>) => void;
 
-export function backoffMs(attempt: number, baseMs = 200, maxMs = 30_000, rand: () => number = Math.random): number {
+/**
+ * The wait before a list or watch is tried again after `attempt` failures in a row: doubling from
+ * baseMs, jittered within [half, full], capped at maxMs. The cap is 5 s, not client-go's 30 s: a
+ * failing attempt against an API server that is down costs it nothing, and with a 30 s cap a
+ * watch that lost a restarting API server came back up to 30 s after it (the soak's kube-apiserver
+ * kill recoveries, p50 54 s, issue 18).
+ */
+export function backoffMs(attempt: number, baseMs = 200, maxMs = WATCH_BACKOFF_MAX_MS, rand = Math.random): number {
   const exp = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20));
   return Math.round(exp / 2 + (exp / 2) * rand());
 }
