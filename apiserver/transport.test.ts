@@ -112,6 +112,30 @@ describe('webhook transport (real TLS server, wire format v1alpha1)', () => {
     }
   });
 
+  it('sees a CA bundle rotated right after it started, and reports a missing file once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'krt-ca-'));
+    const file = join(dir, 'ca-bundle.crt');
+    const first = await createCa('first-ca', new Date(), 2);
+    const second = await createCa('second-ca', new Date(), 2);
+    writeFileSync(file, first.cert);
+    const reloads: unknown[] = [];
+    const ca = new CaAgent(file, (err) => reloads.push(err ? 'error' : 'ok'), 20);
+    try {
+      const before = ca.get();
+      writeFileSync(file, second.cert);
+      for (let i = 0; i < 200 && !reloads.length; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.deepEqual(reloads, ['ok']);
+      assert.notEqual(ca.get(), before);
+      rmSync(file);
+      for (let i = 0; i < 200 && reloads.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(reloads, ['ok', 'error']);
+    } finally {
+      ca.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses malformed requests with a stable reason', async () => {
     const call = (body: unknown, path = `/${WIRE_API_VERSION}/reader`): Promise<{ code: number; reason: string }> =>
       new Promise<{ code: number; reason: string }>((resolve, reject) => {

@@ -5,7 +5,7 @@
  * name. Which transport a function uses is configuration (KRT_FUNCTION_TRANSPORT[S]).
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
@@ -143,6 +143,9 @@ export class Endpoints {
 export class CaAgent {
   private agent: https.Agent;
   private ca: string;
+  private readonly poll: NodeJS.Timeout;
+  /** The last read error reported, so a missing file is reported once, not every poll. */
+  private failing = '';
 
   constructor(
     private readonly caFile: string,
@@ -151,8 +154,10 @@ export class CaAgent {
   ) {
     this.ca = readFileSync(caFile, 'utf8');
     this.agent = CaAgent.make(this.ca);
-    // Unreferenced: the watch never keeps the relay's process alive.
-    watchFile(caFile, { interval: intervalMs }, () => this.reload()).unref();
+    // Polled by content, not fs.watchFile: watchFile compares with a first stat it takes later,
+    // so a rotation between the read above and that stat went unseen until the next one.
+    // Unreferenced: the poll never keeps the relay's process alive.
+    this.poll = setInterval(() => this.reload(), intervalMs).unref();
   }
 
   private static make(ca: string): https.Agent {
@@ -162,6 +167,7 @@ export class CaAgent {
   private reload(): void {
     try {
       const ca = readFileSync(this.caFile, 'utf8');
+      this.failing = '';
       if (ca === this.ca || !ca.includes('BEGIN CERTIFICATE')) return;
       this.ca = ca;
       // In-flight requests finish on the old agent; its idle sockets are closed by the servers'
@@ -169,7 +175,9 @@ export class CaAgent {
       this.agent = CaAgent.make(ca);
       this.onReload();
     } catch (err) {
-      this.onReload(err);
+      const msg = err instanceof Error ? err.message : String(err);
+      if (msg !== this.failing) this.onReload(err);
+      this.failing = msg;
     }
   }
 
@@ -178,7 +186,7 @@ export class CaAgent {
   }
 
   stop(): void {
-    unwatchFile(this.caFile);
+    clearInterval(this.poll);
     this.agent.destroy();
   }
 }
