@@ -3,7 +3,6 @@
  * later) whose certificate is reloaded when the mounted Secret changes, a plain HTTP server
  * for /healthz, /readyz and /metrics, and the watch relay behind Lease leader election.
  */
-import { readFileSync, watchFile, unwatchFile } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
@@ -33,6 +32,7 @@ import { LambdaTransport, loadLambdaConfig, sigv4Signer } from './lambda.ts';
 import { SessionProxy, SessionTokens } from './sessions/handler.ts';
 import { outliveClientIdle } from '../lib/http/keepalive.ts';
 import { refuseUpgrade } from '../lib/http/upgrade-refusal.ts';
+import { FollowedFiles } from '../lib/fs/followed-files.ts';
 
 /** The answer to an upgrade request on any path but a Run's session. */
 const UPGRADE_NOT_FOUND =
@@ -100,7 +100,6 @@ export async function startServer(
 
   return {
     stop: async () => {
-      unwatchFile(cfg.certFile);
       const { relay, elector, relayStarted } = relayHost;
       await Promise.race([relayStarted, new Promise((r) => setTimeout(r, 100))]);
       await relay.stop();
@@ -259,11 +258,14 @@ export function secureServer(
   source: RequestHeaderSource,
   log: Logger,
 ): https.Server {
+  // The certificate and key as last read, polled by content: a rotated pair serves once it loads (a
+  // half-written rotation, a new certificate with the old key, keeps the old pair).
+  const files = new FollowedFiles([cfg.certFile, cfg.keyFile], 2000, () => reload('serving certificate'));
   // Client certificates are requested but verified per request: aggregated requests and (unless
   // KRT_ADMISSION_CLIENT_AUTH=none) admission calls must present the front-proxy certificate.
   const tls = (): https.ServerOptions => ({
-    cert: readFileSync(cfg.certFile),
-    key: readFileSync(cfg.keyFile),
+    cert: files.contents[0],
+    key: files.contents[1],
     ca: source.current().clientCA,
     requestCert: true,
     rejectUnauthorized: false,
@@ -271,6 +273,7 @@ export function secureServer(
   });
   // kube-apiserver reuses idle connections for webhook calls: it must be the side that closes them.
   const secure = outliveClientIdle(https.createServer(tls(), app));
+  secure.once('close', () => files.stop());
   const reload = (what: string): void => {
     try {
       secure.setSecureContext(tls());
@@ -279,7 +282,6 @@ export function secureServer(
       log.warn({ err }, `${what} reload failed; keeping the old one`);
     }
   };
-  watchFile(cfg.certFile, { interval: 2000 }, () => reload('serving certificate'));
   source.onClientCAChange(() => reload('requestheader client CA'));
   return secure;
 }

@@ -5,13 +5,13 @@
  * name. Which transport a function uses is configuration (KRT_FUNCTION_TRANSPORT[S]).
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { TransientError } from '../lib/fn/errors.ts';
 import type { Operation, ReconcileInput, WatchFunction } from '../lib/fn/types.ts';
+import { FollowedFiles } from '../lib/fs/followed-files.ts';
 import {
   answerReads,
   decodeError,
@@ -142,43 +142,27 @@ export class Endpoints {
  */
 export class CaAgent {
   private agent: https.Agent;
-  private ca: string;
-  private readonly poll: NodeJS.Timeout;
-  /** The last read error reported, so a missing file is reported once, not every poll. */
-  private failing = '';
+  private readonly file: FollowedFiles;
 
   constructor(
-    private readonly caFile: string,
+    caFile: string,
     private readonly onReload: (err?: unknown) => void = () => undefined,
     intervalMs = 2000,
   ) {
-    this.ca = readFileSync(caFile, 'utf8');
-    this.agent = CaAgent.make(this.ca);
-    // Polled by content, not fs.watchFile: watchFile compares with a first stat it takes later,
-    // so a rotation between the read above and that stat went unseen until the next one.
-    // Unreferenced: the poll never keeps the relay's process alive.
-    this.poll = setInterval(() => this.reload(), intervalMs).unref();
+    this.file = new FollowedFiles([caFile], intervalMs, ([ca]) => this.reload(String(ca)), onReload);
+    this.agent = CaAgent.make(String(this.file.contents[0]));
   }
 
   private static make(ca: string): https.Agent {
     return new https.Agent({ keepAlive: true, maxSockets: 64, ca });
   }
 
-  private reload(): void {
-    try {
-      const ca = readFileSync(this.caFile, 'utf8');
-      this.failing = '';
-      if (ca === this.ca || !ca.includes('BEGIN CERTIFICATE')) return;
-      this.ca = ca;
-      // In-flight requests finish on the old agent; its idle sockets are closed by the servers'
-      // keep-alive timeout.
-      this.agent = CaAgent.make(ca);
-      this.onReload();
-    } catch (err) {
-      const msg = err instanceof Error ? err.message : String(err);
-      if (msg !== this.failing) this.onReload(err);
-      this.failing = msg;
-    }
+  private reload(ca: string): void {
+    if (!ca.includes('BEGIN CERTIFICATE')) return;
+    // In-flight requests finish on the old agent; its idle sockets are closed by the servers'
+    // keep-alive timeout.
+    this.agent = CaAgent.make(ca);
+    this.onReload();
   }
 
   get(): https.Agent {
@@ -186,7 +170,7 @@ export class CaAgent {
   }
 
   stop(): void {
-    clearInterval(this.poll);
+    this.file.stop();
     this.agent.destroy();
   }
 }

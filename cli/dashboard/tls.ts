@@ -5,10 +5,10 @@
  * API server does: both files are polled, and a new pair replaces the old one only once it loads
  * (a half-written rotation, e.g. a new certificate with the old key, keeps the old pair serving).
  */
-import { readFileSync, unwatchFile, watchFile, type StatsListener } from 'node:fs';
 import https from 'node:https';
 import type { RequestListener } from 'node:http';
 import { createSecureContext } from 'node:tls';
+import { FollowedFiles } from '../../lib/fs/followed-files.ts';
 
 export interface ServingTls {
   certFile: string;
@@ -20,18 +20,23 @@ export interface ServingTls {
 /** What a reload did: `reloaded`, or `kept` with the reason the new files did not load. */
 export type ReloadEvent = { event: 'reloaded' } | { event: 'kept'; err: unknown };
 
-const options = (tls: ServingTls): https.ServerOptions => ({
-  cert: readFileSync(tls.certFile),
-  key: readFileSync(tls.keyFile),
-  minVersion: 'TLSv1.2',
-});
+const options = ([cert, key]: Buffer[]): https.ServerOptions => ({ cert, key, minVersion: 'TLSv1.2' });
 
-/** Loads the pair once (a clear error when it is missing or does not match). */
-function firstOptions(tls: ServingTls): https.ServerOptions {
+/** Reads the pair and starts following it (a clear error when it is missing or does not match). */
+function firstOptions(
+  tls: ServingTls,
+  onChange: (pair: Buffer[]) => void,
+): { files: FollowedFiles; o: https.ServerOptions } {
   try {
-    const o = options(tls);
-    createSecureContext(o);
-    return o;
+    const files = new FollowedFiles([tls.certFile, tls.keyFile], tls.checkMs ?? 2000, onChange);
+    const o = options(files.contents);
+    try {
+      createSecureContext(o);
+    } catch (err) {
+      files.stop();
+      throw err;
+    }
+    return { files, o };
   } catch (err) {
     throw new Error(
       `the dashboard's serving certificate ${tls.certFile} and key ${tls.keyFile} do not load (mount dashboard.crt and dashboard.key of the Secret kruntimes-extension-tls): ${err instanceof Error ? err.message : String(err)}`,
@@ -45,22 +50,15 @@ export function secureServer(
   tls: ServingTls,
   onReload: (e: ReloadEvent) => void = () => undefined,
 ): { server: https.Server; stop: () => void } {
-  const server = https.createServer(firstOptions(tls), app);
-  const reload: StatsListener = (curr, prev) => {
-    if (curr.mtimeMs === prev.mtimeMs && curr.ino === prev.ino) return;
+  const reload = (pair: Buffer[]): void => {
     try {
-      server.setSecureContext(options(tls));
+      server.setSecureContext(options(pair));
       onReload({ event: 'reloaded' });
     } catch (err) {
       onReload({ event: 'kept', err });
     }
   };
-  const interval = tls.checkMs ?? 2000;
-  for (const f of [tls.certFile, tls.keyFile]) watchFile(f, { interval, persistent: false }, reload);
-  return {
-    server,
-    stop: () => {
-      for (const f of [tls.certFile, tls.keyFile]) unwatchFile(f, reload);
-    },
-  };
+  const { files, o } = firstOptions(tls, reload);
+  const server = https.createServer(o, app);
+  return { server, stop: () => files.stop() };
 }
