@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { backoffMs } from './watch.ts';
+import { Readable } from 'node:stream';
+import type { KubeClient } from './client.ts';
+import { backoffMs, ListWatch } from './watch.ts';
 import { ApiError, isApiError } from './errors.ts';
 import { errorFromBody } from './client.ts';
 
@@ -41,5 +43,47 @@ describe('lib/kube backoff and errors', () => {
     assert.ok(new ApiError(503, undefined, 'x').transient);
     assert.ok(!new ApiError(404, undefined, 'x').transient);
     assert.equal(errorFromBody(500, 'plain text', 'GET', '/y').message, 'GET /y: HTTP 500: plain text');
+  });
+
+  it('a watch that got data again backs off from the start: an API server killed again and again is seen at once each time', async () => {
+    // Each watch connection delivers one event, then dies as with a killed API server.
+    let rv = 1;
+    const client = {
+      list: () => Promise.resolve({ items: [], metadata: { resourceVersion: '1' } }),
+      stream: () =>
+        Promise.resolve(
+          Readable.from(
+            (function* () {
+              rv++;
+              yield Buffer.from(
+                `${JSON.stringify({ type: 'ADDED', object: { metadata: { name: `o${rv}`, resourceVersion: String(rv) } } })}\n`,
+              );
+              throw new Error('read ECONNRESET');
+            })(),
+          ),
+        ),
+    } as unknown as KubeClient;
+    const waits: number[] = [];
+    let done: () => void = () => undefined;
+    const finished = new Promise<void>((r) => (done = r));
+    const lw = new ListWatch(
+      client,
+      {
+        path: '/api/v1/namespaces/ns/configmaps',
+        sleep: (ms) => {
+          waits.push(ms);
+          if (waits.length === 8) done();
+          return Promise.resolve();
+        },
+      },
+      () => undefined,
+    );
+    lw.start();
+    await finished;
+    lw.stop();
+    assert.ok(
+      waits.every((ms) => ms <= 200),
+      `backoffs grew across reconnects: ${waits.join(', ')}`,
+    );
   });
 });

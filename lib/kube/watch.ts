@@ -21,6 +21,8 @@ export interface ListWatchOptions<T extends KubeObject = KubeObject> {
   onError?: (err: unknown) => void;
   /** Applied to every object before it is stored (e.g. drop fields no reader needs, to bound memory). */
   transform?: (o: T) => T;
+  /** Waits out a retry backoff (injected by tests). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export const WATCH_BACKOFF_MAX_MS = 5_000;
@@ -42,6 +44,8 @@ export function backoffMs(attempt: number, baseMs = 200, maxMs = WATCH_BACKOFF_M
 export class ListWatch<T extends KubeObject> {
   readonly store = new Store<T>();
   private resourceVersion = '';
+  /** Failures since data last flowed (a relist, or an event on the watch): the backoff's attempt. */
+  private failures = 0;
   private abort: AbortController | undefined;
   private stopped = false;
   private syncedResolve: (() => void) | undefined;
@@ -89,19 +93,19 @@ export class ListWatch<T extends KubeObject> {
       rv = page.metadata.resourceVersion ?? '';
     } while (cont);
     this.resourceVersion = rv;
+    this.failures = 0;
     for (const d of this.store.replace(items)) this.onDelta(d);
     this.syncedResolve?.();
   }
 
   private async loop(): Promise<void> {
-    let attempt = 0;
     let needList = true;
     while (!this.stopped) {
       try {
         if (needList) await this.relist();
         needList = false;
         await this.watchOnce();
-        attempt = 0;
+        this.failures = 0;
       } catch (err) {
         if (this.stopped) return;
         if (isApiError(err, 410)) {
@@ -109,7 +113,7 @@ export class ListWatch<T extends KubeObject> {
           continue;
         }
         this.opts.onError?.(err);
-        await sleep(backoffMs(attempt++));
+        await (this.opts.sleep ?? sleep)(backoffMs(this.failures++));
       }
     }
   }
@@ -137,7 +141,11 @@ export class ListWatch<T extends KubeObject> {
         while ((nl = buf.indexOf('\n')) >= 0) {
           const line = buf.slice(0, nl);
           buf = buf.slice(nl + 1);
-          if (line.trim()) this.handleLine(line);
+          if (!line.trim()) continue;
+          this.handleLine(line);
+          // Data flows again: the next failure backs off from the start (an API server killed
+          // again and again must not push every reconnect further out).
+          this.failures = 0;
         }
       }
     } catch (err) {
