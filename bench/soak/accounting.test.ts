@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { account, clean, flipped, formatResult, verdict, type Outcome } from './accounting.ts';
+import { account, capacity, clean, flipped, formatResult, verdict, type Outcome } from './accounting.ts';
 
 const ok = (name: string, extra: Partial<Outcome> = {}): Outcome => ({
   name,
@@ -69,6 +69,16 @@ describe('soak accounting', () => {
     assert.equal(clean(r), false);
     assert.match(formatResult(r), /\| lost \(not terminal at the end\) \| 1 \|/);
     assert.match(formatResult(r), /lost: task-short e/);
+  });
+
+  it('states the CPU per item and the rate that would fill every core', () => {
+    const cpu = { ms: 60_000, items: 200, wallMs: 120_000, cores: 2 };
+    assert.deepEqual(capacity(cpu), { perItemMs: 300, maxRate: 2000 / 300 });
+    const r = account([ok('a')], [], { stuck: [], orphans: [], memory: [], end: 1000, cpu });
+    assert.match(
+      formatResult(r),
+      /60\.0 cpu-s over 120\.0 s for 200 items: 300 ms per item, so at most 6\.7 items\/s on 2 cores/,
+    );
   });
 
   it('clean when nothing is lost, duplicated, stuck or orphaned', () => {

@@ -82,7 +82,23 @@ export interface SoakResult {
   latency: { faultFree: Pct; duringFaults: Pct };
   recovery: { kind: string; n: number; p50Ms: number; maxMs: number; unrecovered: number }[];
   memory: MemorySample[];
+  /** CPU of the environment's processes from the first item to the end of the drain. */
+  cpu?: SoakCpu;
   problems: string[];
+}
+
+/** The environment's CPU while it was loaded, to state the rate the machine can sustain. */
+export interface SoakCpu {
+  ms: number;
+  items: number;
+  wallMs: number;
+  cores: number;
+}
+
+/** CPU per item, and the rate at which that CPU would fill every core. */
+export function capacity(c: SoakCpu): { perItemMs: number; maxRate: number } {
+  const perItemMs = c.items ? c.ms / c.items : NaN;
+  return { perItemMs, maxRate: (c.cores * 1000) / perItemMs };
 }
 
 interface Pct {
@@ -107,7 +123,7 @@ function pct(xs: number[]): Pct {
 export function account(
   outcomes: Outcome[],
   faults: FaultRecord[],
-  extra: { stuck: string[]; orphans: string[]; memory: MemorySample[]; end: number },
+  extra: { stuck: string[]; orphans: string[]; memory: MemorySample[]; end: number; cpu?: SoakCpu },
 ): SoakResult {
   const counts: Record<Verdict, number> = {
     succeeded: 0,
@@ -141,6 +157,7 @@ export function account(
     latency: latencies(outcomes, faultWindows(faults, extra.end)),
     recovery: recovery(faults),
     memory: extra.memory,
+    ...(extra.cpu ? { cpu: extra.cpu } : {}),
     problems,
   };
 }
@@ -222,6 +239,13 @@ export function formatResult(r: SoakResult): string {
       `recovery: ${f.kind} (n=${f.n})`,
       `p50 ${sec(f.p50Ms)}, max ${sec(f.maxMs)}${f.unrecovered ? `, ${f.unrecovered} unrecovered` : ''}`,
     ]);
+  if (r.cpu) {
+    const { perItemMs, maxRate } = capacity(r.cpu);
+    rows.push([
+      'CPU of the environment, first item to drained (a killed process takes its CPU with it: read from a run without faults)',
+      `${(r.cpu.ms / 1000).toFixed(1)} cpu-s over ${sec(r.cpu.wallMs)} for ${r.cpu.items} items: ${perItemMs.toFixed(0)} ms per item, so at most ${maxRate.toFixed(1)} items/s on ${r.cpu.cores} cores`,
+    ]);
+  }
   for (const m of r.memory)
     rows.push([
       `memory: ${m.component} RSS baseline / peak / after`,

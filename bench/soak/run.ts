@@ -3,11 +3,13 @@
  * fault plan, a drain, then the accounting (objects, markers, namespace deletion, orphans, memory).
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { JOB_UID_LABEL } from '../../lib/jobclass/api.ts';
 import { ListWatch } from '../../lib/kube/watch.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { startOpenSandboxServer } from '../../e2e/opensandbox-server/server.ts';
+import { cpuTicks, cpuTotalMs } from '../cpu.ts';
 import { account, TERMINAL, type FaultRecord, type Outcome, type SoakResult } from './accounting.ts';
 import { inject } from './faults.ts';
 import { MemoryMonitor } from './memory.ts';
@@ -218,6 +220,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     });
     o.log(`load plan: ${plan.length} items over ${o.minutes} min`);
     const t0 = Date.now() + 1000;
+    const mine = (cmd: string): boolean => cmd.includes(o.root);
+    const cpu0 = cpuTicks(mine);
     const [faults] = await Promise.all([injectAll(w, o, h, t, t0), drive(w, plan, t, t0)]);
     o.log(`load done; draining (up to ${o.drainMs / 1000} s)`);
     await until(
@@ -225,6 +229,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       () => Promise.resolve(t.items.every((i) => settled(w, h, t, i.name, i.kind)) || undefined),
       o.drainMs,
     ).catch((e: Error) => o.log(e.message));
+    const cpu = {
+      ms: cpuTotalMs(cpu0, cpuTicks(mine)),
+      items: t.items.length,
+      wallMs: Date.now() - t0,
+      cores: availableParallelism(),
+    };
     stop.v = true;
     await finisher;
     const { outcomes, objects, markersText } = await collect(w, h, t);
@@ -243,7 +253,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     await sleep(SETTLE_MS);
     await mem.sample();
     mem.stop();
-    return account(outcomes, faults, { ...fin, memory: mem.report(), end: Date.now() });
+    return account(outcomes, faults, { ...fin, memory: mem.report(), end: Date.now(), cpu });
   } finally {
     await srv?.close();
   }
