@@ -42,6 +42,9 @@ describe('soak accounting', () => {
     assert.equal(flipped(['Succeeded', 'Succeeded']), false);
     assert.equal(flipped(['Failed', 'Running']), true);
     assert.equal(flipped([]), false);
+    // A Job's ResultUnknown is not terminal: observed again, it goes on to its result.
+    assert.equal(flipped(['Scheduled', 'Unknown', 'Running', 'Succeeded']), false);
+    assert.equal(verdict({ ...ok('j'), phase: 'Unknown', phases: ['Scheduled', 'Unknown'] }), 'lost');
   });
 
   it('counts, reasons, latency split by fault windows, recovery per kind', () => {

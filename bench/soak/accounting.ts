@@ -46,8 +46,9 @@ export interface MemorySample {
   afterMb: number;
 }
 
-/** Terminal phases of Runs, WorkflowRuns and JobClass Jobs (Unknown: a Job's ResultUnknown). */
-export const TERMINAL = new Set(['Succeeded', 'Failed', 'Timeout', 'Cancelled', 'Unknown']);
+/** Terminal phases of Runs, WorkflowRuns and JobClass Jobs. Not a Job's Unknown (ResultUnknown):
+ * it is not terminal (docs/jobclass.md) and turns back once the execution is observed again. */
+export const TERMINAL = new Set(['Succeeded', 'Failed', 'Timeout', 'Cancelled']);
 
 export type Verdict =
   'succeeded' | 'logs-gone' | 'failed' | 'rejected' | 'lost' | 'duplicated' | 'wrong-output' | 'flipped';
