@@ -123,6 +123,16 @@ export interface GitServerInstall extends GitServerLocalization {
   progress?: (m: string) => void;
 }
 
+/** The Git Server's Pods and volume as the API shows them (for an installation that does not come up). */
+async function whyNotAvailable(api: KubeClient): Promise<string> {
+  const base = `/api/v1/namespaces/${KRUNTIMES_NS}`;
+  const pods = await api.list<KubeObject & { status?: unknown }>(`${base}/pods`, {
+    labelSelector: `app.kubernetes.io/name=${GIT_SERVER_SERVICE}`,
+  });
+  const pvc = await api.get<KubeObject & { status?: unknown }>(`${base}/persistentvolumeclaims/${GIT_SERVER_SERVICE}`);
+  return JSON.stringify({ pods: pods.items.map((p) => p.status), volume: pvc.status });
+}
+
 /** Installs the component and configures devws for it: its URL and the CA of its certificate. */
 export async function installGitServer(o: GitServerInstall): Promise<{ url: string; ca: string }> {
   const docs = localizeGitServer(await renderGitServer(o.kubectl), { ...o, externalCA: !!o.externalCAPem });
@@ -147,7 +157,9 @@ export async function installGitServer(o: GitServerInstall): Promise<{ url: stri
     },
     120_000,
     o.progress,
-  );
+  ).catch(async (err: unknown) => {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}: ${await whyNotAvailable(o.api)}`);
+  });
   const tls = await o.api.get<KubeObject & { data?: Record<string, string> }>(
     `/api/v1/namespaces/${KRUNTIMES_NS}/secrets/${TLS_SECRET}`,
   );
@@ -156,4 +168,17 @@ export async function installGitServer(o: GitServerInstall): Promise<{ url: stri
   const config = { metadata: { name: DEVWS_CONFIG }, data: { gitServerUrl: url, gitServerCA: ca } };
   await upsert(o.api, 'configmaps', config, true);
   return { url, ca };
+}
+
+/** Removes what installGitServer installed (the repositories' volume too). */
+export async function uninstallGitServer(o: { kubectl: string; kubeconfig: string; api: KubeClient }): Promise<void> {
+  const docs = await renderGitServer(o.kubectl);
+  const env = { ...process.env, KUBECONFIG: o.kubeconfig };
+  const del = ['delete', '--ignore-not-found', '--wait=false', '-f', '-'];
+  await run(o.kubectl, del, env, docs.map((d) => stringify(d)).join('---\n'));
+  const base = `/api/v1/namespaces/${KRUNTIMES_NS}`;
+  for (const path of [`configmaps/${DEVWS_CONFIG}`, `configmaps/${EXTERNAL_CA_CONFIG}`, `secrets/${SYNC_SECRET}`])
+    await o.api.delete(`${base}/${path}`).catch((err: unknown) => {
+      if (!isApiError(err, 404)) throw err;
+    });
 }
