@@ -17,7 +17,6 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
-import { GIT_SERVER_SERVICE, SECRET as TLS_SECRET } from '../functions/tls-certificates/index.ts';
 import { KRUNTIMES_NS } from './install.ts';
 import { REPO_ROOT } from './paths.ts';
 import { waitFor } from './process.ts';
@@ -32,6 +31,10 @@ type Container = {
 type PodSpec = { containers: Container[]; volumes?: Record<string, unknown>[] };
 
 export const GIT_COMPONENT = 'kustomize/components/devws-git-server';
+/** The component's Deployment and Service (the tls-certificates function issues its certificate for this name). */
+export const GIT_SERVER_SERVICE = 'kruntimes-devws-git';
+/** The Secret the tls-certificates function keeps: the Git Server's pair (git.crt, git.key) and the CA bundle. */
+export const TLS_SECRET = 'kruntimes-extension-tls';
 export const SYNC_SECRET = 'kruntimes-devws-git-sync';
 export const DEVWS_CONFIG = 'kruntimes-devws';
 /** The ConfigMap of the CA the external repositories' certificates chain to (a private CA). */
