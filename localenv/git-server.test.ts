@@ -15,6 +15,8 @@ type Pod = {
   containers: {
     env: { name: string; value?: string }[];
     ports: { name: string; containerPort: number }[];
+    readinessProbe?: { tcpSocket?: object };
+    livenessProbe?: { tcpSocket?: object };
     volumeMounts: { name: string; mountPath: string }[];
   }[];
   volumes: { name: string; secret?: { secretName: string; items?: { key: string; path: string }[] } }[];
@@ -52,6 +54,8 @@ describe('localenv: the devws Git Server component on the local environment', ()
     assert.equal(env.KRT_GIT_EXTERNAL_CA, '/etc/kruntimes/external-ca/ca.crt');
     assert.equal(c?.env.filter((e) => e.name === 'KRT_GIT_SYNC_ALLOW').length, 1, 'replaced, not duplicated');
     assert.deepEqual(c?.ports, [{ name: 'https', containerPort: 41234 }]);
+    assert.deepEqual(c?.readinessProbe?.tcpSocket, { port: 'https', host: '127.0.0.1' }, 'probed where it listens');
+    assert.deepEqual(c?.livenessProbe?.tcpSocket, { port: 'https', host: '127.0.0.1' });
     assert.ok(pod.volumes.some((v) => v.name === 'external-ca' && JSON.stringify(v).includes(EXTERNAL_CA_CONFIG)));
     assert.ok(c?.volumeMounts.some((m) => m.mountPath === '/etc/kruntimes/external-ca'));
     const plain = podOf(localizeGitServer(component(), { port: 41234 }));

@@ -23,8 +23,11 @@ import { waitFor } from './process.ts';
 
 type Doc = KubeObject & Record<string, unknown>;
 type EnvVar = { name: string; value?: string };
+type Probe = { tcpSocket?: { port: number | string; host?: string } };
 type Container = {
   env?: EnvVar[];
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
   ports?: { name?: string; containerPort: number }[];
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 };
@@ -64,6 +67,9 @@ export function localizeGitServer(docs: Doc[], o: GitServerLocalization): Doc[] 
     const c = pod.containers[0];
     if (!c) continue;
     c.ports = (c.ports ?? []).map((p) => (p.name === 'https' ? { ...p, containerPort: o.port } : p));
+    // The node agent gives each Pod a loopback address of its own and probes it there; the server
+    // listens on 127.0.0.1 (where the Service's ExternalName points), so the probes go there too.
+    for (const probe of [c.readinessProbe, c.livenessProbe]) if (probe?.tcpSocket) probe.tcpSocket.host = '127.0.0.1';
     setEnv(c, [
       { name: 'KRT_GIT_PORT', value: String(o.port) },
       { name: 'KRT_GIT_LISTEN_ADDRESS', value: '127.0.0.1' },
