@@ -41,7 +41,7 @@ describe('localenv: the devws Git Server component on the local environment', ()
     });
   });
 
-  it('listens on loopback at the chosen port (probes follow the named port), the Service is ExternalName localhost, the allow-list and the external CA are set', () => {
+  it('listens at the chosen port (probes follow the named port), the Service is ExternalName localhost, the allow-list and the external CA are set', () => {
     const docs = localizeGitServer(component(), { port: 41234, allow: '127.0.0.1/32', externalCA: true });
     const svc = docs.find((d) => d.kind === 'Service');
     assert.deepEqual(svc?.spec, { type: 'ExternalName', externalName: 'localhost' });
@@ -49,13 +49,11 @@ describe('localenv: the devws Git Server component on the local environment', ()
     const c = pod.containers[0];
     const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value]));
     assert.equal(env.KRT_GIT_PORT, '41234');
-    assert.equal(env.KRT_GIT_LISTEN_ADDRESS, '127.0.0.1');
     assert.equal(env.KRT_GIT_SYNC_ALLOW, '127.0.0.1/32');
     assert.equal(env.KRT_GIT_EXTERNAL_CA, '/etc/kruntimes/external-ca/ca.crt');
     assert.equal(c?.env.filter((e) => e.name === 'KRT_GIT_SYNC_ALLOW').length, 1, 'replaced, not duplicated');
     assert.deepEqual(c?.ports, [{ name: 'https', containerPort: 41234 }]);
-    assert.deepEqual(c?.readinessProbe?.tcpSocket, { port: 'https', host: '127.0.0.1' }, 'probed where it listens');
-    assert.deepEqual(c?.livenessProbe?.tcpSocket, { port: 'https', host: '127.0.0.1' });
+    assert.deepEqual(c?.readinessProbe?.tcpSocket, { port: 'https' }, 'no probe host (Pod Security baseline)');
     assert.ok(pod.volumes.some((v) => v.name === 'external-ca' && JSON.stringify(v).includes(EXTERNAL_CA_CONFIG)));
     assert.ok(c?.volumeMounts.some((m) => m.mountPath === '/etc/kruntimes/external-ca'));
     const plain = podOf(localizeGitServer(component(), { port: 41234 }));

@@ -2,8 +2,9 @@
  * Installs the devws Git Server component (kustomize/components/devws-git-server) into a local
  * environment, as an installation adds it to its overlay: rendered by the pinned kubectl's
  * kustomize, with what differs on the local environment (node agent: Pods are host processes,
- * nothing dials a ClusterIP): the Service becomes `ExternalName: localhost`, the server listens on
- * 127.0.0.1 at a port of the environment's choosing. Its serving certificate is the one the
+ * nothing dials a ClusterIP): the Service becomes `ExternalName: localhost`, the server listens at
+ * a port of the environment's choosing, on every address as in its Pod (the node agent probes the
+ * Pod's own loopback address, clients reach it at localhost; Pod Security forbids a probe `host`). Its serving certificate is the one the
  * tls-certificates function issued (git.crt/git.key of kruntimes-extension-tls); the installer
  * creates the sync token Secret when there is none and writes the ConfigMap kruntimes-devws
  * (gitServerUrl, gitServerCA: the Secret's CA bundle) that devws-sync and the controller read.
@@ -23,11 +24,8 @@ import { waitFor } from './process.ts';
 
 type Doc = KubeObject & Record<string, unknown>;
 type EnvVar = { name: string; value?: string };
-type Probe = { tcpSocket?: { port: number | string; host?: string } };
 type Container = {
   env?: EnvVar[];
-  readinessProbe?: Probe;
-  livenessProbe?: Probe;
   ports?: { name?: string; containerPort: number }[];
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 };
@@ -67,12 +65,8 @@ export function localizeGitServer(docs: Doc[], o: GitServerLocalization): Doc[] 
     const c = pod.containers[0];
     if (!c) continue;
     c.ports = (c.ports ?? []).map((p) => (p.name === 'https' ? { ...p, containerPort: o.port } : p));
-    // The node agent gives each Pod a loopback address of its own and probes it there; the server
-    // listens on 127.0.0.1 (where the Service's ExternalName points), so the probes go there too.
-    for (const probe of [c.readinessProbe, c.livenessProbe]) if (probe?.tcpSocket) probe.tcpSocket.host = '127.0.0.1';
     setEnv(c, [
       { name: 'KRT_GIT_PORT', value: String(o.port) },
-      { name: 'KRT_GIT_LISTEN_ADDRESS', value: '127.0.0.1' },
       ...(o.allow ? [{ name: 'KRT_GIT_SYNC_ALLOW', value: o.allow }] : []),
       ...(o.externalCA ? [{ name: 'KRT_GIT_EXTERNAL_CA', value: `${EXTERNAL_CA_DIR}/ca.crt` }] : []),
     ]);

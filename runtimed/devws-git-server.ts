@@ -445,7 +445,5 @@ export function loadGitServerOptions(env: NodeJS.ProcessEnv): GitServerOptions {
     targets: { allow: parseCidrList(env.KRT_GIT_SYNC_ALLOW), deny: parseCidrList(env.KRT_GIT_SYNC_DENY) },
     ...(env.KRT_GIT_EXTERNAL_CA ? { externalCAFile: env.KRT_GIT_EXTERNAL_CA } : {}),
     port: Number(env.KRT_GIT_PORT ?? '8443'),
-    // The local environment's Pods share the host's network: there it listens on loopback only.
-    ...(env.KRT_GIT_LISTEN_ADDRESS ? { host: env.KRT_GIT_LISTEN_ADDRESS } : {}),
   };
 }
