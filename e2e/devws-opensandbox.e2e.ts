@@ -14,7 +14,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -259,6 +259,58 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     assert.deepEqual(
       sandboxes('sandbox').map((s) => s.state),
       ['Running'],
+    );
+  });
+
+  it("plugins: install_plugin runs plugin → done on the OpenSandbox sandbox's Node (files in its data volume); a failed install is recorded and the Workspace stays ready; remove_plugin", async () => {
+    const pluginOp = (
+      name: string,
+      kind: Operation['spec']['kind'],
+      plugin: Operation['spec']['plugin'],
+    ): Operation => ({
+      ...lifecycle(name, kind),
+      spec: { ...lifecycle(name, kind).spec, plugin },
+    });
+    const w0 = await ws();
+    const installed = join(root, 'volumes', `devws-${w0.metadata.uid ?? ''}`, '.krt', 'plugins', 'lint');
+    await admin().create(
+      p('operations'),
+      pluginOp('osb-lint', 'install_plugin', { name: 'lint', manifest: '{"files":{"rules/a.yaml":"a: 1"}}' }),
+    );
+    const done = await succeeded('osb-lint');
+    assert.deepEqual(done.status?.steps, ['plugin', 'done']);
+    assert.deepEqual(
+      done.status?.plugins?.map((i) => [i.name, i.action, i.result]),
+      [['lint', 'install', 'installed']],
+    );
+    assert.equal(readFileSync(join(installed, 'rules', 'a.yaml'), 'utf8'), 'a: 1', 'in the sandbox data volume');
+    let w = await ws();
+    assert.deepEqual(
+      w.status?.plugins?.map((i) => [i.name, i.state, i.operation]),
+      [['lint', 'installed', 'osb-lint']],
+    );
+    assert.deepEqual([w.status?.observedState, w.status?.admissionOpen], ['ready', true]);
+    await admin().create(
+      p('operations'),
+      pluginOp('osb-bad', 'install_plugin', { name: 'bad', manifest: '{"files":{"../x":"y"}}' }),
+    );
+    assert.equal((await succeeded('osb-bad')).status?.plugins?.[0]?.result, 'failed', 'every item has a result');
+    w = await ws();
+    assert.match(w.status?.plugins?.find((i) => i.name === 'bad')?.message ?? '', /^invalid_plugin_manifest/);
+    assert.equal(w.status?.observedState, 'ready', 'a failed plugin does not block readiness');
+    for (const [name, plugin] of [
+      ['osb-rm1', 'lint'],
+      ['osb-rm2', 'bad'],
+    ] as const) {
+      await admin().create(p('operations'), pluginOp(name, 'remove_plugin', { name: plugin }));
+      await succeeded(name);
+    }
+    assert.deepEqual((await ws()).status?.plugins, [], 'both instances dropped');
+    assert.equal(existsSync(installed), false, 'removed from the data volume');
+    assert.deepEqual(
+      sandboxes('sandbox').map((s) => s.state),
+      ['Running'],
+      'the same sandbox throughout',
     );
   });
 

@@ -19,6 +19,8 @@ import { parseCidrList } from '../lib/devws/sync-target.ts';
 import type { GitAuthority } from '../runtimed/devws-git-authority.ts';
 import { serveGit, startGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { handle } from '../functions/devws-sync/index.ts';
+import type { CredentialSecret } from '../lib/devws/credential.ts';
+import { startTestSshd } from './sshd.ts';
 
 const TOKEN = 'sync-token-for-the-test';
 
@@ -28,13 +30,18 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
   let ca: string;
   let external: { url: string; close(): void };
   let current: Project | undefined;
+  /** The credentialRef Secrets the namespace granted the Git Server. */
+  const secrets = new Map<string, CredentialSecret>();
   /** The Git Server reads the Project it syncs (here: the one the handler was given). */
   const authority: GitAuthority = {
     review: () => Promise.resolve(undefined),
     mayRead: () => Promise.resolve(false),
     workspaces: () => Promise.resolve([]),
     project: () => Promise.resolve(current),
-    secret: () => Promise.resolve({ missing: 'not_found' }),
+    secret: (_ns, name) => {
+      const s = secrets.get(name);
+      return Promise.resolve(s ? { secret: s } : { missing: 'not_found' });
+    },
   };
   let server: RunningGitServer;
   let commit: string;
@@ -134,6 +141,35 @@ describe('devws-sync against the Git Server (real git over HTTPS)', function () 
     assert.deepEqual(written(ops)?.sync, { state: 'failed', operationId: 'p1-sync-1' });
     const event = ops.find((o) => o.op === 'create' && (o.object as { kind?: string }).kind === 'Event');
     assert.match(JSON.stringify(event), /403: sync_target_forbidden/);
+  });
+
+  it('an ssh repository (a real sshd): the snapshot synced over ssh is recorded; a host key the credential does not list fails the sync with host_key_unverified in its Event', async () => {
+    const sshd = await startTestSshd();
+    try {
+      const sshAuth = (knownHosts: string): CredentialSecret => ({
+        type: 'kubernetes.io/ssh-auth',
+        data: {
+          'ssh-privatekey': Buffer.from(sshd.userKey).toString('base64'),
+          known_hosts: Buffer.from(knownHosts).toString('base64'),
+        },
+      });
+      secrets.set('ssh-ok', sshAuth(sshd.knownHosts));
+      secrets.set('ssh-other-host', sshAuth(sshd.wrongKnownHosts));
+      const viaSsh = (credentialRef: string): Project => {
+        const p = project('main');
+        p.spec.repository = { ...p.spec.repository, url: sshd.url(join(dir, 'ext', 'o', 'r.git')), credentialRef };
+        return p;
+      };
+      const st = written(await run(viaSsh('ssh-ok')));
+      assert.deepEqual(st?.snapshot, { ref: `refs/ora/upstreams/b-1/snapshots/${commit}`, commit });
+      assert.deepEqual(st?.sync, { state: 'succeeded', operationId: 'p1-sync-1' });
+      const ops = await run(viaSsh('ssh-other-host'));
+      assert.deepEqual(written(ops)?.sync, { state: 'failed', operationId: 'p1-sync-1' });
+      const event = ops.find((o) => o.op === 'create' && (o.object as { kind?: string }).kind === 'Event');
+      assert.match(JSON.stringify(event), /422: host_key_unverified/);
+    } finally {
+      await sshd.close();
+    }
   });
 
   it('re-sync: a bumped syncRequests takes a new snapshot of the branch tip; the first snapshot stays on the Git Server', async () => {

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,6 +23,7 @@ import { createCa, issueServing } from '../lib/tls/certs.ts';
 import type { GitAuthority } from './devws-git-authority.ts';
 import { serveGit, startGitServer, type GitServerOptions, type RunningGitServer } from './devws-git-server.ts';
 import { runClone, type NodeConfig } from './devws-node.ts';
+import { startTestSshd } from '../e2e/sshd.ts';
 
 const TOKEN = 'sync-token-0123456789';
 const BINDING = '1b0e7c1a-5b7c-4a51-9a36-0c0ffee00001';
@@ -449,7 +450,7 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
     await refused('pn1', 'repository_sync_failed'); // the repository is private: without the credential, nothing
     authority.secrets.set('team/wrong', basic('not-it'));
     authority.projects.set('team/pn2', withRef('pn2', 'wrong'));
-    await refused('pn2', 'repository_sync_failed');
+    await refused('pn2', 'credential_refused');
     authority.projects.set('team/pn3', withRef('pn3', 'absent'));
     assert.match(await refused('pn3', 'credential_not_found'), /team\/absent does not exist/);
     authority.secrets.set('team/hidden', 'forbidden');
@@ -458,6 +459,87 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
     authority.secrets.set('team/opaque', basic(PASSWORD, 'Opaque'));
     authority.projects.set('team/pn5', withRef('pn5', 'opaque'));
     await refused('pn5', 'credential_invalid');
+  });
+
+  it("ssh: a repository on a real sshd is fetched with the Project's ssh-auth Secret, host key checked against its known_hosts, the key in no command line, file or answer that outlives the fetch", async () => {
+    const sshd = await startTestSshd();
+    servers.push(sshd);
+    const url = sshd.url(join(dir, 'ext', 'o', 'r.git'));
+    const sshAuth = (key: string, knownHosts?: string, type = 'kubernetes.io/ssh-auth'): CredentialSecret => ({
+      type,
+      data: {
+        'ssh-privatekey': Buffer.from(key).toString('base64'),
+        ...(knownHosts === undefined ? {} : { known_hosts: Buffer.from(knownHosts).toString('base64') }),
+      },
+    });
+    const withSsh = (name: string, repo: string, credentialRef?: string): Project => ({
+      ...project(name, repo),
+      spec: { repository: { url: repo, defaultBranch: 'main', ...(credentialRef ? { credentialRef } : {}) } },
+    });
+    const keyBody = sshd.userKey.split('\n')[1] ?? '';
+    const scratch = (): string[] => readdirSync(tmpdir()).filter((f) => f.startsWith('krt-git-ssh-'));
+    const before = scratch();
+    const server2 = await gitServer();
+    const sync2 = (project: string): Promise<Answer> =>
+      call(`${server2.url}/-/sync`, ca, { method: 'POST', token: TOKEN, body: { namespace: 'team', project } });
+    authority.secrets.set('team/ssh-cred', sshAuth(sshd.userKey, sshd.knownHosts));
+    authority.projects.set('team/ps', withSsh('ps', url, 'ssh-cred'));
+    const ok = await sync2('ps');
+    assert.deepEqual([ok.code, ok.doc.commit], [200, commit], JSON.stringify(ok.doc));
+    const repo = join(dir, 'srv', 'team', 'ps.git');
+    assert.equal(sh(['rev-parse', `refs/ora/upstreams/${BINDING}/snapshots/${commit}`], repo), commit);
+    const onDisk = sh(['config', '--list'], repo) + readFileSync(join(repo, 'config'), 'utf8');
+    assert.ok(!onDisk.includes(keyBody) && !onDisk.includes('ssh'), 'nothing of the credential in the repository');
+    assert.deepEqual(scratch(), before, "the key's files are removed after the fetch");
+    const refused = async (name: string, reason: string): Promise<string> => {
+      const r = await sync2(name);
+      assert.deepEqual([r.code, r.doc.reason], [422, reason], JSON.stringify(r.doc));
+      assert.ok(!JSON.stringify(r.doc).includes(keyBody), 'no answer carries the key');
+      return r.doc.message ?? '';
+    };
+    authority.projects.set('team/ps1', withSsh('ps1', url));
+    assert.match(await refused('ps1', 'credential_required'), /ssh-auth with ssh-privatekey and known_hosts/);
+    authority.secrets.set('team/ssh-nohosts', sshAuth(sshd.userKey));
+    authority.projects.set('team/ps2', withSsh('ps2', url, 'ssh-nohosts'));
+    assert.match(await refused('ps2', 'credential_invalid'), /has no known_hosts/);
+    authority.secrets.set('team/ssh-basic', sshAuth(sshd.userKey, sshd.knownHosts, 'kubernetes.io/basic-auth'));
+    authority.projects.set('team/ps3', withSsh('ps3', url, 'ssh-basic'));
+    assert.match(await refused('ps3', 'credential_invalid'), /must be of type kubernetes.io\/ssh-auth/);
+    authority.secrets.set('team/ssh-otherhost', sshAuth(sshd.userKey, sshd.wrongKnownHosts));
+    authority.projects.set('team/ps4', withSsh('ps4', url, 'ssh-otherhost'));
+    assert.match(await refused('ps4', 'host_key_unverified'), /not in the credential's known_hosts/);
+    authority.secrets.set('team/ssh-otherkey', sshAuth(sshd.otherKey, sshd.knownHosts));
+    authority.projects.set('team/ps5', withSsh('ps5', url, 'ssh-otherkey'));
+    assert.match(await refused('ps5', 'credential_refused'), /Permission denied/);
+    assert.deepEqual(scratch(), before, "the key's files are removed after a failed fetch too");
+  });
+
+  it('ssh: the connection is pinned to the vetted address (a name the ssh client could not resolve), the host key looked up under the name; an internal address is refused', async () => {
+    const sshd = await startTestSshd();
+    servers.push(sshd);
+    const name = 'git.example.invalid';
+    const url = `ssh://${sshd.user}@${name}:${sshd.port}${join(dir, 'ext', 'o', 'r.git')}`;
+    const underName = sshd.knownHosts.replace(`[${sshd.host}]`, `[${name}]`);
+    authority.secrets.set('team/ssh-named', {
+      type: 'kubernetes.io/ssh-auth',
+      data: {
+        'ssh-privatekey': Buffer.from(sshd.userKey).toString('base64'),
+        known_hosts: Buffer.from(underName).toString('base64'),
+      },
+    });
+    authority.projects.set('team/pp', {
+      ...project('pp', url),
+      spec: { repository: { url, defaultBranch: 'main', credentialRef: 'ssh-named' } },
+    });
+    const resolve = (host: string): Promise<string[]> => Promise.resolve(host === name ? [sshd.host] : []);
+    const pinned = await gitServer({ resolve });
+    const call2 = (s: RunningGitServer): Promise<Answer> =>
+      call(`${s.url}/-/sync`, ca, { method: 'POST', token: TOKEN, body: { namespace: 'team', project: 'pp' } });
+    const ok = await call2(pinned);
+    assert.deepEqual([ok.code, ok.doc.commit], [200, commit], JSON.stringify(ok.doc));
+    const strict = await gitServer({ resolve, targets: { allow: [], deny: [] } });
+    const no = await call2(strict);
+    assert.deepEqual([no.code, no.doc.reason], [403, 'sync_target_forbidden']);
   });
 
   it("a deleted Project's repository is removed (only with the sync token, never while the Project lives)", async () => {

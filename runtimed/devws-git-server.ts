@@ -7,16 +7,18 @@
  * authorised for its Project (a Node only for the Project of its own Workspace, anyone else by a
  * SubjectAccessReview); the API server not answering refuses (503). One more endpoint,
  * `POST /-/sync`, is the sync function's: with the sync token it fetches the binding branch of the
- * Project's own repository (read from the Project object; https only; never an internal address
- * unless allow-listed) and records a snapshot of its commit.
+ * Project's own repository (read from the Project object; https, or ssh with a credentialRef and
+ * strict host keys; never an internal address unless allow-listed) and records a snapshot of its
+ * commit.
  */
 import { execFile, spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import { isIP, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DevwsError } from '../lib/devws/api.ts';
 import {
@@ -29,7 +31,15 @@ import {
   tokenDigest,
 } from '../lib/devws/git-access.ts';
 import { snapshotRef, syncTarget, validateSyncRequest, type SyncTarget } from '../lib/devws/sync.ts';
-import { configEnv, credentialConfig, credentialOf, type GitCredential } from '../lib/devws/credential.ts';
+import {
+  configEnv,
+  credentialConfig,
+  credentialOf,
+  fetchFailure,
+  requireCredential,
+  type GitCredential,
+} from '../lib/devws/credential.ts';
+import { repositoryEndpoint, sshCommand, type RepositoryEndpoint } from '../lib/devws/ssh.ts';
 import { parseCidrList, vetAddresses, type TargetPolicy } from '../lib/devws/sync-target.ts';
 import { kubeGitAuthority, type GitAuthority } from './devws-git-authority.ts';
 import { defaultClient } from '../lib/kube/config.ts';
@@ -104,13 +114,20 @@ function serialized<T>(key: string, run: () => Promise<T>): Promise<T> {
 const systemResolve = async (host: string): Promise<string[]> =>
   (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
+/** Where a fetch goes: the vetted address it is pinned to, and git's options that pin it and forbid redirects. */
+export interface PinnedFetch {
+  endpoint: RepositoryEndpoint;
+  address: string;
+  options: string[];
+}
+
 /**
- * Vets the repository host (every address it resolves to; ADR 0026) and returns git's options
- * that pin the fetch to the vetted address and forbid redirects.
+ * Vets the repository host (every address it resolves to; ADR 0026) and returns where the fetch is
+ * pinned: https by `http.curloptResolve` (and no redirects), ssh by the ssh command's `HostName`.
  */
-export async function pinnedFetchOptions(o: GitServerOptions, url: string): Promise<string[]> {
-  const u = new URL(url);
-  const host = u.hostname.replace(/^\[|\]$/g, '');
+export async function pinnedFetch(o: GitServerOptions, url: string): Promise<PinnedFetch> {
+  const endpoint = repositoryEndpoint(url);
+  const { host } = endpoint;
   const policy = o.targets ?? { allow: [], deny: [] };
   const literal = isIP(host) !== 0;
   let addresses: string[];
@@ -120,16 +137,44 @@ export async function pinnedFetchOptions(o: GitServerOptions, url: string): Prom
     throw new GitAccessError('repository_sync_failed', 422, `${host} does not resolve`);
   }
   const address = vetAddresses(host, addresses, policy);
+  if (endpoint.transport === 'ssh') return { endpoint, address, options: ['-c', 'protocol.ssh.allow=always'] };
   const pin = isIP(address) === 6 ? `[${address}]` : address;
-  const resolve = literal ? [] : ['-c', `http.curloptResolve=${host}:${u.port || '443'}:${pin}`];
-  return ['-c', 'http.followRedirects=false', ...resolve];
+  const resolve = literal ? [] : ['-c', `http.curloptResolve=${host}:${endpoint.port}:${pin}`];
+  const options = ['-c', 'protocol.https.allow=always', '-c', 'http.followRedirects=false', ...resolve];
+  return { endpoint, address, options };
+}
+
+/**
+ * Runs `use` with git's environment for the credential: https, an Authorization header scoped to
+ * the URL; ssh, GIT_SSH_COMMAND over a key and known_hosts written for this fetch only (a private
+ * directory, mode 0600, removed afterwards; never the command line). Without a credential, https
+ * only (an ssh repository always has one: requireCredential).
+ */
+async function withCredentialEnv<T>(
+  pinned: PinnedFetch,
+  url: string,
+  credential: GitCredential | undefined,
+  use: (env: Record<string, string>) => Promise<T>,
+): Promise<T> {
+  if (credential?.kind !== 'ssh') return use(credential ? configEnv(credentialConfig(credential, url)) : {});
+  const dir = mkdtempSync(join(tmpdir(), 'krt-git-ssh-'));
+  try {
+    const keyFile = join(dir, 'id');
+    const knownHostsFile = join(dir, 'known_hosts');
+    writeFileSync(keyFile, credential.privateKey, { mode: 0o600 });
+    writeFileSync(knownHostsFile, credential.knownHosts, { mode: 0o600 });
+    const command = sshCommand({ endpoint: pinned.endpoint, address: pinned.address, keyFile, knownHostsFile });
+    return await use({ GIT_SSH_COMMAND: command, GIT_SSH_VARIANT: 'ssh' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
  * Fetches the binding branch of the Project's repository into the Project's repository here and
- * records the snapshot ref of its commit. Only the https transport is allowed (no file, ext or
- * ssh), only to a vetted address, without redirects; with the Project's credential (credentialRef)
- * as an Authorization header scoped to the repository URL, in git's environment only.
+ * records the snapshot ref of its commit. Only the https and ssh transports are allowed (no file
+ * or ext), only to a vetted address, without redirects; with the Project's credential
+ * (credentialRef) in git's environment only (withCredentialEnv).
  */
 export async function syncRepository(
   o: GitServerOptions,
@@ -138,19 +183,20 @@ export async function syncRepository(
 ): Promise<{ ref: string; commit: string }> {
   const dir = join(o.root, t.namespace, `${t.project}.git`);
   return serialized(dir, async () => {
-    const pinned = await pinnedFetchOptions(o, t.url);
+    const pinned = await pinnedFetch(o, t.url);
     if (!existsSync(join(dir, 'HEAD'))) {
       mkdirSync(dir, { recursive: true, mode: 0o750 });
       await git(['init', '-q', '--bare', dir], o.root);
       await git(['config', 'http.receivepack', 'false'], dir);
     }
-    const env = {
-      ...(o.externalCAFile ? { GIT_SSL_CAINFO: o.externalCAFile } : {}),
-      ...(credential ? configEnv(credentialConfig(credential, t.url)) : {}),
-    };
+    const ca = o.externalCAFile ? { GIT_SSL_CAINFO: o.externalCAFile } : {};
     const head = `refs/ora/upstreams/${t.bindingId}/heads/${t.branch}`;
-    const allow = ['-c', 'protocol.allow=never', '-c', 'protocol.https.allow=always', ...pinned];
-    await git([...allow, 'fetch', '-q', '--no-tags', '--', t.url, `+refs/heads/${t.branch}:${head}`], dir, env);
+    const fetch = ['-c', 'protocol.allow=never', ...pinned.options, 'fetch', '-q', '--no-tags', '--', t.url];
+    await withCredentialEnv(pinned, t.url, credential, (env) =>
+      git([...fetch, `+refs/heads/${t.branch}:${head}`], dir, { ...ca, ...env }).catch((e: unknown) => {
+        throw fetchFailure(e instanceof Error ? e.message : String(e), credential);
+      }),
+    );
     const commit = await git(['rev-parse', '--verify', `${head}^{commit}`], dir);
     const ref = snapshotRef(t.bindingId, commit);
     await git(['update-ref', ref, commit], dir);
@@ -209,15 +255,17 @@ async function asked<T>(what: string, call: Promise<T>): Promise<T> {
 /**
  * POST /-/sync: 200 {ref, commit}; 401 without the sync token; 400 a bad request; 404/409 the
  * Project is missing, not syncable or not what the request names; 403 sync_target_forbidden (an
- * internal address); 422 repository_sync_failed (the fetch failed) or a credential_* reason (the
- * credentialRef Secret is missing, not granted to the Git Server, or unusable); 503 the API did not
- * answer.
+ * internal address); 422 repository_sync_failed (the fetch failed), host_key_unverified (ssh: the
+ * host key is not in known_hosts) or a credential_* reason (credential_required: an ssh repository
+ * without one; the credentialRef Secret is missing, not granted to the Git Server or unusable; the
+ * repository refused it); 503 the API did not answer.
  */
 async function handleSync(o: GitServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   try {
     if (!authorized(req, o.syncToken)) throw new GitAccessError('unauthenticated', 401, 'the sync token is required');
     const r = validateSyncRequest(await readJson(req));
     const t = syncTarget(r, await asked('reading the Project', o.authority.project(r.namespace, r.project)));
+    requireCredential(t.url, t.credentialRef);
     const credential = t.credentialRef
       ? credentialOf(
           `${t.namespace}/${t.credentialRef}`,

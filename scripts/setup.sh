@@ -13,6 +13,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing system packages for: ${missing[*]}" >&2
   apt-get update -qq && apt-get install -y -qq openssl util-linux git python3 >/dev/null
 fi
+# OpenSSH (client and server): the devws Git Server's sync fetches ssh repositories with ssh, and
+# its tests fetch from a real sshd they start on 127.0.0.1 (e2e/sshd.ts). Never started as a service.
+ssh_pkgs=()
+command -v ssh >/dev/null 2>&1 || ssh_pkgs+=(openssh-client)
+[ -x /usr/sbin/sshd ] || ssh_pkgs+=(openssh-server)
+if [ ${#ssh_pkgs[@]} -gt 0 ]; then
+  echo "setup: installing ${ssh_pkgs[*]} (devws ssh repositories and their tests)" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${ssh_pkgs[@]}" >/dev/null
+fi
 # Chromium (Debian's package, never a browser download) for the dashboard's browser tests.
 if ! command -v chromium >/dev/null 2>&1; then
   echo "setup: installing chromium (dashboard browser tests)" >&2

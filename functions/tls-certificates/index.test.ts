@@ -19,6 +19,8 @@ function secretOf(
       'functions.key': b64(m.functions.key),
       'dashboard.crt': b64(m.dashboard.cert),
       'dashboard.key': b64(m.dashboard.key),
+      'git.crt': b64(m.git.cert),
+      'git.key': b64(m.git.key),
       'ca.crt': b64(m.ca.cert),
       'ca.key': b64(m.ca.key),
       'ca-bundle.crt': b64(m.caBundle),
@@ -79,6 +81,27 @@ describe('tls-certificates function', () => {
     });
     const data = (applied[0] as unknown as { object: { data: Record<string, string> } }).object.data;
     assert.ok(data['dashboard.crt'] && data['dashboard.key'], 'the Secret carries the dashboard pair');
+  });
+
+  it("issues the devws Git Server's certificate for its Service and localhost, and adds it to an existing Secret", async () => {
+    const first = (await desiredMaterial(undefined, t0)).material;
+    const leaf = new X509Certificate(first.git.cert);
+    assert.ok(leaf.verify(new X509Certificate(first.ca.cert).publicKey));
+    for (const name of [
+      'kruntimes-devws-git.kruntimes-system.svc',
+      'kruntimes-devws-git.kruntimes-system.svc.cluster.local',
+      'localhost',
+    ])
+      assert.ok(leaf.checkHost(name), name);
+    assert.equal(leaf.checkHost('kruntimes-extension.kruntimes-system.svc'), undefined, 'no other Service');
+    assert.notEqual(first.git.key, first.dashboard.key, 'a key of its own');
+    const old = secretOf(first);
+    delete old.data['git.crt'];
+    delete old.data['git.key'];
+    const applied = await rotate({ state: { get: () => old, list: () => [] }, now: new Date(t0.getTime() + DAY) });
+    const data = (applied[0] as unknown as { object: { data: Record<string, string> } }).object.data;
+    assert.ok(data['git.crt'] && data['git.key'], 'the Secret carries the Git Server pair');
+    assert.deepEqual([data['tls.crt'], data['ca.crt']], [old.data['tls.crt'], old.data['ca.crt']], 'the rest kept');
   });
 
   it('keeps valid material, renews the leaf 30 days before expiry, and keeps the old CA in the bundle while it is valid', async () => {

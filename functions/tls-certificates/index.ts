@@ -1,6 +1,6 @@
 /**
  * Cron function: keeps the extension API server's serving certificate (and those of the function
- * servers and the in-cluster dashboard) and every caBundle that
+ * servers, the in-cluster dashboard and the devws Git Server) and every caBundle that
  * must trust it current, rotating without downtime. The serving certificate is renewed 30 days
  * before expiry from the same CA; the CA is renewed 90 days before expiry and, until the old
  * CA expires, caBundles carry both CAs so every client trusts the old and new serving cert.
@@ -44,6 +44,10 @@ export interface Material {
   /** The in-cluster dashboard's certificate (kustomize/components/dashboard): its Service only.
    * Its Pod mounts only these two keys (dashboard.crt, dashboard.key). */
   dashboard: KeyPairPem;
+  /** The devws Git Server's certificate (kustomize/components/devws-git-server): its Service, and
+   * localhost for the local environment, where its Service is `ExternalName: localhost`. Its Pod
+   * mounts only these two keys (git.crt, git.key). */
+  git: KeyPairPem;
 }
 
 /** The DNS names of the function servers' certificate: every Service of the kruntimes namespace. */
@@ -57,6 +61,17 @@ export const DASHBOARD_DNS = [
   DASHBOARD_SERVICE,
 ];
 
+/** The devws Git Server's Service (kustomize/components/devws-git-server) and its certificate's names. */
+export const GIT_SERVER_SERVICE = 'kruntimes-devws-git';
+export const GIT_SERVER_DNS = [
+  `${GIT_SERVER_SERVICE}.${NAMESPACE}.svc`,
+  `${GIT_SERVER_SERVICE}.${NAMESPACE}.svc.cluster.local`,
+  GIT_SERVER_SERVICE,
+  'localhost',
+];
+
+type Leaf = 'serving' | 'functions' | 'dashboard' | 'git';
+
 const renewLeaf = (leaf: KeyPairPem, now: Date): boolean => notAfter(leaf.cert).getTime() - now.getTime() < 30 * DAY;
 
 /** The key pair stored under `<name>.crt` and `<name>.key`, when both are there. */
@@ -66,9 +81,9 @@ const pairOf = (d: Record<string, string>, name: string): KeyPairPem | undefined
 /** The leaf certificates of `ca`, each kept while valid for 30 more days, else issued anew. */
 async function leaves(
   ca: KeyPairPem,
-  held: Partial<Record<'serving' | 'functions' | 'dashboard', KeyPairPem>>,
+  held: Partial<Record<Leaf, KeyPairPem>>,
   now: Date,
-): Promise<{ leaves: Pick<Material, 'serving' | 'functions' | 'dashboard'>; changed: boolean }> {
+): Promise<{ leaves: Pick<Material, Leaf>; changed: boolean }> {
   let changed = false;
   const leaf = async (have: KeyPairPem | undefined, cn: string, dns: string[], ips: string[]): Promise<KeyPairPem> => {
     if (have && !renewLeaf(have, now)) return have;
@@ -79,7 +94,8 @@ async function leaves(
   const serving = await leaf(held.serving, `${SERVICE}.${NAMESPACE}.svc`, dns, ['127.0.0.1']);
   const functions = await leaf(held.functions, `functions.${NAMESPACE}.svc`, FUNCTION_SERVER_DNS, []);
   const dashboard = await leaf(held.dashboard, `${DASHBOARD_SERVICE}.${NAMESPACE}.svc`, DASHBOARD_DNS, []);
-  return { leaves: { serving, functions, dashboard }, changed };
+  const git = await leaf(held.git, `${GIT_SERVER_SERVICE}.${NAMESPACE}.svc`, GIT_SERVER_DNS, ['127.0.0.1']);
+  return { leaves: { serving, functions, dashboard, git }, changed };
 }
 
 /** Decides the material to hold now, reusing what is still valid. */
@@ -90,12 +106,17 @@ export async function desiredMaterial(
   const d = current?.data ?? {};
   let ca = d['ca.crt'] && d['ca.key'] ? { cert: unb64(d['ca.crt']), key: unb64(d['ca.key']) } : undefined;
   let bundle = unb64(d['ca-bundle.crt']) || ca?.cert || '';
-  let held = { serving: pairOf(d, 'tls'), functions: pairOf(d, 'functions'), dashboard: pairOf(d, 'dashboard') };
+  let held: Partial<Record<Leaf, KeyPairPem>> = {
+    serving: pairOf(d, 'tls'),
+    functions: pairOf(d, 'functions'),
+    dashboard: pairOf(d, 'dashboard'),
+    git: pairOf(d, 'git'),
+  };
   let changed = false;
   if (!ca || notAfter(ca.cert).getTime() - now.getTime() < 90 * DAY) {
     ca = await createCa('kruntimes-extension-ca', now, 3650);
     bundle = [ca.cert, ...splitBundle(bundle).filter((c) => notAfter(c).getTime() > now.getTime())].join('\n');
-    held = { serving: undefined, functions: undefined, dashboard: undefined };
+    held = {};
     changed = true;
   }
   const expired = splitBundle(bundle).filter((c) => notAfter(c).getTime() <= now.getTime());
@@ -157,6 +178,8 @@ export async function rotate({ state, now }: CronInput): Promise<Operation[]> {
           'functions.key': b64(material.functions.key),
           'dashboard.crt': b64(material.dashboard.cert),
           'dashboard.key': b64(material.dashboard.key),
+          'git.crt': b64(material.git.cert),
+          'git.key': b64(material.git.key),
           'ca.crt': b64(material.ca.cert),
           'ca.key': b64(material.ca.key),
           'ca-bundle.crt': b64(material.caBundle),

@@ -23,7 +23,7 @@ export interface SyncTarget {
   namespace: string;
   project: string;
   bindingId: string;
-  /** The external repository (https only: the Git Server holds no ssh keys). */
+  /** The external repository: https, or ssh (ssh:// or scp-like) with an ssh-auth credentialRef (ADR 0035). */
   url: string;
   branch: string;
   /** The Secret (same namespace) holding the repository's credential, when the Project names one. */
@@ -65,8 +65,8 @@ export function validateSyncRequest(body: unknown): SyncRequest {
 /**
  * The sync target of a request, from the Project object: 404 project_not_found; 409
  * project_not_syncable (not provisioning/active, or no binding yet); 409 sync_target_mismatch when
- * the request names another repository, branch or binding; the Project's URL must be https and a
- * valid repository URL, its branch a valid ref (400 as the admission rules).
+ * the request names another repository, branch or binding; the Project's URL must be a valid
+ * repository URL (https or ssh), its branch a valid ref (400 as the admission rules).
  */
 export function syncTarget(r: SyncRequest, p: Project | undefined): SyncTarget {
   const name = `${r.namespace}/${r.project}`;
@@ -87,8 +87,6 @@ export function syncTarget(r: SyncRequest, p: Project | undefined): SyncTarget {
       throw new GitAccessError('sync_target_mismatch', 409, `${k} is not the binding of Project ${name}`);
   }
   validateRepositoryUrl(t.url);
-  if (!t.url.startsWith('https://'))
-    throw new DevwsError('invalid_sync_request', 400, 'only https repositories can be synced');
   validateRefName(t.branch);
   return t;
 }

@@ -1,0 +1,107 @@
+/**
+ * The devws Git Server as an installation deploys it (issue 14): the component
+ * kustomize/components/devws-git-server rendered by kustomize and installed on the local
+ * environment (localenv/git-server.ts), serving with the certificate the cluster's tls-certificates
+ * function issued for it, as its own ServiceAccount. A Project's sync fetches the external
+ * repository into it, and the main Workspace's Node clones the snapshot from it: the path every
+ * other devws spec runs with the same server code in the test process.
+ */
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import https from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import { join } from 'node:path';
+import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
+import { NAMESPACE as SYS, SECRET as TLS_SECRET } from '../functions/tls-certificates/index.ts';
+import { installGitServer, uninstallGitServer } from '../localenv/git-server.ts';
+import { freePort } from '../localenv/ports.ts';
+import { cluster, E2E_HOST_ADDRESS, E2E_NODE_KIND } from './cluster.ts';
+import { startGitServer, type GitServer } from './git-server.ts';
+import { admin, deleteNamespace, eventually, newNamespace, servingCert } from './helpers.ts';
+
+const G = '/apis/dev.kruntimes.io/v1alpha1';
+
+/** GET info/refs without a token: the status code, the reason and the certificate the server presented. */
+function unauthenticatedRead(base: string, ca: string, path: string): Promise<{ answer: string; cert: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(`${base}/${path}/info/refs?service=git-upload-pack`, { ca, agent: false }, (res) => {
+      const peer = (res.socket as TLSSocket).getPeerX509Certificate();
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () =>
+        resolve({
+          answer: `${res.statusCode ?? 0} ${/"reason":"(\w+)"/.exec(body)?.[1] ?? ''}`,
+          cert: peer?.fingerprint256 ?? '',
+        }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('devws Git Server component (deployed, issue 14)', function () {
+  let ns: string;
+  let external: GitServer;
+  let installed: { url: string; ca: string };
+  const kube = (): { kubectl: string; kubeconfig: string; api: ReturnType<typeof admin> } => ({
+    kubectl: join(cluster().state.binDir, 'kubectl'),
+    kubeconfig: cluster().kubeconfig,
+    api: admin(),
+  });
+  const p = (n: string): string => `${G}/namespaces/${ns}/${n}`;
+
+  before(async function () {
+    // The local installer relies on the node agent's Pods sharing the host's network.
+    assert.equal(E2E_NODE_KIND, 'agent', 'this spec runs on the node agent kind (the default)');
+    ns = await newNamespace('devws-gc');
+    const pki = servingCert(`devws-gc-${ns}`, ['git.local']);
+    external = await startGitServer({ 'README.md': '# deployed\n' }, pki);
+    installed = await installGitServer({
+      ...kube(),
+      port: await freePort(),
+      // The external repository is on this host: allowed explicitly, its private CA trusted.
+      allow: `${E2E_HOST_ADDRESS}/32`,
+      externalCAPem: pki.ca.toString(),
+      progress: (m) => process.stderr.write(`  [git component] ${m}\n`),
+    });
+  });
+  after(async () => {
+    external.close();
+    await deleteNamespace(ns);
+    await uninstallGitServer(kube());
+  });
+
+  it('serves with the certificate tls-certificates issued for it and refuses an unauthenticated read', async () => {
+    const tls = await admin().get<KubeObject & { data: Record<string, string> }>(
+      `/api/v1/namespaces/${SYS}/secrets/${TLS_SECRET}`,
+    );
+    const issued = new X509Certificate(Buffer.from(tls.data['git.crt'] ?? '', 'base64'));
+    const r = await unauthenticatedRead(installed.url, installed.ca, `${ns}/p1.git`);
+    assert.deepEqual(r, { answer: '401 unauthenticated', cert: issued.fingerprint256 });
+  });
+
+  it('create_project: the deployed Git Server syncs the external repository, the Node clones the snapshot from it, the Workspace is ready', async () => {
+    const created = await admin().create<Project>(p('projects'), {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Project',
+      metadata: { name: 'p1' },
+      spec: { repository: { url: external.url, defaultBranch: 'main' } },
+    });
+    const done = await eventually('p1-create succeeded', async () => {
+      const o = await admin()
+        .get<Operation>(p('operations/p1-create'))
+        .catch(() => undefined);
+      const s = o?.status;
+      assert.notEqual(s?.state, 'failed', `p1-create failed: ${s?.reason ?? ''} ${s?.message ?? ''}`);
+      return s?.state === 'succeeded' ? o : undefined;
+    });
+    const ref = `refs/ora/upstreams/${created.metadata.uid ?? ''}/snapshots/${external.commit}`;
+    const synced = await admin().get<Project>(p('projects/p1'));
+    assert.deepEqual(synced.status?.snapshot, { ref, commit: external.commit });
+    assert.equal(done?.status?.cloneInput?.repositoryUrl, `${installed.url}/${ns}/p1.git`, 'cloned from the component');
+    const w = await admin().get<Workspace>(p('workspaces/p1-main'));
+    assert.deepEqual([w.status?.observedState, w.status?.baseCommitId], ['ready', external.commit]);
+  });
+});
