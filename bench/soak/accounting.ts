@@ -44,6 +44,27 @@ export interface MemorySample {
   baselineMb: number;
   peakMb: number;
   afterMb: number;
+  /** Live heap before and after the load (V8: heap used + external after forced GCs; Go: heap in use). */
+  live?: LiveSample;
+}
+
+export interface LiveSample {
+  baselineMb: number;
+  afterMb: number;
+  /** RSS when the "after" live heap was read (for V8, right after the forced GCs). */
+  rssAfterMb: number;
+}
+
+/** How far above its baseline a live heap may end and still count as back (noise of a running process). */
+export const LIVE_SLACK = { ratio: 0.1, mb: 10 };
+
+/**
+ * Whether a component's live heap ended above its baseline by more than the slack: state it
+ * still holds after the load, as opposed to RSS the runtime has not returned (freed but kept).
+ */
+export function retained(m: MemorySample): boolean {
+  if (!m.live) return false;
+  return m.live.afterMb > m.live.baselineMb * (1 + LIVE_SLACK.ratio) + LIVE_SLACK.mb;
 }
 
 /** Terminal phases of Runs, WorkflowRuns and JobClass Jobs (Unknown: a Job's ResultUnknown). */
@@ -222,14 +243,23 @@ export function formatResult(r: SoakResult): string {
       `recovery: ${f.kind} (n=${f.n})`,
       `p50 ${sec(f.p50Ms)}, max ${sec(f.maxMs)}${f.unrecovered ? `, ${f.unrecovered} unrecovered` : ''}`,
     ]);
-  for (const m of r.memory)
-    rows.push([
-      `memory: ${m.component} RSS baseline / peak / after`,
-      `${m.baselineMb.toFixed(0)} / ${m.peakMb.toFixed(0)} / ${m.afterMb.toFixed(0)} MB`,
-    ]);
+  for (const m of r.memory) rows.push(...memoryRows(m));
   const table = ['| measure | value |', '|---|---|', ...rows.map(([a, b]) => `| ${a} | ${b} |`)];
   const problems = [...r.problems, ...r.stuck.map((s) => `stuck: ${s}`), ...r.orphans.map((s) => `orphan: ${s}`)];
   return `${[...table, ...(problems.length ? ['', 'problems:', ...problems.map((p) => `- ${p}`)] : [])].join('\n')}\n`;
+}
+
+function memoryRows(m: MemorySample): [string, string][] {
+  const mb = (n: number): string => n.toFixed(0);
+  const rows: [string, string][] = [
+    [`memory: ${m.component} RSS baseline / peak / after`, `${mb(m.baselineMb)} / ${mb(m.peakMb)} / ${mb(m.afterMb)} MB`],
+  ];
+  if (m.live)
+    rows.push([
+      `memory: ${m.component} live heap baseline / after (RSS then)`,
+      `${mb(m.live.baselineMb)} / ${mb(m.live.afterMb)} MB (${mb(m.live.rssAfterMb)} MB): ${retained(m) ? '**retained**' : 'back to baseline'}`,
+    ]);
+  return rows;
 }
 
 /** True when the soak's invariants hold: nothing lost, run twice, flipped, wrong, stuck or orphaned. */
