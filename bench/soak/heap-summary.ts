@@ -57,7 +57,11 @@ export function stringsContaining(s: Snapshot, text: string): number {
   let n = 0;
   for (let i = 0; i < s.nodes.length; i += f.length) {
     const type = types[s.nodes[i + iType]!];
-    if ((type === 'string' || type === 'concatenated string' || type === 'sliced string') && s.strings[s.nodes[i + iName]!]?.includes(text)) n++;
+    if (
+      (type === 'string' || type === 'concatenated string' || type === 'sliced string') &&
+      s.strings[s.nodes[i + iName]!]?.includes(text)
+    )
+      n++;
   }
   return n;
 }
@@ -70,7 +74,8 @@ function main(): void {
   const [ga, gb] = [groups(a), groups(b)];
   const mb = (n: number): string => (n / 1024 / 1024).toFixed(2);
   process.stdout.write(`self size total: ${mb(total(ga))} MB -> ${mb(total(gb))} MB\n`);
-  for (const g of growth(ga, gb).slice(0, 30)) process.stdout.write(`${mb(g.bytes).padStart(8)} MB ${String(g.count).padStart(8)}  ${g.key}\n`);
+  for (const g of growth(ga, gb).slice(0, 30))
+    process.stdout.write(`${mb(g.bytes).padStart(8)} MB ${String(g.count).padStart(8)}  ${g.key}\n`);
   if (values.grep)
     process.stdout.write(
       `strings containing ${values.grep}: ${stringsContaining(a, values.grep)} -> ${stringsContaining(b, values.grep)}\n`,

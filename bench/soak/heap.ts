@@ -10,6 +10,7 @@
  *   heap idle and not yet released).
  */
 import { createWriteStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { rssMb } from './procs.ts';
@@ -45,7 +46,14 @@ export function goHeapOf(text: string): GoHeap | undefined {
   return { rssMb: rss, heapInuseMb: inuse, heapIdleMb: idle, heapReleasedMb: released };
 }
 
-export async function apiserverGoHeap(api: KubeClient): Promise<GoHeap | undefined> {
+/**
+ * kube-apiserver's Go heap after a forced GC: its pprof heap endpoint (`gc=1` collects first; the
+ * profile goes to `profile` when given, for `go tool pprof`), then its /metrics gauges.
+ */
+export async function apiserverGoHeap(api: KubeClient, profile?: string): Promise<GoHeap | undefined> {
+  const prof = await api.stream('/debug/pprof/heap?gc=1');
+  if (profile) await pipeline(prof, createWriteStream(profile));
+  else for await (const _ of prof);
   const res = await api.stream('/metrics');
   let text = '';
   res.setEncoding('utf8');
@@ -102,19 +110,24 @@ async function connect(url: string): Promise<Cdp> {
   };
 }
 
+async function inspectorUrl(): Promise<string | undefined> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json/list`);
+    return ((await res.json()) as { webSocketDebuggerUrl: string }[])[0]?.webSocketDebuggerUrl;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Opens the inspector of a Node process (SIGUSR1) and returns its DevTools WebSocket URL. */
 async function openInspector(pid: number): Promise<string> {
+  // One inspector at a time on the port: wait until the previous one closed.
+  for (let i = 0; i < 25 && (await inspectorUrl()); i++) await sleep(200);
   process.kill(pid, 'SIGUSR1');
   const until = Date.now() + 10_000;
   for (;;) {
-    try {
-      const list = (await (await fetch(`http://127.0.0.1:${INSPECTOR_PORT}/json/list`)).json()) as {
-        webSocketDebuggerUrl: string;
-      }[];
-      if (list[0]) return list[0].webSocketDebuggerUrl;
-    } catch {
-      /* not listening yet */
-    }
+    const url = await inspectorUrl();
+    if (url) return url;
     if (Date.now() > until) throw new Error(`pid ${pid}: its inspector did not open on port ${INSPECTOR_PORT}`);
     await sleep(200);
   }
@@ -144,7 +157,8 @@ export async function nodeHeapAfterGc(pid: number, snapshot?: string): Promise<N
   const cdp = await connect(await openInspector(pid));
   try {
     const inspected = await evaluate<number>(cdp, 'process.pid');
-    if (inspected !== pid) throw new Error(`the inspector on port ${INSPECTOR_PORT} is pid ${inspected}'s, not ${pid}'s`);
+    if (inspected !== pid)
+      throw new Error(`the inspector on port ${INSPECTOR_PORT} is pid ${inspected}'s, not ${pid}'s`);
     await cdp.call('HeapProfiler.collectGarbage');
     await cdp.call('HeapProfiler.collectGarbage');
     const u = await evaluate<Record<string, number>>(cdp, 'process.memoryUsage()');

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { readState, type Component } from '../../localenv/environment.ts';
 import type { LiveSample, MemorySample } from './accounting.ts';
-import { apiserverGoHeap, etcdGoHeap, nodeHeapAfterGc, type GoHeap } from './heap.ts';
+import { apiserverGoHeap, etcdGoHeap, nodeHeapAfterGc, type GoHeap, type NodeHeap } from './heap.ts';
 import { componentPid, podPids, podsOf, rssMb } from './procs.ts';
 import { RUNTIME } from './workload.ts';
 
@@ -22,6 +22,12 @@ export interface LiveReading {
   /** Heap the runtime holds free but has not returned (V8: heap total - used; Go: idle - released). */
   freeMb: number;
 }
+
+const nodeReading = (h: NodeHeap): LiveReading => ({
+  liveMb: h.heapUsedMb + h.externalMb,
+  rssMb: h.rssMb,
+  freeMb: h.heapTotalMb - h.heapUsedMb,
+});
 
 const goReading = (g: GoHeap): LiveReading => ({
   liveMb: g.heapInuseMb,
@@ -66,21 +72,22 @@ export class MemoryMonitor {
   }
 
   /** Live heap per component (extension server after forced GCs); a component that cannot be read is left out. */
-  async live(stage: 'baseline' | 'drained' | 'after', log: (m: string) => void): Promise<void> {
-    const into = stage === 'baseline' ? this.liveBase : stage === 'after' ? this.liveAfter : new Map<string, LiveReading>();
+  async live(stage: 'baseline' | 'drained' | 'settling' | 'after', log: (m: string) => void): Promise<void> {
+    const into =
+      stage === 'baseline' ? this.liveBase : stage === 'after' ? this.liveAfter : new Map<string, LiveReading>();
     const note = (c: string, err: unknown): void =>
       log(`live heap of ${c} not read: ${err instanceof Error ? err.message : String(err)}`);
     for (const pid of await this.extensionPids()) {
       const snap = this.snapshotDir ? join(this.snapshotDir, `extension-${stage}-${pid}.heapsnapshot`) : undefined;
       const h = await nodeHeapAfterGc(pid, snap).catch((err: unknown) => note('the extension server', err));
       if (h && h.heapUsedMb + h.externalMb > (into.get('extension server')?.liveMb ?? -1))
-        into.set('extension server', {
-          liveMb: h.heapUsedMb + h.externalMb,
-          rssMb: h.rssMb,
-          freeMb: h.heapTotalMb - h.heapUsedMb,
-        });
+        into.set('extension server', nodeReading(h));
     }
-    const api = await apiserverGoHeap(this.api).catch((err: unknown) => note('kube-apiserver', err));
+    const agent = componentPid(this.root, 'node-agent');
+    const a = agent ? await nodeHeapAfterGc(agent).catch((err: unknown) => note('the node agent', err)) : undefined;
+    if (a) into.set('node-agent', nodeReading(a));
+    const profile = this.snapshotDir ? join(this.snapshotDir, `kube-apiserver-${stage}.pprof`) : undefined;
+    const api = await apiserverGoHeap(this.api, profile).catch((err: unknown) => note('kube-apiserver', err));
     if (api) into.set('kube-apiserver', goReading(api));
     const port = readState(this.root)?.ports.etcdClient;
     const etcd = port ? await etcdGoHeap(port).catch((err: unknown) => note('etcd', err)) : undefined;
