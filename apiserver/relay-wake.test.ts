@@ -6,6 +6,27 @@ import fn, { expire } from '../functions/run-ttl/index.ts';
 import scheduler from '../functions/run-scheduler/index.ts';
 import reaper from '../functions/run-reaper/index.ts';
 import { runtimePod } from '../lib/run/heartbeat-fixtures.ts';
+import { WorkQueue, type Clock } from '../lib/fn/queue.ts';
+
+/** Timers that only fire when told; counts the ones still pending. */
+class FakeClock implements Clock {
+  private readonly timers = new Set<object>();
+  constructor(private t: number) {}
+  now(): number {
+    return this.t;
+  }
+  setTimeout(): unknown {
+    const id = {};
+    this.timers.add(id);
+    return id;
+  }
+  clearTimeout(id: unknown): void {
+    this.timers.delete(id as object);
+  }
+  pending(): number {
+    return this.timers.size;
+  }
+}
 
 const NOW = Date.parse('2026-12-01T20:30:00Z');
 const finished = (name: string, completedAgoS: number, over: Partial<KubeObject['metadata']> = {}): KubeObject => ({
@@ -20,6 +41,7 @@ function queued(events: Parameters<typeof wake>[1][]): { now: string[]; later: [
   const q = {
     add: (k: string) => void out.now.push(k),
     addAfter: (k: string, ms: number) => void out.later.push([k, ms]),
+    drop: () => undefined,
   };
   for (const e of events) wake(fn.trigger as WatchTrigger, e, q, NOW);
   return out;
@@ -53,6 +75,17 @@ describe('run-ttl trigger (issue 13: run-ttl invocation storm)', () => {
       { type: 'deleted', object: deleting, old: deleting },
     ]);
     assert.deepEqual(q, { now: [], later: [] });
+  });
+
+  it('the deletion of a Run waiting for its TTL drops its timer (a namespace deleted with its Runs leaves none)', () => {
+    const clock = new FakeClock(NOW);
+    const q = new WorkQueue(clock);
+    const runs = Array.from({ length: 50 }, (_, i) => finished(`r-${i}`, 10));
+    for (const object of runs) wake(fn.trigger as WatchTrigger, { type: 'added', object }, q, NOW);
+    assert.equal(q.delayedCount, 50, 'each finished Run waits for its TTL');
+    for (const object of runs) wake(fn.trigger as WatchTrigger, { type: 'deleted', object, old: object }, q, NOW);
+    assert.equal(q.delayedCount, 0);
+    assert.equal(clock.pending(), 0, 'no timer left');
   });
 
   it('Runs that are not finished, or have no TTL, queue nothing', () => {

@@ -77,8 +77,16 @@ type RelayDelta = { type: 'added' | 'updated' | 'deleted'; object: KubeObject; o
  * What an event of a trigger's primary kind queues: nothing when its filter drops it, else its
  * keys, at once or, when the trigger says the handler has nothing to do before a time
  * (`dueAt`), as a delayed add for then (a relist of many finished objects invokes nothing).
+ * The deletion of an object keyed by itself first drops what the queue kept for its key (a
+ * delayed add, a failure count): nothing of a deleted object stays behind in the relay.
  */
-export function wake(t: WatchTrigger, d: RelayDelta, q: Pick<WorkQueue, 'add' | 'addAfter'>, nowMs: number): void {
+export function wake(
+  t: WatchTrigger,
+  d: RelayDelta,
+  q: Pick<WorkQueue, 'add' | 'addAfter' | 'drop'>,
+  nowMs: number,
+): void {
+  if (d.type === 'deleted' && !t.keys) q.drop(keyOf(d.object));
   if (t.filter && !t.filter(d)) return;
   const due = t.dueAt?.(d.object);
   for (const k of t.keys ? t.keys(d.object) : [keyOf(d.object)]) {

@@ -7,7 +7,10 @@
  *   npm run soak -- --minutes 3                     # the CI-sized variant
  *   npm run soak -- --minutes 30 --rate 2 --seed 7  # the long one
  * Options: --minutes (30), --rate items/s (2), --max-items (5000), --seed (1), --fault-gap mean
- * seconds between faults (20), --targets comma list (all), --no-faults, --drain seconds (240).
+ * seconds between faults (20), --targets comma list (all), --no-faults, --drain seconds (240),
+ * --settle seconds between the namespace deletion and the "after" memory reading (120).
+ * KRT_SOAK_HEAP_SNAPSHOTS=<dir>: heap snapshots of the extension server and kube-apiserver heap
+ * profiles at the baseline, after the drain and after the settle (bench/soak/heap-summary.ts).
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -30,6 +33,7 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, 'root' | 'api' 
       targets: { type: 'string', default: DEFAULT_TARGETS.join(',') },
       'no-faults': { type: 'boolean', default: false },
       drain: { type: 'string', default: '240' },
+      settle: { type: 'string', default: '120' },
     },
   });
   const num = (k: string, s: string | undefined): number => {
@@ -50,6 +54,7 @@ export function parseSoakArgs(argv: string[]): Omit<SoakOptions, 'root' | 'api' 
     targets: targets as FaultTarget[],
     weights: DEFAULT_WEIGHTS,
     drainMs: num('drain', v.drain) * 1000,
+    settleMs: num('settle', v.settle) * 1000,
   };
 }
 

@@ -1,5 +1,15 @@
 import assert from 'node:assert/strict';
-import { account, capacity, clean, flipped, formatResult, verdict, type Outcome } from './accounting.ts';
+import {
+  account,
+  capacity,
+  clean,
+  flipped,
+  formatResult,
+  retained,
+  verdict,
+  type MemorySample,
+  type Outcome,
+} from './accounting.ts';
 
 const ok = (name: string, extra: Partial<Outcome> = {}): Outcome => ({
   name,
@@ -94,5 +104,34 @@ describe('soak accounting', () => {
     assert.equal(clean(r), true);
     assert.equal(clean({ ...r, orphans: ['sandbox x Running'] }), false);
     assert.equal(clean({ ...r, stuck: ['namespace'] }), false);
+  });
+
+  it('tells retained state (live heap above its baseline) from RSS a runtime has not returned', () => {
+    const m = (baseline: number, after: number): MemorySample => ({
+      component: 'extension server',
+      baselineMb: 165,
+      peakMb: 246,
+      afterMb: 212,
+      live: { baselineMb: baseline, afterMb: after, rssAfterMb: 212 },
+    });
+    assert.equal(retained(m(20, 24)), false, 'RSS stays up, the live heap is back: not retained');
+    assert.equal(retained(m(20, 60)), true);
+    assert.equal(retained({ ...m(20, 60), live: undefined }), false, 'no live reading: no verdict');
+    const table = formatResult(account([], [], { stuck: [], orphans: [], memory: [m(20, 24), m(20, 60)], end: 0 }));
+    assert.match(
+      table,
+      /extension server live heap baseline \/ after \(RSS then\) \| 20 \/ 24 MB \(212 MB\): back to baseline/,
+    );
+    assert.match(table, /20 \/ 60 MB \(212 MB\): \*\*retained\*\*/);
+    assert.match(table, /retained: extension server live heap 20 -> 60 MB/);
+    const clear = account([], [], { stuck: [], orphans: [], memory: [m(20, 24)], end: 0 });
+    assert.equal(clean(clear), true);
+    assert.equal(
+      clean({ ...clear, memory: [m(20, 60)] }),
+      false,
+      "a kruntimes process's retained state fails the soak",
+    );
+    const apiserver = { ...m(190, 320), component: 'kube-apiserver' };
+    assert.equal(clean({ ...clear, memory: [apiserver] }), true, "the control plane's caches are reported, not failed");
   });
 });

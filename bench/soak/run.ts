@@ -48,6 +48,8 @@ export interface SoakOptions {
   targets: readonly FaultTarget[];
   weights: Partial<Record<LoadKind, number>>;
   drainMs: number;
+  /** How long after the namespace deletion "after" memory is read (default SETTLE_MS). */
+  settleMs?: number;
   log: (m: string) => void;
   /** Where the diagnoses of the items that went wrong are written (nothing when none did). */
   diagnosticsFile?: string;
@@ -204,7 +206,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     w.artifactVolume = (pvc.spec as { volumeName?: string } | undefined)?.volumeName ?? '';
     const h = new History(o.api, ns);
     await h.start();
-    const mem = new MemoryMonitor(o.api, o.root, ns);
+    const mem = new MemoryMonitor(o.api, o.root, ns, process.env.KRT_SOAK_HEAP_SNAPSHOTS);
+    await mem.live('baseline', o.log);
     await mem.sample();
     mem.baseline();
     mem.start();
@@ -248,11 +251,18 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     // (Go's scavenger and V8's idle collections give memory back over minutes, not seconds).
     await sleep(10_000);
     await mem.sample();
+    if (process.env.KRT_SOAK_HEAP_SNAPSHOTS) await mem.live('drained', o.log);
     const fin = await finalCheck(w, o.log);
-    o.log(`letting memory settle for ${SETTLE_MS / 1000} s`);
-    await sleep(SETTLE_MS);
+    const settle = o.settleMs ?? SETTLE_MS;
+    o.log(`letting memory settle for ${settle / 1000} s`);
+    await sleep(Math.min(settle, SETTLE_MS));
+    if (settle > SETTLE_MS) {
+      await mem.live('settling', o.log);
+      await sleep(settle - SETTLE_MS);
+    }
     await mem.sample();
     mem.stop();
+    await mem.live('after', o.log);
     return account(outcomes, faults, { ...fin, memory: mem.report(), end: Date.now(), cpu });
   } finally {
     await srv?.close();

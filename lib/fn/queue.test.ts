@@ -110,6 +110,21 @@ describe('lib/fn WorkQueue', () => {
     assert.equal(await q.get(), 'k');
   });
 
+  it('drops a gone key: its delayed add never fires and its backoff starts over', () => {
+    const clock = fakeClock();
+    const q = new WorkQueue(clock, 100, 10_000, () => 1);
+    q.addAfter('ttl', 30 * 24 * 3600 * 1000);
+    q.addRateLimited('k');
+    q.addRateLimited('k');
+    assert.equal(q.delayedCount, 2);
+    q.drop('ttl');
+    q.drop('k');
+    assert.equal(q.delayedCount, 0);
+    clock.advance(31 * 24 * 3600 * 1000);
+    assert.equal(q.length, 0);
+    assert.equal(q.addRateLimited('k'), 100);
+  });
+
   it('keeps the earliest delayed add and releases waiters on shutdown', async () => {
     const clock = fakeClock();
     const q = new WorkQueue(clock);

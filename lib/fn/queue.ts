@@ -92,6 +92,22 @@ export class WorkQueue {
     this.failures.delete(key);
   }
 
+  /**
+   * Drops what the queue keeps for a key whose object is gone: its pending delayed add (a TTL
+   * due in days would otherwise hold a timer per deleted object until then) and its failure count.
+   */
+  drop(key: string): void {
+    const d = this.delayed.get(key);
+    if (d) this.clock.clearTimeout(d.timer);
+    this.delayed.delete(key);
+    this.failures.delete(key);
+  }
+
+  /** Keys waiting for a delayed add. */
+  get delayedCount(): number {
+    return this.delayed.size;
+  }
+
   /** Resolves with the next key (marked processing), or undefined after shutdown. */
   get(): Promise<string | undefined> {
     const key = this.queue.shift();

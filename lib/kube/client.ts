@@ -195,12 +195,39 @@ export class KubeClient {
   }
 }
 
+/** What stays on a response once its body was read: an error after the end must not throw. */
+export const ignoreLateError = (): void => undefined;
+
+/**
+ * The body of a response, as text. Its listeners go once it ended: a keep-alive socket keeps the
+ * first request made on it (Node's agent's socket callbacks hold it) and so that response, and
+ * listeners left on it would hold the body, its chunks and the promise with the text for as long
+ * as the socket lives (the extension server kept every pooled connection's first response, such as
+ * a relay's start-up PodList, after its namespace was gone).
+ */
 export function readBody(res: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.on('error', reject);
+    let chunks: Buffer[] = [];
+    const detach = (): void => {
+      res.off('data', onData);
+      res.off('end', onEnd);
+      res.off('error', onError);
+      res.on('error', ignoreLateError);
+      chunks = [];
+    };
+    const onData = (c: Buffer): void => void chunks.push(c);
+    const onEnd = (): void => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      detach();
+      resolve(text);
+    };
+    const onError = (err: Error): void => {
+      detach();
+      reject(err);
+    };
+    res.on('data', onData);
+    res.on('end', onEnd);
+    res.on('error', onError);
   });
 }
 
