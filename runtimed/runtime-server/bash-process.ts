@@ -49,9 +49,10 @@ while builtin read -r -N 40 -u 5 __krt_h; do
   "$__krt_fn" "$__krt_p"
   __krt_s=$?
   command exec 1>&7 0<&56 2>&59 || { __krt_e=; command exec 56</dev/null; command exec 0<&56; }
-  builtin trap : USR2
+  builtin trap '' USR2
   builtin kill -USR2 0
   builtin printf '%s' $'\\n'"$__krt_tok $__krt_s"$'\\n'
+  builtin trap : USR2
   [[ ! -s $__krt_dir/err && $PWD == "$__krt_wd" && $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || {
     [[ -s $__krt_dir/err ]] && __krt_e=
     [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
