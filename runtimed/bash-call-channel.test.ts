@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Duplex } from 'node:stream';
 import { BashCallChannel, workerEnd } from './bash-call-channel.ts';
-import { CALL_HEADER_BYTES } from './runtime-server/bash-calls.ts';
+import { CALL_HEADER_BYTES, callToken } from './runtime-server/bash-calls.ts';
 import { FUNCTION_IO_LIMIT } from './runtime-server/function-base.ts';
 import type { InvokeResult } from './runtime-server/functions.ts';
 
@@ -106,5 +106,13 @@ describe('runtimed bash call channel (a warm bash worker holds it, ADR 0029)', (
     assert.deepEqual(workerEnd(end), { end: { ...end, status: '137' }, killed: false });
     assert.deepEqual(workerEnd({ ...end, status: 'killed' }), { end: { ...end, status: '' }, killed: true });
     assert.deepEqual(workerEnd({ ...end, status: 'exit x' }), { end: { ...end, status: '' }, killed: false });
+  });
+});
+
+describe('callToken', () => {
+  it('gives 24 hex digits, a new token every call, across batches of the random pool', () => {
+    const tokens = Array.from({ length: 1000 }, () => callToken());
+    for (const t of tokens) assert.match(t, /^[0-9a-f]{24}$/);
+    assert.equal(new Set(tokens).size, tokens.length);
   });
 });

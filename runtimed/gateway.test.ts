@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import https from 'node:https';
 import pino from 'pino';
@@ -158,6 +159,14 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
     } finally {
       gw2.close();
     }
+  });
+
+  it('keys cached reviews by the token digest, never the token', () => {
+    const route = { namespace: 'ns', name: 'fn', uid: 'u' };
+    const key = ReviewCache.key('secret-token', route);
+    assert.equal(key, `${createHash('sha256').update('secret-token').digest('hex')}/invoke/ns/fn`);
+    assert.ok(!key.includes('secret-token'));
+    assert.notEqual(ReviewCache.key('secret-token', route, 'session'), key);
   });
 
   it('expires cached reviews', () => {

@@ -12,7 +12,7 @@
  * never used for a caller. Answers are cached for at most 30 s per token digest and Run.
  * Then: UID mismatch 404, not ready 503, a call in flight 429 (one at a time, no queue, no retry).
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -92,7 +92,7 @@ export class ReviewCache {
   ) {}
 
   static key(token: string, r: InvokeRoute, access: Access = 'invoke'): string {
-    return `${createHash('sha256').update(token).digest('hex')}/${access}/${r.namespace}/${r.name}`;
+    return `${hash('sha256', token, 'hex')}/${access}/${r.namespace}/${r.name}`;
   }
 
   get(key: string, now: number): Review | undefined {

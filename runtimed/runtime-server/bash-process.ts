@@ -20,6 +20,11 @@ import { REGISTER_TIMEOUT_MS, RegistrationError, killGroup, splitHandler, type F
  * file), and one `exec` puts them back after the call (three dup2). The err file is opened anew
  * (emptied) only before a call that follows one that wrote to it, or that closed fd 59 (fd 56, the
  * /dev/null the worker keeps, is opened again right away when a call closed it).
+ * The group signal (`kill -USR2 0`) reaches the worker too: its own copy is ignored (`trap ''`), so
+ * no trap runs between the call's output and its end line; the call's processes were started while
+ * the trap was `:` (caught, so default in a child) and are ended by it. `trap : USR2` is put back
+ * after the end line, before the next call starts any process (an ignored signal stays ignored in
+ * children).
  */
 export const BASH_WORKER = `
 __krt_src=$1 __krt_fn=$2 __krt_dir=$3
@@ -49,9 +54,10 @@ while builtin read -r -N 40 -u 5 __krt_h; do
   "$__krt_fn" "$__krt_p"
   __krt_s=$?
   command exec 1>&7 0<&56 2>&59 || { __krt_e=; command exec 56</dev/null; command exec 0<&56; }
-  builtin trap : USR2
+  builtin trap '' USR2
   builtin kill -USR2 0
   builtin printf '%s' $'\\n'"$__krt_tok $__krt_s"$'\\n'
+  builtin trap : USR2
   [[ ! -s $__krt_dir/err && $PWD == "$__krt_wd" && $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || {
     [[ -s $__krt_dir/err ]] && __krt_e=
     [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :
