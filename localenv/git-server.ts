@@ -9,7 +9,6 @@
  * creates the sync token Secret when there is none and writes the ConfigMap kruntimes-devws
  * (gitServerUrl, gitServerCA: the Secret's CA bundle) that devws-sync and the controller read.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +17,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
-import { KRUNTIMES_NS } from './install.ts';
+import { KRUNTIMES_NS, run } from './install.ts';
 import { REPO_ROOT } from './paths.ts';
 import { waitFor } from './process.ts';
 
@@ -76,16 +75,6 @@ export function localizeGitServer(docs: Doc[], o: GitServerLocalization): Doc[] 
     }
   }
   return docs;
-}
-
-function run(bin: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(bin, args, { env, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${args.slice(0, 2).join(' ')}: ${stderr || err.message}`));
-      else resolve(stdout);
-    });
-    if (input !== undefined) child.stdin?.end(input);
-  });
 }
 
 /** `kubectl kustomize` of a kustomization that adds the component, with the local image tag. */

@@ -17,7 +17,8 @@ export const EXTENSION_SERVICE = 'kruntimes-extension';
 export const KRUNTIMES_NS = 'kruntimes-system';
 type Doc = KubeObject & Record<string, unknown>;
 
-function run(bin: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<string> {
+/** Runs a tool (kubectl, kustomize) and resolves with its stdout; its stderr is the error's message. */
+export function run(bin: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = execFile(bin, args, { env, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
       if (err) reject(new Error(`${args.slice(0, 2).join(' ')}: ${stderr || err.message}`));
