@@ -18,6 +18,7 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
+import { callerToken } from './fn-caller.ts';
 import { bareEcho, invokeFresh, PAYLOAD } from './bare-echo.ts';
 import { interleaved, ms, ratio, summary } from './stats.ts';
 
@@ -94,27 +95,12 @@ async function setup(api: KubeClient): Promise<string> {
       spec: { runtime: name, mode: { function: { handler: f.handler } }, source: f.source },
     });
   }
-  await api.create(`/api/v1/namespaces/${NS}/serviceaccounts`, {
-    apiVersion: 'v1',
-    kind: 'ServiceAccount',
-    metadata: { name: 'caller' },
-  });
-  await api.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`, {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'caller' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
-    subjects: [{ kind: 'ServiceAccount', name: 'caller', namespace: NS }],
-  });
-  const tok = await api.create<KubeObject & { status: { token: string } }>(
-    `/api/v1/namespaces/${NS}/serviceaccounts/caller/token`,
-    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-  );
+  const token = await callerToken(api, NS);
   for (const name of FNS)
     await until(async () =>
       (await api.get<Run>(`${G}/runs/fn-${name}`)).status?.phase === 'Ready' ? true : undefined,
     );
-  return tok.status.token;
+  return token;
 }
 
 async function taskRuns(api: KubeClient, lang: 'bash' | 'python', n: number): Promise<number[]> {
