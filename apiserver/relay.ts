@@ -28,6 +28,7 @@ import {
 } from '../lib/fn/types.ts';
 import type { Transport } from './transport.ts';
 import { RelayCache, rvAtLeast } from './relay-cache.ts';
+import { HOLD_RECHECK_MS, WriteFences, type Seen } from './relay-writes.ts';
 
 export { matchesLabels, newer, rvAtLeast } from './relay-cache.ts';
 
@@ -120,6 +121,7 @@ export class Relay {
   private readonly now: () => Date;
   private readonly clients = new Map<string, KubeClient>();
   private readonly transports = new Map<string, Transport | undefined>();
+  private readonly fences = new WriteFences();
 
   constructor(
     private readonly functions: WatchFunction[],
@@ -153,6 +155,7 @@ export class Relay {
         },
         (d) => {
           this.cache.changed(r, d.object);
+          this.fences.changed();
           this.countCached(resourcePath(r));
           for (const l of this.listeners.get(key) ?? []) l(d);
         },
@@ -189,7 +192,10 @@ export class Relay {
       this.queues.set(fn.name, q);
       const t = fn.trigger;
       const primary = this.informer(t.resource, t.labelSelector);
-      this.listen(primary.key, (d) => wake(t, d, q, this.now().getTime()));
+      this.listen(primary.key, (d) => {
+        if (d.type === 'deleted' && !t.keys) this.fences.release(`${fn.name} ${keyOf(d.object)}`);
+        wake(t, d, q, this.now().getTime());
+      });
       for (const a of t.also ?? []) {
         const sec = this.informer(a.resource, a.labelSelector);
         this.listen(sec.key, (d) => wakeAlso(a, d, q, this.now().getTime(), this.state));
@@ -225,6 +231,7 @@ export class Relay {
 
   private async reconcile(fn: WatchFunction, q: WorkQueue, key: string): Promise<void> {
     const log = this.o.log.child({ controller: fn.name, key });
+    if (this.held(fn, q, key, log)) return;
     const sep = key.indexOf('/');
     const object = this.state.get(
       fn.trigger.resource,
@@ -237,7 +244,7 @@ export class Relay {
       const remote = this.transports.get(fn.name);
       const ops = remote ? await remote.invoke(fn, input) : await fn.handler(input);
       const res = await executeOperations(this.clients.get(fn.name) ?? this.o.client, fn.name, ops);
-      await this.seeWrites(res.written);
+      await this.seeWrites(fn, key, res.written);
       q.forget(key);
       if (res.requeueAfterMs !== undefined) q.addAfter(key, res.requeueAfterMs);
       this.o.metrics.reconcileTotal.inc({
@@ -292,21 +299,43 @@ export class Relay {
     log[level]({ err, retryInMs: delay }, 'reconcile failed; retrying');
   }
 
-  /** Read-your-writes: before the key is released, wait (bounded) until the caches hold what this
-   * invocation wrote, so the next invocation of the key never decides on older state. */
-  private async seeWrites(written: { resource: Resource; object: KubeObject }[]): Promise<void> {
-    const deadline = Date.now() + 2000;
-    for (const w of written) {
+  /**
+   * A key whose last invocation's writes the caches still do not show is not invoked: it looks
+   * again shortly (relay-writes.ts). True when the key is held.
+   */
+  private held(fn: WatchFunction, q: WorkQueue, key: string, log: Logger): boolean {
+    const h = this.fences.holding(`${fn.name} ${key}`);
+    if (h.expired) log.warn('writes of the last invocation still not in the cache; invoking on the cache as it is');
+    if (!h.wait) return false;
+    q.addAfter(key, HOLD_RECHECK_MS);
+    this.o.metrics.reconcileTotal.inc({ controller: fn.name, result: 'held' });
+    return true;
+  }
+
+  /** Read-your-writes: before the key is released, wait (bounded, woken by cache changes) until
+   * the caches hold what this invocation wrote; if they do not by then, the key is held. */
+  private async seeWrites(
+    fn: WatchFunction,
+    key: string,
+    written: { resource: Resource; object: KubeObject }[],
+  ): Promise<void> {
+    if (!written.length) return;
+    const seen = this.seenAll(written);
+    if (!(await this.fences.wait(seen))) this.fences.hold(`${fn.name} ${key}`, seen);
+  }
+
+  /** True once, for every write, some informer that would hold the object holds it at least as new. */
+  private seenAll(written: { resource: Resource; object: KubeObject }[]): Seen {
+    const checks = written.flatMap((w) => {
       const infs = this.cache
         .holders(resourcePath(w.resource))
         .filter((i) => selectorMatches(i.labelSelector, w.object.metadata.labels ?? {}) !== false);
-      if (!infs.length) continue;
+      if (!infs.length) return [];
       const key = keyOf(w.object);
       const rv = w.object.metadata.resourceVersion ?? '';
-      while (Date.now() < deadline && !infs.some((i) => rvAtLeast(i.store.get(key)?.metadata.resourceVersion, rv))) {
-        await new Promise((r) => setImmediate(r));
-      }
-    }
+      return [() => infs.some((i) => rvAtLeast(i.store.get(key)?.metadata.resourceVersion, rv))];
+    });
+    return () => checks.every((c) => c());
   }
 
   /** Stops the watches, lets in-flight reconciles finish, and ends the workers. */

@@ -3,7 +3,7 @@ import type { Operation } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { PARAMETERS_FINALIZER, type Job, type JobStatus, type KubernetesParameters } from '../../lib/jobclass/api.ts';
 import { FakeState, NOW, R, T0, X, events, job, jobClass, k8sParams, statuses } from '../../lib/jobclass/testing.ts';
-import { CACHE_LAG_GRACE_MS, CACHE_LAG_RECHECK_MS, reconcileKubernetesJob } from './core.ts';
+import { reconcileKubernetesJob } from './core.ts';
 import fn, { handle } from './index.ts';
 import { batchJobName } from './render.ts';
 
@@ -307,14 +307,6 @@ describe('jobclass-kubernetes: Observe, Cancel, Delete', () => {
       NOW,
     );
     assert.deepEqual([status(done).phase, condition(done, 'Failed')?.reason], ['Failed', 'Cancelled']);
-  });
-
-  it('looks again before reporting a just-created batch Job gone (it may not have reached the cache yet)', () => {
-    const j = scheduled(job('j'));
-    const justNow = new Date(Date.parse(T0) + 5_000);
-    assert.deepEqual(reconcileKubernetesJob(j, world(), justNow), [{ op: 'requeue', afterMs: CACHE_LAG_RECHECK_MS }]);
-    const later = new Date(Date.parse(T0) + CACHE_LAG_GRACE_MS);
-    assert.equal(condition(reconcileKubernetesJob(j, world(), later), 'ResultUnknown')?.reason, 'ExecutionNotFound');
   });
 
   it('reports ResultUnknown when the recorded batch Job disappears or is replaced, and never re-creates it', () => {

@@ -53,21 +53,6 @@ const scheduledFalse = (p: Problem): ConditionInput => ({
   message: p.message,
 });
 
-/**
- * A batch Job created this recently and not in the cache may only not have reached it yet: its
- * watch event comes on another stream than the Job's status write, and across a kube-apiserver
- * restart the watch that carries it is down for as long as the restart takes. Looked at again
- * before it is reported gone (a soak found Jobs ResultUnknown for a batch Job that was there).
- */
-export const CACHE_LAG_GRACE_MS = 60_000;
-export const CACHE_LAG_RECHECK_MS = 2_000;
-
-function recentlyCreated(job: Job, now: Date): boolean {
-  const created = job.status?.conditions?.find((c) => c.type === 'Scheduled' && c.status === 'True');
-  const at = Date.parse(created?.lastTransitionTime ?? '');
-  return Number.isFinite(at) && now.getTime() - at < CACHE_LAG_GRACE_MS;
-}
-
 function unknown(job: Job, reason: string, message: string, now: Date): Operation[] {
   return statusOps(
     job,
@@ -250,7 +235,6 @@ export function reconcileKubernetesJob(job: Job | undefined, state: State, now: 
   const name = exec?.name ?? batchJobName(job);
   const bj = state.get(X.batchJobs, job.metadata.namespace, name);
   if (exec?.name) {
-    if (!bj && recentlyCreated(job, now)) return [{ op: 'requeue', afterMs: CACHE_LAG_RECHECK_MS }];
     if (!bj)
       return unknown(
         job,
