@@ -44,7 +44,7 @@ export interface ResumeContext {
   retaken?: boolean;
   /** Whether the Runtime Server has an execution for this Run UID. */
   hasExecution(uid: string): Promise<boolean>;
-  workspaceRoot: string;
+  workspaceRoot: string | DirHandle;
   /** The Run directory below workspaceRoot, as path segments. */
   runDirSegments: string[];
 }

@@ -36,6 +36,7 @@ import { isArtifactError, stageArtifactInputs } from './artifacts/index.ts';
 import {
   isUnsafePathError,
   openDirBeneath,
+  PinnedDir,
   removeBeneath,
   withDirBeneath,
   type DirHandle,
@@ -174,8 +175,12 @@ export class Runner implements FunctionHost {
   private readonly stopWaiters: (() => void)[] = [];
   /** When this runtimed started (seconds precision like creationTimestamp, rounded down, with a margin). */
   private readonly bornAt = Math.floor(Date.now() / 1000) * 1000 + 1000;
+  /** The workspace root, held open: every Run directory walk starts from it (safe-dir.ts). */
+  private readonly root: PinnedDir;
 
-  constructor(readonly d: RunnerDeps) {}
+  constructor(readonly d: RunnerDeps) {
+    this.root = new PinnedDir(d.cfg.workspaceRoot);
+  }
 
   /** runtimed got SIGTERM (its Pod stops): executions the stopping Runtime Server kills from now on
    * are left to the Pod's fate (the reaper's PodGone, with the Run's retry policy), not failed here. */
@@ -206,7 +211,7 @@ export class Runner implements FunctionHost {
   async stageFunction(run: Run): Promise<string> {
     const ws = run.spec.workspace?.name;
     if (!ws) return this.prepare(run, 'function', () => this.stageInputs(run));
-    const staged = await withDirBeneath(this.d.cfg.workspaceRoot, ['persistent', ws], { create: 0o775 }, (dir) =>
+    const staged = await withDirBeneath(await this.root.get(), ['persistent', ws], { create: 0o775 }, (dir) =>
       prepareSource(dir, this.workspaceDir(ws), run.spec.source, 'function'),
     );
     if (staged === undefined) throw new InputError('UnsafePath', `workspace ${ws} could not be opened`);
@@ -253,7 +258,7 @@ export class Runner implements FunctionHost {
    * through a link a Run planted (safe-dir.ts); an UnsafePathError otherwise.
    */
   private async openRunDir(run: Run): Promise<DirHandle> {
-    const dir = await openDirBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(run), { create: 0o775 });
+    const dir = await openDirBeneath(await this.root.get(), this.runDirSegments(run), { create: 0o775 });
     if (!dir) throw new InputError('UnsafePath', 'Run directory could not be created');
     return dir;
   }
@@ -535,7 +540,7 @@ export class Runner implements FunctionHost {
       );
     try {
       const store = this.d.finisher.store;
-      await withDirBeneath(this.d.cfg.workspaceRoot, this.workdirSegments(run), { create: 0o775 }, (workdir) =>
+      await withDirBeneath(await this.root.get(), this.workdirSegments(run), { create: 0o775 }, (workdir) =>
         stageArtifactInputs(store, run.spec.artifactInputs, workdir.path, { namespace: run.metadata.namespace ?? '' }),
       );
     } catch (err) {
@@ -550,13 +555,13 @@ export class Runner implements FunctionHost {
   }
 
   /** After a restart: adopt the Runtime Server's execution, fail a Run that ran but is not there, or launch. */
-  private resume(run: Run): Promise<Resume> {
+  private async resume(run: Run): Promise<Resume> {
     return resumeRun(
       {
         bornAt: this.bornAt,
         retaken: this.retaken.has(run.metadata.uid ?? ''),
         hasExecution: async (uid) => !!(await this.d.runtime.get(uid).catch(() => undefined)),
-        workspaceRoot: this.d.cfg.workspaceRoot,
+        workspaceRoot: await this.root.get(),
         runDirSegments: this.runDirSegments(run),
       },
       run,
@@ -647,7 +652,7 @@ export class Runner implements FunctionHost {
   private async collect(run: Run): Promise<Collected> {
     let dir: DirHandle | undefined;
     try {
-      dir = await openDirBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(run));
+      dir = await openDirBeneath(await this.root.get(), this.runDirSegments(run));
     } catch (err) {
       if (isUnsafePathError(err)) return { ok: false, reason: err.reason, message: `Run directory: ${err.message}` };
       throw err;
@@ -773,7 +778,7 @@ export class Runner implements FunctionHost {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    await removeBeneath(this.d.cfg.workspaceRoot, this.runDirSegments(a.run)).catch((err: unknown) =>
+    await removeBeneath(await this.root.get(), this.runDirSegments(a.run)).catch((err: unknown) =>
       this.d.log.warn({ err, run: a.run.metadata.name }, 'Run directory not removed'),
     );
     if (this.active.get(uid) === a) this.active.delete(uid);
@@ -792,7 +797,7 @@ export class Runner implements FunctionHost {
     const run = a.run;
     if (run.status?.phase === 'Ready') {
       a.workdir = this.workdirOf(run);
-      await withDirBeneath(this.d.cfg.workspaceRoot, this.workdirSegments(run), { create: 0o775 }, () =>
+      await withDirBeneath(await this.root.get(), this.workdirSegments(run), { create: 0o775 }, () =>
         Promise.resolve(),
       );
     } else {

@@ -8,6 +8,7 @@ import {
   MAX_DIR_DEPTH,
   isUnsafePathError,
   openDirBeneath,
+  PinnedDir,
   removeBeneath,
   withDirBeneath,
   UNSAFE_PATH,
@@ -263,5 +264,41 @@ describe('runtimed/artifacts safe-dir properties', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('a pinned root (runtimed keeps its workspace root open)', () => {
+  it('is opened once: walks below it neither reopen nor close it, and a swap of its path for a link is not followed', async () => {
+    const tmp = await makeTmp('pinned-');
+    const root = join(tmp, 'workspace');
+    await mkdir(root);
+    const pinned = new PinnedDir(root);
+    const first = await pinned.get();
+    for (const uid of ['a', 'b']) {
+      const dir = await openDirBeneath(await pinned.get(), [uid, 'outputs'], { create: 0o775 });
+      await dir!.close();
+      await removeBeneath(await pinned.get(), [uid, 'outputs']);
+    }
+    assert.equal(await pinned.get(), first, 'the same handle every time');
+    assert.deepEqual(await readdir(first.path), ['a', 'b'], 'still open after the walks');
+    // The path now names another directory through a link: the pinned root stays the one it opened.
+    await rename(root, join(tmp, 'moved'));
+    await mkdir(join(tmp, 'elsewhere'));
+    await symlink(join(tmp, 'elsewhere'), root);
+    await (await openDirBeneath(first, ['c'], { create: 0o775 }))!.close();
+    assert.deepEqual((await readdir(join(tmp, 'moved'))).sort(), ['a', 'b', 'c']);
+    assert.deepEqual(await readdir(join(tmp, 'elsewhere')), []);
+    await pinned.close();
+    await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('tries again after a failed open', async () => {
+    const tmp = await makeTmp('pinned-');
+    const pinned = new PinnedDir(join(tmp, 'later'));
+    await unsafe(pinned.get(), /cannot open .*ENOENT/);
+    await mkdir(join(tmp, 'later'));
+    assert.ok((await pinned.get()).path.startsWith('/proc/self/fd/'));
+    await pinned.close();
+    await rm(tmp, { recursive: true, force: true });
   });
 });

@@ -70,6 +70,32 @@ export async function openTrustedDir(path: string): Promise<DirHandle> {
   return pinDir(fh, path);
 }
 
+/**
+ * A trusted directory opened once and held open (runtimed's workspace root): walks below it start
+ * from the held descriptor instead of opening the root again for every Run directory (an open, an
+ * fstat and a close per walk). It names the directory it was opened on for as long as it is held.
+ */
+export class PinnedDir {
+  private held: Promise<DirHandle> | undefined;
+
+  constructor(readonly shown: string) {}
+
+  /** The held handle (opened on first use; a failed open is tried again on the next use). Never close it. */
+  get(): Promise<DirHandle> {
+    this.held ??= openTrustedDir(this.shown).catch((err: unknown) => {
+      this.held = undefined;
+      throw err;
+    });
+    return this.held;
+  }
+
+  async close(): Promise<void> {
+    const h = this.held;
+    this.held = undefined;
+    if (h) await (await h.catch(() => undefined))?.close().catch(() => undefined);
+  }
+}
+
 /** Why `name` below `parent` cannot be opened as a directory, as a message. */
 async function refusal(parent: DirHandle, name: string, err: unknown): Promise<UnsafePathError> {
   const shown = JSON.stringify(`${parent.shown}/${name}`);
