@@ -19,6 +19,7 @@ import { ListWatch } from '../lib/kube/watch.ts';
 import { ms, ratio, summary } from './stats.ts';
 import { cpuDelta, cpuPids, cpuTicks, cpuTotalMs } from './cpu.ts';
 import { profileDuring } from './profile.ts';
+import { apiCounters, perUnit } from './apiserver-requests.ts';
 import { BENCH_NODE_KIND, benchUpOptions } from './node-kind.ts';
 import { benchRuntime } from './runtime.ts';
 
@@ -275,9 +276,14 @@ async function main(): Promise<void> {
     // This environment only: its control plane and node agents name `root`; Pods descend from its node agents.
     const mine = (cmd: string): boolean => cmd.includes(root);
     const before = cpuTicks(mine);
+    const apiBefore = await apiCounters(env.admin);
     await profiled(mine, () => measureRuns(env.admin));
     const after = cpuTicks(mine);
+    const apiAfter = await apiCounters(env.admin);
     process.stdout.write(`  CPU during the Runs phase: ${cpuDelta(before, after)}\n`);
+    process.stdout.write(
+      `  kube-apiserver per Run (requests of every client; watch events sent): ${perUnit(apiBefore, apiAfter, RUNS)}\n`,
+    );
     // A burst of N Runs on C cores cannot complete its median Run before (N/2) x CPU-per-Run / C,
     // however well it is scheduled: the CPU the median Run and those before it need must be spent first.
     const perRun = cpuTotalMs(before, after) / RUNS;
