@@ -202,12 +202,30 @@ async function unlinkEntry(parent: DirHandle, name: string): Promise<void> {
   });
 }
 
-/** Removes `name` below `parent` and everything under it, never through a link and never across a mount. */
-async function removeEntry(parent: DirHandle, name: string, depth: number): Promise<void> {
+/** What a directory listing says an entry is; undefined when it was not listed (look with lstat). */
+type Listed = 'dir' | 'other' | undefined;
+
+/** Whether `name` below `parent` is a directory (undefined: gone), from its listing when there is one. */
+async function isDirEntry(parent: DirHandle, name: string, listed: Listed): Promise<boolean | undefined> {
+  if (listed) return listed === 'dir';
   const st = await lstatEntry(parent, name);
-  if (!st) return;
-  if (!st.isDirectory()) {
-    await unlinkEntry(parent, name);
+  return st && st.isDirectory();
+}
+
+/**
+ * Removes `name` below `parent` and everything under it, never through a link and never across a
+ * mount. Entries of a listed directory come with their type (readdir's d_type), so only an entry
+ * that changed since the listing costs an lstat.
+ */
+async function removeEntry(parent: DirHandle, name: string, depth: number, listed?: Listed): Promise<void> {
+  const isDir = await isDirEntry(parent, name, listed);
+  if (isDir === undefined) return;
+  if (!isDir) {
+    await unlinkEntry(parent, name).catch((err: unknown) => {
+      // Listed as a file but a directory now: look again.
+      if (listed && isUnsafePathError(err)) return removeEntry(parent, name, depth);
+      throw err;
+    });
     return;
   }
   if (depth >= MAX_DIR_DEPTH)
@@ -215,17 +233,20 @@ async function removeEntry(parent: DirHandle, name: string, depth: number): Prom
       `${JSON.stringify(`${parent.shown}/${name}`)}: nested deeper than ${MAX_DIR_DEPTH} levels`,
     );
   const dir = await openChildDir(parent, name, { sameDevice: true }).catch(async (err: unknown) => {
-    // Swapped for a link or file since the lstat: remove that instead of following it.
+    // Swapped for a link or file since the listing or lstat: remove that instead of following it.
     const now = await lstatEntry(parent, name);
     if (now && !now.isDirectory()) return undefined;
+    if (!now) return null;
     throw err;
   });
+  if (dir === null) return;
   if (!dir) {
     await unlinkEntry(parent, name);
     return;
   }
   try {
-    for (const child of await readdir(dir.path)) await removeEntry(dir, child, depth + 1);
+    for (const child of await readdir(dir.path, { withFileTypes: true }))
+      await removeEntry(dir, child.name, depth + 1, child.isDirectory() ? 'dir' : 'other');
   } finally {
     await dir.close().catch(() => undefined);
   }
