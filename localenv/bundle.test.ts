@@ -29,15 +29,18 @@ function besideFiles(): string[] {
 function invokeLambda(root: string, event: unknown): string {
   const script = [
     `const { handler } = await import(${JSON.stringify(join(root, 'cmd', 'lambda.mjs'))});`,
-    `process.stdout.write('\\n' + JSON.stringify(await handler(${JSON.stringify(event)})));`,
+    `process.stdout.write('\\nANSWER ' + JSON.stringify(await handler(${JSON.stringify(event)})) + '\\n');`,
   ].join('\n');
-  // The handler logs (pino) on stdout too: its answer is the last line.
+  // The handler logs (pino) on stdout too, and a log line may be flushed after the answer: the
+  // answer is the line marked as such.
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
     encoding: 'utf8',
     env: { ...process.env, NODE_OPTIONS: '', KRT_FUNCTIONS: 'run-scheduler' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  return out.split('\n').at(-1) ?? '';
+  const answer = out.split('\n').find((l) => l.startsWith('ANSWER '));
+  assert.ok(answer, `no answer line in ${JSON.stringify(out)}`);
+  return answer.slice('ANSWER '.length);
 }
 
 /**
