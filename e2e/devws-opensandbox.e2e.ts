@@ -163,7 +163,11 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
       `${name} succeeded`,
       async () => {
         const o = await op(name);
-        assert.notEqual(o.status?.state, 'failed', `${name} failed: ${o.status?.reason ?? ''}`);
+        assert.notEqual(
+          o.status?.state,
+          'failed',
+          `${name} failed: ${o.status?.reason ?? ''} ${o.status?.message ?? ''}`,
+        );
         return o.status?.state === 'succeeded' ? o : undefined;
       },
       90_000,

@@ -22,7 +22,8 @@ import { parseCidrList } from '../lib/devws/sync-target.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import type { GitAuthority } from './devws-git-authority.ts';
 import { serveGit, startGitServer, type GitServerOptions, type RunningGitServer } from './devws-git-server.ts';
-import { runClone, type NodeConfig } from './devws-node.ts';
+import pino from 'pino';
+import { cloneOnce, runClone, type NodeConfig } from './devws-node.ts';
 import { startTestSshd } from '../e2e/sshd.ts';
 
 const TOKEN = 'sync-token-0123456789';
@@ -251,6 +252,28 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
       (err: Error) => /403/.test(err.message) && !err.message.includes(NODE_B),
       "p2's Node may not clone p1; the error names no token",
     );
+  });
+
+  it('the Node trusts the CA its clone dispatch carries (configured or rotated after its sandbox started), and says why a clone failed', async () => {
+    const r = await sync({ bindingId: BINDING, url: `${external}/o/r.git`, branch: 'main' });
+    const tokenFile = join(dir, 'git-token-ca');
+    writeFileSync(tokenFile, NODE_A);
+    const self = { nodeId: 'n', incarnation: 'i', sandboxId: 'p1-sandbox', generation: 1 };
+    const home = join(dir, 'home-ca');
+    // No CA of its own (the sandbox was created before one was configured): the system's trust.
+    const cfg: NodeConfig = { namespace: 'team', workspace: 'p1-main', self, home, gitTokenFile: tokenFile, pollMs: 1 };
+    const input = {
+      repositoryUrl: `${server.url}/team/p1.git`,
+      snapshotRef: r.doc.ref ?? '',
+      baseCommit: commit,
+      workspaceBranch: 'refs/heads/workspaces/p1-main/main',
+    };
+    const act = { kind: 'clone' as const, operation: 'op', attempt: 0, input, localBranch: 'main', base: {} as never };
+    const untrusted = await cloneOnce(cfg, act, pino({ level: 'silent' }));
+    assert.equal(untrusted.result, 'failed');
+    assert.match(untrusted.message ?? '', /^git fetch: .*(certificate|SSL)/i, "git's own words");
+    const done = await runClone(cfg, { ...act, attempt: 1, ca });
+    assert.equal(done.commit, commit);
   });
 
   it('attack: a clone without a token, or with a token the API does not accept, is refused 401 unauthenticated', async () => {
