@@ -137,14 +137,21 @@ export async function whyNotAvailable(api: KubeClient): Promise<string> {
     pods.map((p) => said(api.getText(`${base}/pods/${p.metadata.name ?? ''}/log`, { tailLines: '20' }))),
   );
   const events = await said(
-    api.list<EventLike>(`${base}/events`).then((l) =>
-      l.items
-        .filter((e) => (e.involvedObject?.name ?? '').startsWith(GIT_SERVER_SERVICE))
-        .map((e) => `${e.involvedObject?.kind ?? ''}/${e.involvedObject?.name ?? ''} ${e.reason ?? ''}: ${e.message ?? ''}`),
-    ),
+    api
+      .list<EventLike>(`${base}/events`)
+      .then((l) =>
+        l.items
+          .filter((e) => (e.involvedObject?.name ?? '').startsWith(GIT_SERVER_SERVICE))
+          .map(
+            (e) =>
+              `${e.involvedObject?.kind ?? ''}/${e.involvedObject?.name ?? ''} ${e.reason ?? ''}: ${e.message ?? ''}`,
+          ),
+      ),
   );
   const deployment = await said(
-    api.get<KubeObject & { status?: unknown }>(`/apis/apps/v1/namespaces/${KRUNTIMES_NS}/deployments/${GIT_SERVER_SERVICE}`),
+    api.get<KubeObject & { status?: unknown }>(
+      `/apis/apps/v1/namespaces/${KRUNTIMES_NS}/deployments/${GIT_SERVER_SERVICE}`,
+    ),
   );
   const pvc = await said(
     api.get<KubeObject & { status?: unknown }>(`${base}/persistentvolumeclaims/${GIT_SERVER_SERVICE}`),
