@@ -269,8 +269,9 @@ describe('devws-controller (in-memory state)', () => {
   });
 
   it("the clone trusts the Git Server CA configured when it is dispatched, not when the sandbox was created: one configured late, then a rotated one, reach the same sandbox's Node", () => {
-    // The controller had not seen the configuration's CA yet when it created the sandbox (its
-    // ConfigMap event late under load, the devws-opensandbox clone_failed of the suite's run).
+    // No CA was configured when the sandbox was created (a Git Server configured, or its CA
+    // rotated, while a Workspace's sandbox is already up): before, the Node kept the CA baked into
+    // its environment and failed every attempt of that sandbox's clone.
     cloneCommit = undefined;
     try {
       const s = newState();
