@@ -8,9 +8,13 @@
  *
  * Opt-in (KRT_DEVWS_COMPONENT=1) for now: in the whole suite's run of 2026-12-02 (CI on a clean
  * clone) the component's Deployment never became available within 120 s, while the file passes
- * alone, under c8, and after every e2e file that precedes it. The cause is not known yet; the
- * install now reports the Pods' and the volume's status when it gives up (before, the hook's own
- * timeout cut that report off), and the port is chosen free on every address the server binds.
+ * alone, under c8, and after every e2e file that precedes it. Not confirmed; one failure mode that
+ * fits: the port was chosen by a listen on port 0, so from the kernel's ephemeral range, and any
+ * outgoing connection opened on the machine before the Pod started could take it as its local
+ * port, after which the server cannot listen on it for as long as that connection lives (a watch:
+ * the whole wait). The port is now chosen below that range (localenv/ports.ts freeServerPort), and
+ * the install reports the Deployment, the Pods' status and log tails, the volume and the Events
+ * when it gives up.
  */
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
@@ -21,7 +25,7 @@ import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { NAMESPACE as SYS, SECRET as TLS_SECRET } from '../functions/tls-certificates/index.ts';
 import { installGitServer, uninstallGitServer } from '../localenv/git-server.ts';
-import { freePort } from '../localenv/ports.ts';
+import { freeServerPort } from '../localenv/ports.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_NODE_KIND } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import { admin, deleteNamespace, eventually, newNamespace, servingCert } from './helpers.ts';
@@ -73,7 +77,7 @@ const enabled = process.env.KRT_DEVWS_COMPONENT === '1';
       installed = await installGitServer({
         ...kube(),
         // The server listens on every address: the port must be free on all of them.
-        port: await freePort('0.0.0.0'),
+        port: await freeServerPort('0.0.0.0'),
         // The external repository is on this host: allowed explicitly, its private CA trusted.
         allow: `${E2E_HOST_ADDRESS}/32`,
         externalCAPem: pki.ca.toString(),
