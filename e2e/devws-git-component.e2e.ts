@@ -28,6 +28,7 @@ import { installGitServer, uninstallGitServer } from '../localenv/git-server.ts'
 import { freeServerPort } from '../localenv/ports.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_NODE_KIND } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
+import { startTestSshd } from './sshd.ts';
 import { admin, deleteNamespace, eventually, newNamespace, servingCert } from './helpers.ts';
 
 const G = '/apis/dev.kruntimes.io/v1alpha1';
@@ -124,6 +125,51 @@ const enabled = process.env.KRT_DEVWS_COMPONENT === '1';
       );
       const w = await admin().get<Workspace>(p('workspaces/p1-main'));
       assert.deepEqual([w.status?.observedState, w.status?.baseCommitId], ['ready', external.commit]);
+    });
+
+    it("an ssh repository through the deployed component: its sync runs ssh as the component's uid (65532, no passwd entry on this host) under nss_wrapper; the Workspace is ready", async () => {
+      const sshd = await startTestSshd(E2E_HOST_ADDRESS);
+      try {
+        const core = `/api/v1/namespaces/${ns}`;
+        const rbac = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}`;
+        const b64 = (t: string): string => Buffer.from(t).toString('base64');
+        await admin().create(`${core}/secrets`, {
+          metadata: { name: 'ssh-git' },
+          type: 'kubernetes.io/ssh-auth',
+          data: { 'ssh-privatekey': b64(sshd.userKey), known_hosts: b64(sshd.knownHosts) },
+        });
+        // The namespace grants the Git Server `get` on that Secret by name (examples/devws/credential.yaml).
+        await admin().create(`${rbac}/roles`, {
+          metadata: { name: 'git-credentials' },
+          rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['ssh-git'], verbs: ['get'] }],
+        });
+        await admin().create(`${rbac}/rolebindings`, {
+          metadata: { name: 'git-credentials' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'git-credentials' },
+          subjects: [{ kind: 'ServiceAccount', name: 'kruntimes-devws-git', namespace: SYS }],
+        });
+        const url = sshd.url(join(external.root, 'repo.git'));
+        await admin().create<Project>(p('projects'), {
+          apiVersion: 'dev.kruntimes.io/v1alpha1',
+          kind: 'Project',
+          metadata: { name: 'p2' },
+          spec: { repository: { url, defaultBranch: 'main', credentialRef: 'ssh-git' } },
+        });
+        await eventually('p2-create succeeded', async () => {
+          const o = await admin()
+            .get<Operation>(p('operations/p2-create'))
+            .catch(() => undefined);
+          const st = o?.status;
+          assert.notEqual(st?.state, 'failed', `p2-create failed: ${st?.reason ?? ''} ${st?.message ?? ''}`);
+          return st?.state === 'succeeded' ? o : undefined;
+        });
+        const synced = await admin().get<Project>(p('projects/p2'));
+        assert.equal(synced.status?.snapshot?.commit, external.commit, 'synced over ssh by the deployed server');
+        const w = await admin().get<Workspace>(p('workspaces/p2-main'));
+        assert.deepEqual([w.status?.observedState, w.status?.baseCommitId], ['ready', external.commit]);
+      } finally {
+        await sshd.close();
+      }
     });
   },
 );
