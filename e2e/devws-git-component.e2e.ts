@@ -160,7 +160,15 @@ const enabled = process.env.KRT_DEVWS_COMPONENT === '1';
             .get<Operation>(p('operations/p2-create'))
             .catch(() => undefined);
           const st = o?.status;
-          assert.notEqual(st?.state, 'failed', `p2-create failed: ${st?.reason ?? ''} ${st?.message ?? ''}`);
+          // A failed sync says why in the Project's Events (ssh_unavailable without nss_wrapper).
+          const events =
+            st?.state === 'failed'
+              ? (await admin().list<KubeObject & { message?: string }>(`/api/v1/namespaces/${ns}/events`)).items
+                  .filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === 'p2')
+                  .map((e) => e.message)
+              : [];
+          const why = `${st?.reason ?? ''} ${st?.message ?? ''} ${events.join('; ')}`;
+          assert.notEqual(st?.state, 'failed', `p2-create failed: ${why}`);
           return st?.state === 'succeeded' ? o : undefined;
         });
         const synced = await admin().get<Project>(p('projects/p2'));
