@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { NAMESPACE as SYS, SECRET as TLS_SECRET } from '../functions/tls-certificates/index.ts';
-import { installGitServer, uninstallGitServer } from '../localenv/git-server.ts';
+import { installGitServer, uninstallGitServer, whyNotAvailable } from '../localenv/git-server.ts';
 import { freeServerPort } from '../localenv/ports.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_NODE_KIND } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
@@ -98,6 +98,17 @@ const enabled = process.env.KRT_DEVWS_COMPONENT === '1';
       const issued = new X509Certificate(Buffer.from(tls.data['git.crt'] ?? '', 'base64'));
       const r = await unauthenticatedRead(installed.url, installed.ca, `${ns}/p1.git`);
       assert.deepEqual(r, { answer: '401 unauthenticated', cert: issued.fingerprint256 });
+      // The report the install gives when the server does not come up reads every part of it.
+      const report = JSON.parse(await whyNotAvailable(admin())) as {
+        deployment: { availableReplicas?: number };
+        pods: { name: string; log: unknown }[];
+        events: unknown;
+      };
+      assert.equal(report.deployment.availableReplicas, 1);
+      assert.match(report.pods[0]?.name ?? '', /^kruntimes-devws-git-/);
+      assert.equal(typeof report.pods[0]?.log, 'string');
+      assert.ok(!String(report.pods[0]?.log).startsWith('unreadable'), String(report.pods[0]?.log));
+      assert.ok(Array.isArray(report.events), JSON.stringify(report.events));
     });
 
     it('create_project: the deployed Git Server syncs the external repository, the Node clones the snapshot from it, the Workspace is ready', async () => {
