@@ -210,8 +210,8 @@ function cloneReport(c: Ctx, attempt: number): CloneResult | undefined {
 
 /**
  * The CA the Node trusts for the Git Server goes with the clone, read from the configuration when
- * the clone is dispatched: not baked into the sandbox when it was created (a configuration the
- * controller had not seen yet, or a CA rotated since, then failed every attempt of that sandbox).
+ * the clone is dispatched, not baked into the sandbox when it was created (a CA configured or
+ * rotated after that failed every clone attempt of the sandbox; ADR 0036).
  */
 function withGitServerCA(s: OperationStatus, c: Ctx): OperationStatus {
   return s.cloneInput && c.gitServerCA ? { ...s, gitServerCA: c.gitServerCA } : s;
