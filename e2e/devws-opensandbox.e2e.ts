@@ -28,6 +28,7 @@ import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
 import { GIT_AUDIENCE } from '../lib/devws/git-access.ts';
 import { parseCidrList } from '../lib/devws/sync-target.ts';
 import { META } from '../functions/devws-controller/opensandbox.ts';
+import { createCa } from '../lib/tls/certs.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import { admin, deleteNamespace, eventually, newNamespace, servingCert } from './helpers.ts';
@@ -149,6 +150,7 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
   let osb: OpenSandboxTestServer;
   let runtime: Runtime;
   let root: string;
+  let pki: ReturnType<typeof servingCert>;
   const p = (n: string): string => `${G}/namespaces/${ns}/${n}`;
   const op = (name: string): Promise<Operation> => admin().get<Operation>(p(`operations/${name}`));
   const ws = (): Promise<Workspace> => admin().get<Workspace>(p('workspaces/p1-main'));
@@ -163,7 +165,11 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
       `${name} succeeded`,
       async () => {
         const o = await op(name);
-        assert.notEqual(o.status?.state, 'failed', `${name} failed: ${o.status?.reason ?? ''}`);
+        assert.notEqual(
+          o.status?.state,
+          'failed',
+          `${name} failed: ${o.status?.reason ?? ''} ${o.status?.message ?? ''}`,
+        );
         return o.status?.state === 'succeeded' ? o : undefined;
       },
       90_000,
@@ -176,7 +182,7 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
   before(async () => {
     ns = await newNamespace('devws-osb');
     root = mkdtempSync(join(tmpdir(), 'krt-devws-osb-'));
-    const pki = servingCert(`devws-osb-git-${ns}`, ['git.local']);
+    pki = servingCert(`devws-osb-git-${ns}`, ['git.local']);
     git = await startGitServer({ 'README.md': '# p1 on OpenSandbox\n' }, pki);
     writeFileSync(join(root, 'external-ca.pem'), pki.ca);
     const token = randomBytes(24).toString('hex');
@@ -367,5 +373,28 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     );
     const home = join(root, 'volumes', `devws-${started.metadata.uid ?? ''}`);
     assert.ok(readdirSync(join(home, 'src')).includes('README.md'), 'the clone is still on the data volume');
+  });
+
+  it("a Git Server CA configured after the sandbox was created (rotated from one the server's certificate does not chain to): the Node trusts the configured one at its clone; one sandbox, ready", async () => {
+    const right = { gitServerUrl: gitServer.url, gitServerCA: pki.ca.toString(), openSandboxEndpoint: osb.url };
+    const other = (await createCa('devws-osb-other', new Date(), 1)).cert;
+    await upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data: { ...right, gitServerCA: other } });
+    await admin().create<Project>(p('projects'), {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Project',
+      metadata: { name: 'p2' },
+      spec: { repository: { url: git.url, defaultBranch: 'main' }, substrate: 'opensandbox' },
+    });
+    const ofP2 = (): string[] =>
+      [...osb.sandboxes.values()]
+        .filter((s) => s.request.metadata?.[META.role] === 'sandbox' && s.request.env?.KRT_WORKSPACE === 'p2-main')
+        .map((s) => s.status.state);
+    await eventually('the sandbox of p2-main created under the old CA', () => Promise.resolve(ofP2().length > 0));
+    await upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data: right });
+    const done = await succeeded('p2-create');
+    assert.equal(done.status?.gitServerCA, right.gitServerCA, 'the clone carried the configured CA');
+    const w = await admin().get<Workspace>(p('workspaces/p2-main'));
+    assert.deepEqual([w.status?.observedState, w.status?.baseCommitId], ['ready', git.commit]);
+    assert.deepEqual(ofP2(), ['Running'], 'the same sandbox: no new one was needed');
   });
 });

@@ -1,6 +1,6 @@
 /** A local HTTPS git server for tests: git-http-backend (smart HTTP) behind node:https, where Pods reach the host. */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ export interface GitServer {
   root: string;
   /** Commits these files on top of the branch and publishes it (the external repository moves on): the new commit. */
   push(files: Record<string, string>): string;
+  /** Stops serving and removes the repository's directory. */
   close(): void;
 }
 
@@ -67,5 +68,9 @@ export async function startGitServer(
     git(['push', '-q', join(root, 'repo.git'), 'main'], join(root, 'work'));
     return next;
   };
-  return { url: `${base}/repo.git`, commit, root, push, close: () => srv.close() };
+  const close = (): void => {
+    srv.close();
+    rmSync(root, { recursive: true, force: true });
+  };
+  return { url: `${base}/repo.git`, commit, root, push, close };
 }

@@ -115,14 +115,54 @@ export interface GitServerInstall extends GitServerLocalization {
   progress?: (m: string) => void;
 }
 
-/** The Git Server's Pods and volume as the API shows them (for an installation that does not come up). */
-async function whyNotAvailable(api: KubeClient): Promise<string> {
+type EventLike = KubeObject & { involvedObject?: { kind?: string; name?: string }; reason?: string; message?: string };
+
+/** What the API says of one read, or why it could not say (the report must not fail on a read). */
+const said = <T>(p: Promise<T>): Promise<T | string> =>
+  p.catch((err: unknown) => `unreadable: ${err instanceof Error ? err.message : String(err)}`);
+
+/**
+ * The Git Server's Deployment, Pods (status and the last lines of their log) and volume, and the
+ * Events about them, as the API shows them: for an installation that does not come up.
+ */
+export async function whyNotAvailable(api: KubeClient): Promise<string> {
   const base = `/api/v1/namespaces/${KRUNTIMES_NS}`;
-  const pods = await api.list<KubeObject & { status?: unknown }>(`${base}/pods`, {
-    labelSelector: `app.kubernetes.io/name=${GIT_SERVER_SERVICE}`,
+  const pods = await api
+    .list<KubeObject & { status?: unknown }>(`${base}/pods`, {
+      labelSelector: `app.kubernetes.io/name=${GIT_SERVER_SERVICE}`,
+    })
+    .then((l) => l.items)
+    .catch(() => []);
+  const logs = await Promise.all(
+    pods.map((p) => said(api.getText(`${base}/pods/${p.metadata.name ?? ''}/log`, { tailLines: '20' }))),
+  );
+  const events = await said(
+    api
+      .list<EventLike>(`${base}/events`)
+      .then((l) =>
+        l.items
+          .filter((e) => (e.involvedObject?.name ?? '').startsWith(GIT_SERVER_SERVICE))
+          .map(
+            (e) =>
+              `${e.involvedObject?.kind ?? ''}/${e.involvedObject?.name ?? ''} ${e.reason ?? ''}: ${e.message ?? ''}`,
+          ),
+      ),
+  );
+  const deployment = await said(
+    api.get<KubeObject & { status?: unknown }>(
+      `/apis/apps/v1/namespaces/${KRUNTIMES_NS}/deployments/${GIT_SERVER_SERVICE}`,
+    ),
+  );
+  const pvc = await said(
+    api.get<KubeObject & { status?: unknown }>(`${base}/persistentvolumeclaims/${GIT_SERVER_SERVICE}`),
+  );
+  const status = (o: unknown): unknown => (typeof o === 'string' ? o : (o as { status?: unknown }).status);
+  return JSON.stringify({
+    deployment: status(deployment),
+    pods: pods.map((p, i) => ({ name: p.metadata.name, status: p.status, log: logs[i] })),
+    volume: status(pvc),
+    events,
   });
-  const pvc = await api.get<KubeObject & { status?: unknown }>(`${base}/persistentvolumeclaims/${GIT_SERVER_SERVICE}`);
-  return JSON.stringify({ pods: pods.items.map((p) => p.status), volume: pvc.status });
 }
 
 /** Installs the component and configures devws for it: its URL and the CA of its certificate. */

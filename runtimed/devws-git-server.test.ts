@@ -8,22 +8,24 @@
  * and fetched whatever URL the request named.
  */
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Project, Workspace } from '../lib/devws/api.ts';
-import type { Identity } from '../lib/devws/git-access.ts';
+import type { GitAccessError, Identity } from '../lib/devws/git-access.ts';
 import type { CredentialSecret, SecretRead } from '../lib/devws/credential.ts';
 import { parseCidrList } from '../lib/devws/sync-target.ts';
 import { createCa, issueServing } from '../lib/tls/certs.ts';
 import type { GitAuthority } from './devws-git-authority.ts';
-import { serveGit, startGitServer, type GitServerOptions, type RunningGitServer } from './devws-git-server.ts';
-import { runClone, type NodeConfig } from './devws-node.ts';
+import { serveGit, sshUser, startGitServer, type GitServerOptions, type RunningGitServer } from './devws-git-server.ts';
+import pino from 'pino';
+import { cloneOnce, runClone, type NodeConfig } from './devws-node.ts';
 import { startTestSshd } from '../e2e/sshd.ts';
+import type { GitServerAsUserConfig } from './testdata/git-server-as-user.ts';
 
 const TOKEN = 'sync-token-0123456789';
 const BINDING = '1b0e7c1a-5b7c-4a51-9a36-0c0ffee00001';
@@ -251,6 +253,28 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
       (err: Error) => /403/.test(err.message) && !err.message.includes(NODE_B),
       "p2's Node may not clone p1; the error names no token",
     );
+  });
+
+  it('the Node trusts the CA its clone dispatch carries (configured or rotated after its sandbox started), and says why a clone failed', async () => {
+    const r = await sync({ bindingId: BINDING, url: `${external}/o/r.git`, branch: 'main' });
+    const tokenFile = join(dir, 'git-token-ca');
+    writeFileSync(tokenFile, NODE_A);
+    const self = { nodeId: 'n', incarnation: 'i', sandboxId: 'p1-sandbox', generation: 1 };
+    const home = join(dir, 'home-ca');
+    // No CA of its own (the sandbox was created before one was configured): the system's trust.
+    const cfg: NodeConfig = { namespace: 'team', workspace: 'p1-main', self, home, gitTokenFile: tokenFile, pollMs: 1 };
+    const input = {
+      repositoryUrl: `${server.url}/team/p1.git`,
+      snapshotRef: r.doc.ref ?? '',
+      baseCommit: commit,
+      workspaceBranch: 'refs/heads/workspaces/p1-main/main',
+    };
+    const act = { kind: 'clone' as const, operation: 'op', attempt: 0, input, localBranch: 'main', base: {} as never };
+    const untrusted = await cloneOnce(cfg, act, pino({ level: 'silent' }));
+    assert.equal(untrusted.result, 'failed');
+    assert.match(untrusted.message ?? '', /^git fetch: .*(certificate|SSL)/i, "git's own words");
+    const done = await runClone(cfg, { ...act, attempt: 1, ca });
+    assert.equal(done.commit, commit);
   });
 
   it('attack: a clone without a token, or with a token the API does not accept, is refused 401 unauthenticated', async () => {
@@ -511,7 +535,81 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
     authority.secrets.set('team/ssh-otherkey', sshAuth(sshd.otherKey, sshd.knownHosts));
     authority.projects.set('team/ps5', withSsh('ps5', url, 'ssh-otherkey'));
     assert.match(await refused('ps5', 'credential_refused'), /Permission denied/);
+    // The accepted key, protected with a passphrase: refused before any fetch, with its own reason.
+    const locked = join(dir, 'locked-key');
+    writeFileSync(locked, sshd.userKey, { mode: 0o600 });
+    execFileSync('ssh-keygen', ['-q', '-p', '-P', '', '-N', 'secret', '-f', locked]);
+    authority.secrets.set('team/ssh-locked', sshAuth(readFileSync(locked, 'utf8'), sshd.knownHosts));
+    authority.projects.set('team/ps6', withSsh('ps6', url, 'ssh-locked'));
+    assert.match(await refused('ps6', 'credential_passphrase_unsupported'), /passphrase-protected ssh-privatekey/);
     assert.deepEqual(scratch(), before, "the key's files are removed after a failed fetch too");
+  });
+
+  it('ssh: a sync running as a uid without a passwd entry (the component as the local environment runs it, uid 65532) fetches through nss_wrapper', async function () {
+    this.timeout(30_000);
+    assert.equal(process.getuid?.(), 0, 'the test starts the server as another uid (the suite runs as root)');
+    const uid = 65532;
+    assert.throws(() => execFileSync('getent', ['passwd', String(uid)]), 'the host has no passwd entry for it');
+    const sshd = await startTestSshd();
+    servers.push(sshd);
+    const scratch = mkdtempSync(join(tmpdir(), 'krt-devws-git-uid-'));
+    chownSync(scratch, uid, uid);
+    const config: GitServerAsUserConfig = {
+      root: join(scratch, 'srv'),
+      cert: tls.cert.toString(),
+      key: tls.key.toString(),
+      syncToken: TOKEN,
+      allow: '127.0.0.1/32',
+      project: {
+        ...project('pu', sshd.url(join(dir, 'ext', 'o', 'r.git'))),
+        spec: {
+          repository: { url: sshd.url(join(dir, 'ext', 'o', 'r.git')), defaultBranch: 'main', credentialRef: 'k' },
+        },
+      },
+      secret: {
+        type: 'kubernetes.io/ssh-auth',
+        data: {
+          'ssh-privatekey': Buffer.from(sshd.userKey).toString('base64'),
+          known_hosts: Buffer.from(sshd.knownHosts).toString('base64'),
+        },
+      },
+    };
+    writeFileSync(join(scratch, 'config.json'), JSON.stringify(config), { mode: 0o600 });
+    chownSync(join(scratch, 'config.json'), uid, uid);
+    const setpriv = ['--reuid', String(uid), '--regid', String(uid), '--clear-groups'];
+    const child = spawn(
+      'setpriv',
+      [
+        ...setpriv,
+        process.execPath,
+        '--import',
+        'tsx',
+        'runtimed/testdata/git-server-as-user.ts',
+        join(scratch, 'config.json'),
+      ],
+      {
+        cwd: join(import.meta.dirname, '..'),
+        env: { PATH: process.env.PATH ?? '', HOME: '/' },
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { url: string }).url));
+        child.once('exit', (code) => reject(new Error(`the server as uid ${uid} exited ${code ?? ''}`)));
+      });
+      const r = await call(`${url}/-/sync`, ca, {
+        method: 'POST',
+        token: TOKEN,
+        body: { namespace: 'team', project: 'pu' },
+      });
+      assert.deepEqual([r.code, r.doc.commit], [200, commit], JSON.stringify(r.doc));
+    } finally {
+      child.stdin.end();
+      await exited;
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 
   it('ssh: the connection is pinned to the vetted address (a name the ssh client could not resolve), the host key looked up under the name; an internal address is refused', async () => {
@@ -565,5 +663,25 @@ describe('devws Git Server (git http-backend, sync, authentication)', function (
     assert.equal(await get('/team/p1.git/git-receive-pack', 'POST'), 404);
     assert.equal(await get('/team/../p1.git/info/refs?service=git-upload-pack'), 404);
     assert.equal(await get('/team/p1.git/config'), 404);
+  });
+});
+
+describe('devws Git Server: ssh for a uid without a passwd entry (pure)', () => {
+  it('writes the passwd and group files and names nss_wrapper; a uid with an entry runs plain ssh; without nss_wrapper the sync says ssh_unavailable', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'krt-ssh-user-'));
+    try {
+      assert.equal(sshUser(dir, { hasEntry: () => true }), undefined, 'a uid with an entry: plain ssh');
+      const lib = join(dir, 'libnss_wrapper.so');
+      writeFileSync(lib, '');
+      const u = sshUser(dir, { hasEntry: () => false, libraries: ['/nonexistent.so', lib], uid: 7, gid: 8 });
+      assert.equal(u?.library, lib);
+      assert.equal(readFileSync(u?.passwd ?? '', 'utf8'), 'kruntimes:x:7:8:kruntimes:' + dir + ':/usr/sbin/nologin\n');
+      assert.throws(
+        () => sshUser(dir, { hasEntry: () => false, libraries: [], uid: 7 }),
+        (err: GitAccessError) => err.reason === 'ssh_unavailable' && /uid 7: it has no passwd entry/.test(err.message),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

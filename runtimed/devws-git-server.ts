@@ -18,7 +18,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import { isIP, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { DevwsError } from '../lib/devws/api.ts';
 import {
@@ -39,7 +39,13 @@ import {
   requireCredential,
   type GitCredential,
 } from '../lib/devws/credential.ts';
-import { repositoryEndpoint, sshCommand, type RepositoryEndpoint } from '../lib/devws/ssh.ts';
+import {
+  passwdFiles,
+  repositoryEndpoint,
+  sshCommand,
+  type RepositoryEndpoint,
+  type SshUser,
+} from '../lib/devws/ssh.ts';
 import { parseCidrList, vetAddresses, type TargetPolicy } from '../lib/devws/sync-target.ts';
 import { kubeGitAuthority, type GitAuthority } from './devws-git-authority.ts';
 import { defaultClient } from '../lib/kube/config.ts';
@@ -144,6 +150,50 @@ export async function pinnedFetch(o: GitServerOptions, url: string): Promise<Pin
   return { endpoint, address, options };
 }
 
+/** Where Debian-based images and hosts install nss_wrapper (libnss-wrapper); KRT_NSS_WRAPPER overrides. */
+const NSS_WRAPPER = [
+  '/usr/lib/x86_64-linux-gnu/libnss_wrapper.so',
+  '/usr/lib/aarch64-linux-gnu/libnss_wrapper.so',
+  '/usr/lib64/libnss_wrapper.so',
+  '/usr/lib/libnss_wrapper.so',
+];
+
+const hasPasswdEntry = (): boolean => {
+  try {
+    userInfo();
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * ssh's passwd entry when this process's uid has none (ADR 0036): files in the fetch's scratch
+ * directory, read through nss_wrapper preloaded into ssh only. Without nss_wrapper the sync says
+ * so (ssh_unavailable) instead of failing in ssh ("No user exists for uid").
+ */
+export function sshUser(
+  dir: string,
+  o: { hasEntry?: () => boolean; libraries?: string[]; uid?: number; gid?: number } = {},
+): SshUser | undefined {
+  if ((o.hasEntry ?? hasPasswdEntry)()) return undefined;
+  const uid = o.uid ?? process.getuid?.() ?? 0;
+  const gid = o.gid ?? process.getgid?.() ?? 0;
+  const libraries = o.libraries ?? [process.env.KRT_NSS_WRAPPER ?? '', ...NSS_WRAPPER];
+  const library = libraries.find((l) => l !== '' && existsSync(l));
+  if (!library)
+    throw new GitAccessError(
+      'ssh_unavailable',
+      422,
+      `ssh cannot run as uid ${uid}: it has no passwd entry and nss_wrapper (libnss-wrapper) is not installed`,
+    );
+  const files = passwdFiles(uid, gid, dir);
+  const user = { library, passwd: join(dir, 'passwd'), group: join(dir, 'group') };
+  writeFileSync(user.passwd, files.passwd, { mode: 0o600 });
+  writeFileSync(user.group, files.group, { mode: 0o600 });
+  return user;
+}
+
 /**
  * Runs `use` with git's environment for the credential: https, an Authorization header scoped to
  * the URL; ssh, GIT_SSH_COMMAND over a key and known_hosts written for this fetch only (a private
@@ -163,7 +213,14 @@ async function withCredentialEnv<T>(
     const knownHostsFile = join(dir, 'known_hosts');
     writeFileSync(keyFile, credential.privateKey, { mode: 0o600 });
     writeFileSync(knownHostsFile, credential.knownHosts, { mode: 0o600 });
-    const command = sshCommand({ endpoint: pinned.endpoint, address: pinned.address, keyFile, knownHostsFile });
+    const user = sshUser(dir);
+    const command = sshCommand({
+      endpoint: pinned.endpoint,
+      address: pinned.address,
+      keyFile,
+      knownHostsFile,
+      ...(user ? { user } : {}),
+    });
     return await use({ GIT_SSH_COMMAND: command, GIT_SSH_VARIANT: 'ssh' });
   } finally {
     rmSync(dir, { recursive: true, force: true });

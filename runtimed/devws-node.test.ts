@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -7,8 +7,18 @@ import { CLONE_MESSAGE_MAX } from '../lib/devws/node-report.ts';
 import { cloneOnce, isBusy, readJournal, runNodeAgent, type NodeConfig } from './devws-node.ts';
 
 describe('devws-node', () => {
-  it('is busy while anything is under ~/.krt/activity', () => {
+  const homes: string[] = [];
+  const newHome = (): string => {
     const home = mkdtempSync(join(tmpdir(), 'devws-node-'));
+    homes.push(home);
+    return home;
+  };
+  after(() => {
+    for (const h of homes.splice(0)) rmSync(h, { recursive: true, force: true });
+  });
+
+  it('is busy while anything is under ~/.krt/activity', () => {
+    const home = newHome();
     assert.equal(isBusy(home), false);
     mkdirSync(join(home, '.krt', 'activity', 'session-1'), { recursive: true });
     assert.equal(isBusy(home), true);
@@ -38,7 +48,7 @@ describe('devws-node', () => {
   });
 
   it("reports why a clone failed (one bounded line of git's error), journaled with the result", async () => {
-    const home = mkdtempSync(join(tmpdir(), 'devws-node-'));
+    const home = newHome();
     const self = { nodeId: 'n', incarnation: 'i', sandboxId: 's', generation: 1 };
     const cfg: NodeConfig = { namespace: 'ns', workspace: 'w', self, home, pollMs: 1000 };
     const input = {

@@ -33,6 +33,7 @@ export interface NodeConfig {
   workspace: string;
   self: NodeSelf;
   home: string;
+  /** The Git Server's CA when the Operation carries none (KRT_GIT_CA; the substrates set none). */
   gitCA?: string;
   /** The Git-audience token the Node presents to the Git Server (its projected token, re-read per clone). */
   gitTokenFile?: string;
@@ -65,14 +66,16 @@ const SA_TOKEN_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
  * git's environment for the clone: the Git Server's CA, and its credential as configuration in
  * the environment (GIT_CONFIG_*), never in the URL, the command line, .git/config or a log;
  * scoped to the repository URL, and no redirect is followed (it would carry the header elsewhere).
+ * The CA is the one the Operation carries at this attempt (`ca`: a rotated CA is trusted without a
+ * restart of the Node), else the Node's own configuration.
  */
-export function cloneEnv(cfg: NodeConfig, repositoryUrl: string): NodeJS.ProcessEnv {
+export function cloneEnv(cfg: NodeConfig, repositoryUrl: string, ca = cfg.gitCA): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...gitProcessEnv(process.env), GIT_TERMINAL_PROMPT: '0' };
-  if (cfg.gitCA) {
-    const ca = join(stateDir(cfg), 'git-ca.pem');
+  if (ca) {
+    const file = join(stateDir(cfg), 'git-ca.pem');
     mkdirSync(stateDir(cfg), { recursive: true, mode: 0o700 });
-    writeFileSync(ca, cfg.gitCA);
-    env.GIT_SSL_CAINFO = ca;
+    writeFileSync(file, ca);
+    env.GIT_SSL_CAINFO = file;
   }
   const config: [string, string][] = [['http.followRedirects', 'false']];
   const token = readToken(cfg.gitTokenFile);
@@ -134,7 +137,7 @@ export async function runClone(cfg: NodeConfig, a: Extract<NodeAction, { kind: '
   const { input } = a;
   if (!/^https:\/\/[^\s]+$/.test(input.repositoryUrl) || !/^[\w./-]+$/.test(a.localBranch))
     throw new Error('the clone input is not an https URL and a branch name');
-  const env = cloneEnv(cfg, input.repositoryUrl);
+  const env = cloneEnv(cfg, input.repositoryUrl, a.ca ?? cfg.gitCA);
   const dir = join(cfg.home, 'src');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });

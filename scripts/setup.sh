@@ -15,9 +15,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # OpenSSH (client and server): the devws Git Server's sync fetches ssh repositories with ssh, and
 # its tests fetch from a real sshd they start on 127.0.0.1 (e2e/sshd.ts). Never started as a service.
+# nss_wrapper: ssh needs a passwd entry, which the Git Server's uid (65532) has not on the local
+# environment, whose Pods are host processes (ADR 0036).
 ssh_pkgs=()
 command -v ssh >/dev/null 2>&1 || ssh_pkgs+=(openssh-client)
 [ -x /usr/sbin/sshd ] || ssh_pkgs+=(openssh-server)
+compgen -G '/usr/lib/*/libnss_wrapper.so' >/dev/null || ssh_pkgs+=(libnss-wrapper)
 if [ ${#ssh_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${ssh_pkgs[*]} (devws ssh repositories and their tests)" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${ssh_pkgs[@]}" >/dev/null

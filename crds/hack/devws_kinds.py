@@ -40,9 +40,21 @@ def name_ref(description: str) -> Schema:
     return string(description, min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)
 
 
-def immutable(field: str) -> Schema:
-    return rule(f"self.{field} == oldSelf.{field}", f"{field} is immutable",
+def immutable(field: str, unset: str | None = None, why: str = "") -> Schema:
+    """field may not change; with `unset` (the value an unset field counts as), set and unset
+    compare through it, so setting or clearing an optional field is a change too."""
+    def value(o: str) -> str:
+        return f"{o}.{field}" if unset is None else f"(has({o}.{field}) ? {o}.{field} : {unset})"
+    return rule(f"{value('self')} == {value('oldSelf')}", f"{field} is immutable{why}",
                 field_path=f".{field}", reason="FieldValueForbidden")
+
+
+def once_set(field: str, op: str, message: str) -> Schema:
+    """Unconstrained while unset; once set it stays set and `self.field op oldSelf.field` holds
+    (== : immutable once set; >= : may not decrease)."""
+    return rule(f"!has(oldSelf.{field}) || (has(self.{field}) && "
+                f"self.{field} {op} oldSelf.{field})", message, field_path=f".{field}",
+                reason="FieldValueForbidden")
 
 
 def reason(description: str) -> Schema:
@@ -107,16 +119,10 @@ def project_crd() -> dict[str, Any]:
              "self.repository.defaultBranch == oldSelf.repository.defaultBranch",
              "repository url and defaultBranch are immutable", field_path=".repository",
              reason="FieldValueForbidden"),
-        rule("(has(self.substrate) ? self.substrate : 'kubernetes') == (has(oldSelf.substrate) "
-             "? oldSelf.substrate : 'kubernetes')", "substrate is immutable",
-             field_path=".substrate", reason="FieldValueForbidden"),
-        rule("(has(self.repository.credentialRef) ? self.repository.credentialRef : '') == "
-             "(has(oldSelf.repository.credentialRef) ? oldSelf.repository.credentialRef : '')",
-             "repository credentialRef is immutable (admission checks the creator may read it)",
-             field_path=".repository.credentialRef", reason="FieldValueForbidden"),
-        rule("!has(oldSelf.syncRequests) || (has(self.syncRequests) && "
-             "self.syncRequests >= oldSelf.syncRequests)", "syncRequests may not decrease",
-             field_path=".syncRequests", reason="FieldValueForbidden"),
+        immutable("substrate", unset="'kubernetes'"),
+        immutable("repository.credentialRef", unset="''",
+                  why=" (admission checks the creator may read it)"),
+        once_set("syncRequests", ">=", "syncRequests may not decrease"),
     ])
     status = obj("ProjectStatus is the Project's observed lifecycle and binding.", {
         "lifecycle": string("Lifecycle: provisioning -> active -> deleting -> deleted.",
@@ -233,18 +239,9 @@ def workspace_status() -> Schema:
         }, required=["name"]),
         "conditions": conditions("Conditions of the Workspace."),
     }, rules=[
-        rule("!has(oldSelf.admissionEpoch) || (has(self.admissionEpoch) && "
-             "self.admissionEpoch >= oldSelf.admissionEpoch)",
-             "admissionEpoch may not decrease", field_path=".admissionEpoch",
-             reason="FieldValueForbidden"),
-        rule("!has(oldSelf.runtimeGeneration) || (has(self.runtimeGeneration) && "
-             "self.runtimeGeneration >= oldSelf.runtimeGeneration)",
-             "runtimeGeneration may not decrease", field_path=".runtimeGeneration",
-             reason="FieldValueForbidden"),
-        rule("!has(oldSelf.baseCommitId) || (has(self.baseCommitId) && "
-             "self.baseCommitId == oldSelf.baseCommitId)",
-             "baseCommitId is immutable once set", field_path=".baseCommitId",
-             reason="FieldValueForbidden"),
+        once_set("admissionEpoch", ">=", "admissionEpoch may not decrease"),
+        once_set("runtimeGeneration", ">=", "runtimeGeneration may not decrease"),
+        once_set("baseCommitId", "==", "baseCommitId is immutable once set"),
     ])
 
 
@@ -262,10 +259,7 @@ def workspace_crd() -> dict[str, Any]:
                           max_length=512),
     }, required=["project", "kind"], rules=[
         immutable("project"), immutable("kind"),
-        rule("(has(self.baseRef) ? self.baseRef : '') == (has(oldSelf.baseRef) ? oldSelf.baseRef "
-             ": '')", "baseRef is immutable", field_path=".baseRef", reason="FieldValueForbidden"),
-        rule("(has(self.creator) ? self.creator : '') == (has(oldSelf.creator) ? oldSelf.creator "
-             ": '')", "creator is immutable", field_path=".creator", reason="FieldValueForbidden"),
+        immutable("baseRef", unset="''"), immutable("creator", unset="''"),
         rule("self.kind == 'isolated' || !has(self.taskTitle)",
              "taskTitle is only for isolated Workspaces", field_path=".taskTitle"),
     ])
@@ -320,6 +314,11 @@ def operation_status() -> Schema:
         "cloneAttempts": integer("CloneAttempts: failed clone executions so far.", minimum=0),
         "cloneUnknown": boolean("CloneUnknown: the last clone's result is unknown."),
         "cloneInput": clone_input,
+        "gitServerCA": string("GitServerCA: the CA bundle (PEM) the Node trusts for the Git Server "
+                              "when it runs this operation's clone: the configured one (ConfigMap "
+                              "kruntimes-devws) when the clone step is entered, refreshed while the "
+                              "step runs, so a rotated CA reaches the next attempt. Not part of the "
+                              "frozen clone input.", max_length=65536),
         "plugins": array("Plugins is the plugin set frozen when the operation entered its "
                          "plugin step: one execution per plugin, each with its result once "
                          "the Node reported it.", plugin_item(), max_items=MAX_PLUGINS),
@@ -340,10 +339,7 @@ def operation_status() -> Schema:
                                   }, required=["workspace", "admissionEpoch"]), max_items=64),
         "conditions": conditions("Conditions of the Operation."),
     }, rules=[
-        rule("!has(oldSelf.cloneInput) || (has(self.cloneInput) && "
-             "self.cloneInput == oldSelf.cloneInput)",
-             "cloneInput is frozen once set", field_path=".cloneInput",
-             reason="FieldValueForbidden"),
+        once_set("cloneInput", "==", "cloneInput is frozen once set"),
         rule("!has(oldSelf.plugins) || (has(self.plugins) && "
              "self.plugins.size() == oldSelf.plugins.size() && "
              "oldSelf.plugins.all(o, self.plugins.exists(n, n.id == o.id && n.name == o.name && "
@@ -371,9 +367,7 @@ def operation_crd() -> dict[str, Any]:
                                  "operation explicitly.", minimum=0),
     }, required=["project", "kind"], rules=[
         immutable("project"), immutable("kind"),
-        rule("(has(self.workspace) ? self.workspace : '') == (has(oldSelf.workspace) ? "
-             "oldSelf.workspace : '')", "workspace is immutable", field_path=".workspace",
-             reason="FieldValueForbidden"),
+        immutable("workspace", unset="''"),
         rule("self.kind == 'delete_project' || has(self.workspace)",
              "workspace is required for this kind", field_path=".workspace",
              reason="FieldValueRequired"),
@@ -386,9 +380,7 @@ def operation_crd() -> dict[str, Any]:
         rule("has(self.plugin) == has(oldSelf.plugin) && (!has(self.plugin) || "
              "self.plugin == oldSelf.plugin)", "plugin is immutable", field_path=".plugin",
              reason="FieldValueForbidden"),
-        rule("!has(oldSelf.retryRequests) || (has(self.retryRequests) && "
-             "self.retryRequests >= oldSelf.retryRequests)", "retryRequests may not decrease",
-             field_path=".retryRequests", reason="FieldValueForbidden"),
+        once_set("retryRequests", ">=", "retryRequests may not decrease"),
     ])
     return envelope("Operation", "operations", ["wsop"], [
         column("Kind", ".spec.kind"),

@@ -111,6 +111,9 @@ let podsReady = 'True';
 let nodesUp = true;
 let nodesBusy = false;
 let cloneCommit: string | undefined = COMMIT;
+/** The Git Server as the controller's configuration shows it (ConfigMap kruntimes-devws), and the CA of the Nodes' last clone. */
+let gitConfig: { url: string; ca?: string } = { url: 'https://git.local' };
+let lastCloneCA: string | undefined;
 /** Plugin executions the Nodes ran (execution IDs), and the plugins whose install fails. */
 const pluginRuns: string[] = [];
 const failingPlugins = new Set<string>();
@@ -149,6 +152,7 @@ function nodeAgents(s: FakeState): void {
     const act = decideNode({ ...view, ...(last?.sandboxId === sb.id ? { last } : {}) });
     if (act.kind === 'report') putReport(s, w, act.report);
     if (act.kind === 'plugins') putReport(s, w, runPlugins(act));
+    if (act.kind === 'clone') lastCloneCA = act.ca;
     if (act.kind === 'clone' && cloneCommit) {
       const clone = {
         operation: act.operation,
@@ -184,7 +188,7 @@ function step(state: FakeState, epoch: number): number {
     run(initWorkspace(ws, state.get(D.projects, NS, ws.spec.project) as Project | undefined));
   }
   for (const o of state.list(D.operations, NS)) {
-    const ctx = contextFor(o as Operation, state, clock, epoch, { url: 'https://git.local' });
+    const ctx = contextFor(o as Operation, state, clock, epoch, gitConfig);
     if (ctx) run(reconcileOperation(ctx));
   }
   for (const w of state.list(D.workspaces, NS)) {
@@ -262,6 +266,34 @@ describe('devws-controller (in-memory state)', () => {
     assert.ok(events.includes('create_project: running on step clone'), 'an Event per step transition');
     assert.ok(events.includes('create_project: succeeded on step done'));
     assert.equal(s.list(D.pods, NS).length, 1, 'exactly one sandbox');
+  });
+
+  it("the clone trusts the Git Server CA configured when it is dispatched, not when the sandbox was created: one configured late, then a rotated one, reach the same sandbox's Node", () => {
+    // No CA was configured when the sandbox was created (a Git Server configured, or its CA
+    // rotated, while a Workspace's sandbox is already up): before, the Node kept the CA baked into
+    // its environment and failed every attempt of that sandbox's clone.
+    cloneCommit = undefined;
+    try {
+      const s = newState();
+      assert.equal(op(s, 'p1-create').status?.step, 'clone');
+      const env = JSON.stringify(s.list(D.pods, NS)[0]);
+      assert.ok(!env.includes('KRT_GIT_CA'), 'no CA is baked into the sandbox');
+      assert.equal(lastCloneCA, undefined);
+      gitConfig = { url: 'https://git.local', ca: 'CA-1' };
+      settle(s);
+      assert.equal(op(s, 'p1-create').status?.gitServerCA, 'CA-1');
+      assert.equal(lastCloneCA, 'CA-1', 'the running sandbox trusts the CA configured since');
+      gitConfig = { url: 'https://git.local', ca: 'CA-2' };
+      settle(s);
+      assert.equal(lastCloneCA, 'CA-2', 'a rotated CA reaches the next clone without a new sandbox');
+      assert.equal(s.list(D.pods, NS).length, 1);
+      cloneCommit = COMMIT;
+      settle(s);
+      assert.equal(op(s, 'p1-create').status?.state, 'succeeded');
+    } finally {
+      cloneCommit = COMMIT;
+      gitConfig = { url: 'https://git.local' };
+    }
   });
 
   it('stop proves idleness for the new admission epoch, terminates the sandbox; start mounts the same data without re-cloning', () => {

@@ -207,7 +207,6 @@ export class OpenSandboxSubstrate implements Substrate {
       KRT_WORKSPACE: ws.metadata.name ?? '',
       KRT_GENERATION: String(o.generation),
       HOME,
-      ...(o.gitServerCA ? { KRT_GIT_CA: o.gitServerCA } : {}),
     };
     return {
       image: { uri: this.settings.image },

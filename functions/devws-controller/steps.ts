@@ -84,10 +84,8 @@ function workspaceFirst(c: Ctx, s: OperationStatus, ws: WorkspaceStatus): FnOp[]
  */
 export const BARRIER: FnOp = { op: 'requeue', afterMs: 1000 };
 
-const sandboxOptions = (c: Ctx, generation: number): SandboxOptions => ({
-  generation,
-  ...(c.gitServerCA ? { gitServerCA: c.gitServerCA } : {}),
-});
+/** The Git Server's CA is not baked into the sandbox: each clone takes the configured one (stepClone). */
+const sandboxOptions = (generation: number): SandboxOptions => ({ generation });
 
 /**
  * The Workspace as the Operation's evidence shows it: a succeeded sandbox_terminate of its sandbox
@@ -125,12 +123,12 @@ export function stepSandbox(c: Ctx, s: OperationStatus): FnOp[] {
     const e = { id, kind: 'sandbox_ensure' as const, workspace: c.ws.metadata.name, generation: gen };
     const s2 = planEffect(s, { ...e, ...c.substrate.planFields(c.now) }, c.epoch);
     const ws2 = namingSandbox(c, wst, id, gen);
-    return [...both(c, s2, ws2), ...c.substrate.ensure(c.ws, id, sandboxOptions(c, gen), undefined)];
+    return [...both(c, s2, ws2), ...c.substrate.ensure(c.ws, id, sandboxOptions(gen), undefined)];
   }
   const v = c.substrate.sandbox(planned.id);
   if (!v) {
     const gen = planned.generation ?? 0;
-    const create = gated(c, s, planned, () => c.substrate.ensure(c.ws, planned.id, sandboxOptions(c, gen), planned));
+    const create = gated(c, s, planned, () => c.substrate.ensure(c.ws, planned.id, sandboxOptions(gen), planned));
     // The Workspace write of the plan was lost (the host died after the Operation write): name the
     // sandbox first. Its Node reads the Workspace when it starts and, seeing another generation or
     // sandbox, takes itself for stale and never reports: the node step would wait for good.
@@ -210,12 +208,23 @@ function cloneReport(c: Ctx, attempt: number): CloneResult | undefined {
   return { kind: r.result };
 }
 
+/**
+ * The CA the Node trusts for the Git Server goes with the clone, read from the configuration when
+ * the clone is dispatched, not baked into the sandbox when it was created (a CA configured or
+ * rotated after that failed every clone attempt of the sandbox; ADR 0036).
+ */
+function withGitServerCA(s: OperationStatus, c: Ctx): OperationStatus {
+  return s.cloneInput && c.gitServerCA ? { ...s, gitServerCA: c.gitServerCA } : s;
+}
+
 export function stepClone(c: Ctx, s: OperationStatus): FnOp[] {
   const wst = c.ws.status ?? {};
   if (!s.cloneInput) {
     const branch = workspaceBranch(c.ws.metadata.name ?? '', c.project.spec.repository.defaultBranch);
-    return [writeOp(c.op, freezeCloneInput(s, c.project, branch, c.gitServer, c.now).status)];
+    return [writeOp(c.op, withGitServerCA(freezeCloneInput(s, c.project, branch, c.gitServer, c.now).status, c))];
   }
+  // A CA configured (or rotated) since: the Node's next attempt trusts it.
+  if (c.gitServerCA && c.gitServerCA !== s.gitServerCA) return [writeOp(c.op, { ...s, gitServerCA: c.gitServerCA })];
   const report = cloneReport(c, s.cloneAttempts ?? 0);
   if (!report) return [requeue(2000)];
   try {

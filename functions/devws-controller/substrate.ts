@@ -111,8 +111,6 @@ export function sandboxReady(p: Pod | undefined): boolean {
 
 export interface SandboxOptions {
   generation: number;
-  /** PEM of the CA the Git Server's certificate chains to (the Node's GIT_SSL_CAINFO). */
-  gitServerCA?: string;
 }
 
 const SA_TOKEN_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -169,7 +167,6 @@ function nodeContainer(ws: Workspace, nodeId: string, o: SandboxOptions): Record
       { name: 'KRT_WORKSPACE', value: ws.metadata.name ?? '' },
       { name: 'KRT_GENERATION', value: String(o.generation) },
       { name: 'HOME', value: HOME },
-      ...(o.gitServerCA ? [{ name: 'KRT_GIT_CA', value: o.gitServerCA }] : []),
     ],
     volumeMounts: [
       { name: 'home', mountPath: HOME },

@@ -34,11 +34,38 @@ const decoded = (s: CredentialSecret, key: string): string =>
 const invalid = (where: string, why: string): GitAccessError =>
   new GitAccessError('credential_invalid', 422, `the credentialRef Secret ${where} ${why}`);
 
+/** The cipher an OpenSSH-format key ("openssh-key-v1") is encrypted with; "none": not encrypted. */
+function opensshCipher(pem: string): string | undefined {
+  const body = /-----BEGIN OPENSSH PRIVATE KEY-----([\s\S]*?)-----END OPENSSH PRIVATE KEY-----/.exec(pem)?.[1];
+  if (!body) return undefined;
+  const bytes = Buffer.from(body.replace(/\s+/g, ''), 'base64');
+  const magic = 'openssh-key-v1\0';
+  if (bytes.length < magic.length + 4 || bytes.toString('latin1', 0, magic.length) !== magic) return undefined;
+  const len = bytes.readUInt32BE(magic.length);
+  return bytes.toString('latin1', magic.length + 4, magic.length + 4 + len);
+}
+
+/**
+ * Whether a private key needs a passphrase: an OpenSSH key with a cipher, an encrypted PKCS#8 key,
+ * or a PEM key with `Proc-Type: 4,ENCRYPTED`. The sync cannot enter one (ssh runs in batch mode).
+ */
+export function keyNeedsPassphrase(pem: string): boolean {
+  const cipher = opensshCipher(pem);
+  if (cipher !== undefined) return cipher !== 'none';
+  return /-----BEGIN ENCRYPTED PRIVATE KEY-----/.test(pem) || /^Proc-Type:\s*4,ENCRYPTED\s*$/m.test(pem);
+}
+
 function sshCredential(where: string, s: CredentialSecret): GitCredential {
   if (s.type !== SSH_AUTH)
     throw invalid(where, `must be of type ${SSH_AUTH} for an ssh repository (it is ${s.type ?? 'untyped'})`);
   const privateKey = decoded(s, 'ssh-privatekey');
   if (!privateKey.trim()) throw invalid(where, 'has no ssh-privatekey');
+  if (keyNeedsPassphrase(privateKey))
+    throw new GitAccessError(
+      'credential_passphrase_unsupported',
+      422,
+      `the credentialRef Secret ${where} holds a passphrase-protected ssh-privatekey: the sync cannot enter a passphrase; store the key without one (ssh-keygen -p -N '')`,
+    );
   const knownHosts = decoded(s, KNOWN_HOSTS_KEY);
   if (!knownHosts.trim())
     throw invalid(where, `has no ${KNOWN_HOSTS_KEY}: the host key of the repository's host is required (ssh-keyscan)`);
@@ -49,7 +76,8 @@ function sshCredential(where: string, s: CredentialSecret): GitCredential {
  * The credential a sync of `url` uses (422 failures a user fixes, then syncs again):
  * credential_not_found, credential_forbidden (the namespace has not granted the Git Server `get`
  * on it), credential_invalid (an https repository needs a basic-auth Secret with a password, an
- * ssh repository an ssh-auth Secret with a private key and known_hosts).
+ * ssh repository an ssh-auth Secret with a private key and known_hosts),
+ * credential_passphrase_unsupported (an ssh key that needs a passphrase).
  */
 export function credentialOf(where: string, read: SecretRead, url: string): GitCredential {
   if ('missing' in read) {

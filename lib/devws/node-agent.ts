@@ -36,7 +36,16 @@ export interface NodeView {
 
 export type NodeAction =
   | { kind: 'stale'; why: string }
-  | { kind: 'clone'; operation: string; attempt: number; input: CloneInput; localBranch: string; base: NodeReportDoc }
+  | {
+      kind: 'clone';
+      operation: string;
+      attempt: number;
+      input: CloneInput;
+      /** The Git Server's CA as the Operation carries it now (unset: the Node's own trust). */
+      ca?: string;
+      localBranch: string;
+      base: NodeReportDoc;
+    }
   | { kind: 'plugins'; operation: string; items: PluginItem[]; base: NodeReportDoc }
   | { kind: 'report'; report: NodeReportDoc }
   | { kind: 'none' };
@@ -55,11 +64,11 @@ export function staleness(self: NodeSelf, ws: Workspace): string | undefined {
 export function cloneDispatch(
   ws: Workspace,
   op: Operation | undefined,
-): { attempt: number; input: CloneInput } | undefined {
+): { attempt: number; input: CloneInput; ca?: string } | undefined {
   const s = op?.status;
   if (!op || op.metadata.name !== ws.status?.operation?.name || !s) return undefined;
   if (s.state !== 'running' || s.step !== 'clone' || !s.cloneInput || s.cloneUnknown) return undefined;
-  return { attempt: s.cloneAttempts ?? 0, input: s.cloneInput };
+  return { attempt: s.cloneAttempts ?? 0, input: s.cloneInput, ...(s.gitServerCA ? { ca: s.gitServerCA } : {}) };
 }
 
 function cloneAction(v: NodeView, base: NodeReportDoc): NodeAction | undefined {
@@ -72,7 +81,8 @@ function cloneAction(v: NodeView, base: NodeReportDoc): NodeAction | undefined {
   if (j.state === 'started')
     return { kind: 'report', report: { ...base, clone: { operation: name, attempt: d.attempt, result: 'unknown' } } };
   const localBranch = v.ws.status?.requestedRef ?? '';
-  return { kind: 'clone', operation: name, attempt: d.attempt, input: d.input, localBranch, base };
+  const ca = d.ca ? { ca: d.ca } : {};
+  return { kind: 'clone', operation: name, attempt: d.attempt, input: d.input, ...ca, localBranch, base };
 }
 
 /** The plugin executions of the current Operation: running on step plugin with its set frozen. */

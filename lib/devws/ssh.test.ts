@@ -5,8 +5,19 @@
  * real sshd.
  */
 import assert from 'node:assert/strict';
-import { credentialOf, fetchFailure, requireCredential, type CredentialSecret } from './credential.ts';
-import { isSshUrl, knownHostsName, repositoryEndpoint, sshCommand } from './ssh.ts';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  credentialOf,
+  fetchFailure,
+  keyNeedsPassphrase,
+  requireCredential,
+  type CredentialSecret,
+} from './credential.ts';
+import type { GitAccessError } from './git-access.ts';
+import { isSshUrl, knownHostsName, passwdFiles, repositoryEndpoint, sshCommand } from './ssh.ts';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 const sshAuth = (data: Record<string, string>, type = 'kubernetes.io/ssh-auth'): { secret: CredentialSecret } => ({
@@ -133,5 +144,60 @@ describe('devws ssh repositories (pure)', () => {
       'repository_sync_failed',
     );
     assert.equal(r("fatal: couldn't find remote ref refs/heads/nope", ssh), 'repository_sync_failed');
+  });
+
+  it('a passphrase-protected key (OpenSSH with a cipher, encrypted PKCS#8, PEM Proc-Type ENCRYPTED) is refused credential_passphrase_unsupported; plain keys pass', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'krt-ssh-keys-'));
+    try {
+      const key = (name: string, args: string[]): string => {
+        execFileSync('ssh-keygen', ['-q', '-C', name, '-f', join(dir, name), ...args]);
+        return readFileSync(join(dir, name), 'utf8');
+      };
+      const keys = {
+        opensshPlain: key('a', ['-t', 'ed25519', '-N', '']),
+        opensshLocked: key('b', ['-t', 'ed25519', '-N', 'secret']),
+        pemPlain: key('c', ['-t', 'rsa', '-b', '2048', '-m', 'PEM', '-N', '']),
+        pemLocked: key('d', ['-t', 'rsa', '-b', '2048', '-m', 'PEM', '-N', 'secret']),
+        pkcs8Locked: key('e', ['-t', 'ecdsa', '-m', 'PKCS8', '-N', 'secret']),
+      };
+      assert.deepEqual(Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, keyNeedsPassphrase(v)])), {
+        opensshPlain: false,
+        opensshLocked: true,
+        pemPlain: false,
+        pemLocked: true,
+        pkcs8Locked: true,
+      });
+      const read = (k: string): string => {
+        try {
+          credentialOf('team/k', sshAuth({ 'ssh-privatekey': k, known_hosts: 'h ssh-ed25519 AAAA' }), 'ssh://g@h/r');
+          return 'accepted';
+        } catch (err) {
+          return (err as GitAccessError).reason;
+        }
+      };
+      assert.equal(read(keys.opensshLocked), 'credential_passphrase_unsupported');
+      assert.equal(read(keys.opensshPlain), 'accepted');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('ssh for a uid without a passwd entry runs under nss_wrapper (preloaded into ssh only, its passwd and group files named); the sync writes them (runtimed/devws-git-server.test.ts)', () => {
+    const user = { library: '/usr/lib/libnss_wrapper.so', passwd: '/s/passwd', group: '/s/group' };
+    const cmd = sshCommand({
+      endpoint: { transport: 'ssh', host: 'h', port: 22 },
+      address: '192.0.2.1',
+      keyFile: '/s/id',
+      knownHostsFile: '/s/known_hosts',
+      user,
+    });
+    assert.match(
+      cmd,
+      /^LD_PRELOAD='\/usr\/lib\/libnss_wrapper\.so' NSS_WRAPPER_PASSWD='\/s\/passwd' NSS_WRAPPER_GROUP='\/s\/group' ssh -F \/dev\/null /,
+    );
+    assert.deepEqual(passwdFiles(65532, 65532, '/s'), {
+      passwd: 'kruntimes:x:65532:65532:kruntimes:/s:/usr/sbin/nologin\n',
+      group: 'kruntimes:x:65532:\n',
+    });
   });
 });

@@ -31,6 +31,25 @@ export function repositoryEndpoint(url: string): RepositoryEndpoint {
 /** The name known_hosts lists the host under: `host`, or `[host]:port` off port 22 (as ssh-keyscan -p writes it). */
 export const knownHostsName = (e: RepositoryEndpoint): string => (e.port === 22 ? e.host : `[${e.host}]:${e.port}`);
 
+/**
+ * ssh refuses to run for a uid without a passwd entry ("No user exists for uid N"): an image
+ * without one for the uid the Pod runs as, or the local environment, whose Pods are host
+ * processes (ADR 0036). nss_wrapper (libnss-wrapper) answers the lookup from files the sync writes.
+ */
+export interface SshUser {
+  /** libnss_wrapper.so, preloaded into ssh only. */
+  library: string;
+  /** The passwd and group files (passwdFiles). */
+  passwd: string;
+  group: string;
+}
+
+/** One passwd and one group line for the uid and gid the sync runs as, home the ssh scratch directory. */
+export const passwdFiles = (uid: number, gid: number, home: string): { passwd: string; group: string } => ({
+  passwd: `kruntimes:x:${uid}:${gid}:kruntimes:${home}:/usr/sbin/nologin\n`,
+  group: `kruntimes:x:${gid}:\n`,
+});
+
 export interface SshCommandInput {
   endpoint: RepositoryEndpoint;
   /** The vetted address the connection is pinned to (sync-target.ts). */
@@ -38,6 +57,8 @@ export interface SshCommandInput {
   /** The private key file and the known_hosts file the sync wrote (mode 0600, its own directory). */
   keyFile: string;
   knownHostsFile: string;
+  /** Set when the sync's uid has no passwd entry: ssh runs under nss_wrapper. */
+  user?: SshUser;
 }
 
 /** A word for the shell git runs GIT_SSH_COMMAND with. */
@@ -65,5 +86,13 @@ export function sshCommand(i: SshCommandInput): string {
     ['ConnectTimeout', '30'],
     ['LogLevel', 'ERROR'],
   ];
-  return ['ssh', '-F', '/dev/null', ...options.map(([k, v]) => `-o ${quoted(`${k}=${v}`)}`)].join(' ');
+  const u = i.user;
+  const env = u
+    ? [
+        `LD_PRELOAD=${quoted(u.library)}`,
+        `NSS_WRAPPER_PASSWD=${quoted(u.passwd)}`,
+        `NSS_WRAPPER_GROUP=${quoted(u.group)}`,
+      ]
+    : [];
+  return [...env, 'ssh', '-F', '/dev/null', ...options.map(([k, v]) => `-o ${quoted(`${k}=${v}`)}`)].join(' ');
 }

@@ -119,6 +119,8 @@ export interface components {
                     /** @description Workspace the effect acts on. */
                     workspace?: string;
                 }[];
+                /** @description GitServerCA: the CA bundle (PEM) the Node trusts for the Git Server when it runs this operation's clone: the configured one (ConfigMap kruntimes-devws) when the clone step is entered, refreshed while the step runs, so a rotated CA reaches the next attempt. Not part of the frozen clone input. */
+                gitServerCA?: string;
                 /** @description Message for people. */
                 message?: string;
                 /** @description Plugins is the plugin set frozen when the operation entered its plugin step: one execution per plugin, each with its result once the Node reported it. */
