@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Clock } from '../lib/fn/queue.ts';
-import { HOLD_MS, SEE_WRITES_MS, WriteFences } from './relay-writes.ts';
+import { HOLD_MS, SEE_WRITES_MS, TOMBSTONES, WriteFences } from './relay-writes.ts';
+import { rvAtLeast } from './relay-cache.ts';
 
 /** A clock whose timers fire only when time is advanced. */
 class ManualClock implements Clock {
@@ -84,5 +85,23 @@ describe('relay read-your-writes fences', () => {
     f.hold('fn ns/a', () => false);
     f.release('fn ns/a');
     assert.deepEqual(f.holding('fn ns/a'), { wait: false });
+  });
+
+  it('a write whose object was deleted since (a finalizer removed) is seen, so its key is not held for a minute', () => {
+    const f = new WriteFences(new ManualClock());
+    const id = '/api/v1/pods ns/p';
+    // What the relay checks for a write at resourceVersion 10 of an object no informer holds now.
+    const seen = (): boolean => rvAtLeast(f.deletedAt(id), '10');
+    f.hold('fn ns/a', seen);
+    assert.deepEqual(f.holding('fn ns/a'), { wait: true });
+    f.deleted(id, '12');
+    assert.deepEqual(f.holding('fn ns/a'), { wait: false });
+  });
+
+  it('remembers a bounded number of deletions, the oldest forgotten first', () => {
+    const f = new WriteFences(new ManualClock());
+    for (let i = 0; i <= TOMBSTONES; i++) f.deleted(`c ns/o-${i}`, String(i + 1));
+    assert.equal(f.deletedAt('c ns/o-0'), undefined);
+    assert.equal(f.deletedAt(`c ns/o-${TOMBSTONES}`), String(TOMBSTONES + 1));
   });
 });

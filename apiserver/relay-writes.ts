@@ -19,15 +19,33 @@ export const HOLD_RECHECK_MS = 250;
 /** True when the caches show every write of an invocation. */
 export type Seen = () => boolean;
 
+/** How many recent deletions are remembered (a write whose object was deleted since is seen). */
+export const TOMBSTONES = 4096;
+
 export class WriteFences {
   private readonly waiters = new Set<() => void>();
   private readonly held = new Map<string, { seen: Seen; until: number }>();
+  /** Recent deletions: "<collection> <key>" → the deleted object's last resourceVersion. */
+  private readonly tombstones = new Map<string, string>();
 
   constructor(private readonly clock: Clock = realClock) {}
 
   /** Call on every cache change: wakes the waits whose writes may have arrived. */
   changed(): void {
     for (const w of this.waiters) w();
+  }
+
+  /** Call on a deletion the caches saw: a write to that object is then seen (it will not appear). */
+  deleted(id: string, rv: string | undefined): void {
+    if (!rv) return;
+    this.tombstones.delete(id);
+    this.tombstones.set(id, rv);
+    if (this.tombstones.size > TOMBSTONES) this.tombstones.delete(this.tombstones.keys().next().value!);
+  }
+
+  /** The resourceVersion the object was deleted at, when its deletion was seen recently. */
+  deletedAt(id: string): string | undefined {
+    return this.tombstones.get(id);
   }
 
   /** Resolves true as soon as `seen` holds (checked at once and on each change), false after ms. */

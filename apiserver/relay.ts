@@ -155,6 +155,8 @@ export class Relay {
         },
         (d) => {
           this.cache.changed(r, d.object);
+          if (d.type === 'deleted')
+            this.fences.deleted(`${resourcePath(r)} ${keyOf(d.object)}`, d.object.metadata.resourceVersion);
           this.fences.changed();
           this.countCached(resourcePath(r));
           for (const l of this.listeners.get(key) ?? []) l(d);
@@ -324,7 +326,8 @@ export class Relay {
     if (!(await this.fences.wait(seen))) this.fences.hold(`${fn.name} ${key}`, seen);
   }
 
-  /** True once, for every write, some informer that would hold the object holds it at least as new. */
+  /** True once, for every write, some informer that would hold the object holds it at least as new
+   * (or saw it deleted since). */
   private seenAll(written: { resource: Resource; object: KubeObject }[]): Seen {
     const checks = written.flatMap((w) => {
       const infs = this.cache
@@ -333,7 +336,13 @@ export class Relay {
       if (!infs.length) return [];
       const key = keyOf(w.object);
       const rv = w.object.metadata.resourceVersion ?? '';
-      return [() => infs.some((i) => rvAtLeast(i.store.get(key)?.metadata.resourceVersion, rv))];
+      const gone = `${resourcePath(w.resource)} ${key}`;
+      // Seen once an informer holds it at least as new, or its deletion since then was seen.
+      return [
+        () =>
+          infs.some((i) => rvAtLeast(i.store.get(key)?.metadata.resourceVersion, rv)) ||
+          rvAtLeast(this.fences.deletedAt(gone), rv),
+      ];
     });
     return () => checks.every((c) => c());
   }
