@@ -9,48 +9,23 @@
  *   npx tsx bench/gateway-cpu.ts      # PROF_CALLS=3000
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
-import type { KubeClient } from '../lib/kube/client.ts';
-import { REPO_ROOT } from '../localenv/paths.ts';
-import { DialIn } from '../runtimed/dial-in.ts';
-import { startGateway } from '../runtimed/gateway.ts';
-import { RuntimeClient } from '../runtimed/runtime-client.ts';
 import type { Run } from '../runtimed/types.ts';
-import { podEnv } from './pod-env.ts';
 import { GatewayMetrics } from '../runtimed/gateway-metrics.ts';
+import { localEndpoint, localGateway, runtimeServer } from './fn-local.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'krt-gwcpu-'));
-const work = join(dir, 'work');
-mkdirSync(work);
-writeFileSync(join(work, 'echo.sh'), 'echo() { printf "%s" "$1"; }\n');
-const dial = new DialIn(join(dir, 'b.sock'), 30_000);
-await dial.listen();
-const child = spawn(
-  process.execPath,
-  ['--import', 'tsx', join(REPO_ROOT, 'cmd', 'kruntimes.ts'), 'runtime-server', '--language', 'bash'],
-  {
-    env: podEnv(process.env, { KRT_RUNTIME_SOCKET: dial.path }),
-    stdio: ['ignore', 'ignore', 'inherit'],
-  },
-);
-const rc = new RuntimeClient(dial);
-await rc.registerFunction({ id: 'bash', handler: 'echo.echo', workingDir: work });
+const { rc, child } = await runtimeServer(dir, 'bash');
 const m = new GatewayMetrics();
-const gw = await startGateway({
-  address: '127.0.0.1',
-  port: 0,
-  namespace: 'bench',
-  client: undefined as unknown as KubeClient,
-  log: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })),
-  review: () => Promise.resolve('allowed'),
-  metrics: { current: m, load: () => Promise.resolve(m), use: (f: (x: GatewayMetrics) => void) => f(m) } as never,
-  target: () => ({ code: 200, run: {} as Run, call: (p) => rc.invokeFunction('bash', p) }),
-});
-const ep = gw.endpoint({ metadata: { namespace: 'bench', name: 'fn-bash', uid: 'u' } } as Run);
+const gw = await localGateway(() => ({ code: 200, run: {} as Run, call: (p) => rc.invokeFunction('bash', p) }), {
+  current: m,
+  load: () => Promise.resolve(m),
+  use: (f: (x: GatewayMetrics) => void) => f(m),
+} as never);
+const ep = localEndpoint(gw, 'fn-bash');
 const token = 'x'.repeat(900);
 const N = Number(process.env.PROF_CALLS ?? '3000');
 const clientCode = `const https=require('node:https');const [url,ca,token,n]=process.argv.slice(1);
@@ -83,4 +58,5 @@ process.stdout.write(
 );
 child.kill();
 gw.close();
+rmSync(dir, { recursive: true, force: true });
 process.exit(0);
