@@ -9,6 +9,7 @@
  * BENCH_BASE=<another checkout with this file> also starts that checkout's side (gateway and Runtime
  * Server) in a child process; the client then alternates its calls between the two, so both are
  * measured in the same minutes (this process's CPU is then per call it served).
+ * BENCH_LANG=python calls a python function (its worker holds the channel too) instead of a bash one.
  *   npx tsx bench/gateway-cpu.ts      # PROF_CALLS=3000 (per side)
  */
 import { spawn } from 'node:child_process';
@@ -21,9 +22,10 @@ import { GatewayMetrics } from '../runtimed/gateway-metrics.ts';
 import { localEndpoint, localGateway, runtimeServer } from './fn-local.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'krt-gwcpu-'));
-const { rc, child } = await runtimeServer(dir, 'bash');
+const LANG = process.env.BENCH_LANG === 'python' ? 'python' : 'bash';
+const { rc, child } = await runtimeServer(dir, LANG);
 const m = new GatewayMetrics();
-const gw = await localGateway(() => ({ code: 200, run: {} as Run, call: (p) => rc.invokeFunction('bash', p) }), {
+const gw = await localGateway(() => ({ code: 200, run: {} as Run, call: (p) => rc.invokeFunction(LANG, p) }), {
   current: m,
   load: () => Promise.resolve(m),
   use: (f: (x: GatewayMetrics) => void) => f(m),
@@ -69,7 +71,7 @@ const cl = spawn(process.execPath, ['-e', clientCode, JSON.stringify(eps), token
 await new Promise((r) => cl.stdout.once('data', r));
 let events = 0;
 (rc as unknown as { channels: Map<string, { socket: { on(e: string, f: () => void): void } }> }).channels
-  .get('bash')!
+  .get(LANG)!
   .socket.on('data', () => events++);
 const s = new Session();
 s.connect();
