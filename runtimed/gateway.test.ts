@@ -13,6 +13,7 @@ import {
   ReviewCache,
   startGateway,
   type Gateway,
+  type GatewayDeps,
   type Review,
 } from './gateway.ts';
 import type { Run } from './types.ts';
@@ -49,18 +50,25 @@ function post(
   });
 }
 
+/** A gateway on 127.0.0.1 for namespace `ns`, logging nothing, with `deps` for the rest. */
+function localGateway(deps: Pick<GatewayDeps, 'target' | 'review'> & Partial<GatewayDeps>): Promise<Gateway> {
+  return startGateway({
+    address: '127.0.0.1',
+    port: 0,
+    namespace: 'ns',
+    client: {} as KubeClient,
+    log: pino({ level: 'silent' }),
+    ...deps,
+  });
+}
+
 describe('runtimed Runtime Gateway (issue 15)', () => {
   let gw: Gateway;
   const reviews: string[] = [];
   let target: CallTarget = { code: 503, message: 'not ready' };
   const metrics = new GatewayMetrics();
   before(async () => {
-    gw = await startGateway({
-      address: '127.0.0.1',
-      port: 0,
-      namespace: 'ns',
-      client: {} as KubeClient,
-      log: pino({ level: 'silent' }),
+    gw = await localGateway({
       metrics: LazyMetrics.of(metrics),
       target: () => target,
       review: (token): Promise<Review> => {
@@ -107,12 +115,7 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
     // for a tick (the body's 'data' and 'end' events come on ticks).
     let ticked = false;
     let seen: boolean | undefined;
-    const g = await startGateway({
-      address: '127.0.0.1',
-      port: 0,
-      namespace: 'ns',
-      client: {} as KubeClient,
-      log: pino({ level: 'silent' }),
+    const g = await localGateway({
       review: () => Promise.resolve('allowed'),
       now: () => {
         ticked = false;
@@ -203,12 +206,7 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
 
   it('with metrics not loaded yet (issue 17), counts its first requests exactly once once they load', async () => {
     const lazy = new LazyMetrics();
-    const gw2 = await startGateway({
-      address: '127.0.0.1',
-      port: 0,
-      namespace: 'ns',
-      client: {} as KubeClient,
-      log: pino({ level: 'silent' }),
+    const gw2 = await localGateway({
       metrics: lazy,
       target: () => target,
       review: () => Promise.resolve('allowed'),
