@@ -4,7 +4,8 @@
  * Runtime Gateway (python stays warm: one import, one process), RBAC at the gateway both ways,
  * 429 for a concurrent call, cancel with a call in flight, 404 for the old UID after the Run was
  * recreated, registration retry then Failed, Pod loss (retried elsewhere, or Failed and then
- * deletable: the reaper drops the finalizer no runtimed is left to drop), and the idle timeout.
+ * deletable: the reaper drops the finalizer no runtimed is left to drop), cancel before
+ * assignment, spec.timeout over the whole reservation, and the idle timeout.
  * Also a session Run's WebSocket operations through the same gateway (SDK and browser clients).
  */
 import assert from 'node:assert/strict';
@@ -261,6 +262,35 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
         () => undefined,
         (err: unknown) => (isApiError(err, 404) ? true : undefined),
       ),
+    );
+  });
+
+  it('cancelled before it was assigned: Cancelled, with no finalizer to remove and nothing registered', async () => {
+    const spec = { runtime: 'nowhere', mode: { function: { handler: 'slow.slow' } }, source: slowBash(0) };
+    await createRun(ns, spec, { name: 'unassigned' });
+    await phase(ns, 'unassigned', 'Pending');
+    await admin().patch(`${GROUP}/namespaces/${ns}/runs/unassigned`, { spec: { cancelRequested: true } });
+    const r = await finished(ns, 'unassigned');
+    assert.equal(r.status?.phase, 'Cancelled');
+    assert.equal(r.status?.assignedPod, undefined);
+    assert.equal(endpointIn(r), undefined);
+    assert.ok(!r.metadata.finalizers?.includes('kruntimes.io/function-cleanup'));
+  });
+
+  it('spec.timeout bounds the whole reservation, calls or not: Timeout, reason Timeout, the endpoint gone', async () => {
+    const mode = { function: { handler: 'slow.slow', idleTimeoutSeconds: 600 } };
+    await createRun(ns, { runtime: 'bash', mode, source: slowBash(0), timeout: '8s' }, { name: 'bounded' });
+    await phase(ns, 'bounded', 'Ready');
+    const ep = await endpointOf(admin(), ns, 'bounded');
+    assert.equal((await invokeEndpoint(ep, caller, 1)).output, 'slept');
+    const r = await finished(ns, 'bounded');
+    assert.equal(r.status?.phase, 'Timeout');
+    assert.equal(cond(r, 'Ready')?.reason, 'Timeout');
+    assert.match(r.status?.message ?? '', /timeout after 8s/);
+    assert.equal(endpointIn(r), undefined);
+    // 503 while it ends, then 404: the Pod serves it no longer.
+    await eventually('a 404 for a call after the timeout', async () =>
+      (await refused(invokeEndpoint(ep, caller, 1))).code === 404 ? true : undefined,
     );
   });
 
