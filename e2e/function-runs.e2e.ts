@@ -1,11 +1,11 @@
 /**
- * Function-mode Runs (issue 15) on the real local cluster: the lifecycle to Ready
- * (FunctionRegistered, status.endpoint, finalizer), calls of bash and python handlers through the
- * Runtime Gateway (python stays warm: one import, one process), RBAC at the gateway both ways,
- * 429 for a concurrent call, cancel with a call in flight, 404 for the old UID after the Run was
- * recreated, registration retry then Failed, Pod loss (retried elsewhere, or Failed and then
- * deletable: the reaper drops the finalizer no runtimed is left to drop), cancel before
- * assignment, spec.timeout over the whole reservation, and the idle timeout.
+ * Function-mode Runs (issue 15) on the real local cluster: the lifecycle to Ready (Scheduled,
+ * Running, then Ready with FunctionRegistered, status.endpoint, finalizer), calls of bash and
+ * python handlers through the Runtime Gateway (python stays warm: one import, one process), RBAC
+ * at the gateway both ways, 429 for a concurrent call, cancel with a call in flight, 404 for the
+ * old UID after the Run was recreated, registration retry then Failed, Pod loss (retried
+ * elsewhere, or Failed and then deletable: the reaper drops the finalizer no runtimed is left to
+ * drop), cancel before assignment, spec.timeout over the whole reservation, and the idle timeout.
  * Also a session Run's WebSocket operations through the same gateway (SDK and browser clients).
  */
 import assert from 'node:assert/strict';
@@ -110,10 +110,22 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
     await deleteNamespace(ns);
   });
 
-  it('a bash function goes Ready with FunctionRegistered, an endpoint and its finalizer', async () => {
+  it('a bash function goes Scheduled, Running, then Ready with FunctionRegistered, an endpoint and its finalizer', async () => {
     await admin().create(`${GROUP}/namespaces/${ns}/runs`, example('examples/functions/bash-greet.yaml'));
     const ready = await phase(ns, 'greet-bash', 'Ready');
     assert.equal(cond(ready, 'Ready')?.reason, 'FunctionRegistered');
+    // Pending -> Scheduled -> Running -> Ready: each step's condition is True, set in that order.
+    const conditions = (ready.status?.conditions ?? []) as {
+      type: string;
+      status: string;
+      lastTransitionTime?: string;
+    }[];
+    const at = (type: string): string =>
+      conditions.find((c) => c.type === type && c.status === 'True')?.lastTransitionTime ?? '';
+    const steps = ['Scheduled', 'Running', 'Ready'].map(at);
+    assert.ok(steps.every(Boolean), JSON.stringify(conditions));
+    assert.deepEqual([...steps].sort(), steps);
+    assert.deepEqual([cond(ready, 'Scheduled')?.reason, cond(ready, 'Running')?.reason], ['Assigned', 'Claimed']);
     assert.match(endpointIn(ready)?.url ?? '', /^https:\/\/.+\/invoke$/);
     assert.ok(ready.metadata.finalizers?.includes('kruntimes.io/function-cleanup'));
     const ep = await endpointOf(admin(), ns, 'greet-bash');
