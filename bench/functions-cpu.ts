@@ -11,61 +11,17 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { down, up } from '../localenv/environment.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
-import type { KubeClient } from '../lib/kube/client.ts';
-import type { KubeObject } from '../lib/kube/types.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
-import { callerToken } from './fn-caller.ts';
+import { functionRuns, type BenchFunction } from './fn-runs.ts';
 import { bareEcho, PAYLOAD } from './bare-echo.ts';
 import { summary } from './stats.ts';
 
 const N = Number(process.env.PROF_CALLS ?? '2000');
 const NS = 'bench';
-const G = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}`;
-type Run = KubeObject & { status?: { phase?: string } };
-const IMAGES = { bash: 'ghcr.io/kruntimes/bash-runtime:v0.0.3', python: 'ghcr.io/kruntimes/python-runtime:v0.0.3' };
-const FUNCTIONS = {
-  bash: { handler: 'echo.echo', source: { inlinePath: 'echo.sh', inline: 'echo() { printf "%s" "$1"; }\n' } },
-  python: { handler: 'fns.echo.echo', source: { inlinePath: 'fns/echo.py', inline: 'def echo(p):\n    return p\n' } },
-};
-async function until<T>(f: () => Promise<T | undefined>): Promise<T> {
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-async function setup(api: KubeClient): Promise<string> {
-  await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  for (const name of ['bash', 'python'] as const) {
-    await api.create(`${G}/runtimes`, {
-      apiVersion: 'kruntimes.io/v1alpha1',
-      kind: 'Runtime',
-      metadata: { name },
-      spec: {
-        replicas: 1,
-        capacity: { resources: { runs: '4' } },
-        template: {
-          spec: {
-            containers: [{ name: 'runtime', image: IMAGES[name], args: ['--port=9091', '--work-dir=/workspace'] }],
-          },
-        },
-      },
-    });
-    const f = FUNCTIONS[name];
-    await api.create(`${G}/runs`, {
-      apiVersion: 'kruntimes.io/v1alpha1',
-      kind: 'Run',
-      metadata: { name: `fn-${name}` },
-      spec: { runtime: name, mode: { function: { handler: f.handler } }, source: f.source },
-    });
-  }
-  const token = await callerToken(api, NS);
-  for (const name of ['bash', 'python'])
-    await until(async () =>
-      (await api.get<Run>(`${G}/runs/fn-${name}`)).status?.phase === 'Ready' ? true : undefined,
-    );
-  return token;
-}
+const FNS: BenchFunction[] = [
+  { name: 'bash', lang: 'bash' },
+  { name: 'python', lang: 'python' },
+];
 
 function procs(): Map<number, { name: string; ticks: number }> {
   const out = new Map<number, { name: string; ticks: number }>();
@@ -132,7 +88,7 @@ async function main(): Promise<void> {
   const env = await up({ root, ...(process.env.KRT_BIN_DIR ? { binDir: process.env.KRT_BIN_DIR } : {}) });
   const bareProc = await bareEcho(true);
   try {
-    const token = await setup(env.admin);
+    const token = await functionRuns(env.admin, NS, FNS);
     const ep: Record<string, InvokeEndpoint> = {};
     for (const name of ['bash', 'python']) ep[name] = await endpointOf(env.admin, NS, `fn-${name}`);
     process.stdout.write(`endpoints ${JSON.stringify(Object.values(ep).map((e) => e.url))}\n`);

@@ -13,57 +13,18 @@
  *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 rounds, one call of each measure per round
  *   BENCH_BASE=<another checkout> ...       # also that checkout's bash Runtime Server, in the same rounds
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
-import type { KubeClient } from '../lib/kube/client.ts';
 import { closeInvokeAgents, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
-import { REPO_ROOT } from '../localenv/paths.ts';
-import { DialIn } from '../runtimed/dial-in.ts';
-import { startGateway } from '../runtimed/gateway.ts';
-import { RuntimeClient } from '../runtimed/runtime-client.ts';
 import type { Run } from '../runtimed/types.ts';
+import { localEndpoint, localGateway, runtimeServer } from './fn-local.ts';
 import { bareEcho, invokeFresh, PAYLOAD } from './bare-echo.ts';
-import { podEnv } from './pod-env.ts';
 import { interleaved, ms, ratio, summary } from './stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? '500');
 /** Another checkout (e.g. the base of a change): its bash Runtime Server is measured beside this one's. */
 const BASE = process.env.BENCH_BASE;
-const HANDLERS = {
-  bash: { handler: 'echo.echo', file: 'echo.sh', text: 'echo() { printf "%s" "$1"; }\n' },
-  python: { handler: 'fns.echo.echo', file: 'fns/echo.py', text: 'def echo(p):\n    return p\n' },
-};
-
-/** A Runtime Server child process for `lang`, dialled in, with the echo handler registered. */
-async function runtimeServer(
-  dir: string,
-  lang: 'bash' | 'python',
-  name: string = lang,
-  extraEnv: Record<string, string> = {},
-  root = REPO_ROOT,
-): Promise<{ rc: RuntimeClient; child: ChildProcess }> {
-  const work = join(dir, `work-${name}`);
-  const h = HANDLERS[lang];
-  mkdirSync(join(work, 'fns'), { recursive: true });
-  writeFileSync(join(work, h.file), h.text);
-  const dial = new DialIn(join(dir, `${name}.sock`), 30_000);
-  await dial.listen();
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(root, 'cmd', 'kruntimes.ts'), 'runtime-server', '--language', lang],
-    {
-      env: podEnv(process.env, { ...extraEnv, KRT_RUNTIME_SOCKET: dial.path }),
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const rc = new RuntimeClient(dial);
-  await rc.registerFunction({ id: lang, handler: h.handler, workingDir: work });
-  return { rc, child };
-}
-
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'krt-fnbench-'));
   const servers = {
@@ -76,33 +37,23 @@ async function main(): Promise<void> {
     bashsub: await runtimeServer(dir, 'bash', 'bashsub', { KRT_BASH_CALL_ISOLATION: 'subshell' }),
     ...(BASE ? { bashbase: await runtimeServer(dir, 'bash', 'bashbase', {}, BASE) } : {}),
   };
-  const gw = await startGateway({
-    address: '127.0.0.1',
-    port: 0,
-    namespace: 'bench',
-    client: undefined as unknown as KubeClient,
-    log: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })),
-    review: () => Promise.resolve('allowed'),
-    target: (name) => {
-      if (name === 'fn-noop')
-        return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
-      const byName = {
-        'fn-bash': 'bash',
-        'fn-hop': 'hop',
-        'fn-bashsub': 'bashsub',
-        'fn-bashhop': 'bashhop',
-        'fn-bashbase': 'bashbase',
-      } as const;
-      const server = byName[name as keyof typeof byName] ?? 'python';
-      const id = server.startsWith('bash') ? 'bash' : 'python';
-      return { code: 200, run: {} as Run, call: (p) => servers[server]!.rc.invokeFunction(id, p) };
-    },
+  const gw = await localGateway((name) => {
+    if (name === 'fn-noop') return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
+    const byName = {
+      'fn-bash': 'bash',
+      'fn-hop': 'hop',
+      'fn-bashsub': 'bashsub',
+      'fn-bashhop': 'bashhop',
+      'fn-bashbase': 'bashbase',
+    } as const;
+    const server = byName[name as keyof typeof byName] ?? 'python';
+    const id = server.startsWith('bash') ? 'bash' : 'python';
+    return { code: 200, run: {} as Run, call: (p) => servers[server]!.rc.invokeFunction(id, p) };
   });
   const bare = await bareEcho();
   const bareProc = await bareEcho(true);
   try {
-    const ep = (name: string): InvokeEndpoint =>
-      gw.endpoint({ metadata: { namespace: 'bench', name, uid: 'u' } } as Run);
+    const ep = (name: string): InvokeEndpoint => localEndpoint(gw, name);
     const payload = JSON.stringify(PAYLOAD);
     const r = await interleaved(CALLS, {
       'bare HTTPS round trip (keep-alive)': bare.call,

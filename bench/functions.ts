@@ -16,9 +16,8 @@ import { join } from 'node:path';
 import { down, up } from '../localenv/environment.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
-import type { KubeObject } from '../lib/kube/types.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
-import { callerToken } from './fn-caller.ts';
+import { functionRuns, until, type BenchFunction, type Run } from './fn-runs.ts';
 import { bareEcho, invokeFresh, PAYLOAD } from './bare-echo.ts';
 import { interleaved, ms, ratio, summary } from './stats.ts';
 
@@ -26,82 +25,19 @@ const CALLS = Number(process.env.BENCH_CALLS ?? '300');
 const TASKS = Number(process.env.BENCH_TASKS ?? '20');
 const NS = 'bench';
 const G = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}`;
-type Run = KubeObject & { status?: { phase?: string } };
-const IMAGES = { bash: 'ghcr.io/kruntimes/bash-runtime:v0.0.3', python: 'ghcr.io/kruntimes/python-runtime:v0.0.3' };
 
-async function until<T>(f: () => Promise<T | undefined>): Promise<T> {
-  for (;;) {
-    const v = await f().catch(() => undefined);
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-type Fn = 'bash' | 'bash-hop' | 'python' | 'python-hop';
-const LANG: Record<Fn, 'bash' | 'python'> = {
-  bash: 'bash',
-  'bash-hop': 'bash',
-  python: 'python',
-  'python-hop': 'python',
-};
-/** The old call paths, measured beside the new ones in the same run. */
-const OLD_PATH: Partial<Record<Fn, { name: string; value: string }>> = {
-  'python-hop': { name: 'KRT_FUNCTION_CALL_HANDOFF', value: 'off' },
-  'bash-hop': { name: 'KRT_FUNCTION_CALL_HANDOFF', value: 'off' },
-};
-
-const runtime = (name: Fn): object => ({
-  apiVersion: 'kruntimes.io/v1alpha1',
-  kind: 'Runtime',
-  metadata: { name },
-  spec: {
-    replicas: 1,
-    capacity: { resources: { runs: '4' } },
-    template: {
-      spec: {
-        containers: [
-          {
-            name: 'runtime',
-            image: IMAGES[LANG[name]],
-            args: ['--port=9091', '--work-dir=/workspace'],
-            ...(OLD_PATH[name] ? { env: [OLD_PATH[name]] } : {}),
-          },
-        ],
-      },
-    },
-  },
-});
-
-const FUNCTIONS = {
-  bash: { handler: 'echo.echo', source: { inlinePath: 'echo.sh', inline: 'echo() { printf "%s" "$1"; }\n' } },
-  python: { handler: 'fns.echo.echo', source: { inlinePath: 'fns/echo.py', inline: 'def echo(p):\n    return p\n' } },
-};
-const FNS: Fn[] = ['bash', 'bash-hop', 'python', 'python-hop'];
+/** The old call paths (KRT_FUNCTION_CALL_HANDOFF=off), measured beside the new ones in the same run. */
+const OLD_PATH = [{ name: 'KRT_FUNCTION_CALL_HANDOFF', value: 'off' }];
+const FNS: BenchFunction[] = [
+  { name: 'bash', lang: 'bash' },
+  { name: 'bash-hop', lang: 'bash', env: OLD_PATH },
+  { name: 'python', lang: 'python' },
+  { name: 'python-hop', lang: 'python', env: OLD_PATH },
+];
 const TASK = {
   bash: { inline: `printf '%s' '${JSON.stringify(PAYLOAD)}'\n` },
   python: { inline: `import json\nprint(json.dumps(${JSON.stringify(PAYLOAD)}))\n` },
 };
-
-/** Namespace, Runtimes, both function Runs Ready, and a caller token allowed to get Runs. */
-async function setup(api: KubeClient): Promise<string> {
-  await api.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  for (const name of FNS) {
-    const f = FUNCTIONS[LANG[name]];
-    await api.create(`${G}/runtimes`, runtime(name));
-    await api.create(`${G}/runs`, {
-      apiVersion: 'kruntimes.io/v1alpha1',
-      kind: 'Run',
-      metadata: { name: `fn-${name}` },
-      spec: { runtime: name, mode: { function: { handler: f.handler } }, source: f.source },
-    });
-  }
-  const token = await callerToken(api, NS);
-  for (const name of FNS)
-    await until(async () =>
-      (await api.get<Run>(`${G}/runs/fn-${name}`)).status?.phase === 'Ready' ? true : undefined,
-    );
-  return token;
-}
 
 async function taskRuns(api: KubeClient, lang: 'bash' | 'python', n: number): Promise<number[]> {
   const out: number[] = [];
@@ -190,9 +126,9 @@ async function main(): Promise<void> {
   const bare = await bareEcho();
   const bareProc = await bareEcho(true);
   try {
-    const token = await setup(env.admin);
+    const token = await functionRuns(env.admin, NS, FNS);
     const ep: Record<string, InvokeEndpoint> = {};
-    for (const name of FNS) ep[name] = await endpointOf(env.admin, NS, `fn-${name}`);
+    for (const { name } of FNS) ep[name] = await endpointOf(env.admin, NS, `fn-${name}`);
     const calls = await interleaved(CALLS, {
       bare: bare.call,
       'bare-process': bareProc.call,

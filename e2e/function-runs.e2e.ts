@@ -1,10 +1,11 @@
 /**
- * Function-mode Runs (issue 15) on the real local cluster: the lifecycle to Ready
- * (FunctionRegistered, status.endpoint, finalizer), calls of bash and python handlers through the
- * Runtime Gateway (python stays warm: one import, one process), RBAC at the gateway both ways,
- * 429 for a concurrent call, cancel with a call in flight, 404 for the old UID after the Run was
- * recreated, registration retry then Failed, Pod loss (retried elsewhere, or Failed and then
- * deletable: the reaper drops the finalizer no runtimed is left to drop), and the idle timeout.
+ * Function-mode Runs (issue 15) on the real local cluster: the lifecycle to Ready (Scheduled,
+ * Running, then Ready with FunctionRegistered, status.endpoint, finalizer), calls of bash and
+ * python handlers through the Runtime Gateway (python stays warm: one import, one process), RBAC
+ * at the gateway both ways, 429 for a concurrent call, cancel with a call in flight, 404 for the
+ * old UID after the Run was recreated, registration retry then Failed, Pod loss (retried
+ * elsewhere, or Failed and then deletable: the reaper drops the finalizer no runtimed is left to
+ * drop), cancel before assignment, spec.timeout over the whole reservation, and the idle timeout.
  * Also a session Run's WebSocket operations through the same gateway (SDK and browser clients).
  */
 import assert from 'node:assert/strict';
@@ -109,10 +110,22 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
     await deleteNamespace(ns);
   });
 
-  it('a bash function goes Ready with FunctionRegistered, an endpoint and its finalizer', async () => {
+  it('a bash function goes Scheduled, Running, then Ready with FunctionRegistered, an endpoint and its finalizer', async () => {
     await admin().create(`${GROUP}/namespaces/${ns}/runs`, example('examples/functions/bash-greet.yaml'));
     const ready = await phase(ns, 'greet-bash', 'Ready');
     assert.equal(cond(ready, 'Ready')?.reason, 'FunctionRegistered');
+    // Pending -> Scheduled -> Running -> Ready: each step's condition is True, set in that order.
+    const conditions = (ready.status?.conditions ?? []) as {
+      type: string;
+      status: string;
+      lastTransitionTime?: string;
+    }[];
+    const at = (type: string): string =>
+      conditions.find((c) => c.type === type && c.status === 'True')?.lastTransitionTime ?? '';
+    const steps = ['Scheduled', 'Running', 'Ready'].map(at);
+    assert.ok(steps.every(Boolean), JSON.stringify(conditions));
+    assert.deepEqual([...steps].sort(), steps);
+    assert.deepEqual([cond(ready, 'Scheduled')?.reason, cond(ready, 'Running')?.reason], ['Assigned', 'Claimed']);
     assert.match(endpointIn(ready)?.url ?? '', /^https:\/\/.+\/invoke$/);
     assert.ok(ready.metadata.finalizers?.includes('kruntimes.io/function-cleanup'));
     const ep = await endpointOf(admin(), ns, 'greet-bash');
@@ -261,6 +274,35 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
         () => undefined,
         (err: unknown) => (isApiError(err, 404) ? true : undefined),
       ),
+    );
+  });
+
+  it('cancelled before it was assigned: Cancelled, with no finalizer to remove and nothing registered', async () => {
+    const spec = { runtime: 'nowhere', mode: { function: { handler: 'slow.slow' } }, source: slowBash(0) };
+    await createRun(ns, spec, { name: 'unassigned' });
+    await phase(ns, 'unassigned', 'Pending');
+    await admin().patch(`${GROUP}/namespaces/${ns}/runs/unassigned`, { spec: { cancelRequested: true } });
+    const r = await finished(ns, 'unassigned');
+    assert.equal(r.status?.phase, 'Cancelled');
+    assert.equal(r.status?.assignedPod, undefined);
+    assert.equal(endpointIn(r), undefined);
+    assert.ok(!r.metadata.finalizers?.includes('kruntimes.io/function-cleanup'));
+  });
+
+  it('spec.timeout bounds the whole reservation, calls or not: Timeout, reason Timeout, the endpoint gone', async () => {
+    const mode = { function: { handler: 'slow.slow', idleTimeoutSeconds: 600 } };
+    await createRun(ns, { runtime: 'bash', mode, source: slowBash(0), timeout: '8s' }, { name: 'bounded' });
+    await phase(ns, 'bounded', 'Ready');
+    const ep = await endpointOf(admin(), ns, 'bounded');
+    assert.equal((await invokeEndpoint(ep, caller, 1)).output, 'slept');
+    const r = await finished(ns, 'bounded');
+    assert.equal(r.status?.phase, 'Timeout');
+    assert.equal(cond(r, 'Ready')?.reason, 'Timeout');
+    assert.match(r.status?.message ?? '', /timeout after 8s/);
+    assert.equal(endpointIn(r), undefined);
+    // 503 while it ends, then 404: the Pod serves it no longer.
+    await eventually('a 404 for a call after the timeout', async () =>
+      (await refused(invokeEndpoint(ep, caller, 1))).code === 404 ? true : undefined,
     );
   });
 

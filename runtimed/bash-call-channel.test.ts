@@ -101,6 +101,17 @@ describe('runtimed bash call channel (a warm bash worker holds it, ADR 0029)', (
     assert.deepEqual(await call, { ok: false, reason: 'Cancelled', error: 'the bash-worker ended during the call' });
   });
 
+  it('answers a call that did not fail as its end line is read: no stderr asked, no promise waited for first', async () => {
+    const { ch, sock, hooks, token } = channel();
+    let answered: InvokeResult | undefined;
+    void ch.call('1').then((r) => (answered = r));
+    sock.emit('data', Buffer.from(`"out"\n${token(0)} 0\n`));
+    // One promise later: the call's own promise settled in the data event, not after another.
+    await Promise.resolve();
+    assert.deepEqual(answered, { ok: true, output: 'out' });
+    assert.equal(hooks.stderrAsked, 0);
+  });
+
   it('reads the end-of-worker line', () => {
     const end = { output: 'o', status: 'exit 137', tooLarge: false };
     assert.deepEqual(workerEnd(end), { end: { ...end, status: '137' }, killed: false });

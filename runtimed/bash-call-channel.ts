@@ -11,7 +11,14 @@
  *  - once the worker ended, the channel closes: the next call opens a new one (a new worker).
  */
 import type { Duplex } from 'node:stream';
-import { CallOutput, callFrame, callResult, callToken, type CallEnd } from './runtime-server/bash-calls.ts';
+import {
+  CallOutput,
+  callFrame,
+  callResult,
+  callResultNow,
+  callToken,
+  type CallEnd,
+} from './runtime-server/bash-calls.ts';
 import type { InvokeResult } from './runtime-server/functions.ts';
 
 /** What the channel asks of the Runtime Server. */
@@ -106,6 +113,9 @@ export class BashCallChannel {
       return;
     }
     const flags = { cancelled: killed && !this.overflow, overflow: this.overflow };
+    // A call that did not fail is answered at once (no promise); a failed one reads its stderr first.
+    const now = callResultNow(end, flags);
+    if (now) return deliver(now);
     callResult(end, flags, () => this.hooks.stderr()).then(deliver, () =>
       deliver({ ok: false, reason: 'FunctionError', error: 'the call failed and its stderr could not be read' }),
     );

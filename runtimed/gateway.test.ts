@@ -6,7 +6,16 @@ import { GatewayMetrics } from './gateway-metrics.ts';
 import { LazyMetrics } from './lazy-metrics.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { CallTarget } from './function-runs.ts';
-import { INVOCATION_HEADER, parseInvokePath, ReviewCache, startGateway, type Gateway, type Review } from './gateway.ts';
+import {
+  INVOCATION_HEADER,
+  parseInvokePath,
+  requestPath,
+  ReviewCache,
+  startGateway,
+  type Gateway,
+  type GatewayDeps,
+  type Review,
+} from './gateway.ts';
 import type { Run } from './types.ts';
 
 const run = { metadata: { name: 'fn', namespace: 'ns', uid: 'u1' }, spec: { runtime: 'r' } } as Run;
@@ -41,18 +50,25 @@ function post(
   });
 }
 
+/** A gateway on 127.0.0.1 for namespace `ns`, logging nothing, with `deps` for the rest. */
+function localGateway(deps: Pick<GatewayDeps, 'target' | 'review'> & Partial<GatewayDeps>): Promise<Gateway> {
+  return startGateway({
+    address: '127.0.0.1',
+    port: 0,
+    namespace: 'ns',
+    client: {} as KubeClient,
+    log: pino({ level: 'silent' }),
+    ...deps,
+  });
+}
+
 describe('runtimed Runtime Gateway (issue 15)', () => {
   let gw: Gateway;
   const reviews: string[] = [];
   let target: CallTarget = { code: 503, message: 'not ready' };
   const metrics = new GatewayMetrics();
   before(async () => {
-    gw = await startGateway({
-      address: '127.0.0.1',
-      port: 0,
-      namespace: 'ns',
-      client: {} as KubeClient,
-      log: pino({ level: 'silent' }),
+    gw = await localGateway({
       metrics: LazyMetrics.of(metrics),
       target: () => target,
       review: (token): Promise<Review> => {
@@ -68,6 +84,57 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
     assert.deepEqual(parseInvokePath(path), { namespace: 'ns', name: 'fn', uid: 'u1' });
     assert.equal(parseInvokePath('/v1/namespaces/ns/runs/fn/u1'), undefined);
     assert.equal(parseInvokePath('/v1/namespaces/NS/runs/fn/u1/invoke'), undefined);
+  });
+
+  it('takes the path of a request target as URL parsing does, without parsing a plain one', () => {
+    const targets = [
+      path,
+      `${path}?x=1&y=/../z`,
+      '/v1/namespaces/ns/runs/fn.v2/u1/invoke',
+      '/v1/namespaces/ns/runs/a/b/../u1/invoke',
+      '/v1/namespaces/ns/runs/./fn/u1/invoke',
+      '/v1/namespaces/ns/runs/fn/u1/invoke/..',
+      '/v1/namespaces/ns/runs/f%6E/u1/invoke',
+      '/v1/namespaces/ns/runs/fn\\u1/invoke',
+      '//host/v1/namespaces/ns/runs/fn/u1/invoke',
+      'https://elsewhere/v1/namespaces/ns/runs/fn/u1/invoke?q',
+      '/a b/\tc',
+      '/..',
+      '/...',
+      '/a/.b/c.',
+      '*',
+      '',
+    ];
+    for (const t of targets) assert.equal(requestPath(t), new URL(t, 'https://gateway').pathname, t);
+    assert.equal(parseInvokePath(requestPath('/v1/namespaces/ns/runs/a/b/../u1/invoke'))?.name, 'a');
+  });
+
+  it('a call with a cached review takes a body that came with its headers without waiting for its stream events', async () => {
+    // `now` is asked as the review is looked up. The tick queued from there runs only once every
+    // promise then pending has settled: before the target is asked for only if the gateway waited
+    // for a tick (the body's 'data' and 'end' events come on ticks).
+    let ticked = false;
+    let seen: boolean | undefined;
+    const g = await localGateway({
+      review: () => Promise.resolve('allowed'),
+      now: () => {
+        ticked = false;
+        queueMicrotask(() => process.nextTick(() => (ticked = true)));
+        return Date.now();
+      },
+      target: () => {
+        seen = ticked;
+        return { code: 200, run, call: (p) => Promise.resolve({ ok: true, output: JSON.parse(p) as unknown }) };
+      },
+    });
+    try {
+      assert.equal((await post(g, path, '{"a": 1}', 'good')).code, 200);
+      const cached = await post(g, path, '{"a": 1}', 'good');
+      assert.deepEqual([cached.code, cached.body], [200, '{"a":1}']);
+      assert.equal(seen, false);
+    } finally {
+      g.close();
+    }
   });
 
   it('refuses without a token (401), an unknown token (401) and a caller without get (403), before revealing the Run', async () => {
@@ -139,12 +206,7 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
 
   it('with metrics not loaded yet (issue 17), counts its first requests exactly once once they load', async () => {
     const lazy = new LazyMetrics();
-    const gw2 = await startGateway({
-      address: '127.0.0.1',
-      port: 0,
-      namespace: 'ns',
-      client: {} as KubeClient,
-      log: pino({ level: 'silent' }),
+    const gw2 = await localGateway({
       metrics: lazy,
       target: () => target,
       review: () => Promise.resolve('allowed'),

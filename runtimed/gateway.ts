@@ -49,6 +49,22 @@ export interface InvokeRoute {
   uid: string;
 }
 
+/** A path URL parsing leaves as it is: `/`, then no `/`, `%`, `\\` or other character it would change; no dot segment. */
+const PLAIN_PATH = /^\/(?!\/)[A-Za-z0-9._~/-]*$/;
+const DOT_SEGMENT = /(?:^|\/)\.{1,2}(?:\/|$)/;
+
+/**
+ * Pure: the path of a request target (`req.url`), as `new URL(target, base).pathname` gives it. A
+ * plain path (the gateway's own URLs: letters, digits, `.-_~/`, no dot segment) is taken as it is,
+ * without building a URL (this is the hot path); anything else goes through URL parsing.
+ */
+export function requestPath(target: string): string {
+  const q = target.indexOf('?');
+  const path = q < 0 ? target : target.slice(0, q);
+  if (PLAIN_PATH.test(path) && !DOT_SEGMENT.test(path)) return path;
+  return new URL(target, 'https://gateway').pathname;
+}
+
 /** Pure: the Run an invoke URL names, or undefined for anything else. */
 export function parseInvokePath(pathname: string): InvokeRoute | undefined {
   const m = INVOKE_PATH.exec(pathname);
@@ -198,26 +214,46 @@ function readLimited(req: IncomingMessage, limit: number): Promise<string | unde
   });
 }
 
+/**
+ * The body when it has all arrived already (it usually comes with the headers), taken at once
+ * from the request's buffer: no 'data' or 'end' event (each comes a tick later). All of it is
+ * there when the request is complete or its buffer holds Content-Length bytes. Undefined when more
+ * is to come or it is over `limit` bytes (then readLimited waits for it, or drains it).
+ */
+export function bodyNow(req: IncomingMessage, limit: number): string | undefined {
+  const whole = req.complete || req.readableLength === Number(req.headers['content-length']);
+  if (!whole || req.readableFlowing || req.readableLength > limit) return undefined;
+  const chunks: Buffer[] = [];
+  for (let c = req.read() as Buffer | null; c !== null; c = req.read() as Buffer | null) chunks.push(c);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 type Refusal = { code: 401 | 403; reason: string; message: string };
 
-/** Authentication and authorization of a caller for a Run: undefined when allowed, else the refusal. */
-async function decide(
+/**
+ * The review of a caller for a Run: the cached answer as it is (no promise, no await: a cached
+ * call goes on in the same turn), else the API server's, cached unless the token was not accepted.
+ */
+function reviewOf(
   d: GatewayDeps,
   cache: ReviewCache,
-  token: string | undefined,
+  token: string,
   route: InvokeRoute,
   access: Access,
-): Promise<Refusal | undefined> {
-  if (!token) return { code: 401, reason: 'Unauthorized', message: 'a bearer token is required' };
+): Review | Promise<Review> {
   const now = (d.now ?? Date.now)();
   const key = ReviewCache.key(token, route, access);
-  let review = cache.get(key, now);
-  if (!review) {
-    review = await (d.review ?? ((t, r, x) => reviewAsCaller(d.client, t, r, x)))(token, route, access);
-    const result = review;
-    d.metrics?.use((m) => m.reviews.inc({ result }));
+  const cached = cache.get(key, now);
+  if (cached) return cached;
+  return (d.review ?? ((t, r, x) => reviewAsCaller(d.client, t, r, x)))(token, route, access).then((review) => {
+    d.metrics?.use((m) => m.reviews.inc({ result: review }));
     if (review !== 'unauthenticated') cache.set(key, review, now);
-  }
+    return review;
+  });
+}
+
+/** Pure: the refusal of a review (undefined when allowed). */
+function refusalOf(review: Review, route: InvokeRoute, access: Access): Refusal | undefined {
   if (review === 'unauthenticated')
     return { code: 401, reason: 'Unauthorized', message: 'the token was not accepted by the Kubernetes API server' };
   if (review === 'denied') {
@@ -231,26 +267,33 @@ async function decide(
   return undefined;
 }
 
-/** Authentication and authorization of one call; true when allowed, else the refusal is sent. */
-async function authorize(
+/** Authentication and authorization of a caller for a Run: undefined when allowed, else the refusal. */
+async function decide(
   d: GatewayDeps,
   cache: ReviewCache,
-  req: IncomingMessage,
-  res: ServerResponse,
+  token: string | undefined,
   route: InvokeRoute,
-): Promise<boolean> {
+  access: Access,
+): Promise<Refusal | undefined> {
+  if (!token) return { code: 401, reason: 'Unauthorized', message: 'a bearer token is required' };
+  return refusalOf(await reviewOf(d, cache, token, route, access), route, access);
+}
+
+/** The bearer token of a call (a function call takes it from the Authorization header only). */
+function bearer(req: IncomingMessage): string | undefined {
   const auth = req.headers.authorization ?? '';
-  const token = auth.startsWith('Bearer ') && auth.length > 7 ? auth.slice(7).trim() : undefined;
-  const refusal = await decide(d, cache, token, route, 'invoke');
-  if (!refusal) return true;
+  return auth.startsWith('Bearer ') && auth.length > 7 ? auth.slice(7).trim() : undefined;
+}
+
+/** Sends the refusal of a call (401 without a token asks for one). */
+function refuse(res: ServerResponse, refusal: Refusal, token: string | undefined): void {
   status(res, refusal.code, refusal.reason, refusal.message, token ? {} : { 'WWW-Authenticate': 'Bearer' });
-  return false;
 }
 
 /** A session operation through the gateway: route, authorise as the aggregated API does, then relay. */
 async function upgrade(d: GatewayDeps, cache: ReviewCache, operations: Operations, up: Upgrade): Promise<void> {
   const { req, socket } = up;
-  const route = parseSessionPath(new URL(req.url ?? '/', 'https://gateway').pathname);
+  const route = parseSessionPath(requestPath(req.url ?? '/'));
   if (!route || route.namespace !== d.namespace || !d.sessions)
     return refuseUpgrade(socket, 404, 'NotFound', 'no such session endpoint');
   const refusal = await decide(d, cache, callerToken(req.headers), route, 'session');
@@ -263,15 +306,26 @@ async function upgrade(d: GatewayDeps, cache: ReviewCache, operations: Operation
   await operations.start(d.sessions.channel, target, up);
 }
 
-/** One request: route, authorise (before anything about the Run is revealed), read, call, answer. */
+/**
+ * One request: route, authorise (before anything about the Run is revealed), read, call, answer.
+ * A call with a cached review whose body came with its headers reaches the target without waiting
+ * for a stream event or the API server (reviewOf, bodyNow): this is the hot path.
+ */
 async function serve(d: GatewayDeps, cache: ReviewCache, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const route = parseInvokePath(new URL(req.url ?? '/', 'https://gateway').pathname);
+  const route = parseInvokePath(requestPath(req.url ?? '/'));
   if (!route || route.namespace !== d.namespace) return status(res, 404, 'NotFound', 'no such endpoint');
   if (req.method !== 'POST') return status(res, 405, 'MethodNotAllowed', 'use POST');
   if (Number(req.headers['content-length'] ?? 0) > FUNCTION_IO_LIMIT)
     return status(res, 413, 'RequestEntityTooLarge', `the request body exceeds ${FUNCTION_IO_LIMIT} bytes`);
-  if (!(await authorize(d, cache, req, res, route))) return;
-  const body = await readLimited(req, FUNCTION_IO_LIMIT);
+  const token = bearer(req);
+  if (!token) return refuse(res, { code: 401, reason: 'Unauthorized', message: 'a bearer token is required' }, token);
+  const review = reviewOf(d, cache, token, route, 'invoke');
+  const refusal = refusalOf(typeof review === 'string' ? review : await review, route, 'invoke');
+  if (refusal) return refuse(res, refusal, token);
+  // A body that came with the headers is in the request's buffer once the parser's turn ends: one promise later.
+  let body = bodyNow(req, FUNCTION_IO_LIMIT);
+  if (body === undefined) body = await Promise.resolve().then(() => bodyNow(req, FUNCTION_IO_LIMIT));
+  body ??= await readLimited(req, FUNCTION_IO_LIMIT);
   if (body === undefined)
     return status(res, 413, 'RequestEntityTooLarge', `the request body exceeds ${FUNCTION_IO_LIMIT} bytes`);
   let payload: string;
@@ -282,10 +336,11 @@ async function serve(d: GatewayDeps, cache: ReviewCache, req: IncomingMessage, r
   }
   const target = d.target(route.name, route.uid);
   if (target.code !== 200) return status(res, target.code, REFUSED[target.code] ?? 'Error', target.message);
-  const id = randomUUID();
   const started = performance.now();
-  const result = await target.call(payload);
-  const a = resultAnswer(result);
+  const call = target.call(payload);
+  // The invocation id is made while the function runs.
+  const id = randomUUID();
+  const a = resultAnswer(await call);
   // Per call at debug (the hot path; counts and latency are metrics); failed calls at info.
   const fields = { run: route.name, invocation: id, code: a.code, ms: Math.round(performance.now() - started) };
   if (a.reason) d.log.info({ ...fields, reason: a.reason }, 'function call failed');

@@ -154,6 +154,22 @@ export interface CallFlags {
 }
 
 /**
+ * Pure: a call's result from its end, the same on both paths; undefined for a failed call, whose
+ * error needs the tail of its stderr (callResult reads it).
+ */
+export function callResultNow(end: CallEnd | undefined, flags: CallFlags): InvokeResult | undefined {
+  if (flags.cancelled) return { ok: false, reason: 'Cancelled', error: 'the call was cancelled' };
+  if (end?.tooLarge || flags.overflow)
+    return { ok: false, reason: 'OutputTooLarge', error: `output exceeds ${FUNCTION_IO_LIMIT} bytes` };
+  if (end?.status === 'fenced')
+    return { ok: false, reason: 'NotRegistered', error: 'fenced: the execution lease lapsed' };
+  if (!end || end.status === '')
+    return { ok: false, reason: 'FunctionError', error: 'the bash worker ended during the call' };
+  if (end.status !== '0') return undefined;
+  return { ok: true, output: outputValue(end.output) };
+}
+
+/**
  * A call's result from its end, the same on both paths. `stderr` is asked only for a failed call
  * (the tail of the call's stderr file, which only the Runtime Server can read).
  */
@@ -162,16 +178,8 @@ export async function callResult(
   flags: CallFlags,
   stderr: () => Promise<string>,
 ): Promise<InvokeResult> {
-  if (flags.cancelled) return { ok: false, reason: 'Cancelled', error: 'the call was cancelled' };
-  if (end?.tooLarge || flags.overflow)
-    return { ok: false, reason: 'OutputTooLarge', error: `output exceeds ${FUNCTION_IO_LIMIT} bytes` };
-  if (end?.status === 'fenced')
-    return { ok: false, reason: 'NotRegistered', error: 'fenced: the execution lease lapsed' };
-  if (!end || end.status === '')
-    return { ok: false, reason: 'FunctionError', error: 'the bash worker ended during the call' };
-  if (end.status !== '0') {
-    const text = (await stderr()).trim().slice(-1024);
-    return { ok: false, reason: 'FunctionError', error: `exit status ${end.status}: ${text}` };
-  }
-  return { ok: true, output: outputValue(end.output) };
+  const now = callResultNow(end, flags);
+  if (now) return now;
+  const text = (await stderr()).trim().slice(-1024);
+  return { ok: false, reason: 'FunctionError', error: `exit status ${end?.status ?? ''}: ${text}` };
 }

@@ -17,7 +17,11 @@ import { REGISTER_TIMEOUT_MS, RegistrationError, killGroup, splitHandler, type F
  * The call runs with no redirection of its own: a redirection on a function call makes bash save
  * and restore each descriptor (about 40 system calls and a file open per call). Instead the
  * worker's own descriptors already are the call's (0 = /dev/null, 1 = the output, 2 = the err
- * file), and one `exec` puts them back after the call (three dup2). The err file is opened anew
+ * file), and after the call one `exec` puts fd 1 back before the end line and another fds 0 and 2
+ * after it (bash saves and closes a copy of each descriptor an `exec` replaces: seven system calls
+ * each, so only fd 1's are between the call's output and its end line). Apart, too, because a
+ * failed `exec` undoes all of its redirections: a call that closed fd 56 or 59 and sent its stdout
+ * elsewhere had its end line written there (the call never ended). The err file is opened anew
  * (emptied) only before a call that follows one that wrote to it, or that closed fd 59 (fd 56, the
  * /dev/null the worker keeps, is opened again right away when a call closed it).
  * The group signal (`kill -USR2 0`) reaches the worker too: its own copy is ignored (`trap ''`), so
@@ -53,11 +57,12 @@ while builtin read -r -N 40 -u 5 __krt_h; do
   [[ $__krt_e ]] || { command exec 59>"$__krt_dir/err" 2>&59 && __krt_e=1; }
   "$__krt_fn" "$__krt_p"
   __krt_s=$?
-  command exec 1>&7 0<&56 2>&59 || { __krt_e=; command exec 56</dev/null; command exec 0<&56; }
+  command exec 1>&7
   builtin trap '' USR2
   builtin kill -USR2 0
   builtin printf '%s' $'\\n'"$__krt_tok $__krt_s"$'\\n'
   builtin trap : USR2
+  command exec 0<&56 2>&59 || { __krt_e=; command exec 56</dev/null; command exec 0<&56; }
   [[ ! -s $__krt_dir/err && $PWD == "$__krt_wd" && $SHELLOPTS == "$__krt_so" && $BASHOPTS == "$__krt_bo" ]] || {
     [[ -s $__krt_dir/err ]] && __krt_e=
     [[ $PWD == "$__krt_wd" ]] || builtin cd "$__krt_wd" || :

@@ -153,13 +153,14 @@ for (const path of ['pipes', 'channel'] as const)
       assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read:nothing' });
     });
 
-    it("a call's stderr is its own, and exec redirections of stdin and stderr end with the call, with no file opened per call", async () => {
+    it("a call's stderr is its own, and exec redirections of stdin, stdout and stderr end with the call, with no file opened per call", async () => {
       const { call } = await worker(
         bashCases({
           '"warn"': 'echo first >&2; echo warned',
           '"fail"': 'echo second >&2; return 1',
           '"hush"': 'exec 2>/dev/null <h.sh; echo hushed',
           '"close"': 'exec 56<&- 59>&- <h.sh; echo closed',
+          '"away"': 'echo kept; exec 56<&- 59>&- >/dev/null; echo gone',
           '"reads"': 'cat; echo read',
           // The modification time of the file the call's stderr goes to (a new open empties it, and so sets it).
           '"stamp"': 'printf "t%s" "$(date -r /dev/stderr +%s.%N)"',
@@ -174,6 +175,10 @@ for (const path of ['pipes', 'channel'] as const)
       assert.equal(failure(await call('f', '"fail"')), 'FunctionError: exit status 1: second');
       // The worker's own /dev/null and err fds, closed by a call, are opened again.
       assert.deepEqual(await call('f', '"close"'), { ok: true, output: 'closed' });
+      assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read' });
+      // The same with stdout sent elsewhere: the end line still reaches the caller (it once went
+      // where the call's stdout went, and the call never ended).
+      assert.deepEqual(await call('f', '"away"'), { ok: true, output: 'kept' });
       assert.deepEqual(await call('f', '"reads"'), { ok: true, output: 'read' });
       assert.equal(failure(await call('f', '"fail"')), 'FunctionError: exit status 1: second');
       // Calls that write no stderr leave its file as it is: the worker opened (emptied) it before
