@@ -61,9 +61,14 @@ export function bashScript(workingDir: string, module: string, exists: (p: strin
   throw new RegistrationError(`handler file ${JSON.stringify(module)} (or ${module}.sh) not found`);
 }
 
+/** What a JSON text can start with (after white space): an object, array, string, number or literal. */
+const JSON_START = /^\s*[[{"\d\-tfn]/;
+
 /** A call's stdout as its output: JSON when it parses, the text (without the final newline) otherwise. */
 export function outputValue(stdout: string): unknown {
   const text = stdout.replace(/\n$/, '');
+  // Plain text (most bash output) cannot be JSON: no parse error thrown and caught per call.
+  if (!JSON_START.test(text)) return text;
   try {
     return JSON.parse(text) as unknown;
   } catch {

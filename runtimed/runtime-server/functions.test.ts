@@ -33,6 +33,17 @@ describe('runtimed/runtime-server function handlers (issue 15)', () => {
   it('returns JSON output as a value and anything else as text', () => {
     assert.deepEqual(outputValue('{"a":1}\n'), { a: 1 });
     assert.equal(outputValue('hello\n'), 'hello');
+    for (const [out, value] of [
+      [' [1, 2]', [1, 2]],
+      ['"s"', 's'],
+      ['-1.5', -1.5],
+      ['true', true],
+      ['null', null],
+      ['nope', 'nope'],
+      ['', ''],
+      ['{not json', '{not json'],
+    ] as const)
+      assert.deepEqual(outputValue(`${out}\n`), value, out);
   });
 
   it('bash: passes the payload as one argument and returns stdout; errors do not unregister', async () => {
