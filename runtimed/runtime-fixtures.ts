@@ -40,9 +40,23 @@ export async function runtimePair(
   return { dial, srv, client, close };
 }
 
-/** A new temporary directory (`prefix`) holding `files`: relative path → text. */
+/** The directories dirWith made: removed when the test process exits (nothing left in /tmp). */
+const made = new Set<string>();
+let cleanupArmed = false;
+
+function removeOnExit(dir: string): void {
+  made.add(dir);
+  if (cleanupArmed) return;
+  cleanupArmed = true;
+  process.once('exit', () => {
+    for (const d of made) rmSync(d, { recursive: true, force: true });
+  });
+}
+
+/** A new temporary directory (`prefix`) holding `files`: relative path → text (removed when the process exits). */
 export function dirWith(prefix: string, files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
+  removeOnExit(dir);
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(dirname(join(dir, name)), { recursive: true });
     writeFileSync(join(dir, name), text);
