@@ -14,6 +14,8 @@ import type { FunctionDef, WatchFunction } from '../lib/fn/types.ts';
 import { ADMISSION_PREFIX, admissionRouter } from './admission.ts';
 import { verifyProxyCert, type RequestHeaderConfig, type RequestHeaderSource } from './aggregation/requestheader.ts';
 import { aggregationRouter } from './aggregation/router.ts';
+import type { RunLookup } from './logs/handler.ts';
+import { R } from '../lib/fn/resources.ts';
 import type { ServerConfig } from './config.ts';
 import { admissionFunctions, functionUser, watchFunctions } from './functions.ts';
 import { LeaderElector } from './leader.ts';
@@ -64,7 +66,11 @@ export async function startServer(
   const backendSA = process.env.KRT_RUN_EXTENSION_SA ?? 'kruntimes-run-extension-api';
   const backend = client.as(`system:serviceaccount:${cfg.namespace}:${backendSA}`);
   const tokens = new SessionTokens(backend, cfg.namespace, backendSA);
-  const aggregated = await aggregationRouter(backend, log.child({ host: 'aggregation' }), tokens, client);
+  let relayHost: RelayHost | undefined;
+  // Run logs find the Run in the relay's informer cache while this process runs the relay.
+  const cachedRun: RunLookup = (ns, name) =>
+    state.relayRunning ? relayHost?.relay.state.get(R.runs, ns, name) : undefined;
+  const aggregated = await aggregationRouter(backend, log.child({ host: 'aggregation' }), tokens, client, cachedRun);
   if (cfg.admissionClientAuth === 'required')
     app.use(
       ADMISSION_PREFIX,
@@ -96,14 +102,14 @@ export async function startServer(
     'extension API server listening',
   );
 
-  const relayHost = startRelay(cfg, selected, client, log, { state, metrics });
+  const host = (relayHost = startRelay(cfg, selected, client, log, { state, metrics }));
 
   return {
     stop: async () => {
-      const { relay, elector, relayStarted } = relayHost;
+      const { relay, elector, relayStarted } = host;
       await Promise.race([relayStarted, new Promise((r) => setTimeout(r, 100))]);
       await relay.stop();
-      relayHost.endpoints?.stop();
+      host.endpoints?.stop();
       await elector?.release();
       await new Promise((r) => secure.close(r));
       await new Promise((r) => healthSrv.close(r));

@@ -119,6 +119,21 @@ export function snapshot(
   return { items, ...(last ? { cursor: encodeCursor(last) } : {}) };
 }
 
+/**
+ * Whether a snapshot read from the last `window` lines of the Pod log (since the Run's creation)
+ * is the snapshot the whole log gives: the window is a suffix of the log, so when it holds at
+ * least `tail` records of the Run (at least one, for the cursor, when tail is 0) they are the
+ * Run's newest; and a window shorter than asked for is the whole log.
+ */
+export function tailWindowSuffices(w: {
+  linesRead: number;
+  window: number;
+  recordsRead: number;
+  tail: number;
+}): boolean {
+  return w.linesRead < w.window || w.recordsRead >= Math.max(w.tail, 1);
+}
+
 /** A runtimed log line longer than this is not a record (runtimed's lines are bounded far below it). */
 export const MAX_LINE_BYTES = 8 << 20;
 
@@ -169,11 +184,15 @@ export class LineSplitter {
  * longer than MAX_LINE_BYTES is skipped instead of buffered.
  */
 export class RecordTail {
+  /** Lines read (newlines, plus an unterminated last line), over-long ones included. */
+  lines = 0;
+  /** Records of the Run read, in order and after the cursor, before the tail and size bounds. */
+  recordsRead = 0;
   private readonly items: LogRecord[] = [];
   private readonly sizes: number[] = [];
   private bytes = 0;
   private pos: CursorPos | undefined;
-  private readonly lines = new LineSplitter();
+  private readonly splitter = new LineSplitter();
 
   constructor(
     private readonly runUID: string,
@@ -190,13 +209,17 @@ export class RecordTail {
   }
 
   write(chunk: string): void {
-    for (const line of this.lines.push(chunk)) this.line(line);
+    for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) this.lines++;
+    for (const line of this.splitter.push(chunk)) this.line(line);
   }
 
   /** The snapshot: the last `tail` records that fit in maxBytes, and the cursor after the last record read. */
   end(): { items: LogRecord[]; cursor?: string } {
-    const rest = this.lines.end();
-    if (rest !== undefined) this.line(rest);
+    const rest = this.splitter.end();
+    if (rest !== undefined) {
+      this.lines++;
+      this.line(rest);
+    }
     return snapshot(this.items, this.tail, this.maxBytes);
   }
 
@@ -204,6 +227,7 @@ export class RecordTail {
     const r = parseRecord(line, this.runUID);
     if (!r || !after(r, this.pos)) return;
     this.pos = r;
+    this.recordsRead++;
     const size = Buffer.byteLength(JSON.stringify(r)) + 1;
     this.items.push(r);
     this.sizes.push(size);
