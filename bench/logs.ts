@@ -87,6 +87,10 @@ async function snapshotHops(api: KubeClient, snap: Run): Promise<void> {
     'aggregated tailLines=100': () => api.request('GET', aggPath('snap'), { query: { tailLines: 100 } }),
     'Run GET': () => api.get(runPath),
     'pods/log since the Run was created': () => api.getText(since),
+    'the same, tailLines=250 (the window)': () => api.getText(`${since}&tailLines=250`),
+    // The aggregation hop alone: a discovery document the extension server answers from memory.
+    'aggregated discovery (the hop alone)': () => api.get('/apis/logs.kruntimes.io/v1alpha1'),
+    'kube-apiserver discovery': () => api.get('/apis/kruntimes.io/v1alpha1'),
     'pods/log tailLines=100': () =>
       api.getText(`${podPath(snap.status?.assignedPod ?? '')}?container=runtimed&tailLines=100`),
   });
