@@ -84,15 +84,17 @@ export function apiContext(client: KubeClient): Pick<AdmissionContext, 'post' | 
 
 /**
  * Serves each admission function at /admission/<name>; its handler's API calls go through
- * `clientFor(fn)`, the function's own ServiceAccount (never the server's identity).
+ * `clientFor(fn)`, the function's own ServiceAccount (never the server's identity); `cached` gives
+ * handlers the watch relay's informer cache (AdmissionContext.cached).
  */
 export function admissionRouter(
   functions: AdmissionFunction[],
   clientFor: (fn: AdmissionFunction) => KubeClient,
   log: Logger,
   metrics: FnMetrics,
-  now: () => Date = () => new Date(),
+  opts: { now?: () => Date; cached?: AdmissionContext['cached'] } = {},
 ): Router {
+  const { now = () => new Date(), cached } = opts;
   const router = express.Router();
   router.use(express.json({ limit: '3mb' }));
   const byName = new Map(functions.map((f) => [f.name, { fn: f, api: apiContext(clientFor(f)) }]));
@@ -109,22 +111,24 @@ export function admissionRouter(
     }
     const end = metrics.admissionTime.startTimer({ function: fn.name });
     const deadlineMs = Math.max(200, fn.trigger.timeoutSeconds * 1000 - 500);
-    void decide(fn, review.request, { ...api, now: now() }, deadlineMs).then((result) => {
-      end();
-      metrics.admissionTotal.inc({ function: fn.name, allowed: String(result.allowed) });
-      if (!result.allowed)
-        log.info(
-          {
-            function: fn.name,
-            user: review.request?.userInfo.username,
-            name: review.request?.name,
-            namespace: review.request?.namespace,
-            reason: result.reason,
-          },
-          'admission denied',
-        );
-      res.json(reviewResponse(review.request!.uid, result));
-    });
+    void decide(fn, review.request, { ...api, now: now(), ...(cached ? { cached } : {}) }, deadlineMs).then(
+      (result) => {
+        end();
+        metrics.admissionTotal.inc({ function: fn.name, allowed: String(result.allowed) });
+        if (!result.allowed)
+          log.info(
+            {
+              function: fn.name,
+              user: review.request?.userInfo.username,
+              name: review.request?.name,
+              namespace: review.request?.namespace,
+              reason: result.reason,
+            },
+            'admission denied',
+          );
+        res.json(reviewResponse(review.request!.uid, result));
+      },
+    );
   });
   return router;
 }

@@ -10,7 +10,8 @@ import express from 'express';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { FnMetrics } from '../lib/fn/metrics.ts';
-import type { FunctionDef, WatchFunction } from '../lib/fn/types.ts';
+import type { FunctionDef, Resource, WatchFunction } from '../lib/fn/types.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
 import { ADMISSION_PREFIX, admissionRouter } from './admission.ts';
 import { verifyProxyCert, type RequestHeaderConfig, type RequestHeaderSource } from './aggregation/requestheader.ts';
 import { aggregationRouter } from './aggregation/router.ts';
@@ -61,15 +62,10 @@ export async function startServer(
   const selected = cfg.only.length ? functions.filter((f) => cfg.only.includes(f.name)) : functions;
   const state: HostState = { relayRunning: false, leader: !cfg.leaderElection };
   const app = express();
-  // The aggregated APIs act as their own narrow ServiceAccount (read Runs, Runtime Pods and their
-  // runtimed log, open sessions), never with the functions' permissions this process also holds.
-  const backendSA = process.env.KRT_RUN_EXTENSION_SA ?? 'kruntimes-run-extension-api';
-  const backend = client.as(`system:serviceaccount:${cfg.namespace}:${backendSA}`);
-  const tokens = new SessionTokens(backend, cfg.namespace, backendSA);
+  const { backend, tokens } = backendIdentity(cfg, client);
   let relayHost: RelayHost | undefined;
-  // Run logs find the Run in the relay's informer cache while this process runs the relay.
-  const cachedRun: RunLookup = (ns, name) =>
-    state.relayRunning ? relayHost?.relay.state.get(R.runs, ns, name) : undefined;
+  const cachedObject = relayCache(state, () => relayHost);
+  const cachedRun: RunLookup = (ns, name) => cachedObject(R.runs, ns, name);
   const aggregated = await aggregationRouter(backend, log.child({ host: 'aggregation' }), tokens, client, cachedRun);
   if (cfg.admissionClientAuth === 'required')
     app.use(
@@ -78,7 +74,11 @@ export async function startServer(
     );
   // Each admission function reads and reviews as its own ServiceAccount, like the watch functions.
   const asFunction = (fn: FunctionDef): KubeClient => client.as(functionUser(cfg.namespace, fn.name));
-  app.use(admissionRouter(admissionFunctions(selected), asFunction, log.child({ host: 'admission' }), metrics));
+  app.use(
+    admissionRouter(admissionFunctions(selected), asFunction, log.child({ host: 'admission' }), metrics, {
+      cached: cachedObject,
+    }),
+  );
   app.use(aggregated.router);
   const secure = secureServer(cfg, app, aggregated.source, log);
   const sessions = new SessionProxy({
@@ -115,6 +115,24 @@ export async function startServer(
       await new Promise((r) => healthSrv.close(r));
     },
   };
+}
+
+/**
+ * The aggregated APIs act as their own narrow ServiceAccount (read Runs, Runtime Pods and their
+ * runtimed log, open sessions), never with the functions' permissions this process also holds.
+ */
+function backendIdentity(cfg: ServerConfig, client: KubeClient): { backend: KubeClient; tokens: SessionTokens } {
+  const backendSA = process.env.KRT_RUN_EXTENSION_SA ?? 'kruntimes-run-extension-api';
+  const backend = client.as(`system:serviceaccount:${cfg.namespace}:${backendSA}`);
+  return { backend, tokens: new SessionTokens(backend, cfg.namespace, backendSA) };
+}
+
+/** The relay's informer cache while this process runs the relay (Run logs and admission functions read it). */
+function relayCache(
+  state: HostState,
+  host: () => RelayHost | undefined,
+): (r: Resource, ns: string | undefined, name: string) => KubeObject | undefined {
+  return (r, ns, name) => (state.relayRunning ? host()?.relay.state.get(r, ns, name) : undefined);
 }
 
 /** Liveness, readiness (the relay has synced where this process leads) and metrics. */

@@ -168,7 +168,10 @@ describe('logs: a snapshot reads the end of the Pod log, and the Run from the ca
   it('a cursor reads the whole log since the Run was created', async () => {
     const log = podLog(lines('u', 1, 1000));
     const snap = await readSnapshot(log.open, finished, 'rt-1', 100, { attempt: 1, seq: 950 });
-    assert.deepEqual(seqs(snap), Array.from({ length: 50 }, (_, i) => 951 + i));
+    assert.deepEqual(
+      seqs(snap),
+      Array.from({ length: 50 }, (_, i) => 951 + i),
+    );
     assert.equal(log.reads.length, 1);
     assert.doesNotMatch(log.reads[0] ?? '', /tailLines/);
   });
