@@ -121,7 +121,7 @@ export type OpenLog = (path: string) => Promise<Readable>;
  * The Pod log lines a snapshot of `tail` records reads first: the end of the log since the Run's
  * creation, with room for other Runs' records interleaved (a Runtime Pod runs several at once).
  */
-export const windowLines = (tail: number): number => 2 * Math.max(tail, 1) + 50;
+export const windowLines = (tail: number): number => Math.max(tail, 1) + 64;
 
 async function readRecords(open: OpenLog, path: string, records: RecordTail): Promise<RecordTail> {
   const upstream = await open(path);
