@@ -57,6 +57,31 @@ const HOPS = [
   'next startTime -> next Running seen',
 ] as const;
 
+const PARTS = [
+  'trigger -> first Run created (seen)',
+  'first Run created (seen) -> its startTime',
+  'Runs executing (sum of startTime -> completionTime)',
+  'step boundaries in build (sum of 2 gaps)',
+  'job boundary (build done -> deploy started)',
+  'last Run done -> WorkflowRun Succeeded seen',
+] as const;
+
+/** Where one trigger -> Succeeded goes, in ms (the parts add up to the total). */
+function parts(t0: number, tDone: number, build: Run[], deploy: Run[], seen: Map<string, Seen>): number[] {
+  const start = (r: Run | undefined): number => Date.parse(r?.status?.startTime ?? '');
+  const end = (r: Run | undefined): number => Date.parse(r?.status?.completionTime ?? '');
+  const first = seen.get(build[0]?.metadata.name ?? '')?.added ?? NaN;
+  const all = [...build, ...deploy];
+  return [
+    first - t0,
+    start(build[0]) - first,
+    all.reduce((n, r) => n + end(r) - start(r), 0),
+    build.slice(1).reduce((n, r, k) => n + start(r) - end(build[k]), 0),
+    start(deploy[0]) - end(build[build.length - 1]),
+    tDone - end(deploy[deploy.length - 1]),
+  ];
+}
+
 /** The hops of one step boundary, in ms, from the stamps and the bench's own observations. */
 function hops(prev: Run, next: Run, seen: Map<string, Seen>): number[] {
   const p = seen.get(prev.metadata.name ?? '') ?? {};
@@ -119,6 +144,7 @@ async function main(): Promise<void> {
     const totals: number[] = [];
     const gaps: number[] = [];
     const hopRows: number[][] = HOPS.map(() => []);
+    const partRows: number[][] = PARTS.map(() => []);
     const tl = timeline(api);
     tl.lw.start();
     await tl.lw.synced;
@@ -127,9 +153,12 @@ async function main(): Promise<void> {
       const w = await api.create<Wfr>(`${G}/workflowruns`, renderRun(wf as never, {}, `demo-${i}`));
       const done = await finished(api, w.metadata.name ?? '');
       if (done.status?.phase !== 'Succeeded') throw new Error(`demo-${i} ${done.status?.phase}`);
-      totals.push(Date.now() - t0);
-      const steps = done.status?.jobs?.build?.steps ?? [];
-      const runs = await Promise.all(steps.map((s) => api.get<Run>(`${G}/runs/${s.runName}`)));
+      const tDone = Date.now();
+      totals.push(tDone - t0);
+      const read = (job: string): Promise<Run[]> =>
+        Promise.all((done.status?.jobs?.[job]?.steps ?? []).map((s) => api.get<Run>(`${G}/runs/${s.runName}`)));
+      const runs = await read('build');
+      parts(t0, tDone, runs, await read('deploy'), tl.seen).forEach((v, h) => partRows[h]!.push(v));
       for (let k = 1; k < runs.length; k++) {
         gaps.push(Date.parse(runs[k]!.status?.startTime ?? '') - Date.parse(runs[k - 1]!.status?.completionTime ?? ''));
         hops(runs[k - 1]!, runs[k]!, tl.seen).forEach((v, h) => hopRows[h]!.push(v));
@@ -175,6 +204,8 @@ async function main(): Promise<void> {
       [
         `ci-data-sharing-demo, ${N} WorkflowRuns one after the other (4 Runs, 2 jobs, 1 artifact each):`,
         `  trigger -> Succeeded  p50 ${ms(tt.p50)}  p95 ${ms(tt.p95)}`,
+        '  where trigger -> Succeeded goes (p50 per part; the parts of one run add up to its total):',
+        ...PARTS.map((h, i) => `    ${h.padEnd(52)} p50 ${ms(summary(partRows[i]!).p50)}`),
         `  step-to-step gap (previous Run completion -> next Run start, build job) p50 ${ms(g.p50)}  p95 ${ms(g.p95)} (n=${g.n})`,
         '  where a step boundary goes (bench watch on Runs; p50 / p95 per hop):',
         ...HOPS.map((h, i) => {
