@@ -7,13 +7,10 @@ import { R } from '../../lib/fn/resources.ts';
 import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { isTerminal } from '../../lib/run/phases.ts';
-import { decide, graceLeft, WORKSPACE_FINALIZER, type PodView, type Use, type Workspace } from './lifecycle.ts';
+import { decide, WORKSPACE_FINALIZER, type PodView, type Workspace } from './lifecycle.ts';
 
 type PodObj = KubeObject & { status?: { phase?: string; conditions?: { type: string; status: string }[] } };
-type RunObj = KubeObject & {
-  spec: { runtime?: string; workspace?: { name: string } };
-  status?: { phase?: string; completionTime?: string };
-};
+type RunObj = KubeObject & { spec: { runtime?: string; workspace?: { name: string } }; status?: { phase?: string } };
 
 export function podViews(pods: PodObj[]): PodView[] {
   return pods.map((p) => ({
@@ -63,32 +60,16 @@ function opFor(ws: Workspace, d: ReturnType<typeof decide>): Operation | undefin
 export function reconcileWorkspaces({ key, state, now }: ReconcileInput): Operation[] {
   const [ns = '', runtime = ''] = key.split('/');
   const pods = podViews(state.list(R.pods, ns, { runtime }));
-  const uses = usesByWorkspace(state.list(R.runs, ns) as RunObj[]);
+  const runs = (state.list(R.runs, ns) as RunObj[]).filter(
+    (r) => r.spec.workspace && !isTerminal(r.status?.phase) && !r.metadata.deletionTimestamp,
+  );
   const ops: Operation[] = [];
   for (const ws of (state.list(R.persistentWorkspaces, ns) as Workspace[]).filter((w) => w.spec.runtime === runtime)) {
-    const use = uses.get(ws.metadata.name ?? '') ?? { active: 0 };
-    const op = opFor(ws, decide(ws, pods, use, now));
+    const active = runs.filter((r) => r.spec.workspace?.name === ws.metadata.name).length;
+    const op = opFor(ws, decide(ws, pods, active, now));
     if (op) ops.push(op);
-    // lastUsedTime waits out the grace after the last Run ended: look again then.
-    const left = ws.status?.phase === 'Bound' ? graceLeft(ws.status, use, now.toISOString()) : undefined;
-    if (left !== undefined) ops.push({ op: 'requeue', afterMs: left });
   }
   return ops;
-}
-
-/** Per workspace name: its active Runs, and the newest completionTime of its finished ones. */
-export function usesByWorkspace(runs: RunObj[]): Map<string, Use> {
-  const out = new Map<string, Use>();
-  for (const r of runs) {
-    const name = r.spec.workspace?.name;
-    if (!name || r.metadata.deletionTimestamp) continue;
-    const u = out.get(name) ?? { active: 0 };
-    out.set(name, u);
-    if (!isTerminal(r.status?.phase)) u.active++;
-    else if (Date.parse(r.status?.completionTime ?? '') > Date.parse(u.lastEnded ?? '') || !u.lastEnded)
-      u.lastEnded = r.status?.completionTime;
-  }
-  return out;
 }
 
 const byRuntime = (o: KubeObject): string[] => {

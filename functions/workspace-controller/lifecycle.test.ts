@@ -10,7 +10,6 @@ import {
   decide,
   dueAt,
   pathFor,
-  UNUSED_GRACE_MS,
   WORKSPACE_FINALIZER,
   type PodView,
   type Workspace,
@@ -160,41 +159,6 @@ describe('workspace-controller reconcile', () => {
     const s = (busy.find((o) => o.op === 'status') as Extract<Operation, { op: 'status' }>).object
       .status as WorkspaceStatus;
     assert.equal(s.lastUsedTime, undefined);
-  });
-
-  it('a Workflow step boundary writes nothing: lastUsedTime waits out the grace after the last Run ended', () => {
-    const ended = new Date(later.getTime() - 10).toISOString();
-    const finished = { ...run('step-1', 'Succeeded'), status: { phase: 'Succeeded', completionTime: ended } };
-    const upkept = bound({
-      conditions: [
-        {
-          type: 'PodAvailable',
-          status: 'True',
-          reason: 'PodReady',
-          message: 'Runtime Pod p1 is ready',
-          lastTransitionTime: now.toISOString(),
-        },
-      ],
-    });
-    const state = new FakeState([
-      [R.persistentWorkspaces, ws(upkept)],
-      [R.pods, podObj('p1')],
-      [R.runs, finished],
-    ]);
-    // The step's Run just ended: no status write, a look again once the grace is over.
-    assert.deepEqual(reconcileWorkspaces({ key: 'ns/bash', object: undefined, state, now: later }), [
-      { op: 'requeue', afterMs: UNUSED_GRACE_MS - 10 },
-    ]);
-    // The next step's Run came: still nothing to write.
-    state.put(R.runs, run('step-2', 'Pending'));
-    assert.deepEqual(reconcileWorkspaces({ key: 'ns/bash', object: undefined, state, now: later }), []);
-    // No Run came within the grace: lastUsedTime is when the last Run ended.
-    state.put(R.runs, { ...run('step-2', 'Succeeded'), status: { phase: 'Succeeded', completionTime: ended } });
-    const after = new Date(later.getTime() + UNUSED_GRACE_MS);
-    const ops = reconcileWorkspaces({ key: 'ns/bash', object: undefined, state, now: after });
-    const s = (ops.find((o) => o.op === 'status') as Extract<Operation, { op: 'status' }>).object
-      .status as WorkspaceStatus;
-    assert.equal(s.lastUsedTime, ended);
   });
 
   it('turns a delete decision into a UID-guarded delete', () => {

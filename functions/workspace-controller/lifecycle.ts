@@ -1,7 +1,7 @@
 /**
  * Pure RuntimePodLocal PersistentWorkspace lifecycle (seed 000): binding by a stable hash of the
  * workspace UID over ready Runtime Pods sorted by name, UID-fenced Bound, Lost (never rebound)
- * when the bound Pod is gone or replaced, lastUsedTime set once when the last active Run ends (after a grace),
+ * when the bound Pod is gone or replaced, lastUsedTime set once when the last active Run ends,
  * Released before deletion (a Released workspace without a deletionTimestamp gets its deletion
  * requested), and the finalizer protocol (runtimed removes it after deleting the
  * directory; the controller removes it only for Lost workspaces).
@@ -130,37 +130,13 @@ function lost(ws: Workspace, why: string, now: string): WorkspaceStatus {
   };
 }
 
-/**
- * How long a workspace whose last Run just ended waits before lastUsedTime is written: a Workflow
- * job's next step arrives within it, so a step boundary costs no workspace writes (setting it,
- * then clearing it again, each waking the scheduler and the WorkflowRun controller).
- */
-export const UNUSED_GRACE_MS = 2000;
-
-/** When the workspace is known to have been in use last: the newest completionTime of its Runs. */
-export interface Use {
-  active: number;
-  lastEnded?: string | undefined;
-}
-
-/** The ms left of the grace after the last Run ended, when lastUsedTime waits for it; else undefined. */
-export function graceLeft(s: WorkspaceStatus, use: Use, now: string): number | undefined {
-  if (use.active > 0 || s.lastUsedTime || !use.lastEnded) return undefined;
-  const left = Date.parse(use.lastEnded) + UNUSED_GRACE_MS - Date.parse(now);
-  return left > 0 ? left : undefined;
-}
-
-/**
- * lastUsedTime: cleared while Runs use the workspace, set once when it becomes unused (to when its
- * last Run ended), after UNUSED_GRACE_MS without a new Run.
- */
-function usage(s: WorkspaceStatus, use: Use, now: string): WorkspaceStatus {
-  if (use.active > 0) {
+/** lastUsedTime: cleared while Runs use the workspace, set once when it becomes unused. */
+function usage(s: WorkspaceStatus, activeRuns: number, now: string): WorkspaceStatus {
+  if (activeRuns > 0) {
     const { lastUsedTime: _l, ...rest } = s;
     return rest;
   }
-  if (s.lastUsedTime || graceLeft(s, use, now) !== undefined) return s;
-  return { ...s, lastUsedTime: use.lastEnded ?? now };
+  return s.lastUsedTime ? s : { ...s, lastUsedTime: now };
 }
 
 const changed = (next: WorkspaceStatus, s: WorkspaceStatus): Decision =>
@@ -222,10 +198,10 @@ function deleting(ws: Workspace, nowIso: string): Decision {
   return { kind: 'none' };
 }
 
-function boundUpkeep(ws: Workspace, pod: PodView | undefined, use: Use, nowIso: string): Decision {
+function boundUpkeep(ws: Workspace, pod: PodView | undefined, activeRuns: number, nowIso: string): Decision {
   const s = ws.status ?? {};
   if (!(ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER)) return { kind: 'addFinalizer' };
-  const next = usage(s, use, nowIso);
+  const next = usage(s, activeRuns, nowIso);
   const ready = !!pod?.ready;
   const conditions = condOf(
     next,
@@ -242,9 +218,7 @@ function boundUpkeep(ws: Workspace, pod: PodView | undefined, use: Use, nowIso: 
   return changed({ ...next, conditions }, s);
 }
 
-/** `use`: the number of active Runs, or that and when the workspace's last Run ended. */
-export function decide(ws: Workspace, pods: PodView[], use: number | Use, now: Date): Decision {
-  const u: Use = typeof use === 'number' ? { active: use } : use;
+export function decide(ws: Workspace, pods: PodView[], activeRuns: number, now: Date): Decision {
   const nowIso = now.toISOString();
   const s = ws.status ?? {};
   const f = fence(ws, pods, nowIso);
@@ -252,9 +226,9 @@ export function decide(ws: Workspace, pods: PodView[], use: number | Use, now: D
   if (ws.metadata.deletionTimestamp) return deleting(ws, nowIso);
   if (s.phase === 'Released') return { kind: 'delete' };
   if (s.phase === 'Lost') return { kind: 'none' };
-  if (s.phase === 'Bound') return boundUpkeep(ws, f.pod, u, nowIso);
+  if (s.phase === 'Bound') return boundUpkeep(ws, f.pod, activeRuns, nowIso);
   const b = bind(ws, pods, nowIso);
-  return changed(b.phase === 'Bound' ? usage(b, u, nowIso) : b, s);
+  return changed(b.phase === 'Bound' ? usage(b, activeRuns, nowIso) : b, s);
 }
 
 /** When an unused DeleteAfterTTL workspace is due for cleanup, if ever. */
