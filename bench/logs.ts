@@ -21,6 +21,7 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { cpuDelta, cpuTicks } from './cpu.ts';
 import { interleaved, ms, ratio, summary } from './stats.ts';
 import { benchRuntime } from './runtime.ts';
+import { windowLines } from '../apiserver/logs/handler.ts';
 
 const NS = 'bench';
 const SNAPSHOTS = Number(process.env.BENCH_SNAPSHOTS ?? '100');
@@ -87,7 +88,8 @@ async function snapshotHops(api: KubeClient, snap: Run): Promise<void> {
     'aggregated tailLines=100': () => api.request('GET', aggPath('snap'), { query: { tailLines: 100 } }),
     'Run GET': () => api.get(runPath),
     'pods/log since the Run was created': () => api.getText(since),
-    'the same, tailLines=250 (the window)': () => api.getText(`${since}&tailLines=250`),
+    [`the same, tailLines=${windowLines(100)} (the window)`]: () =>
+      api.getText(`${since}&tailLines=${windowLines(100)}`),
     // The aggregation hop alone: a discovery document the extension server answers from memory.
     'aggregated discovery (the hop alone)': () => api.get('/apis/logs.kruntimes.io/v1alpha1'),
     'kube-apiserver discovery': () => api.get('/apis/kruntimes.io/v1alpha1'),
