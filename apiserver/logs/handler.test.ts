@@ -155,14 +155,25 @@ describe('logs: a snapshot reads the end of the Pod log, and the Run from the ca
     assert.equal(snap.cursor, encodeCursor({ attempt: 1, seq: 300 }));
   });
 
-  it('a window shorter than asked for is the whole log: read once', async () => {
-    const log = podLog(lines('u', 1, 30));
+  it('a window holding the first record of the Run holds all of it: read once', async () => {
+    const log = podLog([...lines('other', 0, 500), ...lines('u', 0, 30), ...lines('other', 500, 20)]);
     const snap = await readSnapshot(log.open, finished, 'rt-1', 100);
     assert.deepEqual(
       seqs(snap),
-      Array.from({ length: 30 }, (_, i) => i + 1),
+      Array.from({ length: 30 }, (_, i) => i),
     );
     assert.equal(log.reads.length, 1);
+  });
+
+  it('a short window without the first record of the Run is read again in full (a kubelet counts partial lines)', async () => {
+    const log = podLog([...lines('u', 0, 30), ...lines('other', 0, 100)]);
+    const short: OpenLog = (path) => log.open(path.replace(/tailLines=\d+/, 'tailLines=120'));
+    const snap = await readSnapshot(short, finished, 'rt-1', 100);
+    assert.deepEqual(
+      seqs(snap),
+      Array.from({ length: 30 }, (_, i) => i),
+    );
+    assert.equal(log.reads.length, 2);
   });
 
   it('a cursor reads the whole log since the Run was created', async () => {
@@ -176,13 +187,13 @@ describe('logs: a snapshot reads the end of the Pod log, and the Run from the ca
     assert.doesNotMatch(log.reads[0] ?? '', /tailLines/);
   });
 
-  it('tailWindowSuffices: enough of the Run records in the window, or the whole log', () => {
-    assert.equal(tailWindowSuffices({ linesRead: 250, window: 250, recordsRead: 100, tail: 100 }), true);
-    assert.equal(tailWindowSuffices({ linesRead: 250, window: 250, recordsRead: 99, tail: 100 }), false);
-    assert.equal(tailWindowSuffices({ linesRead: 249, window: 250, recordsRead: 0, tail: 100 }), true);
+  it('tailWindowSuffices: enough of the Run records in the window, or its first record', () => {
+    assert.equal(tailWindowSuffices({ recordsRead: 100, tail: 100, sawStart: false }), true);
+    assert.equal(tailWindowSuffices({ recordsRead: 99, tail: 100, sawStart: false }), false);
+    assert.equal(tailWindowSuffices({ recordsRead: 30, tail: 100, sawStart: true }), true);
     // tail 0 still needs the newest record (it gives the cursor).
-    assert.equal(tailWindowSuffices({ linesRead: 52, window: 52, recordsRead: 0, tail: 0 }), false);
-    assert.equal(tailWindowSuffices({ linesRead: 52, window: 52, recordsRead: 1, tail: 0 }), true);
+    assert.equal(tailWindowSuffices({ recordsRead: 0, tail: 0, sawStart: false }), false);
+    assert.equal(tailWindowSuffices({ recordsRead: 1, tail: 0, sawStart: false }), true);
   });
 
   const noGet = {

@@ -133,8 +133,8 @@ async function readRecords(open: OpenLog, path: string, records: RecordTail): Pr
 
 /**
  * A snapshot: without a cursor, the last windowLines(tail) lines of the log first (a tail read,
- * served from the end); the whole log since the Run's creation only when that window neither
- * holds the requested records nor is the whole log (tailWindowSuffices). With a cursor, the whole
+ * served from the end); the whole log since the Run's creation only when that window holds
+ * neither the requested records nor the Run's first one (tailWindowSuffices). With a cursor, the whole
  * log since the Run's creation (the cursor may point anywhere in it).
  */
 export async function readSnapshot(
@@ -153,7 +153,7 @@ export async function readSnapshot(
   if (!cursor) {
     const window = windowLines(tail);
     const w = await read(`${path}&tailLines=${window}`, new RecordTail(uid, tail));
-    if (tailWindowSuffices({ linesRead: w.lines, window, recordsRead: w.recordsRead, tail })) return w.end();
+    if (tailWindowSuffices({ recordsRead: w.recordsRead, tail, sawStart: w.sawStart })) return w.end();
   }
   return (await read(path, new RecordTail(uid, cursor ? MAX_TAIL : tail, cursor))).end();
 }

@@ -120,18 +120,15 @@ export function snapshot(
 }
 
 /**
- * Whether a snapshot read from the last `window` lines of the Pod log (since the Run's creation)
- * is the snapshot the whole log gives: the window is a suffix of the log, so when it holds at
- * least `tail` records of the Run (at least one, for the cursor, when tail is 0) they are the
- * Run's newest; and a window shorter than asked for is the whole log.
+ * Whether a snapshot read from the end of the Pod log (the last lines since the Run's creation) is
+ * the snapshot the whole log gives: the window is a suffix of the log, so when it holds at least
+ * `tail` records of the Run (at least one, for the cursor, when tail is 0) they are the Run's
+ * newest; and when it holds the Run's first record (attempt 1, seq 0) it holds all of them. A
+ * window shorter than asked for proves nothing on a kubelet, which counts a long line's partial
+ * entries as lines of its own.
  */
-export function tailWindowSuffices(w: {
-  linesRead: number;
-  window: number;
-  recordsRead: number;
-  tail: number;
-}): boolean {
-  return w.linesRead < w.window || w.recordsRead >= Math.max(w.tail, 1);
+export function tailWindowSuffices(w: { recordsRead: number; tail: number; sawStart: boolean }): boolean {
+  return w.sawStart || w.recordsRead >= Math.max(w.tail, 1);
 }
 
 /** A runtimed log line longer than this is not a record (runtimed's lines are bounded far below it). */
@@ -184,8 +181,8 @@ export class LineSplitter {
  * longer than MAX_LINE_BYTES is skipped instead of buffered.
  */
 export class RecordTail {
-  /** Lines read (newlines, plus an unterminated last line), over-long ones included. */
-  lines = 0;
+  /** Whether the Run's first record (attempt 1, seq 0) was read. */
+  sawStart = false;
   /** Records of the Run read, in order and after the cursor, before the tail and size bounds. */
   recordsRead = 0;
   private readonly items: LogRecord[] = [];
@@ -209,22 +206,19 @@ export class RecordTail {
   }
 
   write(chunk: string): void {
-    for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) this.lines++;
     for (const line of this.splitter.push(chunk)) this.line(line);
   }
 
   /** The snapshot: the last `tail` records that fit in maxBytes, and the cursor after the last record read. */
   end(): { items: LogRecord[]; cursor?: string } {
     const rest = this.splitter.end();
-    if (rest !== undefined) {
-      this.lines++;
-      this.line(rest);
-    }
+    if (rest !== undefined) this.line(rest);
     return snapshot(this.items, this.tail, this.maxBytes);
   }
 
   private line(line: string): void {
     const r = parseRecord(line, this.runUID);
+    if (r && r.attempt <= 1 && r.seq === 0) this.sawStart = true;
     if (!r || !after(r, this.pos)) return;
     this.pos = r;
     this.recordsRead++;
