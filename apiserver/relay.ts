@@ -28,7 +28,6 @@ import {
 } from '../lib/fn/types.ts';
 import type { Transport } from './transport.ts';
 import { RelayCache, rvAtLeast } from './relay-cache.ts';
-import { WriteWaiters } from './write-waiters.ts';
 
 export { matchesLabels, newer, rvAtLeast } from './relay-cache.ts';
 
@@ -121,8 +120,6 @@ export class Relay {
   private readonly now: () => Date;
   private readonly clients = new Map<string, KubeClient>();
   private readonly transports = new Map<string, Transport | undefined>();
-  /** Read-your-writes waits, woken by the informers' deltas. */
-  private readonly writes = new WriteWaiters();
 
   constructor(
     private readonly functions: WatchFunction[],
@@ -156,7 +153,6 @@ export class Relay {
         },
         (d) => {
           this.cache.changed(r, d.object);
-          this.writes.changed(`${resourcePath(r)}|${keyOf(d.object)}`);
           this.countCached(resourcePath(r));
           for (const l of this.listeners.get(key) ?? []) l(d);
         },
@@ -297,8 +293,7 @@ export class Relay {
   }
 
   /** Read-your-writes: before the key is released, wait (bounded) until the caches hold what this
-   * invocation wrote, so the next invocation of the key never decides on older state. The wait is
-   * woken by the informers' deltas of the written object (WriteWaiters), not by polling. */
+   * invocation wrote, so the next invocation of the key never decides on older state. */
   private async seeWrites(written: { resource: Resource; object: KubeObject }[]): Promise<void> {
     const deadline = Date.now() + 2000;
     for (const w of written) {
@@ -308,8 +303,9 @@ export class Relay {
       if (!infs.length) continue;
       const key = keyOf(w.object);
       const rv = w.object.metadata.resourceVersion ?? '';
-      const held = (): boolean => infs.some((i) => rvAtLeast(i.store.get(key)?.metadata.resourceVersion, rv));
-      await this.writes.wait(`${resourcePath(w.resource)}|${key}`, held, deadline - Date.now());
+      while (Date.now() < deadline && !infs.some((i) => rvAtLeast(i.store.get(key)?.metadata.resourceVersion, rv))) {
+        await new Promise((r) => setImmediate(r));
+      }
     }
   }
 

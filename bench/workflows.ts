@@ -14,7 +14,6 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
-import { WORKFLOWRUN_LABEL } from '../lib/workflow/labels.ts';
 import { ms, summary } from './stats.ts';
 
 const N = Number(process.env.BENCH_WORKFLOWS ?? '20');
@@ -46,54 +45,6 @@ function timeline(api: KubeClient): { seen: Map<string, Seen>; lw: ListWatch<Run
     if (st.assignedPod) s.scheduled ??= now;
     if (st.phase === 'Running') s.running ??= now;
     if (['Succeeded', 'Failed'].includes(st.phase ?? '')) s.terminal ??= now;
-  });
-  return { seen, lw };
-}
-
-/**
- * The extension server's reconcile counts and mean durations per controller, and its admission
- * durations, from its /metrics (BENCH_METRICS=1; the health port on the Pod's IP).
- */
-async function serverMetrics(api: KubeClient): Promise<string> {
-  const pods = await api.request<{ items: (KubeObject & { status?: { podIP?: string } })[] }>(
-    'GET',
-    '/api/v1/namespaces/kruntimes-system/pods',
-  );
-  const ip = pods.items.find((p) => p.metadata.name?.startsWith('kruntimes-extension'))?.status?.podIP;
-  const text = await (await fetch(`http://${ip}:8080/metrics`)).text();
-  const v = (re: RegExp): Map<string, number> => new Map([...text.matchAll(re)].map((m) => [m[1] ?? '', Number(m[2])]));
-  const sum = v(/^controller_runtime_reconcile_time_seconds_sum\{controller="([^"]+)"\} (\S+)$/gm);
-  const count = v(/^controller_runtime_reconcile_time_seconds_count\{controller="([^"]+)"\} (\S+)$/gm);
-  const asum = v(/^kruntimes_admission_duration_seconds_sum\{function="([^"]+)"\} (\S+)$/gm);
-  const acount = v(/^kruntimes_admission_duration_seconds_count\{function="([^"]+)"\} (\S+)$/gm);
-  const rows = [...count.entries()]
-    .filter(([, n]) => n > 0)
-    .map(([c, n]) => `    ${c.padEnd(24)} ${n} reconciles, mean ${ms(((sum.get(c) ?? 0) / n) * 1000)}`);
-  const adm = [...acount.entries()].map(
-    ([f, n]) => `    admission ${f.padEnd(14)} ${n} reviews, mean ${ms(((asum.get(f) ?? 0) / n) * 1000)}`,
-  );
-  return ['  extension server (whole run):', ...rows, ...adm].join('\n');
-}
-
-/** When the bench saw each job workspace created, Bound, and how many updates it had. */
-interface WsSeen {
-  workflowRun?: string;
-  added?: number;
-  bound?: number;
-  updates: number;
-}
-
-/** Watches the namespace's PersistentWorkspaces (one per inline job of each WorkflowRun). */
-function wsTimeline(api: KubeClient): { seen: Map<string, WsSeen>; lw: ListWatch<KubeObject> } {
-  const seen = new Map<string, WsSeen>();
-  const lw = new ListWatch<KubeObject>(api, { path: `${G}/persistentworkspaces` }, (d) => {
-    const now = Date.now();
-    const s = seen.get(d.object.metadata.name ?? '') ?? { updates: 0 };
-    seen.set(d.object.metadata.name ?? '', s);
-    s.added ??= now;
-    s.workflowRun ??= d.object.metadata.labels?.[WORKFLOWRUN_LABEL];
-    if (d.type === 'updated') s.updates++;
-    if ((d.object as { status?: { phase?: string } }).status?.phase === 'Bound') s.bound ??= now;
   });
   return { seen, lw };
 }
@@ -195,11 +146,8 @@ async function main(): Promise<void> {
     const hopRows: number[][] = HOPS.map(() => []);
     const partRows: number[][] = PARTS.map(() => []);
     const tl = timeline(api);
-    const wl = wsTimeline(api);
     tl.lw.start();
-    wl.lw.start();
-    await Promise.all([tl.lw.synced, wl.lw.synced]);
-    const wsRows: number[][] = [[], [], [], []];
+    await tl.lw.synced;
     for (let i = 0; i < N; i++) {
       const t0 = Date.now();
       const w = await api.create<Wfr>(`${G}/workflowruns`, renderRun(wf as never, {}, `demo-${i}`));
@@ -210,14 +158,6 @@ async function main(): Promise<void> {
       const read = (job: string): Promise<Run[]> =>
         Promise.all((done.status?.jobs?.[job]?.steps ?? []).map((s) => api.get<Run>(`${G}/runs/${s.runName}`)));
       const runs = await read('build');
-      const ws = [...wl.seen.entries()].filter(([, v]) => v.workflowRun === `demo-${i}`).map(([, v]) => v);
-      const firstRun = tl.seen.get(runs[0]?.metadata.name ?? '') ?? {};
-      for (const v of ws) {
-        wsRows[0]!.push((v.bound ?? NaN) - (v.added ?? NaN));
-        wsRows[1]!.push(v.updates);
-      }
-      wsRows[2]!.push((firstRun.scheduled ?? NaN) - (firstRun.added ?? NaN));
-      wsRows[3]!.push(ws.length);
       parts(t0, tDone, runs, await read('deploy'), tl.seen).forEach((v, h) => partRows[h]!.push(v));
       for (let k = 1; k < runs.length; k++) {
         gaps.push(Date.parse(runs[k]!.status?.startTime ?? '') - Date.parse(runs[k - 1]!.status?.completionTime ?? ''));
@@ -225,8 +165,6 @@ async function main(): Promise<void> {
       }
     }
     tl.lw.stop();
-    wl.lw.stop();
-    const metrics = process.env.BENCH_METRICS === '1' ? await serverMetrics(api) : '';
     await api.create(`${G}/persistentworkspaces`, {
       apiVersion: 'kruntimes.io/v1alpha1',
       kind: 'PersistentWorkspace',
@@ -268,8 +206,6 @@ async function main(): Promise<void> {
         `  trigger -> Succeeded  p50 ${ms(tt.p50)}  p95 ${ms(tt.p95)}`,
         '  where trigger -> Succeeded goes (p50 per part; the parts of one run add up to its total):',
         ...PARTS.map((h, i) => `    ${h.padEnd(52)} p50 ${ms(summary(partRows[i]!).p50)}`),
-        `  job workspaces: ${summary(wsRows[3]!).p50} per WorkflowRun; created -> Bound seen p50 ${ms(summary(wsRows[0]!).p50)}; updates each p50 ${summary(wsRows[1]!).p50}; first Run created -> Scheduled seen p50 ${ms(summary(wsRows[2]!).p50)}`,
-        ...(metrics ? [metrics] : []),
         `  step-to-step gap (previous Run completion -> next Run start, build job) p50 ${ms(g.p50)}  p95 ${ms(g.p95)} (n=${g.n})`,
         '  where a step boundary goes (bench watch on Runs; p50 / p95 per hop):',
         ...HOPS.map((h, i) => {
