@@ -89,3 +89,21 @@ describe('admission router', () => {
     assert.equal(functionUser('kruntimes-system', 't'), 'system:serviceaccount:kruntimes-system:kruntimes-fn-t');
   });
 });
+
+describe('admission functions read the informer cache only within their own rules', () => {
+  it('rulesAllowGet: group, resource, the get verb and resourceNames', async () => {
+    const { rulesAllowGet } = await import('./admission.ts');
+    const { R } = await import('../lib/fn/resources.ts');
+    const rules = [
+      { apiGroups: ['kruntimes.io'], resources: ['persistentworkspaces', 'workflowruns'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: ['one'] },
+      { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['list'] },
+    ];
+    assert.equal(rulesAllowGet(rules, R.persistentWorkspaces, 'w'), true);
+    assert.equal(rulesAllowGet(rules, R.workflowRuns, 'w'), true);
+    assert.equal(rulesAllowGet(rules, R.runs, 'r'), false, 'list is not get');
+    assert.equal(rulesAllowGet(rules, R.pods, 'p'), false);
+    assert.equal(rulesAllowGet(rules, R.secrets, 'one'), true);
+    assert.equal(rulesAllowGet(rules, R.secrets, 'two'), false, 'outside resourceNames');
+  });
+});

@@ -9,7 +9,14 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { FnMetrics } from '../lib/fn/metrics.ts';
-import type { AdmissionContext, AdmissionFunction, AdmissionRequest, AdmissionResult } from '../lib/fn/types.ts';
+import type {
+  AdmissionContext,
+  AdmissionFunction,
+  AdmissionRequest,
+  AdmissionResult,
+  Resource,
+  Rule,
+} from '../lib/fn/types.ts';
 
 export const ADMISSION_PREFIX = '/admission/';
 
@@ -82,20 +89,43 @@ export function apiContext(client: KubeClient): Pick<AdmissionContext, 'post' | 
   };
 }
 
+const anyOf = (list: string[], v: string): boolean => list.includes('*') || list.includes(v);
+
+/** Whether a function's own rules let it `get` this object (its cache reads stay within its RBAC). */
+export function rulesAllowGet(rules: Rule[], r: Resource, name: string): boolean {
+  return rules.some(
+    (x) =>
+      anyOf(x.apiGroups, r.group) &&
+      anyOf(x.resources, r.resource) &&
+      anyOf(x.verbs, 'get') &&
+      (!x.resourceNames?.length || x.resourceNames.includes(name)),
+  );
+}
+
+/** The cache reads of one function: only what its own rules let it `get`. */
+function cachedFor(fn: AdmissionFunction, cached: AdmissionContext['cached']): Pick<AdmissionContext, 'cached'> {
+  if (!cached) return {};
+  return { cached: (r, ns, name) => (rulesAllowGet(fn.rbac, r, name) ? cached(r, ns, name) : undefined) };
+}
+
 /**
  * Serves each admission function at /admission/<name>; its handler's API calls go through
- * `clientFor(fn)`, the function's own ServiceAccount (never the server's identity).
+ * `clientFor(fn)`, the function's own ServiceAccount (never the server's identity); `cached` gives
+ * handlers the watch relay's informer cache (AdmissionContext.cached).
  */
 export function admissionRouter(
   functions: AdmissionFunction[],
   clientFor: (fn: AdmissionFunction) => KubeClient,
   log: Logger,
   metrics: FnMetrics,
-  now: () => Date = () => new Date(),
+  opts: { now?: () => Date; cached?: AdmissionContext['cached'] } = {},
 ): Router {
+  const { now = () => new Date(), cached } = opts;
   const router = express.Router();
   router.use(express.json({ limit: '3mb' }));
-  const byName = new Map(functions.map((f) => [f.name, { fn: f, api: apiContext(clientFor(f)) }]));
+  const byName = new Map(
+    functions.map((f) => [f.name, { fn: f, api: { ...apiContext(clientFor(f)), ...cachedFor(f, cached) } }]),
+  );
   router.post(`${ADMISSION_PREFIX}:name`, (req: Request, res: Response) => {
     const { fn, api } = byName.get(String(req.params.name)) ?? {};
     const review = req.body as AdmissionReview;

@@ -10,10 +10,13 @@ import express from 'express';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { FnMetrics } from '../lib/fn/metrics.ts';
-import type { FunctionDef, WatchFunction } from '../lib/fn/types.ts';
+import type { FunctionDef, Resource, WatchFunction } from '../lib/fn/types.ts';
+import type { KubeObject } from '../lib/kube/types.ts';
 import { ADMISSION_PREFIX, admissionRouter } from './admission.ts';
 import { verifyProxyCert, type RequestHeaderConfig, type RequestHeaderSource } from './aggregation/requestheader.ts';
 import { aggregationRouter } from './aggregation/router.ts';
+import type { RunLookup } from './logs/handler.ts';
+import { R } from '../lib/fn/resources.ts';
 import type { ServerConfig } from './config.ts';
 import { admissionFunctions, functionUser, watchFunctions } from './functions.ts';
 import { LeaderElector } from './leader.ts';
@@ -59,12 +62,11 @@ export async function startServer(
   const selected = cfg.only.length ? functions.filter((f) => cfg.only.includes(f.name)) : functions;
   const state: HostState = { relayRunning: false, leader: !cfg.leaderElection };
   const app = express();
-  // The aggregated APIs act as their own narrow ServiceAccount (read Runs, Runtime Pods and their
-  // runtimed log, open sessions), never with the functions' permissions this process also holds.
-  const backendSA = process.env.KRT_RUN_EXTENSION_SA ?? 'kruntimes-run-extension-api';
-  const backend = client.as(`system:serviceaccount:${cfg.namespace}:${backendSA}`);
-  const tokens = new SessionTokens(backend, cfg.namespace, backendSA);
-  const aggregated = await aggregationRouter(backend, log.child({ host: 'aggregation' }), tokens, client);
+  const { backend, tokens } = backendIdentity(cfg, client);
+  let relayHost: RelayHost | undefined;
+  const cachedObject = relayCache(state, () => relayHost);
+  const cachedRun: RunLookup = (ns, name) => cachedObject(R.runs, ns, name);
+  const aggregated = await aggregationRouter(backend, log.child({ host: 'aggregation' }), tokens, client, cachedRun);
   if (cfg.admissionClientAuth === 'required')
     app.use(
       ADMISSION_PREFIX,
@@ -72,7 +74,11 @@ export async function startServer(
     );
   // Each admission function reads and reviews as its own ServiceAccount, like the watch functions.
   const asFunction = (fn: FunctionDef): KubeClient => client.as(functionUser(cfg.namespace, fn.name));
-  app.use(admissionRouter(admissionFunctions(selected), asFunction, log.child({ host: 'admission' }), metrics));
+  app.use(
+    admissionRouter(admissionFunctions(selected), asFunction, log.child({ host: 'admission' }), metrics, {
+      cached: cachedObject,
+    }),
+  );
   app.use(aggregated.router);
   const secure = secureServer(cfg, app, aggregated.source, log);
   const sessions = new SessionProxy({
@@ -96,19 +102,37 @@ export async function startServer(
     'extension API server listening',
   );
 
-  const relayHost = startRelay(cfg, selected, client, log, { state, metrics });
+  const host = (relayHost = startRelay(cfg, selected, client, log, { state, metrics }));
 
   return {
     stop: async () => {
-      const { relay, elector, relayStarted } = relayHost;
+      const { relay, elector, relayStarted } = host;
       await Promise.race([relayStarted, new Promise((r) => setTimeout(r, 100))]);
       await relay.stop();
-      relayHost.endpoints?.stop();
+      host.endpoints?.stop();
       await elector?.release();
       await new Promise((r) => secure.close(r));
       await new Promise((r) => healthSrv.close(r));
     },
   };
+}
+
+/**
+ * The aggregated APIs act as their own narrow ServiceAccount (read Runs, Runtime Pods and their
+ * runtimed log, open sessions), never with the functions' permissions this process also holds.
+ */
+function backendIdentity(cfg: ServerConfig, client: KubeClient): { backend: KubeClient; tokens: SessionTokens } {
+  const backendSA = process.env.KRT_RUN_EXTENSION_SA ?? 'kruntimes-run-extension-api';
+  const backend = client.as(`system:serviceaccount:${cfg.namespace}:${backendSA}`);
+  return { backend, tokens: new SessionTokens(backend, cfg.namespace, backendSA) };
+}
+
+/** The relay's informer cache while this process runs the relay (Run logs and admission functions read it). */
+function relayCache(
+  state: HostState,
+  host: () => RelayHost | undefined,
+): (r: Resource, ns: string | undefined, name: string) => KubeObject | undefined {
+  return (r, ns, name) => (state.relayRunning ? host()?.relay.state.get(r, ns, name) : undefined);
 }
 
 /** Liveness, readiness (the relay has synced where this process leads) and metrics. */

@@ -19,8 +19,9 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { cpuDelta, cpuTicks } from './cpu.ts';
-import { ms, ratio, summary } from './stats.ts';
+import { interleaved, ms, ratio, summary } from './stats.ts';
 import { benchRuntime } from './runtime.ts';
+import { windowLines } from '../apiserver/logs/handler.ts';
 
 const NS = 'bench';
 const SNAPSHOTS = Number(process.env.BENCH_SNAPSHOTS ?? '100');
@@ -73,6 +74,30 @@ async function timed(fn: () => Promise<unknown>, n: number): Promise<number[]> {
     out.push(performance.now() - t);
   }
   return out;
+}
+
+/**
+ * Where an aggregated snapshot's time goes: the backend's two reads made directly by the bench
+ * (the Run GET, the Pod log since the Run's creation), interleaved; the rest is the aggregator's
+ * hop to the extension server and the Run-UID filter.
+ */
+async function snapshotHops(api: KubeClient, snap: Run): Promise<void> {
+  const runPath = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}/runs/snap`;
+  const since = `${podPath(snap.status?.assignedPod ?? '')}?container=runtimed&sinceTime=${encodeURIComponent(snap.metadata.creationTimestamp ?? '')}`;
+  const r = await interleaved(SNAPSHOTS, {
+    'aggregated tailLines=100': () => api.request('GET', aggPath('snap'), { query: { tailLines: 100 } }),
+    'Run GET': () => api.get(runPath),
+    'pods/log since the Run was created': () => api.getText(since),
+    [`the same, tailLines=${windowLines(100)} (the window)`]: () =>
+      api.getText(`${since}&tailLines=${windowLines(100)}`),
+    // The aggregation hop alone: a discovery document the extension server answers from memory.
+    'aggregated discovery (the hop alone)': () => api.get('/apis/logs.kruntimes.io/v1alpha1'),
+    'kube-apiserver discovery': () => api.get('/apis/kruntimes.io/v1alpha1'),
+    'pods/log tailLines=100': () =>
+      api.getText(`${podPath(snap.status?.assignedPod ?? '')}?container=runtimed&tailLines=100`),
+  });
+  process.stdout.write(`snapshot hops (the backend's reads made directly, interleaved, ${SNAPSHOTS} each)\n`);
+  for (const [k, v] of Object.entries(r)) process.stdout.write(`  ${k.padEnd(36)} p50 ${ms(summary(v.lat).p50)}\n`);
 }
 
 async function snapshots(api: KubeClient, pod: string): Promise<void> {
@@ -259,6 +284,8 @@ async function main(): Promise<void> {
     const snap = await waitRun(api, 'snap', (x) => x.status?.phase === 'Succeeded');
     const pod = snap.status?.assignedPod ?? '';
     await snapshots(api, pod);
+    await snapshotHops(api, snap);
+    if (process.env.BENCH_SNAPSHOT_ONLY === '1') return;
     await timeToFirstRecord(api, pod);
     await throughput(api);
   } finally {

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import type { IncomingMessage } from 'node:http';
 import { artifactsRouter, ARTIFACTS_GROUP } from '../artifacts/handler.ts';
-import { logsRouter, LOGS_GROUP } from '../logs/handler.ts';
+import { logsRouter, LOGS_GROUP, type RunLookup } from '../logs/handler.ts';
 import { SESSIONS_GROUP } from '../sessions/handler.ts';
 import type { SessionTokens } from '../sessions/link.ts';
 import {
@@ -60,12 +60,16 @@ export function resourceList(group: string): object {
 /** How often the requestheader configuration (client CA, allowed names, headers) is reloaded. */
 export const REQUESTHEADER_REFRESH_MS = 60_000;
 
-/** `client` serves the APIs; `authClient` (default: client) reads the aggregator's requestheader configuration. */
+/**
+ * `client` serves the APIs; `authClient` (default: client) reads the aggregator's requestheader
+ * configuration; `cachedRun` finds a Run in the extension server's informer cache (Run logs).
+ */
 export async function aggregationRouter(
   client: KubeClient,
   log: Logger,
   tokens?: SessionTokens,
   authClient: KubeClient = client,
+  cachedRun?: RunLookup,
 ): Promise<{
   router: Router;
   source: RequestHeaderSource;
@@ -97,7 +101,7 @@ export async function aggregationRouter(
       res.json(resourceList(g));
     });
   }
-  r.use(logsRouter(client, log));
+  r.use(logsRouter(client, log, cachedRun));
   r.use(artifactsRouter(client, log, tokens));
   return { router: r, source, authenticate: (req) => authenticate(req, cfg()) };
 }

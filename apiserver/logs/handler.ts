@@ -21,6 +21,7 @@ import {
   parseEnd,
   parseRecord,
   parseTail,
+  tailWindowSuffices,
   LineSplitter,
   RecordTail,
   MAX_TAIL,
@@ -42,7 +43,22 @@ export class HttpError extends Error {
   }
 }
 
-async function loadRun(client: KubeClient, ns: string, name: string): Promise<{ run: RunObj; pod: string }> {
+/** A Run from the extension server's informer cache (the watch relay's), or undefined when not cached. */
+export type RunLookup = (ns: string, name: string) => RunObj | undefined;
+
+/**
+ * The Run and its Runtime Pod. A cached Run already assigned to a Pod is used as it is (no GET on
+ * the request's path); an unassigned or uncached one is read from the API server, so a Run just
+ * scheduled is never answered "waiting to start" from a cache that has not seen its binding yet.
+ */
+export async function loadRun(
+  client: Pick<KubeClient, 'get'>,
+  ns: string,
+  name: string,
+  cached: RunLookup = () => undefined,
+): Promise<{ run: RunObj; pod: string }> {
+  const hit = cached(ns, name);
+  if (hit?.status?.assignedPod) return { run: hit, pod: hit.status.assignedPod };
   let run: RunObj;
   try {
     run = await client.get<RunObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/runs/${name}`);
@@ -98,21 +114,48 @@ export function gonePod(err: unknown, ns: string, name: string, pod: string): un
   return err;
 }
 
-async function readSnapshot(
-  client: KubeClient,
+/** Opens a Pod log read (the query string is appended to the runtimed container's log path). */
+export type OpenLog = (path: string) => Promise<Readable>;
+
+/**
+ * The Pod log lines a snapshot of `tail` records reads first: the end of the log since the Run's
+ * creation, with room for other Runs' records interleaved (a Runtime Pod runs several at once).
+ */
+export const windowLines = (tail: number): number => Math.max(tail, 1) + 64;
+
+async function readRecords(open: OpenLog, path: string, records: RecordTail): Promise<RecordTail> {
+  const upstream = await open(path);
+  // Streamed: only the kept records are in memory, never the whole Pod log.
+  upstream.setEncoding('utf8');
+  for await (const chunk of upstream) records.write(chunk as string);
+  return records;
+}
+
+/**
+ * A snapshot: without a cursor, the last windowLines(tail) lines of the log first (a tail read,
+ * served from the end); the whole log since the Run's creation only when that window holds
+ * neither the requested records nor the Run's first one (tailWindowSuffices). With a cursor, the whole
+ * log since the Run's creation (the cursor may point anywhere in it).
+ */
+export async function readSnapshot(
+  open: OpenLog,
   run: RunObj,
   pod: string,
   tail: number,
   cursor?: CursorPos,
 ): Promise<{ items: unknown[]; cursor?: string }> {
-  const upstream = await client.stream(podLogPath(run, pod)).catch((err: unknown) => {
-    throw gonePod(err, run.metadata.namespace ?? '', run.metadata.name ?? '', pod);
-  });
-  // Streamed: only the kept records are in memory, never the whole Pod log.
-  const records = new RecordTail(run.metadata.uid ?? '', cursor ? MAX_TAIL : tail, cursor);
-  upstream.setEncoding('utf8');
-  for await (const chunk of upstream) records.write(chunk as string);
-  return records.end();
+  const path = podLogPath(run, pod);
+  const uid = run.metadata.uid ?? '';
+  const read = (p: string, records: RecordTail): Promise<RecordTail> =>
+    readRecords(open, p, records).catch((err: unknown) => {
+      throw gonePod(err, run.metadata.namespace ?? '', run.metadata.name ?? '', pod);
+    });
+  if (!cursor) {
+    const window = windowLines(tail);
+    const w = await read(`${path}&tailLines=${window}`, new RecordTail(uid, tail));
+    if (tailWindowSuffices({ recordsRead: w.recordsRead, tail, sawStart: w.sawStart })) return w.end();
+  }
+  return (await read(path, new RecordTail(uid, cursor ? MAX_TAIL : tail, cursor))).end();
 }
 
 /** Follows until the Run is terminal and its last records were delivered, or the caller leaves. */
@@ -215,7 +258,7 @@ export function relayRecords(
   return state;
 }
 
-async function serveLog(client: KubeClient, req: Request, res: Response): Promise<void> {
+async function serveLog(client: KubeClient, cached: RunLookup, req: Request, res: Response): Promise<void> {
   const ns = String(req.params.ns);
   const name = String(req.params.name);
   const tail = parseTail(req.query.tailLines);
@@ -224,15 +267,16 @@ async function serveLog(client: KubeClient, req: Request, res: Response): Promis
   const cursor = rawCursor === undefined ? undefined : decodeCursor(rawCursor);
   if (rawCursor !== undefined && !cursor)
     throw new HttpError(400, 'BadRequest', 'cursor is not a cursor returned by this API; reconnect without it');
-  const { run, pod } = await loadRun(client, ns, name);
+  const { run, pod } = await loadRun(client, ns, name, cached);
+  const open: OpenLog = (path) => client.stream(path);
   if (req.query.follow !== 'true') {
-    const snap = await readSnapshot(client, run, pod, tail, cursor);
+    const snap = await readSnapshot(open, run, pod, tail, cursor);
     res.json({ apiVersion: `${LOGS_GROUP}/v1alpha1`, kind: 'RunLog', metadata: { name, namespace: ns }, ...snap });
     return;
   }
   let from = cursor;
   if (!from && req.query.tailLines !== undefined) {
-    const snap = await readSnapshot(client, run, pod, tail);
+    const snap = await readSnapshot(open, run, pod, tail);
     const first = snap.items[0] as { attempt: number; seq: number } | undefined;
     if (first)
       from =
@@ -244,10 +288,11 @@ async function serveLog(client: KubeClient, req: Request, res: Response): Promis
   await follow(client, res, req, { run, pod, ...(from ? { cursor: from } : {}) });
 }
 
-export function logsRouter(client: KubeClient, log: Logger): Router {
+/** `cached`: the Runs of the extension server's informer cache, when it holds them (see loadRun). */
+export function logsRouter(client: KubeClient, log: Logger, cached: RunLookup = () => undefined): Router {
   const r = express.Router();
   r.get(`/apis/${LOGS_GROUP}/v1alpha1/namespaces/:ns/runs/:name/log`, validObjectPath, (req, res) => {
-    serveLog(client, req, res).catch((err: unknown) => {
+    serveLog(client, cached, req, res).catch((err: unknown) => {
       if (res.headersSent) {
         res.end();
         return;

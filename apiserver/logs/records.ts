@@ -119,6 +119,18 @@ export function snapshot(
   return { items, ...(last ? { cursor: encodeCursor(last) } : {}) };
 }
 
+/**
+ * Whether a snapshot read from the end of the Pod log (the last lines since the Run's creation) is
+ * the snapshot the whole log gives: the window is a suffix of the log, so when it holds at least
+ * `tail` records of the Run (at least one, for the cursor, when tail is 0) they are the Run's
+ * newest; and when it holds the Run's first record (attempt 1, seq 0) it holds all of them. A
+ * window shorter than asked for proves nothing on a kubelet, which counts a long line's partial
+ * entries as lines of its own.
+ */
+export function tailWindowSuffices(w: { recordsRead: number; tail: number; sawStart: boolean }): boolean {
+  return w.sawStart || w.recordsRead >= Math.max(w.tail, 1);
+}
+
 /** A runtimed log line longer than this is not a record (runtimed's lines are bounded far below it). */
 export const MAX_LINE_BYTES = 8 << 20;
 
@@ -169,11 +181,15 @@ export class LineSplitter {
  * longer than MAX_LINE_BYTES is skipped instead of buffered.
  */
 export class RecordTail {
+  /** Whether the Run's first record (attempt 1, seq 0) was read. */
+  sawStart = false;
+  /** Records of the Run read, in order and after the cursor, before the tail and size bounds. */
+  recordsRead = 0;
   private readonly items: LogRecord[] = [];
   private readonly sizes: number[] = [];
   private bytes = 0;
   private pos: CursorPos | undefined;
-  private readonly lines = new LineSplitter();
+  private readonly splitter = new LineSplitter();
 
   constructor(
     private readonly runUID: string,
@@ -190,20 +206,22 @@ export class RecordTail {
   }
 
   write(chunk: string): void {
-    for (const line of this.lines.push(chunk)) this.line(line);
+    for (const line of this.splitter.push(chunk)) this.line(line);
   }
 
   /** The snapshot: the last `tail` records that fit in maxBytes, and the cursor after the last record read. */
   end(): { items: LogRecord[]; cursor?: string } {
-    const rest = this.lines.end();
+    const rest = this.splitter.end();
     if (rest !== undefined) this.line(rest);
     return snapshot(this.items, this.tail, this.maxBytes);
   }
 
   private line(line: string): void {
     const r = parseRecord(line, this.runUID);
+    if (r && r.attempt <= 1 && r.seq === 0) this.sawStart = true;
     if (!r || !after(r, this.pos)) return;
     this.pos = r;
+    this.recordsRead++;
     const size = Buffer.byteLength(JSON.stringify(r)) + 1;
     this.items.push(r);
     this.sizes.push(size);

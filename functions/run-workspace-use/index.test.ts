@@ -181,3 +181,42 @@ describe('run-workspace-use admission (seed 000 permission boundary)', () => {
     });
   });
 });
+
+describe('run-workspace-use reads the informer cache first', () => {
+  /** A context whose live reads are counted; the cache holds what `cache` names ("<resource>/<name>"). */
+  function cachedCtx(cache: Record<string, KubeObject>, live: World): { ctx: AdmissionContext; gets: string[] } {
+    const gets: string[] = [];
+    const base = ctx(live);
+    return {
+      gets,
+      ctx: {
+        ...base,
+        get: <T extends KubeObject>(path: string): Promise<T | undefined> => {
+          gets.push(path);
+          return base.get<T>(path);
+        },
+        cached: (r, ns, name) => (ns === 'ns' ? cache[`${r.resource}/${name}`] : undefined),
+      },
+    };
+  }
+
+  it('the controller path is decided from the cached workspace and WorkflowRun, without a live read', async () => {
+    const c = cachedCtx({ 'persistentworkspaces/w': workspace(), 'workflowruns/wfr': liveWfr }, {});
+    assert.deepEqual(await admitRunWorkspace(request(runObj()), c.ctx), { allowed: true });
+    assert.deepEqual(c.gets, []);
+  });
+
+  it('the cached copy decides a denial too (a workspace of another runtime)', async () => {
+    const c = cachedCtx({ 'persistentworkspaces/w': workspace(), 'workflowruns/wfr': liveWfr }, {});
+    const res = await admitRunWorkspace(request(runObj({}, 'python')), c.ctx);
+    assert.equal(res.allowed, false);
+    assert.match(res.message ?? '', /belongs to runtime "bash"/);
+    assert.deepEqual(c.gets, []);
+  });
+
+  it('an object the cache does not hold (a workspace created just before) is read live', async () => {
+    const c = cachedCtx({ 'workflowruns/wfr': liveWfr }, { ws: workspace() });
+    assert.deepEqual(await admitRunWorkspace(request(runObj()), c.ctx), { allowed: true });
+    assert.deepEqual(c.gets, ['/apis/kruntimes.io/v1alpha1/namespaces/ns/persistentworkspaces/w']);
+  });
+});

@@ -6,7 +6,15 @@
  * the Run and the workspace are controller-owned by the same live WorkflowRun UID with matching
  * WorkflowRun-UID and job labels. Any error denies (fail closed).
  */
-import type { AdmissionContext, AdmissionRequest, AdmissionResult, FunctionDef } from '../../lib/fn/types.ts';
+import { R } from '../../lib/fn/resources.ts';
+import {
+  resourcePath,
+  type AdmissionContext,
+  type AdmissionRequest,
+  type AdmissionResult,
+  type FunctionDef,
+  type Resource,
+} from '../../lib/fn/types.ts';
 import type { KubeObject, OwnerReference } from '../../lib/kube/types.ts';
 import { CONTROLLER_SERVICE_ACCOUNT, JOB_LABEL, WORKFLOWRUN_UID_LABEL } from '../../lib/workflow/labels.ts';
 
@@ -42,6 +50,21 @@ export function controllerPathProblem(run: RunObj, ws: WsObj, wfr: KubeObject | 
   if (!wfr || wfr.metadata.uid !== uid || wfr.metadata.deletionTimestamp)
     return 'the owning WorkflowRun no longer exists (stale UID)';
   return undefined;
+}
+
+/**
+ * The object from the relay's informer cache when it holds it, else from the API server. A cached
+ * copy may lag by a watch delivery; what it could let through is what the scheduler checks again
+ * (a workspace deleted meanwhile leaves the Run Pending) or the garbage collector removes (a child
+ * of a WorkflowRun deleted meanwhile); a missing object is always read live.
+ */
+export async function cachedOrGet<T extends KubeObject>(
+  ctx: Pick<AdmissionContext, 'get' | 'cached'>,
+  r: Resource,
+  ns: string,
+  name: string,
+): Promise<T | undefined> {
+  return (ctx.cached?.(r, ns, name) as T | undefined) ?? ctx.get<T>(resourcePath(r, ns, name));
 }
 
 async function useReview(
@@ -92,12 +115,11 @@ export async function admitRunWorkspace(req: AdmissionRequest, ctx: AdmissionCon
   const ns = req.namespace ?? run.metadata.namespace ?? '';
   const owner = controllerOf(run);
   const viaController = req.userInfo.username === CONTROLLER_SERVICE_ACCOUNT && owner?.kind === 'WorkflowRun';
-  // The workspace and (for the controller path) the owning WorkflowRun are read in parallel.
+  // The workspace and (for the controller path) the owning WorkflowRun: from the informer cache
+  // when it holds them, else read in parallel.
   const [ws, wfr] = await Promise.all([
-    ctx.get<WsObj>(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/persistentworkspaces/${ref.name}`),
-    viaController
-      ? ctx.get(`/apis/kruntimes.io/v1alpha1/namespaces/${ns}/workflowruns/${owner.name}`)
-      : Promise.resolve(undefined),
+    cachedOrGet<WsObj>(ctx, R.persistentWorkspaces, ns, ref.name),
+    viaController ? cachedOrGet(ctx, R.workflowRuns, ns, owner.name) : Promise.resolve(undefined),
   ]);
   if (!ws)
     return deny(

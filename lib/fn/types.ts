@@ -214,6 +214,12 @@ export interface AdmissionContext {
   /** POST to the API server (e.g. authorization.k8s.io SubjectAccessReviews). */
   post<T>(path: string, body: unknown): Promise<T>;
   get<T extends KubeObject>(path: string): Promise<T | undefined>;
+  /**
+   * An object from the watch relay's informer cache when this process runs the relay and holds
+   * it (undefined otherwise: read it with `get`). It may lag the API server by a watch delivery,
+   * like the informers Kubernetes' own admission plugins read.
+   */
+  cached?(resource: Resource, namespace: string | undefined, name: string): KubeObject | undefined;
 }
 
 interface Common {
