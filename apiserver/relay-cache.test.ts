@@ -12,6 +12,7 @@ import { R } from '../lib/fn/resources.ts';
 import type { IgnoreDecl, Operation, WatchFunction } from '../lib/fn/types.ts';
 import reaper, { FUNCTION_FINALIZER } from '../functions/run-reaper/index.ts';
 import scheduler from '../functions/run-scheduler/index.ts';
+import workspaces from '../functions/workspace-controller/index.ts';
 import { KeyIndex, RelayCache } from './relay-cache.ts';
 
 const NOW = new Date('2026-12-01T20:30:00Z');
@@ -212,5 +213,62 @@ describe('scheduler and reaper readBy (issue 17)', () => {
     assert.deepEqual(names(s.list(R.runs, 'ns')), ['r']);
     put(R.runs, run('r', 'Pending'), 'DELETED');
     assert.deepEqual(names(s.list(R.runs, 'ns')), []);
+  });
+});
+
+describe('workspace-controller readBy (issue 17)', () => {
+  const fn = workspaces as WatchFunction;
+  const wsRun = (
+    name: string,
+    phase: string,
+    o: { runtime?: string; ws?: string; deleting?: boolean } = {},
+  ): KubeObject => {
+    const r = run(name, phase, { runtime: o.runtime ?? 'bash' });
+    return {
+      ...r,
+      metadata: { ...r.metadata, ...(o.deleting ? { deletionTimestamp: T } : {}) },
+      spec: { ...(r.spec as object), ...(o.ws === undefined ? {} : { workspace: { name: o.ws } }) },
+    };
+  };
+
+  it('readBy names exactly the keys for which its ignore keeps a Run', () => {
+    const d = fn.trigger.ignore![0]!;
+    for (const phase of PHASES)
+      for (const ws of [undefined, 'w'])
+        for (const deleting of [false, true]) {
+          const o = wsRun(`${phase}-${ws ?? '-'}-${deleting}`, phase, { ws, deleting });
+          for (const k of ['ns/bash', 'ns/python', 'other/bash'])
+            assert.equal(d.readBy!(o).includes(k), !d.when(o, k), `${o.metadata.name ?? ''} for ${k}`);
+        }
+  });
+
+  it('an invocation visits only the active workspace Runs of its Runtime, not 10,000 finished ones, and decides the same', async () => {
+    const workspace: KubeObject = {
+      metadata: { name: 'w', namespace: 'ns', uid: 'uid-w', resourceVersion: '1' },
+      spec: { runtime: 'bash' },
+      status: { phase: 'Bound', boundPod: 'p1', boundPodUID: 'uid-p1' },
+    };
+    const items: [typeof R.runs, KubeObject][] = [
+      [R.pods, pod('p1')],
+      [R.persistentWorkspaces, workspace],
+    ];
+    for (let i = 0; i < 10_000; i++) items.push([R.runs, wsRun(`done-${i}`, 'Succeeded', { ws: 'w' })]);
+    items.push(
+      [R.runs, wsRun('active', 'Running', { ws: 'w' })],
+      [R.runs, wsRun('plain', 'Running')],
+      [R.runs, wsRun('deleting', 'Running', { ws: 'w', deleting: true })],
+    );
+    const c = counted(fn);
+    const { cache } = cacheOf([fn], items);
+    const indexed = handlerState(c.fn, cache.state, 'ns/bash');
+    const full = handlerState(fn, new FakeState(items), 'ns/bash');
+    assert.deepEqual(names(indexed.list(R.runs, 'ns')), ['active']);
+    assert.deepEqual(names(full.list(R.runs, 'ns')), ['active']);
+    assert.ok(c.calls() <= 5, `ignore evaluated ${c.calls()} times for one list`);
+    const input = { key: 'ns/bash', object: undefined, now: NOW };
+    assert.deepEqual(
+      sortOps(await fn.handler({ ...input, state: indexed })),
+      sortOps(await fn.handler({ ...input, state: full })),
+    );
   });
 });

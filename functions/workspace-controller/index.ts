@@ -77,6 +77,13 @@ const byRuntime = (o: KubeObject): string[] => {
   return rt ? [`${o.metadata.namespace}/${rt}`] : [];
 };
 
+/** The only key that reads a Run: its Runtime's, while it uses a workspace and is neither finished
+ * nor being deleted (what reconcileWorkspaces counts; admission keeps a Run on its workspace's Runtime). */
+export const workspaceReadBy = (r: KubeObject): string[] => {
+  const run = r as RunObj;
+  return run.spec?.workspace && !isTerminal(run.status?.phase) && !run.metadata.deletionTimestamp ? byRuntime(r) : [];
+};
+
 const fn: FunctionDef = {
   name: 'workspace-controller',
   description: 'Binds PersistentWorkspaces to Runtime Pods, detects loss, tracks use and drives cleanup.',
@@ -92,6 +99,9 @@ const fn: FunctionDef = {
       },
       { resource: R.runs, map: (r) => ((r as RunObj).spec?.workspace ? byRuntime(r) : []) },
     ],
+    // Only the key's active workspace Runs are read; the relay indexes them (readBy), so an
+    // invocation does not visit every Run of the namespace (issue 17).
+    ignore: [{ resource: R.runs, when: (r, key) => !workspaceReadBy(r).includes(key), readBy: workspaceReadBy }],
   },
   concurrency: 2,
   rbac: [
