@@ -130,6 +130,22 @@ describe('devws-sync (pure decisions)', () => {
     assert.equal(outcomeOf(200, 'garbage').kind, 'unanswered');
   });
 
+  it('names the Git Server reason once when its message already starts with it', () => {
+    const said = (body: object): string => {
+      const o = outcomeOf(422, JSON.stringify(body));
+      return o.kind === 'failed' ? o.message : o.kind;
+    };
+    assert.equal(
+      said({ reason: 'ssh_unavailable', message: 'ssh_unavailable: ssh cannot run as uid 65532' }),
+      'Git Server answered 422: ssh_unavailable: ssh cannot run as uid 65532',
+    );
+    assert.equal(
+      said({ reason: 'repository_sync_failed', message: 'x.invalid does not resolve' }),
+      'Git Server answered 422: repository_sync_failed x.invalid does not resolve',
+    );
+    assert.equal(said({}), 'Git Server answered 422:');
+  });
+
   it('a deleted Project (gone, or recorded deleted) has its repository removed; a live one never', () => {
     assert.deepEqual(removalOf('team/p1', undefined), { namespace: 'team', project: 'p1' });
     assert.deepEqual(removalOf('team/p1', project({ lifecycle: 'deleted' })), { namespace: 'team', project: 'p1' });

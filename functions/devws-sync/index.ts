@@ -89,7 +89,10 @@ export function outcomeOf(code: number, body: string): SyncOutcome {
     // not JSON: judged by the status code alone
   }
   if (code === 200 && doc.ref && doc.commit) return { kind: 'synced', result: doc as SyncResult };
-  const message = `Git Server answered ${code}: ${doc.reason ?? ''} ${doc.message ?? ''}`.trim();
+  // The Git Server's message may already start with its reason ("ssh_unavailable: …"): not twice.
+  const said =
+    doc.reason && doc.message?.startsWith(`${doc.reason}:`) ? doc.message : `${doc.reason ?? ''} ${doc.message ?? ''}`;
+  const message = `Git Server answered ${code}: ${said.trim()}`.trim();
   if (code >= 400 && code < 500 && code !== 401 && code !== 408 && code !== 429) return { kind: 'failed', message };
   return { kind: 'unanswered', message };
 }
