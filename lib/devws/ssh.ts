@@ -6,8 +6,8 @@
  * those known hosts, and connects to the vetted address only (`HostName`), while the host key is
  * still looked up under the URL's host (`HostKeyAlias`), as `ssh-keyscan` writes it.
  */
-/** An scp-like address (validate.ts accepts the same): user@host:path, no scheme. */
-const SCP_LIKE = /^([A-Za-z0-9._-]+)@([A-Za-z0-9.-]+):(?!\/\/)(\S+)$/;
+/** An scp-like address (user@host:path, no scheme): what validate.ts accepts and ssh connects to. */
+export const SCP_LIKE = /^([A-Za-z0-9._-]+)@([A-Za-z0-9.-]+):(?!\/\/)(\S+)$/;
 
 export interface RepositoryEndpoint {
   transport: 'https' | 'ssh';

@@ -3,8 +3,7 @@
  * the default branch, Git ref names and the isolated Workspace's baseRef. Pure, no I/O.
  */
 import { DevwsError } from './api.ts';
-
-const SCP_LIKE = /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!\/\/)[^\s]+$/;
+import { SCP_LIKE } from './ssh.ts';
 
 /** https or ssh only; no query, fragment or embedded password (400 invalid_repository_url). */
 export function validateRepositoryUrl(url: string): void {
