@@ -13,6 +13,7 @@ import type { IgnoreDecl, Operation, WatchFunction } from '../lib/fn/types.ts';
 import reaper, { FUNCTION_FINALIZER } from '../functions/run-reaper/index.ts';
 import scheduler from '../functions/run-scheduler/index.ts';
 import workspaces from '../functions/workspace-controller/index.ts';
+import artifactGc, { FINALIZER as GC_FINALIZER } from '../functions/run-artifact-gc/index.ts';
 import { KeyIndex, RelayCache } from './relay-cache.ts';
 
 const NOW = new Date('2026-12-01T20:30:00Z');
@@ -161,6 +162,88 @@ describe('RelayCache list over several informers', () => {
   });
 });
 
+describe('RelayCache label index (issue 17)', () => {
+  /** A store that counts full listings. */
+  class CountingStore extends Store<KubeObject> {
+    lists = 0;
+    override list(): KubeObject[] {
+      this.lists++;
+      return super.list();
+    }
+  }
+
+  /** What a scan answers: each key's newest copy over the stores, if it matches. */
+  function scan(stores: Store<KubeObject>[], ns: string, sel: Record<string, string>): string[] {
+    const best = new Map<string, KubeObject>();
+    for (const s of stores)
+      for (const o of s.list()) {
+        const k = `${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`;
+        const b = best.get(k);
+        if (!b || Number(o.metadata.resourceVersion) > Number(b.metadata.resourceVersion)) best.set(k, o);
+      }
+    return [...best.values()]
+      .filter((o) => o.metadata.namespace === ns && Object.entries(sel).every(([k, v]) => o.metadata.labels?.[k] === v))
+      .map((o) => `${o.metadata.name ?? ''}@${o.metadata.resourceVersion ?? ''}`)
+      .sort();
+  }
+
+  it('answers a namespaced labeled list from the index, never listing a store, exactly as a scan would', () => {
+    const cache = new RelayCache();
+    const stores = [new CountingStore(), new CountingStore()];
+    cache.add(R.runs, { store: stores[0]! });
+    let seed = 7;
+    const rnd = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    let version = 1;
+    const sels: Record<string, string>[] = [{ wf: 'a' }, { wf: 'b' }, { wf: 'a', job: 'x' }, { job: 'x' }];
+    for (let step = 0; step < 3000; step++) {
+      if (step === 40) cache.add(R.runs, { store: stores[1]! });
+      const s = stores[step < 40 ? 0 : rnd(2)]!;
+      const name = `r${rnd(30)}`;
+      const ns = ['ns', 'other'][rnd(2)]!;
+      const labels: Record<string, string> = {};
+      if (rnd(3)) labels.wf = ['a', 'b'][rnd(2)]!;
+      if (rnd(2)) labels.job = ['x', 'y'][rnd(2)]!;
+      const o: KubeObject = { metadata: { name, namespace: ns, resourceVersion: String(version++), labels } };
+      const type = rnd(5) === 0 ? 'DELETED' : 'MODIFIED';
+      if (s.apply({ type, object: o })) cache.changed(R.runs, o);
+      const sel = sels[rnd(sels.length)]!;
+      const before = stores.map((x) => x.lists);
+      const got = cache.state
+        .list(R.runs, ns, sel)
+        .map((x) => `${x.metadata.name ?? ''}@${x.metadata.resourceVersion ?? ''}`)
+        .sort();
+      assert.deepEqual(
+        stores.map((x) => x.lists),
+        before,
+        'no store listed',
+      );
+      assert.deepEqual(got, scan(stores.slice(0, step < 40 ? 1 : 2), ns, sel), `step ${step} ${JSON.stringify(sel)}`);
+    }
+  });
+
+  it('finds the 3 Runs of one WorkflowRun among 10,000 retained Runs without looking at them', () => {
+    const cache = new RelayCache();
+    const store = new CountingStore();
+    cache.add(R.runs, { store });
+    const put = (o: KubeObject): void => {
+      if (store.apply({ type: 'ADDED', object: o })) cache.changed(R.runs, o);
+    };
+    for (let i = 0; i < 10_000; i++) put(run(`done-${i}`, 'Succeeded'));
+    for (const step of ['s1', 's2', 's3']) {
+      const r = run(step, 'Succeeded');
+      put({ ...r, metadata: { ...r.metadata, labels: { 'kruntimes.io/workflowrun-uid': 'u1' } } });
+    }
+    assert.deepEqual(names(cache.state.list(R.runs, 'ns', { 'kruntimes.io/workflowrun-uid': 'u1' })), [
+      's1',
+      's2',
+      's3',
+    ]);
+    assert.equal(store.lists, 0);
+    assert.deepEqual(names(cache.state.list(R.runs, 'other', { 'kruntimes.io/workflowrun-uid': 'u1' })), []);
+    assert.equal(cache.state.list(R.runs, 'ns').length, 10_003, 'an unlabeled list still scans');
+  });
+});
+
 describe('scheduler and reaper readBy (issue 17)', () => {
   const keys = ['ns/bash', 'ns/python', 'other/bash', 'ns/'];
   const all: KubeObject[] = [];
@@ -270,5 +353,61 @@ describe('workspace-controller readBy (issue 17)', () => {
       sortOps(await fn.handler({ ...input, state: indexed })),
       sortOps(await fn.handler({ ...input, state: full })),
     );
+  });
+});
+
+describe('run-artifact-gc readBy (issue 17)', () => {
+  const fn = artifactGc as WatchFunction;
+  const gcRun = (name: string, o: { runtime?: string; fin?: boolean; deleting?: boolean } = {}): KubeObject => {
+    const r = run(name, 'Succeeded', { runtime: o.runtime ?? 'bash', pod: 'p1' });
+    return {
+      ...r,
+      metadata: {
+        ...r.metadata,
+        ...(o.fin ? { finalizers: [GC_FINALIZER] } : {}),
+        ...(o.deleting ? { deletionTimestamp: T } : {}),
+      },
+      status: { ...(r.status as object), artifactStore: { driver: 'filesystem' } },
+    };
+  };
+
+  it('readBy names exactly the keys for which its ignore keeps a Run', () => {
+    const d = fn.trigger.ignore![0]!;
+    for (const runtime of ['bash', 'python', ''])
+      for (const fin of [false, true])
+        for (const deleting of [false, true]) {
+          const o = gcRun(`${runtime}-${fin}-${deleting}`, { runtime, fin, deleting });
+          for (const k of ['ns/bash', 'ns/python', 'ns/', 'other/bash', 'other/'])
+            assert.equal(d.readBy!(o).includes(k), !d.when(o, k), `${o.metadata.name ?? ''} for ${k}`);
+        }
+  });
+
+  it('an invocation visits only the Runs that hold the cleanup finalizer, not 10,000 retained ones, and decides the same', async () => {
+    const items: [typeof R.runs, KubeObject][] = [[R.pods, pod('p1')]];
+    for (let i = 0; i < 10_000; i++) items.push([R.runs, gcRun(`done-${i}`)]);
+    items.push(
+      [R.runs, gcRun('held', { fin: true })],
+      [R.runs, gcRun('deleted', { fin: true, deleting: true })],
+      [R.runs, gcRun('deleted-other', { fin: true, deleting: true, runtime: 'python' })],
+    );
+    const c = counted(fn);
+    const { cache } = cacheOf([fn], items);
+    for (const key of ['ns/bash', 'ns/']) {
+      const indexed = handlerState(c.fn, cache.state, key);
+      const full = handlerState(fn, new FakeState(items), key);
+      assert.deepEqual(names(indexed.list(R.runs, 'ns')), names(full.list(R.runs, 'ns')));
+      const input = { key, object: undefined, now: NOW };
+      assert.deepEqual(
+        sortOps(await fn.handler({ ...input, state: indexed })),
+        sortOps(await fn.handler({ ...input, state: full })),
+      );
+    }
+    assert.deepEqual(names(handlerState(fn, cache.state, 'ns/bash').list(R.runs, 'ns')), ['deleted']);
+    assert.deepEqual(names(handlerState(fn, cache.state, 'ns/').list(R.runs, 'ns')), [
+      'deleted',
+      'deleted-other',
+      'held',
+    ]);
+    assert.ok(c.calls() <= 20, `ignore evaluated ${c.calls()} times`);
   });
 });

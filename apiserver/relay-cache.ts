@@ -4,7 +4,10 @@
  * declares it may read (`IgnoreDecl.readBy`). With an index, a handler's list visits only the
  * objects its key may read (e.g. the pending and active Runs of one Runtime) instead of every
  * cached object of the kind, so an invocation's cost stops growing with the namespace's finished
- * Runs (issue 17). The relay reports every delta of a store (`changed`) after applying it.
+ * Runs (issue 17). A list with a label selector in one namespace is answered from an index by
+ * that label (built on the first such list, then kept current), not by scanning every cached
+ * object of the kind: a WorkflowRun's step Runs are found among 10,000 retained task Runs without
+ * looking at them. The relay reports every delta of a store (`changed`) after applying it.
  */
 import type { Store } from '../lib/kube/cache.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
@@ -81,9 +84,20 @@ export interface Holder {
   readonly store: Store<KubeObject>;
 }
 
+/** The values a label index keeps for an object: its namespace with its value of the label. */
+const labelValue = (ns: string, v: string): string => `${ns}\n${v}`;
+const byLabel =
+  (label: string): IndexFn =>
+  (o) => {
+    const v = o.metadata.labels?.[label];
+    return v === undefined ? [] : [labelValue(o.metadata.namespace ?? '', v)];
+  };
+
 export class RelayCache<H extends Holder = Holder> {
   private readonly byResource = new Map<string, H[]>();
   private readonly indexes: Map<string, KeyIndex[]>;
+  /** Per collection path, per label key: object keys by namespace and label value (lazily built). */
+  private readonly labelIndexes = new Map<string, Map<string, KeyIndex>>();
 
   constructor(functions: WatchFunction[] = []) {
     this.indexes = declaredIndexes(functions);
@@ -92,6 +106,7 @@ export class RelayCache<H extends Holder = Holder> {
   add(r: Resource, holder: H): void {
     const path = resourcePath(r);
     this.byResource.set(path, [...(this.byResource.get(path) ?? []), holder]);
+    for (const idx of this.labelIndexes.get(path)?.values() ?? []) this.reindex(path, idx, holder.store.keys());
   }
 
   holders(path: string): H[] {
@@ -104,11 +119,41 @@ export class RelayCache<H extends Holder = Holder> {
 
   /** After a store of `r` applied a change of `o` (added, updated, deleted): its index entries follow. */
   changed(r: Resource, o: KubeObject): void {
-    const idx = this.indexes.get(resourcePath(r));
-    if (!idx) return;
+    const path = resourcePath(r);
+    const idx = [...(this.indexes.get(path) ?? []), ...(this.labelIndexes.get(path)?.values() ?? [])];
+    if (!idx.length) return;
     const key = keyOf(o);
-    const current = this.byKey(resourcePath(r), key);
+    const current = this.byKey(path, key);
     for (const i of idx) i.update(key, current);
+  }
+
+  private reindex(path: string, idx: KeyIndex, keys: Iterable<string>): void {
+    for (const k of keys) idx.update(k, this.byKey(path, k));
+  }
+
+  /** The index of `path` by `label`, built from the stores the first time it is asked for. */
+  private labelIndex(path: string, label: string): KeyIndex {
+    let perLabel = this.labelIndexes.get(path);
+    if (!perLabel) this.labelIndexes.set(path, (perLabel = new Map<string, KeyIndex>()));
+    let idx = perLabel.get(label);
+    if (!idx) {
+      perLabel.set(label, (idx = new KeyIndex(byLabel(label))));
+      for (const h of this.holders(path)) this.reindex(path, idx, h.store.keys());
+    }
+    return idx;
+  }
+
+  /** A namespaced list with a label selector: the index of its first label's candidates. */
+  private listByLabel(path: string, ns: string, sel: Record<string, string>): KubeObject[] | undefined {
+    const first = Object.entries(sel)[0];
+    if (!first) return undefined;
+    const keep = (o: KubeObject): boolean => o.metadata.namespace === ns && matchesLabels(o, sel);
+    return this.labelIndex(path, first[0])
+      .keys(labelValue(ns, first[1]))
+      .flatMap((k) => {
+        const o = this.byKey(path, k);
+        return o && keep(o) ? [o] : [];
+      });
   }
 
   private byKey(path: string, key: string): KubeObject | undefined {
@@ -125,6 +170,8 @@ export class RelayCache<H extends Holder = Holder> {
     // answer with the newest copy, so a reconcile woken by one informer never reads a staler one.
     get: (r, ns, name) => this.byKey(resourcePath(r), ns ? `${ns}/${name}` : name),
     list: (r, ns, sel) => {
+      const indexed = ns && sel ? this.listByLabel(resourcePath(r), ns, sel) : undefined;
+      if (indexed) return indexed;
       const hs = this.holders(resourcePath(r));
       const keep = (o: KubeObject): boolean => (!ns || o.metadata.namespace === ns) && matchesLabels(o, sel);
       if (hs.length === 1) return hs[0]!.store.list().filter(keep);

@@ -273,7 +273,11 @@ export class Relay {
         if (isApiError(err, 404)) return undefined;
         throw err;
       });
-    return withFetched(this.state, f.resources, await fetchRefs(get, f.refs({ key, object, state: this.state })));
+    return withFetched(
+      this.state,
+      f.resources,
+      await fetchRefs(get, f.refs({ key, object, state: handlerState(fn, this.state, key) })),
+    );
   }
 
   private onError(fn: WatchFunction, q: WorkQueue, key: string, err: unknown, log: Logger): void {

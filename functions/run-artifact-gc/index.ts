@@ -251,6 +251,16 @@ export function secretRefs({ key, state }: { key: string; state: State }): Objec
   return waiting ? [{ resource: R.secrets, namespace: GC_SECRET_NAMESPACE, name: GC_SECRET_NAME }] : [];
 }
 
+/** The keys whose invocation reads a Run (IgnoreDecl.readBy): a Run that holds the cleanup finalizer
+ * matters to its namespace's identity release and, once deleted, to its Runtime's key; no other Run
+ * matters, so an invocation never visits the namespace's other (e.g. 10,000 retained) Runs. */
+export function gcReadBy(o: KubeObject): string[] {
+  if (!(o.metadata.finalizers ?? []).includes(FINALIZER)) return [];
+  const ns = o.metadata.namespace ?? '';
+  if (!o.metadata.deletionTimestamp) return [`${ns}/`];
+  return [...new Set([`${ns}/`, `${ns}/${(o as RunObj).spec?.runtime ?? ''}`])];
+}
+
 const fn: FunctionDef = {
   name: 'run-artifact-gc',
   description:
@@ -273,6 +283,7 @@ const fn: FunctionDef = {
       },
     ],
     fetch: { resources: [R.secrets], refs: secretRefs },
+    ignore: [{ resource: R.runs, when: (o, key) => !gcReadBy(o).includes(key), readBy: gcReadBy }],
   },
   concurrency: 2,
   rbac: [
