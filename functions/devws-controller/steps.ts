@@ -24,6 +24,7 @@ import { D, type Effect } from '../../lib/devws/api.ts';
 import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
 import { freezePlugins, pluginInstancesAfter, pluginsDone, recordPluginResults } from '../../lib/devws/plugins.ts';
 import type { SandboxOptions, Substrate } from './substrate.ts';
+import { sameJson } from '../../lib/kube/same-json.ts';
 
 /** What every operation's decision sees. */
 export interface OpCtx {
@@ -309,7 +310,7 @@ export function stepQuiesce(c: Ctx, s: OperationStatus): FnOp[] {
   const d = decideQuiesce(ws2, s, c.now);
   if (d.kind === 'wait') {
     // Persist only a new idle report (fenced by epoch in decideQuiesce); the heartbeat is re-observed each time.
-    const changed = JSON.stringify(ws2.idleProof) !== JSON.stringify(wst.idleProof);
+    const changed = !sameJson(ws2.idleProof, wst.idleProof);
     return changed ? [writeWs(c.ws, ws2), requeue(2000)] : [requeue(2000)];
   }
   if (d.kind === 'refused') return both(c, d.operation, d.workspace);

@@ -4,6 +4,7 @@ import type { FunctionDef, Operation, ReconcileInput } from '../../lib/fn/types.
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition, type Condition } from '../../lib/run/conditions.ts';
 import { actionProblem, workflowRunProblem, type JobsSpec } from '../../lib/workflow/core.ts';
+import { sameJson } from '../../lib/kube/same-json.ts';
 
 type Def = KubeObject & {
   kind?: string;
@@ -34,7 +35,7 @@ export function accept({ key, object, now }: ReconcileInput): Operation[] {
     },
     now.toISOString(),
   );
-  if (JSON.stringify(conditions) === JSON.stringify(d.status?.conditions)) return [];
+  if (sameJson(conditions, d.status?.conditions)) return [];
   return [
     {
       op: 'apply',

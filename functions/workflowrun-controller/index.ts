@@ -37,6 +37,7 @@ import {
   type WorkflowRunStatus,
   type WorkflowSpec,
 } from '../../lib/workflow/core.ts';
+import { sameJson } from '../../lib/kube/same-json.ts';
 
 interface Wfr extends KubeObject {
   spec: { jobs: JobsSpec; cancelRequested?: boolean };
@@ -425,8 +426,7 @@ export function reconcileWorkflowRun(
   const lost = lostWorkspaces(w, state, res.status, nowIso);
   ops.push(...lost.ops);
   const status = workspaceWaits(w, state, lost.status, nowIso);
-  if (JSON.stringify(status) !== JSON.stringify(w.status))
-    ops.push({ op: 'status', resource: R.workflowRuns, object: { ...w, status } });
+  if (!sameJson(status, w.status)) ops.push({ op: 'status', resource: R.workflowRuns, object: { ...w, status } });
   if (res.requeueAfterMs !== undefined) ops.push({ op: 'requeue', afterMs: res.requeueAfterMs });
   return ops;
 }

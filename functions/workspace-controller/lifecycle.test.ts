@@ -4,6 +4,7 @@ import { R } from '../../lib/fn/resources.ts';
 import type { Operation } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import type { Condition } from '../../lib/run/conditions.ts';
+import { stableJson } from '../../lib/kube/same-json.ts';
 import { reconcileWorkspaces } from './index.ts';
 import {
   choosePod,
@@ -92,6 +93,14 @@ describe('workspace-controller lifecycle (seed 000)', () => {
     assert.equal(ended.lastUsedTime, later.toISOString());
     const next = decide(ws(ended), [pod('p1')], 0, new Date('2026-07-06T14:00:00Z'));
     assert.deepEqual(next, { kind: 'none' }, 'set only once');
+  });
+
+  it("does not write again a status it wrote, read back with the keys in the API server's order", () => {
+    const serverOrder = (v: unknown): unknown => JSON.parse(stableJson(v));
+    const first = statusOf(decide(ws(), [pod('p1')], 1, now));
+    const again = decide(ws(serverOrder(first) as WorkspaceStatus), [pod('p1')], 1, later);
+    const settled = again.kind === 'status' ? again.status : first;
+    assert.deepEqual(decide(ws(serverOrder(settled) as WorkspaceStatus), [pod('p1')], 1, later), { kind: 'none' });
   });
 
   it('on deletion writes Released first and keeps the finalizer; a Lost workspace drops the finalizer itself', () => {

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { setCondition, type Condition } from '../../lib/run/conditions.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
+import { sameJson } from '../../lib/kube/same-json.ts';
 
 export const WORKSPACE_FINALIZER = 'kruntimes.io/workspace-cleanup';
 export type Phase = 'Pending' | 'Bound' | 'Lost' | 'Released';
@@ -140,7 +141,7 @@ function usage(s: WorkspaceStatus, activeRuns: number, now: string): WorkspaceSt
 }
 
 const changed = (next: WorkspaceStatus, s: WorkspaceStatus): Decision =>
-  JSON.stringify(next) === JSON.stringify(s) ? { kind: 'none' } : { kind: 'status', status: next };
+  sameJson(next, s) ? { kind: 'none' } : { kind: 'status', status: next };
 
 /** Bound (or Released) workspaces whose Pod is gone or replaced become Lost. */
 function fence(ws: Workspace, pods: PodView[], nowIso: string): { decision?: Decision; pod?: PodView } {

@@ -9,6 +9,7 @@
 import { DevwsError, GROUP, type WorkspaceStatus } from './api.ts';
 import { assertCurrentNode, registerNode } from './fencing.ts';
 import { MAX_PLUGINS, type PluginReportItem } from './plugins.ts';
+import { sameJson } from '../kube/same-json.ts';
 
 export const NODE_REPORT = `${GROUP}/node-report`;
 /** The namespaced ServiceAccount of every sandbox's Node (bound to the ClusterRole below per namespace). */
@@ -141,8 +142,6 @@ export interface FenceContext {
   previous?: NodeReportDoc;
 }
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
-
 function fenceClone(c: CloneReport, ctx: FenceContext): void {
   const op = ctx.operation;
   if (!op || op.name !== c.operation || op.cloneAttempts !== c.attempt) {
@@ -195,15 +194,15 @@ export function fenceNodeReport(r: NodeReportDoc, ctx: FenceContext): void {
   if (ctx.ws.sandbox?.nodeId && ctx.ws.sandbox.nodeId !== r.nodeId) {
     throw new DevwsError('stale_node', 409, `node ${r.nodeId} is not the node ensured for the sandbox`);
   }
-  if (r.idle && !same(r.idle, ctx.previous?.idle) && r.idle.epoch !== (ctx.ws.admissionEpoch ?? 0)) {
+  if (r.idle && !sameJson(r.idle, ctx.previous?.idle) && r.idle.epoch !== (ctx.ws.admissionEpoch ?? 0)) {
     throw new DevwsError(
       'stale_idle_proof',
       409,
       `idle proof for epoch ${r.idle.epoch}, current is ${ctx.ws.admissionEpoch ?? 0}`,
     );
   }
-  if (r.clone && !same(r.clone, ctx.previous?.clone)) fenceClone(r.clone, ctx);
-  if (r.plugins && !same(r.plugins, ctx.previous?.plugins)) fencePlugins(r.plugins, ctx);
+  if (r.clone && !sameJson(r.clone, ctx.previous?.clone)) fenceClone(r.clone, ctx);
+  if (r.plugins && !sameJson(r.plugins, ctx.previous?.plugins)) fencePlugins(r.plugins, ctx);
 }
 
 /** The report of the Workspace's current generation and live sandbox, or undefined (absent, malformed or stale). */

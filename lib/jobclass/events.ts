@@ -64,17 +64,4 @@ export function conditionOf(list: Condition[] | undefined, type: string): Condit
   return list?.find((c) => c.type === type);
 }
 
-/** Stable JSON (sorted keys) for change detection. */
-export function stableJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.entries(v as Record<string, unknown>)
-      .filter(([, x]) => x !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([k, x]) => `${JSON.stringify(k)}:${stableJson(x)}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v);
-}
-
-export const sameJson = (a: unknown, b: unknown): boolean => stableJson(a) === stableJson(b);
+export { sameJson, stableJson } from '../kube/same-json.ts';
