@@ -22,21 +22,49 @@ export function podViews(pods: PodObj[]): PodView[] {
   }));
 }
 
+function addFinalizer(ws: Workspace): Operation {
+  const m = ws.metadata;
+  return {
+    op: 'patch',
+    resource: R.persistentWorkspaces,
+    namespace: m.namespace,
+    name: m.name ?? '',
+    patch: {
+      metadata: { resourceVersion: m.resourceVersion, finalizers: [...(m.finalizers ?? []), WORKSPACE_FINALIZER] },
+    },
+  };
+}
+
+function opsFor(ws: Workspace, d: ReturnType<typeof decide>): Operation[] {
+  if (d.kind !== 'finalizeAndBind') {
+    const op = opFor(ws, d);
+    return op ? [op] : [];
+  }
+  // The finalizer patch is guarded by the resourceVersion the decision was made on; the status that
+  // follows it in the same invocation cannot be (the patch moved it on), so it is written whole,
+  // as the only writer of workspace status does.
+  const m = ws.metadata;
+  return [
+    addFinalizer(ws),
+    {
+      op: 'patch',
+      resource: R.persistentWorkspaces,
+      namespace: m.namespace,
+      name: m.name ?? '',
+      subresource: 'status',
+      patchType: 'json',
+      patch: [{ op: 'add', path: '/status', value: d.status }],
+    },
+  ];
+}
+
 function opFor(ws: Workspace, d: ReturnType<typeof decide>): Operation | undefined {
   const m = ws.metadata;
   switch (d.kind) {
     case 'status':
       return { op: 'status', resource: R.persistentWorkspaces, object: { ...ws, status: d.status } };
     case 'addFinalizer':
-      return {
-        op: 'patch',
-        resource: R.persistentWorkspaces,
-        namespace: m.namespace,
-        name: m.name ?? '',
-        patch: {
-          metadata: { resourceVersion: m.resourceVersion, finalizers: [...(m.finalizers ?? []), WORKSPACE_FINALIZER] },
-        },
-      };
+      return addFinalizer(ws);
     case 'removeFinalizer':
       return {
         op: 'patch',
@@ -66,8 +94,7 @@ export function reconcileWorkspaces({ key, state, now }: ReconcileInput): Operat
   const ops: Operation[] = [];
   for (const ws of (state.list(R.persistentWorkspaces, ns) as Workspace[]).filter((w) => w.spec.runtime === runtime)) {
     const active = runs.filter((r) => r.spec.workspace?.name === ws.metadata.name).length;
-    const op = opFor(ws, decide(ws, pods, active, now));
-    if (op) ops.push(op);
+    ops.push(...opsFor(ws, decide(ws, pods, active, now)));
   }
   return ops;
 }

@@ -68,6 +68,22 @@ describe('workspace-controller lifecycle (seed 000)', () => {
     assert.deepEqual(decide(ws(bound(), { finalizers: [] }), [pod('p1')], 0, now), { kind: 'addFinalizer' });
   });
 
+  it('binds a workspace without its finalizer in one decision, PodAvailable said in the same status', () => {
+    const d = decide(ws(undefined, { finalizers: [] }), [pod('p1')], 1, now);
+    assert.equal(d.kind, 'finalizeAndBind');
+    const s = (d as { status: WorkspaceStatus }).status;
+    assert.equal(s.phase, 'Bound');
+    assert.equal(cond(s, 'PodAvailable')?.reason, 'PodReady');
+    assert.equal(s.lastUsedTime, undefined, 'a Run already waits for it');
+    const after = ws(JSON.parse(stableJson(s)) as WorkspaceStatus);
+    assert.deepEqual(decide(after, [pod('p1')], 1, later), { kind: 'none' }, 'nothing left to write');
+  });
+
+  it('drops the finalizer of a workspace deleted before it was bound (no Pod holds data)', () => {
+    const d = decide(ws(undefined, { deletionTimestamp: later.toISOString() }), [pod('p1')], 0, later);
+    assert.equal(d.kind, 'removeFinalizer');
+  });
+
   it('stays Bound while the Pod exists but is unready, and says so', () => {
     const s = statusOf(decide(ws(bound({ lastUsedTime: now.toISOString() })), [pod('p1', { ready: false })], 0, now));
     assert.equal(s.phase, 'Bound');
@@ -168,6 +184,30 @@ describe('workspace-controller reconcile', () => {
     const s = (busy.find((o) => o.op === 'status') as Extract<Operation, { op: 'status' }>).object
       .status as WorkspaceStatus;
     assert.equal(s.lastUsedTime, undefined);
+  });
+
+  it('binds in one invocation: the finalizer guarded by the resourceVersion, then the whole status', () => {
+    const fresh: Workspace = { ...ws(), metadata: { ...ws().metadata, finalizers: [], resourceVersion: '7' } };
+    const state = new FakeState([
+      [R.persistentWorkspaces, fresh],
+      [R.pods, podObj('p1')],
+    ]);
+    const ops = reconcileWorkspaces({ key: 'ns/bash', object: undefined, state, now: later });
+    assert.equal(ops.length, 2);
+    assert.deepEqual(ops[0], {
+      op: 'patch',
+      resource: R.persistentWorkspaces,
+      namespace: 'ns',
+      name: 'w',
+      patch: { metadata: { resourceVersion: '7', finalizers: [WORKSPACE_FINALIZER] } },
+    });
+    const second = ops[1] as Extract<Operation, { op: 'patch' }>;
+    assert.equal(second.subresource, 'status');
+    assert.equal(second.patchType, 'json');
+    const [add] = second.patch as { op: string; path: string; value: WorkspaceStatus }[];
+    assert.equal(add?.path, '/status');
+    assert.equal(add?.value.phase, 'Bound');
+    assert.equal(cond(add?.value ?? {}, 'PodAvailable')?.status, 'True');
   });
 
   it('turns a delete decision into a UID-guarded delete', () => {

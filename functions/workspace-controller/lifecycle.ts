@@ -37,6 +37,9 @@ export interface PodView {
 
 export type Decision =
   | { kind: 'status'; status: WorkspaceStatus }
+  /** Bind a workspace that has no finalizer yet: the finalizer first, then the Bound status, in one
+   * invocation (no watch round trip between them; issue 17). */
+  | { kind: 'finalizeAndBind'; status: WorkspaceStatus }
   | { kind: 'addFinalizer' }
   | { kind: 'removeFinalizer'; reason: string }
   /** Released (cleanup requested) but not yet deleted: request the Kubernetes deletion (seed order: Released first). */
@@ -96,7 +99,7 @@ function bind(ws: Workspace, pods: PodView[], now: string): WorkspaceStatus {
         gen,
       ),
     };
-  return {
+  const next: WorkspaceStatus = {
     ...s,
     phase: 'Bound',
     runtime: ws.spec.runtime,
@@ -109,6 +112,21 @@ function bind(ws: Workspace, pods: PodView[], now: string): WorkspaceStatus {
       now,
       gen,
     ),
+  };
+  // The Pod was chosen among ready ones: say so in the same write (not one write later).
+  return { ...next, conditions: condOf(next, podAvailable(pod), now) };
+}
+
+/** The PodAvailable condition for the bound Pod. */
+function podAvailable(pod: PodView | undefined): CondSpec {
+  const ready = !!pod?.ready;
+  return {
+    type: 'PodAvailable',
+    ok: ready,
+    reason: ready ? 'PodReady' : 'PodNotReady',
+    message: ready
+      ? `Runtime Pod ${pod?.name} is ready`
+      : `Runtime Pod ${pod?.name} is not ready; Runs using the workspace wait`,
   };
 }
 
@@ -196,6 +214,9 @@ function deleting(ws: Workspace, nowIso: string): Decision {
   if (s.phase === 'Lost' && (ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER))
     return { kind: 'removeFinalizer', reason: 'the workspace is Lost: no Pod-local data remains' };
   if (s.phase === 'Bound') return { kind: 'status', status: released(ws, 'Deleting', nowIso) };
+  // Never bound (its Bound status write did not follow the finalizer): no Pod holds its data.
+  if ((s.phase ?? 'Pending') === 'Pending' && (ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER))
+    return { kind: 'removeFinalizer', reason: 'the workspace was never bound: no Pod-local data exists' };
   return { kind: 'none' };
 }
 
@@ -203,20 +224,7 @@ function boundUpkeep(ws: Workspace, pod: PodView | undefined, activeRuns: number
   const s = ws.status ?? {};
   if (!(ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER)) return { kind: 'addFinalizer' };
   const next = usage(s, activeRuns, nowIso);
-  const ready = !!pod?.ready;
-  const conditions = condOf(
-    next,
-    {
-      type: 'PodAvailable',
-      ok: ready,
-      reason: ready ? 'PodReady' : 'PodNotReady',
-      message: ready
-        ? `Runtime Pod ${pod?.name} is ready`
-        : `Runtime Pod ${pod?.name} is not ready; Runs using the workspace wait`,
-    },
-    nowIso,
-  );
-  return changed({ ...next, conditions }, s);
+  return changed({ ...next, conditions: condOf(next, podAvailable(pod), nowIso) }, s);
 }
 
 export function decide(ws: Workspace, pods: PodView[], activeRuns: number, now: Date): Decision {
@@ -229,7 +237,10 @@ export function decide(ws: Workspace, pods: PodView[], activeRuns: number, now: 
   if (s.phase === 'Lost') return { kind: 'none' };
   if (s.phase === 'Bound') return boundUpkeep(ws, f.pod, activeRuns, nowIso);
   const b = bind(ws, pods, nowIso);
-  return changed(b.phase === 'Bound' ? usage(b, activeRuns, nowIso) : b, s);
+  if (b.phase !== 'Bound') return changed(b, s);
+  const status = usage(b, activeRuns, nowIso);
+  if (!(ws.metadata.finalizers ?? []).includes(WORKSPACE_FINALIZER)) return { kind: 'finalizeAndBind', status };
+  return changed(status, s);
 }
 
 /** When an unused DeleteAfterTTL workspace is due for cleanup, if ever. */
