@@ -12,6 +12,7 @@ import type { KubeObject } from '../../lib/kube/types.ts';
 import { setCondition, getCondition, type Condition } from '../../lib/run/conditions.ts';
 import { ACTIVE, isTerminal, terminalFailure, type RunStatus } from '../../lib/run/phases.ts';
 import { heartbeatOnly } from '../../lib/run/heartbeat.ts';
+import { usageOnly } from '../workspace-controller/lifecycle.ts';
 import { backoffMs, type RetryPolicy } from '../../lib/run/retry.ts';
 import { DEFAULT_HEARTBEAT_STALE_MS, planBatch, type RunView, type RuntimePod, type WorkspaceView } from './core.ts';
 
@@ -227,7 +228,8 @@ const fn: FunctionDef = {
         // Not on runtimed's every heartbeat (every 5 s per Pod): the handler reads it when it runs.
         filter: (e, nowMs) => !heartbeatOnly(e, nowMs, DEFAULT_HEARTBEAT_STALE_MS),
       },
-      { resource: R.persistentWorkspaces, map: runtimeKey },
+      // Not on a workspace's lastUsedTime alone (twice per step boundary): it decides nothing here.
+      { resource: R.persistentWorkspaces, map: runtimeKey, filter: (e) => !usageOnly(e) },
       { resource: nodes, map: () => [] },
     ],
     // The handler reads only the pending and active Runs of the key's Runtime; without this every

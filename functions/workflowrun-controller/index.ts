@@ -38,6 +38,7 @@ import {
   type WorkflowSpec,
 } from '../../lib/workflow/core.ts';
 import { sameJson } from '../../lib/kube/same-json.ts';
+import { usageOnly } from '../workspace-controller/lifecycle.ts';
 
 interface Wfr extends KubeObject {
   spec: { jobs: JobsSpec; cancelRequested?: boolean };
@@ -445,7 +446,13 @@ const fn: FunctionDef = {
     also: [
       { resource: R.runs, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
       { resource: R.workflowRuns, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
-      { resource: R.persistentWorkspaces, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
+      {
+        resource: R.persistentWorkspaces,
+        labelSelector: LABEL_WORKFLOWRUN_UID,
+        map: parent,
+        // Not on a job workspace's lastUsedTime alone (twice per step boundary, on this very key).
+        filter: (e) => !usageOnly(e),
+      },
       { resource: R.controllerRevisions, labelSelector: LABEL_WORKFLOWRUN_UID, map: parent },
       { resource: R.actions, map: () => [] },
       { resource: R.workflows, map: () => [] },

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { FakeState } from '../../lib/fn/fake-state.ts';
 import { R } from '../../lib/fn/resources.ts';
-import type { Operation } from '../../lib/fn/types.ts';
+import type { Operation, WatchTrigger } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import type { Condition } from '../../lib/run/conditions.ts';
 import { stableJson } from '../../lib/kube/same-json.ts';
+import scheduler from '../run-scheduler/index.ts';
+import workflowRuns from '../workflowrun-controller/index.ts';
 import { reconcileWorkspaces } from './index.ts';
 import {
   choosePod,
@@ -15,6 +17,7 @@ import {
   type PodView,
   type Workspace,
   type WorkspaceStatus,
+  usageOnly,
 } from './lifecycle.ts';
 
 const now = new Date('2026-07-06T12:00:00Z');
@@ -219,4 +222,32 @@ describe('workspace-controller reconcile', () => {
       { op: 'delete', resource: R.persistentWorkspaces, namespace: 'ns', name: 'w', uid: 'ws-uid' },
     ]);
   });
+});
+
+describe('workspace lastUsedTime updates wake nobody who does not read it (issue 17)', () => {
+  const v = (rv: string, status: WorkspaceStatus): Workspace => ({
+    ...ws(status),
+    metadata: { ...ws().metadata, resourceVersion: rv, labels: { 'kruntimes.io/workflowrun-uid': 'u' } },
+  });
+  const used = v('1', bound());
+  const unused = v('2', JSON.parse(stableJson(bound({ lastUsedTime: now.toISOString() }))) as WorkspaceStatus);
+  const lost = v('3', bound({ phase: 'Lost', lastUsedTime: now.toISOString() }));
+
+  it('usageOnly: an update that only sets or clears lastUsedTime, in whatever key order', () => {
+    assert.equal(usageOnly({ type: 'updated', old: used, object: unused }), true);
+    assert.equal(usageOnly({ type: 'updated', old: unused, object: used }), true);
+    assert.equal(usageOnly({ type: 'updated', old: unused, object: lost }), false);
+    assert.equal(usageOnly({ type: 'added', object: unused }), false);
+    assert.equal(usageOnly({ type: 'deleted', object: unused, old: used }), false);
+  });
+
+  for (const fn of [scheduler, workflowRuns]) {
+    it(`${fn.name} is not woken by lastUsedTime alone, and is by a phase change`, () => {
+      const trigger = fn.trigger as WatchTrigger;
+      const also = trigger.also?.find((a) => a.resource === R.persistentWorkspaces);
+      assert.ok(also?.filter, 'a filter on workspace events');
+      assert.equal(also.filter({ type: 'updated', old: used, object: unused }, 0), false);
+      assert.equal(also.filter({ type: 'updated', old: unused, object: lost }, 0), true);
+    });
+  }
 });

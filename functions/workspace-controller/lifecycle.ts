@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { setCondition, type Condition } from '../../lib/run/conditions.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { sameJson } from '../../lib/kube/same-json.ts';
+import { sameJson, stableJson } from '../../lib/kube/same-json.ts';
 
 export const WORKSPACE_FINALIZER = 'kruntimes.io/workspace-cleanup';
 export type Phase = 'Pending' | 'Bound' | 'Lost' | 'Released';
@@ -256,4 +256,26 @@ export function dueAt(ws: Workspace): number | undefined {
   const last = Date.parse(s.lastUsedTime ?? '');
   if (ttl === undefined || ttl === null || !Number.isFinite(last)) return undefined;
   return last + ttl * 1000;
+}
+
+/** The workspace without what its usage bookkeeping and every write change. */
+function withoutUsage(o: KubeObject): string {
+  const {
+    resourceVersion: _rv,
+    managedFields: _mf,
+    ...metadata
+  } = o.metadata as KubeObject['metadata'] & {
+    managedFields?: unknown;
+  };
+  const { lastUsedTime: _l, ...status } = (o as Workspace).status ?? {};
+  return stableJson({ ...o, metadata, status });
+}
+
+/**
+ * Whether a workspace update changed only its lastUsedTime (set when its last Run ends, cleared when
+ * the next starts: twice per step boundary of a job). Nobody but the TTL sweep reads it, so the
+ * scheduler and the WorkflowRun controller need not be woken by it (issue 17).
+ */
+export function usageOnly(e: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }): boolean {
+  return e.type === 'updated' && !!e.old && withoutUsage(e.old) === withoutUsage(e.object);
 }
