@@ -64,6 +64,26 @@ interface Slot {
   backoff?: Backoff;
 }
 
+/**
+ * A container's mounts, in the order launch.sh mounts them. Each container has its own /tmp, as
+ * its own root filesystem gives it on a kubelet (a shared host /tmp would let one container plant
+ * files another one's tools read), unless the Pod mounts a volume there itself. A checkout under
+ * the host's /tmp (a CI clone) holds the images' files and the Pods' own directories: it is bound
+ * back at its own path after every mount that would cover it, the container's own /tmp or the
+ * Pod's volume at /tmp alike (before a volume mounted inside it, if any).
+ */
+export function containerMounts(volumes: Mount[], ownTmp: Mount, repoRoot: string): Mount[] {
+  const base = volumes.some((m) => m.mountPath.replace(/\/+$/, '') === '/tmp') ? volumes : [ownTmp, ...volumes];
+  const root = repoRoot.replace(/\/+$/, '');
+  if (!root.startsWith('/tmp/')) return base;
+  const inside = (m: Mount): boolean => m.mountPath.startsWith(`${root}/`);
+  return [
+    ...base.filter((m) => !inside(m)),
+    { hostPath: root, mountPath: root, readOnly: false },
+    ...base.filter(inside),
+  ];
+}
+
 export class PodWorker {
   private pod: Pod;
   private readonly init: Slot[];
@@ -300,15 +320,8 @@ export class PodWorker {
         readOnly: v.readOnly || !!m.readOnly,
       };
     });
-    if (mounts.some((m) => m.mountPath.replace(/\/+$/, '') === '/tmp')) return mounts;
-    // Each container has its own /tmp, as its own root filesystem gives it on a kubelet: a
-    // shared host /tmp would let one container plant files another one's tools read.
     const tmp = { hostPath: containerTmp(this.d.podDir, c.name), mountPath: '/tmp', readOnly: false };
-    // A checkout under the host's /tmp (a CI clone) holds the images' files and the Pods' own
-    // directories: it stays visible at its own path above the container's /tmp.
-    const root = this.d.repoRoot.replace(/\/+$/, '');
-    const keep = root.startsWith('/tmp/') ? [{ hostPath: root, mountPath: root, readOnly: false }] : [];
-    return [tmp, ...keep, ...mounts];
+    return containerMounts(mounts, tmp, this.d.repoRoot);
   }
 
   private launchSlot(s: Slot, argv: string[]): void {
