@@ -22,18 +22,20 @@ export function podViews(pods: PodObj[]): PodView[] {
   }));
 }
 
-function addFinalizer(ws: Workspace): Operation {
+/** The workspace's finalizers set to `finalizers`, guarded by the resourceVersion decided on. */
+function finalizersPatch(ws: Workspace, finalizers: string[]): Operation {
   const m = ws.metadata;
   return {
     op: 'patch',
     resource: R.persistentWorkspaces,
     namespace: m.namespace,
     name: m.name ?? '',
-    patch: {
-      metadata: { resourceVersion: m.resourceVersion, finalizers: [...(m.finalizers ?? []), WORKSPACE_FINALIZER] },
-    },
+    patch: { metadata: { resourceVersion: m.resourceVersion, finalizers } },
   };
 }
+
+const addFinalizer = (ws: Workspace): Operation =>
+  finalizersPatch(ws, [...(ws.metadata.finalizers ?? []), WORKSPACE_FINALIZER]);
 
 function opsFor(ws: Workspace, d: ReturnType<typeof decide>): Operation[] {
   if (d.kind !== 'finalizeAndBind') {
@@ -66,18 +68,10 @@ function opFor(ws: Workspace, d: ReturnType<typeof decide>): Operation | undefin
     case 'addFinalizer':
       return addFinalizer(ws);
     case 'removeFinalizer':
-      return {
-        op: 'patch',
-        resource: R.persistentWorkspaces,
-        namespace: m.namespace,
-        name: m.name ?? '',
-        patch: {
-          metadata: {
-            resourceVersion: m.resourceVersion,
-            finalizers: (m.finalizers ?? []).filter((f) => f !== WORKSPACE_FINALIZER),
-          },
-        },
-      };
+      return finalizersPatch(
+        ws,
+        (m.finalizers ?? []).filter((f) => f !== WORKSPACE_FINALIZER),
+      );
     case 'delete':
       return { op: 'delete', resource: R.persistentWorkspaces, namespace: m.namespace, name: m.name ?? '', uid: m.uid };
     default:
