@@ -137,6 +137,7 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
     caller = (await serviceAccountClient(ns, 'maker')).bearerToken() ?? '';
     await createRun(ns, fn('gw', 'tool.tool', TOOL), { name: 'tool' });
     await createRun(ns, fn('two', 'tool.tool', TOOL), { name: 'holder' });
+    await createRun(ns, fn('gw', 'tool.tool', TOOL), { name: 'fenced' });
     await runtimePods(ns, 'two', 1);
     await runtimePods(ns, 'gw', 1);
   });
@@ -226,8 +227,8 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
   });
 
   it('answers 503 for a stale owner: a runtimed whose execution lease lapsed (its Runtime Server stopped) serves no call', async () => {
-    const ready = await phase(ns, 'cli', 'Ready');
-    const ep = await endpointOf(admin(), ns, 'cli');
+    const ready = await phase(ns, 'fenced', 'Ready');
+    const ep = await endpointOf(admin(), ns, 'fenced');
     const pid = await runtimeServerPid(ns, ready.status?.assignedPod ?? '');
     assert.ok(existsSync(`/proc/${pid}`), `Runtime Server pid ${pid}`);
     process.kill(pid, 'SIGSTOP'); // runtimed can renew the lease no more; it lapses FENCE_MS (20 s) after the last renewal
