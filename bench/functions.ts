@@ -20,7 +20,7 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
 import { functionRuns, until, type BenchFunction, type Run } from './fn-runs.ts';
 import { bareEcho, invokeFresh, PAYLOAD } from './bare-echo.ts';
-import { interleaved, ms, ratio, summary } from './stats.ts';
+import { interleaved, ms, percentile, ratio, summary } from './stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? '300');
 const TASKS = Number(process.env.BENCH_TASKS ?? '20');
@@ -96,6 +96,13 @@ function bashReport(calls: Record<string, Measured>, tasks: Record<string, numbe
   ];
 }
 
+/** The latency spread of the calls (p10, p25, p50, p75, p90) over the separate-process echo's p50: a bimodal one shows. */
+function spread(calls: Record<string, Measured>, bp: number): string {
+  const q = (name: string): string =>
+    [10, 25, 50, 75, 90].map((p) => (percentile(calls[name]?.lat ?? [], p) / bp).toFixed(2)).join('/');
+  return `spread (p10/p25/p50/p75/p90 ÷ bare-process p50): bare-process ${q('bare-process')}; python ${q('python')}; bash ${q('bash')}`;
+}
+
 function report(calls: Record<string, Measured>, tasks: Record<string, number[]>): string {
   const b = summary(calls.bare?.lat ?? []);
   const bp = summary(calls['bare-process']?.lat ?? []);
@@ -109,7 +116,7 @@ function report(calls: Record<string, Measured>, tasks: Record<string, number[]>
     `python new path (runtimed -> worker)                    p50 ${ms(direct.p50)}  p99 ${ms(direct.p99)}  ${calls.python?.perSec.toFixed(0)}/s  ${ratio(direct.p50, b.p50)} bare, ${ratio(direct.p50, bp.p50)} bare-process`,
     `python new / old p50 ${ratio(direct.p50, hop.p50)}; p99 ${ratio(direct.p99, hop.p99)}`,
   ];
-  lines.push(...bashReport(calls, tasks, bp.p50));
+  lines.push(...bashReport(calls, tasks, bp.p50), spread(calls, bp.p50));
   for (const lang of ['python', 'bash']) {
     const m = calls[lang];
     const f = summary(m?.lat ?? []);
