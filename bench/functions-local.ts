@@ -11,7 +11,7 @@
  * connection to the gateway, next to the bare echo on a new connection. The Runtime Servers get the
  * caller's environment without its locale, as in a Runtime Pod (bench/pod-env.ts).
  *   npx tsx bench/functions-local.ts      # BENCH_CALLS=500 rounds, one call of each measure per round
- *   BENCH_BASE=<another checkout> ...       # also that checkout's bash Runtime Server, in the same rounds
+ *   BENCH_BASE=<another checkout> ...       # also that checkout's bash and python Runtime Servers, in the same rounds
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,7 +35,12 @@ async function main(): Promise<void> {
     // The old bash call paths side by side: the Runtime Server between runtimed and the worker, and a subshell per call.
     bashhop: await runtimeServer(dir, 'bash', 'bashhop', { KRT_FUNCTION_CALL_HANDOFF: 'off' }),
     bashsub: await runtimeServer(dir, 'bash', 'bashsub', { KRT_BASH_CALL_ISOLATION: 'subshell' }),
-    ...(BASE ? { bashbase: await runtimeServer(dir, 'bash', 'bashbase', {}, BASE) } : {}),
+    ...(BASE
+      ? {
+          bashbase: await runtimeServer(dir, 'bash', 'bashbase', {}, BASE),
+          pybase: await runtimeServer(dir, 'python', 'pybase', {}, BASE),
+        }
+      : {}),
   };
   const gw = await localGateway((name) => {
     if (name === 'fn-noop') return { code: 200, run: {} as Run, call: (p) => Promise.resolve({ ok: true, output: p }) };
@@ -45,6 +50,7 @@ async function main(): Promise<void> {
       'fn-bashsub': 'bashsub',
       'fn-bashhop': 'bashhop',
       'fn-bashbase': 'bashbase',
+      'fn-pybase': 'pybase',
     } as const;
     const server = byName[name as keyof typeof byName] ?? 'python';
     const id = server.startsWith('bash') ? 'bash' : 'python';
@@ -80,6 +86,8 @@ async function main(): Promise<void> {
         ? {
             [`bash, ${BASE}: RuntimeClient -> worker`]: () => servers.bashbase!.rc.invokeFunction('bash', payload),
             [`bash, ${BASE}: through the gateway`]: () => invokeEndpoint(ep('fn-bashbase'), 'token', PAYLOAD),
+            [`python, ${BASE}: RuntimeClient -> worker`]: () => servers.pybase!.rc.invokeFunction('python', payload),
+            [`python, ${BASE}: through the gateway`]: () => invokeEndpoint(ep('fn-pybase'), 'token', PAYLOAD),
           }
         : {}),
       'bare HTTPS echo (separate process), new TLS connection per call': bareProc.fresh,

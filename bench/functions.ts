@@ -11,6 +11,7 @@
  * TLS handshakes with the gateway), and the same work as task Runs (create -> Succeeded,
  * client-observed).
  *   npx tsx bench/functions.ts           # BENCH_CALLS=300 rounds (one call of each per round), BENCH_TASKS=20 task Runs
+ *   BENCH_ORDER=rotate ...                # each round starts one measure later (no measure always follows the same one)
  */
 import { join } from 'node:path';
 import { down, up } from '../localenv/environment.ts';
@@ -19,10 +20,12 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import { closeInvokeAgents, endpointOf, invokeEndpoint, type InvokeEndpoint } from '../lib/invoke/client.ts';
 import { functionRuns, until, type BenchFunction, type Run } from './fn-runs.ts';
 import { bareEcho, invokeFresh, PAYLOAD } from './bare-echo.ts';
-import { interleaved, ms, ratio, summary } from './stats.ts';
+import { interleaved, ms, percentile, ratio, summary } from './stats.ts';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? '300');
 const TASKS = Number(process.env.BENCH_TASKS ?? '20');
+/** BENCH_ORDER=rotate: each round starts one measure later (bench/stats.ts roundOrder); default: the same order every round. */
+const ROTATE = process.env.BENCH_ORDER === 'rotate';
 const NS = 'bench';
 const G = `/apis/kruntimes.io/v1alpha1/namespaces/${NS}`;
 
@@ -93,20 +96,27 @@ function bashReport(calls: Record<string, Measured>, tasks: Record<string, numbe
   ];
 }
 
+/** The latency spread of the calls (p10, p25, p50, p75, p90) over the separate-process echo's p50: a bimodal one shows. */
+function spread(calls: Record<string, Measured>, bp: number): string {
+  const q = (name: string): string =>
+    [10, 25, 50, 75, 90].map((p) => (percentile(calls[name]?.lat ?? [], p) / bp).toFixed(2)).join('/');
+  return `spread (p10/p25/p50/p75/p90 ÷ bare-process p50): bare-process ${q('bare-process')}; python ${q('python')}; bash ${q('bash')}`;
+}
+
 function report(calls: Record<string, Measured>, tasks: Record<string, number[]>): string {
   const b = summary(calls.bare?.lat ?? []);
   const bp = summary(calls['bare-process']?.lat ?? []);
   const hop = summary(calls['python-hop']?.lat ?? []);
   const direct = summary(calls.python?.lat ?? []);
   const lines = [
-    `kruntimes function calls: ${CALLS} rounds of one call each (bare, python, python old path, bash, bash old path, fresh connections; interleaved), payload ${JSON.stringify(PAYLOAD)}; ${TASKS} task Runs per language`,
+    `kruntimes function calls: ${CALLS} rounds of one call each (bare, python, python old path, bash, bash old path, fresh connections; interleaved${ROTATE ? ', the order rotated each round' : ''}), payload ${JSON.stringify(PAYLOAD)}; ${TASKS} task Runs per language`,
     `baseline: bare HTTPS round trip, echo in the bench process (keep-alive)  p50 ${ms(b.p50)}  p99 ${ms(b.p99)}  ${calls.bare?.perSec.toFixed(0)}/s`,
     `baseline: bare HTTPS round trip, echo in a separate local process (keep-alive)  p50 ${ms(bp.p50)}  p99 ${ms(bp.p99)}  ${calls['bare-process']?.perSec.toFixed(0)}/s`,
     `python old path (runtimed -> Runtime Server -> worker)  p50 ${ms(hop.p50)}  p99 ${ms(hop.p99)}  ${calls['python-hop']?.perSec.toFixed(0)}/s  ${ratio(hop.p50, b.p50)} bare, ${ratio(hop.p50, bp.p50)} bare-process`,
     `python new path (runtimed -> worker)                    p50 ${ms(direct.p50)}  p99 ${ms(direct.p99)}  ${calls.python?.perSec.toFixed(0)}/s  ${ratio(direct.p50, b.p50)} bare, ${ratio(direct.p50, bp.p50)} bare-process`,
     `python new / old p50 ${ratio(direct.p50, hop.p50)}; p99 ${ratio(direct.p99, hop.p99)}`,
   ];
-  lines.push(...bashReport(calls, tasks, bp.p50));
+  lines.push(...bashReport(calls, tasks, bp.p50), spread(calls, bp.p50));
   for (const lang of ['python', 'bash']) {
     const m = calls[lang];
     const f = summary(m?.lat ?? []);
@@ -129,16 +139,21 @@ async function main(): Promise<void> {
     const token = await functionRuns(env.admin, NS, FNS);
     const ep: Record<string, InvokeEndpoint> = {};
     for (const { name } of FNS) ep[name] = await endpointOf(env.admin, NS, `fn-${name}`);
-    const calls = await interleaved(CALLS, {
-      bare: bare.call,
-      'bare-process': bareProc.call,
-      python: () => invokeEndpoint(ep.python as InvokeEndpoint, token, PAYLOAD),
-      'python-hop': () => invokeEndpoint(ep['python-hop'] as InvokeEndpoint, token, PAYLOAD),
-      bash: () => invokeEndpoint(ep.bash as InvokeEndpoint, token, PAYLOAD),
-      'bash-hop': () => invokeEndpoint(ep['bash-hop'] as InvokeEndpoint, token, PAYLOAD),
-      'bare-fresh': () => bareProc.fresh(),
-      'bash-fresh': () => invokeFresh(ep.bash as InvokeEndpoint, token),
-    });
+    const calls = await interleaved(
+      CALLS,
+      {
+        bare: bare.call,
+        'bare-process': bareProc.call,
+        python: () => invokeEndpoint(ep.python as InvokeEndpoint, token, PAYLOAD),
+        'python-hop': () => invokeEndpoint(ep['python-hop'] as InvokeEndpoint, token, PAYLOAD),
+        bash: () => invokeEndpoint(ep.bash as InvokeEndpoint, token, PAYLOAD),
+        'bash-hop': () => invokeEndpoint(ep['bash-hop'] as InvokeEndpoint, token, PAYLOAD),
+        'bare-fresh': () => bareProc.fresh(),
+        'bash-fresh': () => invokeFresh(ep.bash as InvokeEndpoint, token),
+      },
+      20,
+      ROTATE,
+    );
     const tasks: Record<string, number[]> = {};
     for (const lang of ['python', 'bash'] as const) tasks[lang] = await taskRuns(env.admin, lang, TASKS);
     process.stdout.write(report(calls, tasks));

@@ -185,6 +185,22 @@ describe('runtimed Runtime Gateway (issue 15)', () => {
     assert.equal((JSON.parse(f.body) as { reason: string }).reason, 'FunctionError');
   });
 
+  it('fails closed: 503 when the API server cannot be asked about the caller, and the function is not called', async () => {
+    let called = 0;
+    const g = await localGateway({
+      target: () => ({ code: 200, run, call: () => Promise.resolve({ ok: true, output: ++called }) }),
+      review: () => Promise.reject(new Error('connect ECONNREFUSED')),
+    });
+    try {
+      const r = await post(g, path, '{}', 'good');
+      assert.equal(r.code, 503);
+      assert.equal((JSON.parse(r.body) as { reason: string }).reason, 'ServiceUnavailable');
+      assert.equal(called, 0);
+    } finally {
+      g.close();
+    }
+  });
+
   it('refuses non-JSON (400) and bodies over 1 MiB (413)', async () => {
     assert.equal((await post(gw, path, '{nope', 'good')).code, 400);
     assert.equal((await post(gw, path, `"${'x'.repeat(1 << 20)}"`, 'good')).code, 413);
