@@ -16,6 +16,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import type { ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pino from 'pino';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -141,6 +144,35 @@ class Runtime {
     this.nodes.set(id, stop);
     void runNodeAgent(new NodeAgent(cfg, client, log), cfg, log, stop.signal);
   }
+}
+
+/**
+ * An external repository that holds every request until released, then answers 404: the sync of
+ * a Project on it runs for as long as the spec wants, then fails.
+ */
+async function heldRepository(tls: {
+  cert: Buffer | string;
+  key: Buffer | string;
+}): Promise<{ url: string; release(): void }> {
+  const held: (() => void)[] = [];
+  let released = false;
+  const notFound = (res: ServerResponse): void => {
+    res.writeHead(404).end('no such repository');
+  };
+  const srv = https.createServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
+    if (released) notFound(res);
+    else held.push(() => notFound(res));
+  });
+  await new Promise<void>((r) => srv.listen(0, E2E_HOST_ADDRESS, () => r()));
+  const { port } = srv.address() as AddressInfo;
+  return {
+    url: `https://${E2E_HOST_ADDRESS}:${port}/missing.git`,
+    release: () => {
+      released = true;
+      for (const answer of held.splice(0)) answer();
+      srv.close();
+    },
+  };
 }
 
 describe('developer workspaces on the OpenSandbox substrate', function () {
@@ -396,5 +428,58 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     const w = await admin().get<Workspace>(p('workspaces/p2-main'));
     assert.deepEqual([w.status?.observedState, w.status?.baseCommitId], ['ready', git.commit]);
     assert.deepEqual(ofP2(), ['Running'], 'the same sandbox: no new one was needed');
+  });
+
+  it('snapshot_not_ready while the first sync runs (no attempt consumed), repository_sync_failed once it fails; the Project stays active; a delete_project a busy Node refuses (resource_in_use) returns it to active', async () => {
+    const repo = await heldRepository(pki);
+    const proj = (): Promise<Project> => admin().get<Project>(p('projects/p3'));
+    await admin().create<Project>(p('projects'), {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Project',
+      metadata: { name: 'p3' },
+      spec: { repository: { url: repo.url, defaultBranch: 'main' }, substrate: 'opensandbox' },
+    });
+    const parked = await eventually('p3-create parked on its clone step', async () => {
+      const o = await op('p3-create').catch(() => undefined);
+      return o?.status?.state === 'retry_wait' ? o : undefined;
+    });
+    repo.release();
+    assert.deepEqual([parked.status?.step, parked.status?.reason], ['clone', 'snapshot_not_ready']);
+    assert.equal(parked.status?.cloneAttempts ?? 0, 0, 'no attempt consumed');
+    assert.ok(parked.status?.retryAt, 'claimable again at retryAt');
+    const failed = await eventually(
+      'p3-create failed',
+      async () => {
+        const o = await op('p3-create');
+        return o.status?.state === 'failed' ? o : undefined;
+      },
+      60_000,
+    );
+    assert.equal(failed.status?.reason, 'repository_sync_failed', failed.status?.message);
+    assert.equal((await proj()).status?.sync?.state, 'failed');
+    await eventually('p3 active after its failed create', async () => (await proj()).status?.lifecycle === 'active');
+    // A busy Node refuses the delete as a whole: the Project returns to active.
+    const w = await admin().get<Workspace>(p('workspaces/p3-main'));
+    const activity = join(root, 'volumes', `devws-${w.metadata.uid ?? ''}`, '.krt', 'activity');
+    mkdirSync(activity, { recursive: true });
+    writeFileSync(join(activity, 'session-1'), '');
+    const del = (name: string): Operation => ({
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Operation',
+      metadata: { name },
+      spec: { project: 'p3', kind: 'delete_project' },
+    });
+    await admin().create(p('operations'), del('p3-del-busy'));
+    const refused = await eventually('p3-del-busy refused', async () => {
+      const o = await op('p3-del-busy');
+      return o.status?.state === 'failed' ? o : undefined;
+    });
+    rmSync(activity, { recursive: true, force: true });
+    assert.equal(refused.status?.reason, 'resource_in_use');
+    await eventually('p3 active again', async () => (await proj()).status?.lifecycle === 'active');
+    const after = await admin().get<Workspace>(p('workspaces/p3-main'));
+    assert.equal(after.status?.observedState, w.status?.observedState, 'the Workspace back as it was');
+    await admin().create(p('operations'), del('p3-del'));
+    await succeeded('p3-del');
   });
 });
