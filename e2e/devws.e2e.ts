@@ -158,18 +158,28 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
    * back, the same Node instance (same incarnation) reaches them again.
    */
   const nodeBinding = (): string => `${RBAC}/namespaces/${ns}/rolebindings/kruntimes-devws-node`;
+  /** What a fault spec must put back even when it fails (run after each spec). */
+  const undo: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const u of undo.splice(0).reverse()) await u().catch(() => undefined);
+  });
+  const restoreNode = async (b: KubeObject & Record<string, unknown>): Promise<void> => {
+    const { name, labels } = b.metadata;
+    await admin()
+      .create(`${RBAC}/namespaces/${ns}/rolebindings`, {
+        metadata: { name, labels },
+        roleRef: b.roleRef,
+        subjects: b.subjects,
+      })
+      .catch((err: unknown) => {
+        if (!isApiError(err, 409)) throw err; // restored already
+      });
+  };
   const cutNode = async (): Promise<KubeObject & Record<string, unknown>> => {
     const b = await admin().get<KubeObject & Record<string, unknown>>(nodeBinding());
     await admin().delete(nodeBinding());
+    undo.push(() => restoreNode(b));
     return b;
-  };
-  const restoreNode = async (b: KubeObject & Record<string, unknown>): Promise<void> => {
-    const { name, labels } = b.metadata;
-    await admin().create(`${RBAC}/namespaces/${ns}/rolebindings`, {
-      metadata: { name, labels },
-      roleRef: b.roleRef,
-      subjects: b.subjects,
-    });
   };
   const project = (url: string, defaultBranch: string): Project => ({
     apiVersion: 'dev.kruntimes.io/v1alpha1',
@@ -635,6 +645,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       metadata: { name: 'no-pods' },
       spec: { hard: { pods: '0' } },
     });
+    undo.push(() => admin().delete(quota));
     await admin().create(p('operations'), lifecycle('start-held', 'start'));
     const planned = await eventually('the sandbox_ensure effect planned', async () => {
       const e = (await op('start-held')).status?.effects?.find((x) => x.kind === 'sandbox_ensure');
@@ -689,6 +700,9 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     // No Git Server configured (the ConfigMap gone, the controller has no KRT_DEVWS_GIT_SERVER_URL).
     const config = (await admin().get<KubeObject & { data: Record<string, string> }>(CONFIG)).data;
     await admin().delete(CONFIG);
+    const configure = (): Promise<void> =>
+      upsert(`/api/v1/namespaces/${SYS}/configmaps`, CONFIG, { metadata: { name: 'kruntimes-devws' }, data: config });
+    undo.push(configure);
     const pvcsBefore = (await admin().list(`/api/v1/namespaces/${ns}/persistentvolumeclaims`)).items
       .map((x) => x.metadata.name ?? '')
       .sort();
@@ -708,10 +722,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       await refusal(admin(), (c) => c.patch(p('operations/p1-create'), { spec: { retryRequests: 1 } })),
       /^4\d\d /,
     );
-    await upsert(`/api/v1/namespaces/${SYS}/configmaps`, CONFIG, {
-      metadata: { name: 'kruntimes-devws' },
-      data: config,
-    });
+    await configure();
     await sleep(3000);
     assert.equal((await op('p1-task-create')).status?.state, 'blocked', 'a blocked operation waits for its retry');
     const retry = await krt(['op', 'retry', 'p1-task-create'], await saKubeconfig(ns, 'dev'));
