@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -622,7 +622,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     assert.deepEqual(await pods(), [w0.status?.sandbox?.id], 'the same sandbox');
   });
 
-  it('a Node that disappears during quiesce: the stop never advances without its idle proof and completes once the Node is back; a lease taken over mid-operation: the start re-observes its sandbox_ensure effect of the old epoch by ID before anything advances (reconcile_required)', async () => {
+  it('a Node that disappears during quiesce: the stop never advances without its idle proof and completes once the Node is back', async () => {
     const w0 = await ws();
     const binding = await cutNode();
     await admin().create(p('operations'), lifecycle('stop-gone', 'stop'));
@@ -638,6 +638,11 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     await restoreNode(binding);
     await succeeded('stop-gone');
     assert.equal((await ws()).status?.observedState, 'stopped');
+  });
+
+  it('a lease taken over mid-operation: the start re-observes its sandbox_ensure effect of the old epoch by ID before anything advances (reconcile_required)', async () => {
+    // p1-main stopped by the spec before (its stop may still be finishing when that spec failed).
+    await eventually('p1-main stopped', async () => (await ws()).status?.observedState === 'stopped');
     // The start's sandbox Pod is refused (a quota of no Pods): the operation stays on its sandbox
     // step with the sandbox_ensure effect planned under the current lease epoch.
     const quota = `/api/v1/namespaces/${ns}/resourcequotas/no-pods`;
@@ -675,6 +680,41 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     );
     assert.deepEqual(await pods(), [planned.id], 'one sandbox, named by the effect planned before the takeover');
     assert.equal((await ws()).status?.observedState, 'ready');
+  });
+
+  it('a Node that refuses to stop (an agent session runs): resource_in_use, the Workspace back to ready, the sandbox untouched', async () => {
+    const w = await ws();
+    // An agent session holds an entry under ~/.krt/activity/ of the Workspace's data while it runs.
+    const pvc = await admin().get<KubeObject & { spec: { volumeName: string } }>(
+      `/api/v1/namespaces/${ns}/persistentvolumeclaims/devws-p1-main-data`,
+    );
+    const pv = await admin().get<KubeObject & { spec: { hostPath?: { path: string } } }>(
+      `/api/v1/persistentvolumes/${pvc.spec.volumeName}`,
+    );
+    assert.ok(pv.spec.hostPath, 'the local environment provisions hostPath volumes');
+    const activity = join(pv.spec.hostPath.path, '.krt', 'activity');
+    mkdirSync(activity, { recursive: true });
+    undo.push(() => Promise.resolve(rmSync(activity, { recursive: true, force: true })));
+    writeFileSync(join(activity, 'session-1'), '');
+    await admin().create(p('operations'), lifecycle('stop-busy', 'stop'));
+    const refused = await eventually('stop-busy refused', async () => {
+      const o = await op('stop-busy');
+      return o.status?.state === 'failed' ? o : undefined;
+    });
+    rmSync(activity, { recursive: true, force: true });
+    assert.equal(refused.status?.reason, 'resource_in_use');
+    const after = await ws();
+    assert.deepEqual([after.status?.observedState, after.status?.admissionOpen], ['ready', true]);
+    assert.equal(
+      after.status?.admissionEpoch,
+      (w.status?.admissionEpoch ?? 0) + 1,
+      'the refused close bumped the epoch',
+    );
+    assert.deepEqual(readNodeReport(after.metadata.annotations)?.idle, {
+      epoch: after.status?.admissionEpoch,
+      idle: false,
+    });
+    assert.deepEqual(await pods(), [w.status?.sandbox?.id], 'the sandbox untouched');
   });
 
   it('re-sync (krt project sync): the external repository moved on; a new snapshot of the branch tip is recorded with its Events, and p1-main keeps its clone', async () => {
