@@ -32,6 +32,7 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import {
   admin,
   deleteNamespace,
+  takeRelayLeaseOver,
   eventually,
   newNamespace,
   servingCert,
@@ -112,28 +113,6 @@ async function killFunctionHost(): Promise<void> {
   assert.ok(pod, 'the extension API server Pod');
   const pidFile = join(E2E_ROOT, 'nodes', pod.spec.nodeName, 'pods', pod.metadata.uid ?? '', 'pids', 'server');
   process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
-}
-
-const LEASE = `/apis/coordination.k8s.io/v1/namespaces/${SYS}/leases/kruntimes-relay`;
-
-/**
- * Another relay took the Lease over (and handed it back): leaseTransitions, the controller's lease
- * epoch, goes up by one. The relay renews under its own identity and keeps the count.
- */
-async function takeLeaseOver(): Promise<number> {
-  for (;;) {
-    const lease = await admin().get<KubeObject & { spec: { leaseTransitions?: number } }>(LEASE);
-    const next = (lease.spec.leaseTransitions ?? 0) + 1;
-    const patch = { metadata: { resourceVersion: lease.metadata.resourceVersion }, spec: { leaseTransitions: next } };
-    const ok = await admin()
-      .patch(LEASE, patch)
-      .then(() => true)
-      .catch((err: unknown) => {
-        if (isApiError(err, 409)) return false; // renewed meanwhile: read it again
-        throw err;
-      });
-    if (ok) return next;
-  }
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -656,7 +635,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       const e = (await op('start-held')).status?.effects?.find((x) => x.kind === 'sandbox_ensure');
       return e;
     });
-    const epoch = await takeLeaseOver();
+    const epoch = await takeRelayLeaseOver();
     assert.ok(epoch > planned.leaseEpoch, `the lease epoch ${epoch} is newer than the effect's ${planned.leaseEpoch}`);
     const reconciled = await eventually('the effect re-observed under the new epoch', async () => {
       const o = await op('start-held');
