@@ -8,7 +8,10 @@
  * ready with a real clone, admin_required, forged and stale Node reports fenced, plugins installed,
  * failed and removed (with krt), stop (with krt), start
  * without a clone, a re-sync (with krt), restart with the function host killed mid-operation (same effect IDs, one
- * sandbox), an isolated Workspace created and deleted with its data, and delete_project.
+ * sandbox), an isolated Workspace created and deleted with its data, and delete_project. Faults: a
+ * Node disconnect and the same Node reconnecting, a Node gone during quiesce, a busy Node, a lease
+ * taken over mid-operation (the Node is taken off the API by removing its RoleBinding; the lease by
+ * bumping the relay Lease's leaseTransitions), a clone blocked without a Git Server, then retried.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -32,11 +35,11 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import {
   admin,
   deleteNamespace,
-  takeRelayLeaseOver,
   eventually,
   newNamespace,
   servingCert,
   serviceAccountClient,
+  takeRelayLeaseOver,
   type Obj,
 } from './helpers.ts';
 import { krt, saKubeconfig } from './krt.ts';
