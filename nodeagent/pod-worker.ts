@@ -300,15 +300,7 @@ export class PodWorker {
         readOnly: v.readOnly || !!m.readOnly,
       };
     });
-    if (mounts.some((m) => m.mountPath.replace(/\/+$/, '') === '/tmp')) return mounts;
-    // Each container has its own /tmp, as its own root filesystem gives it on a kubelet: a
-    // shared host /tmp would let one container plant files another one's tools read.
-    const tmp = { hostPath: containerTmp(this.d.podDir, c.name), mountPath: '/tmp', readOnly: false };
-    // A checkout under the host's /tmp (a CI clone) holds the images' files and the Pods' own
-    // directories: it stays visible at its own path above the container's /tmp.
-    const root = this.d.repoRoot.replace(/\/+$/, '');
-    const keep = root.startsWith('/tmp/') ? [{ hostPath: root, mountPath: root, readOnly: false }] : [];
-    return [tmp, ...keep, ...mounts];
+    return withContainerTmp(mounts, () => containerTmp(this.d.podDir, c.name), this.d.repoRoot);
   }
 
   private launchSlot(s: Slot, argv: string[]): void {
@@ -543,6 +535,24 @@ export class PodWorker {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+const isTmp = (m: Mount): boolean => m.mountPath.replace(/\/+$/, '') === '/tmp';
+
+/**
+ * The container's mounts with its /tmp: the Pod's own volume at /tmp, else a private one (`ownTmp`),
+ * as its own root filesystem gives it on a kubelet (a shared host /tmp would let one container plant
+ * files another one's tools read). A checkout under the host's /tmp (a CI clone) holds the images'
+ * files and the Pods' own directories: it stays visible at its own path above the container's /tmp,
+ * also when the Pod mounts a volume there (the devws Git Server's and the dashboard's emptyDir: their
+ * `kruntimes` entrypoint was not found in a clone under /tmp).
+ */
+export function withContainerTmp(mounts: Mount[], ownTmp: () => string, repoRoot: string): Mount[] {
+  const podTmp = mounts.find(isTmp);
+  const tmp = podTmp ?? { hostPath: ownTmp(), mountPath: '/tmp', readOnly: false };
+  const root = repoRoot.replace(/\/+$/, '');
+  const keep = root.startsWith('/tmp/') ? [{ hostPath: root, mountPath: root, readOnly: false }] : [];
+  return [tmp, ...keep, ...mounts.filter((m) => m !== podTmp)];
 }
 
 /** A container's private /tmp (sticky, world-writable like a root filesystem's). */
