@@ -15,7 +15,7 @@ describe('node agent container /tmp', () => {
   const own = (): string => '/pods/u1/tmp/c';
 
   it('gives a container its own /tmp; a checkout under the host /tmp stays visible above it', () => {
-    assert.deepEqual(withContainerTmp([data], own, '/work/repo'), [
+    assert.deepEqual(withContainerTmp([data], own, '/srv/repo'), [
       { hostPath: '/pods/u1/tmp/c', mountPath: '/tmp', readOnly: false },
       data,
     ]);
