@@ -7,10 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { tempDir } from '../lib/fs/temp-dir.ts';
 import { isApiError } from '../lib/kube/errors.ts';
 import { rawTgz } from '../runtimed/artifacts/test-support.ts';
 import { cluster } from './cluster.ts';
@@ -40,7 +40,7 @@ const API = (ns: string, run: string, name = ''): string =>
 const sha = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 const PRODUCE =
   'echo "hello artifact" > "$KRUNTIME_ARTIFACTS_DIR/dist.txt"; mkdir -p "$KRUNTIME_ARTIFACTS_DIR/site/css"; echo "<h1>hi</h1>" > "$KRUNTIME_ARTIFACTS_DIR/site/index.html"; echo "body{}" > "$KRUNTIME_ARTIFACTS_DIR/site/css/a.css"';
-const tmp = (): string => mkdtempSync(join(tmpdir(), 'krt-dl-'));
+const tmp = (): string => tempDir('krt-dl-');
 
 describe('Run artifact download through the aggregated API and krt', function () {
   let ns: string;

@@ -16,12 +16,16 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import type { ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pino from 'pino';
 import { isApiError } from '../lib/kube/errors.ts';
 import { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
+import { readNodeReport } from '../lib/devws/node-report.ts';
 import { loadNodeConfig, NodeAgent, runNodeAgent } from '../runtimed/devws-node.ts';
 import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
@@ -31,7 +35,7 @@ import { META } from '../functions/devws-controller/opensandbox.ts';
 import { createCa } from '../lib/tls/certs.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
-import { admin, deleteNamespace, eventually, newNamespace, servingCert } from './helpers.ts';
+import { admin, deleteNamespace, eventually, newNamespace, servingCert, takeRelayLeaseOver } from './helpers.ts';
 import { startOpenSandboxServer, type OpenSandboxTestServer } from './opensandbox-server/server.ts';
 
 const G = '/apis/dev.kruntimes.io/v1alpha1';
@@ -141,6 +145,37 @@ class Runtime {
     this.nodes.set(id, stop);
     void runNodeAgent(new NodeAgent(cfg, client, log), cfg, log, stop.signal);
   }
+}
+
+/**
+ * An external repository that holds every request until released, then answers 404: the sync of
+ * a Project on it runs for as long as the spec wants, then fails.
+ */
+async function heldRepository(tls: {
+  cert: Buffer | string;
+  key: Buffer | string;
+}): Promise<{ url: string; release(): void }> {
+  const held: (() => void)[] = [];
+  let released = false;
+  const notFound = (res: ServerResponse): void => {
+    res.writeHead(404).end('no such repository');
+  };
+  const srv = https.createServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
+    if (released) notFound(res);
+    else held.push(() => notFound(res));
+  });
+  await new Promise<void>((r) => srv.listen(0, E2E_HOST_ADDRESS, () => r()));
+  const { port } = srv.address() as AddressInfo;
+  return {
+    url: `https://${E2E_HOST_ADDRESS}:${port}/missing.git`,
+    release: () => {
+      if (released) return;
+      released = true;
+      for (const answer of held.splice(0)) answer();
+      srv.close();
+      srv.closeIdleConnections();
+    },
+  };
 }
 
 describe('developer workspaces on the OpenSandbox substrate', function () {
@@ -375,6 +410,106 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     assert.ok(readdirSync(join(home, 'src')).includes('README.md'), 'the clone is still on the data volume');
   });
 
+  it('Node disconnect (OpenSandbox): a Node that cannot reach its Workspace past the 30 s heartbeat window makes the ready Workspace unavailable and closes admission; the same Node reconnecting restores it', async () => {
+    const w0 = await ws();
+    assert.equal(w0.status?.observedState, 'ready');
+    const incarnation = readNodeReport(w0.metadata.annotations)?.incarnation;
+    assert.ok(incarnation);
+    // The Node's API access: the RoleBinding of the ServiceAccount named by its sandbox instance ID.
+    const path = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings/${w0.status?.sandbox?.id ?? ''}`;
+    const binding = await admin().get<KubeObject & Record<string, unknown>>(path);
+    const restore = (): Promise<unknown> =>
+      admin()
+        .create(path.slice(0, path.lastIndexOf('/')), {
+          metadata: { name: binding.metadata.name, labels: binding.metadata.labels },
+          roleRef: binding.roleRef,
+          subjects: binding.subjects,
+        })
+        .catch((err: unknown) => {
+          if (!isApiError(err, 409)) throw err;
+        });
+    await admin().delete(path);
+    try {
+      const lost = await eventually(
+        'p1-main unavailable',
+        async () => {
+          const w = await ws();
+          return w.status?.observedState === 'unavailable' ? w : undefined;
+        },
+        90_000,
+        500,
+      );
+      assert.equal(lost.status?.admissionOpen, false, 'admission closed');
+      assert.equal(lost.status?.admissionEpoch, (w0.status?.admissionEpoch ?? 0) + 1);
+    } finally {
+      await restore();
+    }
+    const back = await eventually(
+      'p1-main ready again',
+      async () => {
+        const w = await ws();
+        return w.status?.observedState === 'ready' ? w : undefined;
+      },
+      60_000,
+      500,
+    );
+    assert.equal(back.status?.admissionOpen, true);
+    assert.equal(readNodeReport(back.metadata.annotations)?.incarnation, incarnation, 'the same Node instance');
+    assert.equal(back.status?.runtimeGeneration, w0.status?.runtimeGeneration, 'no new generation');
+    assert.deepEqual(
+      sandboxes('sandbox')
+        .filter((x) => x.state === 'Running')
+        .map((x) => x.instance),
+      [w0.status?.sandbox?.id],
+      'the same sandbox',
+    );
+  });
+
+  it('a lease taken over mid-operation (OpenSandbox): the start re-observes its sandbox_ensure effect of the old epoch by ID on the server before anything advances (reconcile_required); the late sandbox is adopted, not created again', async () => {
+    await admin().create(p('operations'), lifecycle('stop-l', 'stop'));
+    await succeeded('stop-l');
+    // The create of the next generation lands but its answer is lost and the server lists it late:
+    // the operation stays on its sandbox step with the effect planned under the current epoch.
+    osb.faults.crashAfterCreate = 1;
+    osb.faults.listLag = true;
+    const posts = (): number => osb.calls.filter((c) => c.method === 'POST').length;
+    const before = posts();
+    try {
+      await admin().create(p('operations'), lifecycle('start-l', 'start'));
+      const planned = await eventually('the create sent, its answer lost', async () => {
+        const e = (await op('start-l')).status?.effects?.find((x) => x.kind === 'sandbox_ensure');
+        return e && posts() === before + 1 ? e : undefined;
+      });
+      const epoch = await takeRelayLeaseOver();
+      assert.ok(
+        epoch > planned.leaseEpoch,
+        `the lease epoch ${epoch} is newer than the effect's ${planned.leaseEpoch}`,
+      );
+      const reconciled = await eventually('the effect re-observed under the new epoch', async () => {
+        const o = await op('start-l');
+        return o.status?.effects?.every((e) => e.leaseEpoch >= epoch) ? o : undefined;
+      });
+      assert.deepEqual([reconciled.status?.state, reconciled.status?.step], ['running', 'sandbox'], 'nothing advanced');
+      assert.deepEqual(
+        reconciled.status?.effects?.map((e) => [e.id, e.outcome ?? 'none']),
+        [[planned.id, 'none']],
+        'the same effect, not listed yet: absent, not planned again',
+      );
+      assert.equal(posts(), before + 1, 'not sent again');
+      osb.faults.listLag = false;
+      const done = await succeeded('start-l');
+      assert.deepEqual(
+        done.status?.effects?.map((e) => [e.id, e.outcome, e.leaseEpoch]),
+        [[planned.id, 'succeeded', epoch]],
+      );
+      assert.equal(posts(), before + 1, 'the late sandbox is the one adopted');
+    } finally {
+      osb.faults.listLag = false;
+      osb.faults.crashAfterCreate = 0;
+    }
+    assert.equal((await ws()).status?.observedState, 'ready');
+  });
+
   it("a Git Server CA configured after the sandbox was created (rotated from one the server's certificate does not chain to): the Node trusts the configured one at its clone; one sandbox, ready", async () => {
     const right = { gitServerUrl: gitServer.url, gitServerCA: pki.ca.toString(), openSandboxEndpoint: osb.url };
     const other = (await createCa('devws-osb-other', new Date(), 1)).cert;
@@ -396,5 +531,57 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     const w = await admin().get<Workspace>(p('workspaces/p2-main'));
     assert.deepEqual([w.status?.observedState, w.status?.baseCommitId], ['ready', git.commit]);
     assert.deepEqual(ofP2(), ['Running'], 'the same sandbox: no new one was needed');
+  });
+
+  it('snapshot_not_ready while the first sync runs (no attempt consumed), repository_sync_failed once it fails; the Project stays active; a delete_project a busy Node refuses (resource_in_use) returns it to active', async () => {
+    const repo = await heldRepository(pki);
+    const proj = (): Promise<Project> => admin().get<Project>(p('projects/p3'));
+    await admin().create<Project>(p('projects'), {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Project',
+      metadata: { name: 'p3' },
+      spec: { repository: { url: repo.url, defaultBranch: 'main' }, substrate: 'opensandbox' },
+    });
+    const parked = await eventually('p3-create parked on its clone step', async () => {
+      const o = await op('p3-create').catch(() => undefined);
+      return o?.status?.state === 'retry_wait' ? o : undefined;
+    }).finally(() => repo.release()); // its held requests answered and the server closed, whatever happens
+    assert.deepEqual([parked.status?.step, parked.status?.reason], ['clone', 'snapshot_not_ready']);
+    assert.equal(parked.status?.cloneAttempts ?? 0, 0, 'no attempt consumed');
+    assert.ok(parked.status?.retryAt, 'claimable again at retryAt');
+    const failed = await eventually(
+      'p3-create failed',
+      async () => {
+        const o = await op('p3-create');
+        return o.status?.state === 'failed' ? o : undefined;
+      },
+      60_000,
+    );
+    assert.equal(failed.status?.reason, 'repository_sync_failed', failed.status?.message);
+    assert.equal((await proj()).status?.sync?.state, 'failed');
+    await eventually('p3 active after its failed create', async () => (await proj()).status?.lifecycle === 'active');
+    // A busy Node refuses the delete as a whole: the Project returns to active.
+    const w = await admin().get<Workspace>(p('workspaces/p3-main'));
+    const activity = join(root, 'volumes', `devws-${w.metadata.uid ?? ''}`, '.krt', 'activity');
+    mkdirSync(activity, { recursive: true });
+    writeFileSync(join(activity, 'session-1'), '');
+    const del = (name: string): Operation => ({
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Operation',
+      metadata: { name },
+      spec: { project: 'p3', kind: 'delete_project' },
+    });
+    await admin().create(p('operations'), del('p3-del-busy'));
+    const refused = await eventually('p3-del-busy refused', async () => {
+      const o = await op('p3-del-busy');
+      return o.status?.state === 'failed' ? o : undefined;
+    });
+    rmSync(activity, { recursive: true, force: true });
+    assert.equal(refused.status?.reason, 'resource_in_use');
+    await eventually('p3 active again', async () => (await proj()).status?.lifecycle === 'active');
+    const after = await admin().get<Workspace>(p('workspaces/p3-main'));
+    assert.equal(after.status?.observedState, w.status?.observedState, 'the Workspace back as it was');
+    await admin().create(p('operations'), del('p3-del'));
+    await succeeded('p3-del');
   });
 });

@@ -8,11 +8,14 @@
  * ready with a real clone, admin_required, forged and stale Node reports fenced, plugins installed,
  * failed and removed (with krt), stop (with krt), start
  * without a clone, a re-sync (with krt), restart with the function host killed mid-operation (same effect IDs, one
- * sandbox), an isolated Workspace created and deleted with its data, and delete_project.
+ * sandbox), an isolated Workspace created and deleted with its data, and delete_project. Faults: a
+ * Node disconnect and the same Node reconnecting, a Node gone during quiesce, a busy Node, a lease
+ * taken over mid-operation (the Node is taken off the API by removing its RoleBinding; the lease by
+ * bumping the relay Lease's leaseTransitions), a clone blocked without a Git Server, then retried.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -36,6 +39,7 @@ import {
   newNamespace,
   servingCert,
   serviceAccountClient,
+  takeRelayLeaseOver,
   type Obj,
 } from './helpers.ts';
 import { krt, saKubeconfig } from './krt.ts';
@@ -114,6 +118,8 @@ async function killFunctionHost(): Promise<void> {
   process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
 }
 
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
 describe('developer workspaces (dev.kruntimes.io)', function () {
   let ns: string;
   let git: GitServer;
@@ -128,6 +134,35 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
   const ws = (name = 'p1-main'): Promise<Workspace> => admin().get<Workspace>(p(`workspaces/${name}`));
   const pods = async (): Promise<string[]> =>
     (await admin().list(`/api/v1/namespaces/${ns}/pods`)).items.map((x) => x.metadata.name ?? '').sort();
+  /**
+   * The Node's API access in the namespace (its RoleBinding, applied with every sandbox): taken
+   * away, the running Node reaches neither its Workspace nor its Operation, as if disconnected; given
+   * back, the same Node instance (same incarnation) reaches them again.
+   */
+  const nodeBinding = (): string => `${RBAC}/namespaces/${ns}/rolebindings/kruntimes-devws-node`;
+  /** What a fault spec must put back even when it fails (run after each spec). */
+  const undo: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const u of undo.splice(0).reverse()) await u().catch(() => undefined);
+  });
+  const restoreNode = async (b: KubeObject & Record<string, unknown>): Promise<void> => {
+    const { name, labels } = b.metadata;
+    await admin()
+      .create(`${RBAC}/namespaces/${ns}/rolebindings`, {
+        metadata: { name, labels },
+        roleRef: b.roleRef,
+        subjects: b.subjects,
+      })
+      .catch((err: unknown) => {
+        if (!isApiError(err, 409)) throw err; // restored already
+      });
+  };
+  const cutNode = async (): Promise<KubeObject & Record<string, unknown>> => {
+    const b = await admin().get<KubeObject & Record<string, unknown>>(nodeBinding());
+    await admin().delete(nodeBinding());
+    undo.push(() => restoreNode(b));
+    return b;
+  };
   const project = (url: string, defaultBranch: string): Project => ({
     apiVersion: 'dev.kruntimes.io/v1alpha1',
     kind: 'Project',
@@ -290,6 +325,31 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       'Project active',
       async () => (await admin().get<Project>(p('projects/p1'))).status?.lifecycle === 'active',
     );
+  });
+
+  it('base_ref_not_synced: an isolated Workspace on a ref other than the binding branch is refused and nothing is recorded; main_workspace_not_deletable', async () => {
+    const task = (name: string, baseRef: string): Workspace => ({
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Workspace',
+      metadata: { name },
+      spec: { project: 'p1', kind: 'isolated', desiredState: 'running', baseRef },
+    });
+    assert.match(
+      await refusal(admin(), (c) => c.create(p('workspaces'), task('p1-other', 'develop'))),
+      /^400 .*base_ref_not_synced/,
+    );
+    const gone = await refusal(admin(), (c) => c.get(p('workspaces/p1-other')));
+    assert.match(gone, /^404 /, 'nothing recorded');
+    assert.equal(
+      (await refusal(admin(), (c) => c.get(p('operations/p1-other-create')))).slice(0, 4),
+      '404 ',
+      'no operation',
+    );
+    assert.match(
+      await refusal(admin(), (c) => c.create(p('operations'), lifecycle('del-main', 'delete_workspace'))),
+      /^409 .*main_workspace_not_deletable/,
+    );
+    assert.equal((await ws()).status?.observedState, 'ready', 'p1-main untouched');
   });
 
   it("the Git Server reviews every clone: none without a token, none with an API token, none of another Project with the Node's own", async () => {
@@ -502,6 +562,143 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     assert.deepEqual(await pods(), [ensure?.id], 'exactly one sandbox, the one planned before the kill');
   });
 
+  it('Node disconnect: a Node that cannot reach its Workspace past the 30 s heartbeat window makes the ready Workspace unavailable and closes admission; the same Node reconnecting restores it', async () => {
+    const w0 = await ws();
+    assert.equal(w0.status?.observedState, 'ready');
+    const incarnation = readNodeReport(w0.metadata.annotations)?.incarnation;
+    assert.ok(incarnation);
+    const binding = await cutNode();
+    const lost = await eventually(
+      'p1-main unavailable',
+      async () => {
+        const w = await ws();
+        return w.status?.observedState === 'unavailable' ? w : undefined;
+      },
+      90_000,
+      500,
+    );
+    assert.equal(lost.status?.admissionOpen, false, 'admission closed');
+    assert.equal(lost.status?.admissionEpoch, (w0.status?.admissionEpoch ?? 0) + 1, 'and its epoch bumped');
+    assert.equal(lost.status?.node?.connected, false);
+    const plugin = lifecycle('plg-lost', 'install_plugin');
+    plugin.spec = { ...plugin.spec, plugin: { name: 'lint', manifest: '{}' } };
+    assert.match(
+      await refusal(admin(), (c) => c.create(p('operations'), plugin)),
+      /^409 .*workspace_not_ready/,
+      'nothing is admitted meanwhile',
+    );
+    await restoreNode(binding);
+    const back = await eventually(
+      'p1-main ready again',
+      async () => {
+        const w = await ws();
+        return w.status?.observedState === 'ready' ? w : undefined;
+      },
+      60_000,
+      500,
+    );
+    assert.equal(back.status?.admissionOpen, true);
+    assert.equal(back.status?.node?.connected, true);
+    assert.equal(readNodeReport(back.metadata.annotations)?.incarnation, incarnation, 'the same Node instance');
+    assert.equal(back.status?.runtimeGeneration, w0.status?.runtimeGeneration, 'no new generation');
+    assert.deepEqual(await pods(), [w0.status?.sandbox?.id], 'the same sandbox');
+  });
+
+  it('a Node that disappears during quiesce: the stop never advances without its idle proof and completes once the Node is back', async () => {
+    const w0 = await ws();
+    const binding = await cutNode();
+    await admin().create(p('operations'), lifecycle('stop-gone', 'stop'));
+    const closed = await eventually('admission closed for stop-gone', async () => {
+      const w = await ws();
+      return w.status?.operation?.name === 'stop-gone' && w.status.admissionOpen === false ? w : undefined;
+    });
+    await sleep(3000); // several quiesce rounds (every 2 s) without the Node
+    const waiting = await op('stop-gone');
+    assert.deepEqual([waiting.status?.state, waiting.status?.step], ['running', 'quiesce'], 'no Node: never advances');
+    assert.notEqual((await ws()).status?.idleProof?.epoch, closed.status?.admissionEpoch, 'no idle proof');
+    assert.deepEqual(await pods(), [w0.status?.sandbox?.id], 'the sandbox is not terminated');
+    await restoreNode(binding);
+    await succeeded('stop-gone');
+    assert.equal((await ws()).status?.observedState, 'stopped');
+  });
+
+  it('a lease taken over mid-operation: the start re-observes its sandbox_ensure effect of the old epoch by ID before anything advances (reconcile_required)', async () => {
+    // p1-main stopped by the spec before (its stop may still be finishing when that spec failed).
+    await eventually('p1-main stopped', async () => (await ws()).status?.observedState === 'stopped');
+    // The start's sandbox Pod is refused (a quota of no Pods): the operation stays on its sandbox
+    // step with the sandbox_ensure effect planned under the current lease epoch.
+    const quota = `/api/v1/namespaces/${ns}/resourcequotas/no-pods`;
+    await admin().create(`/api/v1/namespaces/${ns}/resourcequotas`, {
+      metadata: { name: 'no-pods' },
+      spec: { hard: { pods: '0' } },
+    });
+    undo.push(() => admin().delete(quota));
+    await admin().create(p('operations'), lifecycle('start-held', 'start'));
+    const planned = await eventually('the sandbox_ensure effect planned', async () => {
+      const e = (await op('start-held')).status?.effects?.find((x) => x.kind === 'sandbox_ensure');
+      return e;
+    });
+    const epoch = await takeRelayLeaseOver();
+    assert.ok(epoch > planned.leaseEpoch, `the lease epoch ${epoch} is newer than the effect's ${planned.leaseEpoch}`);
+    const reconciled = await eventually('the effect re-observed under the new epoch', async () => {
+      const o = await op('start-held');
+      return o.status?.effects?.every((e) => e.leaseEpoch >= epoch) ? o : undefined;
+    });
+    assert.deepEqual(
+      [reconciled.status?.state, reconciled.status?.step],
+      ['running', 'sandbox'],
+      'nothing advanced meanwhile',
+    );
+    assert.deepEqual(
+      reconciled.status?.effects?.map((e) => [e.id, e.kind, e.outcome ?? 'none']),
+      [[planned.id, 'sandbox_ensure', 'none']],
+      'the same effect, found absent by its ID: not planned again under another',
+    );
+    await admin().delete(quota);
+    const done = await succeeded('start-held');
+    assert.deepEqual(
+      done.status?.effects?.map((e) => [e.id, e.outcome, e.leaseEpoch]),
+      [[planned.id, 'succeeded', epoch]],
+    );
+    assert.deepEqual(await pods(), [planned.id], 'one sandbox, named by the effect planned before the takeover');
+    assert.equal((await ws()).status?.observedState, 'ready');
+  });
+
+  it('a Node that refuses to stop (an agent session runs): resource_in_use, the Workspace back to ready, the sandbox untouched', async () => {
+    const w = await ws();
+    // An agent session holds an entry under ~/.krt/activity/ of the Workspace's data while it runs.
+    const pvc = await admin().get<KubeObject & { spec: { volumeName: string } }>(
+      `/api/v1/namespaces/${ns}/persistentvolumeclaims/devws-p1-main-data`,
+    );
+    const pv = await admin().get<KubeObject & { spec: { hostPath?: { path: string } } }>(
+      `/api/v1/persistentvolumes/${pvc.spec.volumeName}`,
+    );
+    assert.ok(pv.spec.hostPath, 'the local environment provisions hostPath volumes');
+    const activity = join(pv.spec.hostPath.path, '.krt', 'activity');
+    mkdirSync(activity, { recursive: true });
+    undo.push(() => Promise.resolve(rmSync(activity, { recursive: true, force: true })));
+    writeFileSync(join(activity, 'session-1'), '');
+    await admin().create(p('operations'), lifecycle('stop-busy', 'stop'));
+    const refused = await eventually('stop-busy refused', async () => {
+      const o = await op('stop-busy');
+      return o.status?.state === 'failed' ? o : undefined;
+    });
+    rmSync(activity, { recursive: true, force: true });
+    assert.equal(refused.status?.reason, 'resource_in_use');
+    const after = await ws();
+    assert.deepEqual([after.status?.observedState, after.status?.admissionOpen], ['ready', true]);
+    assert.equal(
+      after.status?.admissionEpoch,
+      (w.status?.admissionEpoch ?? 0) + 1,
+      'the refused close bumped the epoch',
+    );
+    assert.deepEqual(readNodeReport(after.metadata.annotations)?.idle, {
+      epoch: after.status?.admissionEpoch,
+      idle: false,
+    });
+    assert.deepEqual(await pods(), [w.status?.sandbox?.id], 'the sandbox untouched');
+  });
+
   it('re-sync (krt project sync): the external repository moved on; a new snapshot of the branch tip is recorded with its Events, and p1-main keeps its clone', async () => {
     const tip = git.push({ 'CHANGES.md': 'resynced\n' });
     const r = await krt(['project', 'sync', 'p1', '--wait'], await saKubeconfig(ns, 'dev'));
@@ -518,10 +715,16 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     snapshotCommit = tip;
   });
 
-  it('an isolated Workspace is created from the current snapshot and deleted with its data (delete_workspace)', async () => {
+  it('an isolated Workspace is created from the current snapshot (its clone blocked git_server_unconfigured until the Git Server is configured and the operation retried explicitly) and deleted with its data (delete_workspace)', async () => {
     // What runs before this spec is the earlier specs' business (p1-main is stopped when the stop
     // spec failed before its start): this spec compares with it, and asserts only its own sandbox.
     const before = await pods();
+    // No Git Server configured (the ConfigMap gone, the controller has no KRT_DEVWS_GIT_SERVER_URL).
+    const config = (await admin().get<KubeObject & { data: Record<string, string> }>(CONFIG)).data;
+    await admin().delete(CONFIG);
+    const configure = (): Promise<void> =>
+      upsert(`/api/v1/namespaces/${SYS}/configmaps`, CONFIG, { metadata: { name: 'kruntimes-devws' }, data: config });
+    undo.push(configure);
     const pvcsBefore = (await admin().list(`/api/v1/namespaces/${ns}/persistentvolumeclaims`)).items
       .map((x) => x.metadata.name ?? '')
       .sort();
@@ -531,6 +734,21 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       metadata: { name: 'p1-task' },
       spec: { project: 'p1', kind: 'isolated', desiredState: 'running', taskTitle: 'a task' },
     });
+    const blocked = await eventually('p1-task-create blocked', async () => {
+      const o = await op('p1-task-create');
+      return o.status?.state === 'blocked' ? o : undefined;
+    });
+    assert.deepEqual([blocked.status?.step, blocked.status?.reason], ['clone', 'git_server_unconfigured']);
+    // Only a blocked or retry_wait operation may be retried (a succeeded one is refused at admission).
+    assert.match(
+      await refusal(admin(), (c) => c.patch(p('operations/p1-create'), { spec: { retryRequests: 1 } })),
+      /^4\d\d /,
+    );
+    await configure();
+    await sleep(3000);
+    assert.equal((await op('p1-task-create')).status?.state, 'blocked', 'a blocked operation waits for its retry');
+    const retry = await krt(['op', 'retry', 'p1-task-create'], await saKubeconfig(ns, 'dev'));
+    assert.equal(retry.code, 0, retry.stderr);
     await succeeded('p1-task-create');
     const task = await ws('p1-task');
     assert.equal(task.status?.baseCommitId, snapshotCommit, "the binding's current snapshot (after the re-sync)");

@@ -126,3 +126,25 @@ export async function apiServiceAvailable(group: string, timeoutMs = 60_000): Pr
     timeoutMs,
   );
 }
+
+const RELAY_LEASE = '/apis/coordination.k8s.io/v1/namespaces/kruntimes-system/leases/kruntimes-relay';
+
+/**
+ * Another relay took the Lease over (and handed it back): leaseTransitions, the controller's lease
+ * epoch, goes up by one. The relay renews under its own identity and keeps the count. Returns the new epoch.
+ */
+export async function takeRelayLeaseOver(): Promise<number> {
+  for (;;) {
+    const lease = await admin().get<KubeObject & { spec: { leaseTransitions?: number } }>(RELAY_LEASE);
+    const next = (lease.spec.leaseTransitions ?? 0) + 1;
+    const patch = { metadata: { resourceVersion: lease.metadata.resourceVersion }, spec: { leaseTransitions: next } };
+    const ok = await admin()
+      .patch(RELAY_LEASE, patch)
+      .then(() => true)
+      .catch((err: unknown) => {
+        if (isApiError(err, 409)) return false; // renewed meanwhile: read it again
+        throw err;
+      });
+    if (ok) return next;
+  }
+}

@@ -1,8 +1,8 @@
 /** Running the real krt CLI in e2e: as a child process with a kubeconfig, optionally feeding stdin. */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '../lib/fs/temp-dir.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import { renderKubeconfig } from '../localenv/kubeconfig.ts';
 import { cluster, E2E_ROOT } from './cluster.ts';
@@ -56,7 +56,7 @@ export async function saKubeconfig(ns: string, sa: string): Promise<string> {
     `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`,
     { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
   );
-  const file = join(mkdtempSync(join(tmpdir(), 'krt-kc-')), 'config');
+  const file = join(tempDir('krt-kc-'), 'config');
   writeFileSync(
     file,
     renderKubeconfig({

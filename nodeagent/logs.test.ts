@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, appendFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '../lib/fs/temp-dir.ts';
 import { parseLine, parseQuery, selectRecords, streamLog } from './logs.ts';
 import { LineLogger, exitCode, mountsEnv } from './container.ts';
 import type { WriteStream } from 'node:fs';
@@ -34,7 +34,7 @@ describe('node agent logs', () => {
   });
 
   it('streams with timestamps and limitBytes, and follows until the container stops', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'krt-logs-'));
+    const dir = tempDir('krt-logs-');
     const f = join(dir, '0.log');
     writeFileSync(f, file(['one', 'two']));
     let out = '';

@@ -4,9 +4,9 @@
  * process, with runtimed's RuntimeClient over it; a directory of handler files; and bash handlers
  * of one shape (a `case` on the payload, echoing any other payload).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { tempDir } from '../lib/fs/temp-dir.ts';
 import { DialIn } from './dial-in.ts';
 import { RuntimeClient } from './runtime-client.ts';
 import type { Language } from './runtime-server/command.ts';
@@ -40,23 +40,9 @@ export async function runtimePair(
   return { dial, srv, client, close };
 }
 
-/** The directories dirWith made: removed when the test process exits (nothing left in /tmp). */
-const made = new Set<string>();
-let cleanupArmed = false;
-
-function removeOnExit(dir: string): void {
-  made.add(dir);
-  if (cleanupArmed) return;
-  cleanupArmed = true;
-  process.once('exit', () => {
-    for (const d of made) rmSync(d, { recursive: true, force: true });
-  });
-}
-
 /** A new temporary directory (`prefix`) holding `files`: relative path → text (removed when the process exits). */
 export function dirWith(prefix: string, files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  removeOnExit(dir);
+  const dir = tempDir(prefix);
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(dirname(join(dir, name)), { recursive: true });
     writeFileSync(join(dir, name), text);

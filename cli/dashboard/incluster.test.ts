@@ -8,12 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, X509Certificate } from 'node:crypto';
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tempDir } from '../../lib/fs/temp-dir.ts';
 import { KubeClient } from '../../lib/kube/client.ts';
 import { buildUi } from '../../scripts/build-ui.ts';
 import { DASHBOARD_DNS, desiredMaterial } from '../../functions/tls-certificates/index.ts';
@@ -69,7 +69,7 @@ function writePair(dir: string, pair: Partial<KeyPairPem>): ServingTls {
 }
 
 async function servingTls(): Promise<ServingTls> {
-  return writePair(mkdtempSync(join(tmpdir(), 'krt-dash-tls-')), (await issued).dashboard);
+  return writePair(tempDir('krt-dash-tls-'), (await issued).dashboard);
 }
 
 const nowhere = (): KubeClient => new KubeClient({ server: 'https://127.0.0.1:1' });
@@ -139,7 +139,7 @@ describe('in-cluster dashboard: HTTPS only, with the certificate issued for its 
   });
 
   it('refuses to start without a loadable pair', async () => {
-    const tls = writePair(mkdtempSync(join(tmpdir(), 'krt-dash-tls-')), {
+    const tls = writePair(tempDir('krt-dash-tls-'), {
       cert: (await issued).dashboard.cert,
       key: (await issued).functions.key,
     });
@@ -242,7 +242,7 @@ describe('in-cluster dashboard: front door', function () {
 });
 
 describe('in-cluster dashboard: configuration (fail closed)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'krt-dash-'));
+  const dir = tempDir('krt-dash-');
   const ca = join(dir, 'ca.crt');
   writeFileSync(ca, 'not read by the client until a request');
   const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KRT_DASHBOARD_KUBE_CA: ca };

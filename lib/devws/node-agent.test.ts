@@ -65,6 +65,17 @@ describe('devws-node decisions', () => {
     assert.equal(decideNode(view({ op: cloning(1), last: reported })).kind, 'clone');
   });
 
+  it('takes the local branch from the frozen input: a Workspace read before the node step wrote requestedRef still clones the right branch', () => {
+    // The Node reads its Workspace, then the Operation: the first read may predate the Workspace
+    // write of the node step (requestedRef) while the second already has the frozen input.
+    const early = ws({ requestedRef: undefined });
+    const act = decideNode(view({ ws: early, op: cloning(0), last: fresh }));
+    assert.ok(act.kind === 'clone' && act.localBranch === 'main', JSON.stringify(act));
+    const foreign = { ...input, workspaceBranch: 'refs/heads/workspaces/w2/main' };
+    const other = decideNode(view({ op: cloning(0, { cloneInput: foreign }), last: fresh }));
+    assert.notEqual(other.kind, 'clone', "never a branch of another Workspace's input");
+  });
+
   it('never clones while the result is unknown, on another step, or for an operation that is not current', () => {
     assert.equal(decideNode(view({ op: cloning(0, { cloneUnknown: true }), last: fresh })).kind, 'none');
     assert.equal(decideNode(view({ op: cloning(0, { state: 'retry_wait' }), last: fresh })).kind, 'none');

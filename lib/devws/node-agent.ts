@@ -8,6 +8,7 @@
 import type { CloneInput, Operation, Workspace } from './api.ts';
 import type { CloneReport, NodeReportDoc } from './node-report.ts';
 import type { PluginItem } from './plugins.ts';
+import { requestedRefOf } from './validate.ts';
 
 /** A heartbeat every 10 s keeps the Node well inside the controller's 30 s window. */
 export const HEARTBEAT_EVERY_MS = 10_000;
@@ -80,7 +81,11 @@ function cloneAction(v: NodeView, base: NodeReportDoc): NodeAction | undefined {
   // Started and never finished (this Node restarted mid-clone): the result is unknown, never re-run.
   if (j.state === 'started')
     return { kind: 'report', report: { ...base, clone: { operation: name, attempt: d.attempt, result: 'unknown' } } };
-  const localBranch = v.ws.status?.requestedRef ?? '';
+  // From the frozen input, not the Workspace: the Node reads its Workspace, then the Operation, and
+  // a Workspace read before the node step's write has no requestedRef yet (an empty branch name
+  // failed the attempt and cost a retry).
+  const localBranch = requestedRefOf(d.input.workspaceBranch, v.ws.metadata.name ?? '');
+  if (!localBranch) return undefined;
   const ca = d.ca ? { ca: d.ca } : {};
   return { kind: 'clone', operation: name, attempt: d.attempt, input: d.input, ...ca, localBranch, base };
 }

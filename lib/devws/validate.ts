@@ -74,3 +74,9 @@ export function resolveBaseRef(baseRef: string | undefined, defaultBranch: strin
 export function workspaceBranch(workspaceId: string, requestedRef: string): string {
   return `refs/heads/workspaces/${workspaceId}/${requestedRef}`;
 }
+
+/** The requested ref a Workspace branch names (its short name), or undefined when it is not this Workspace's. */
+export function requestedRefOf(branch: string, workspaceId: string): string | undefined {
+  const prefix = workspaceBranch(workspaceId, '');
+  return branch.startsWith(prefix) && branch.length > prefix.length ? branch.slice(prefix.length) : undefined;
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '../fs/temp-dir.ts';
 import { execTokenSource, parseExecCredential } from './exec-credential.ts';
 
 const cred = (status: object): string =>
@@ -9,7 +9,7 @@ const cred = (status: object): string =>
 
 describe('exec credential plugins', () => {
   it('runs a real plugin once and caches a token without expiry', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'krt-exec-'));
+    const dir = tempDir('krt-exec-');
     const script = join(dir, 'plugin.sh');
     const count = join(dir, 'count');
     writeFileSync(
