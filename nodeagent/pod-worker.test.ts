@@ -32,7 +32,7 @@ describe('node agent container mounts: a checkout under /tmp stays visible (issu
   });
 
   it('needs nothing for a checkout elsewhere', () => {
-    assert.deepEqual(containerMounts([data], own, '/work/repo'), [own, data]);
-    assert.deepEqual(containerMounts([podTmp], own, '/work/repo'), [podTmp]);
+    assert.deepEqual(containerMounts([data], own, '/srv/repo'), [own, data]);
+    assert.deepEqual(containerMounts([podTmp], own, '/srv/repo'), [podTmp]);
   });
 });
