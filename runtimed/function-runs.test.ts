@@ -9,6 +9,7 @@ import {
   type FunctionHost,
 } from './function-runs.ts';
 import type { Run } from './types.ts';
+import type { InvokeResult } from './runtime-server/functions.ts';
 import { FunctionRegistrationError } from './runtime-client.ts';
 import { PrepareError } from './source.ts';
 
@@ -50,7 +51,12 @@ describe('runtimed function Runs: lifecycle with a fake Runtime Server and API (
     log: string[];
   }
 
-  function harness(spec: Partial<Run['spec']>, registerFailures = 0, callMs = 50): Harness {
+  function harness(
+    spec: Partial<Run['spec']>,
+    registerFailures = 0,
+    callMs = 50,
+    answer: () => InvokeResult = () => ({ ok: true, output: 1 }),
+  ): Harness {
     const writes: RunStatus[] = [];
     const log: string[] = [];
     let finalizers: string[] = [];
@@ -70,7 +76,7 @@ describe('runtimed function Runs: lifecycle with a fake Runtime Server and API (
         log.push('call');
         await new Promise((r) => setTimeout(r, callMs));
         log.push('call done');
-        return { ok: true, output: 1 };
+        return answer();
       },
       cancelFunctionCall: () => Promise.resolve(log.push('cancel call')),
       unregisterFunction: () => Promise.resolve(log.push('unregister')),
@@ -146,6 +152,45 @@ describe('runtimed function Runs: lifecycle with a fake Runtime Server and API (
     assert.ok(!h.log.includes('cancel call'));
     assert.equal(last(h)?.phase, 'Cancelled');
     assert.equal(h.fr.target(h.a, 'f', 'u1').code, 503);
+  });
+
+  it('a call the Runtime Server answers NotRegistered (it dropped the handler): not Ready, registered again per the policy', async () => {
+    let lost = true;
+    const answer = (): InvokeResult => {
+      if (!lost) return { ok: true, output: 1 };
+      lost = false;
+      return { ok: false, reason: 'NotRegistered', error: 'function u1 not registered' };
+    };
+    const h = harness({ retryPolicy: { maxAttempts: 2, backoff: '10ms' } }, 0, 1, answer);
+    await h.fr.start(h.a);
+    const t = h.fr.target(h.a, 'f', 'u1');
+    assert.equal(t.code === 200 && (await t.call('1')).ok, false);
+    assert.equal(h.fr.target(h.a, 'f', 'u1').code, 503, 'not ready while it registers again');
+    for (let i = 0; i < 50 && last(h)?.phase !== 'Ready'; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(
+      h.writes.map((s) => [s.phase, s.attempt]),
+      [
+        ['Running', 1],
+        ['Ready', 1],
+        ['Running', 2],
+        ['Running', 2],
+        ['Ready', 2],
+      ],
+    );
+    assert.equal(h.log.filter((l) => l === 'register').length, 2);
+    const again = h.fr.target(h.a, 'f', 'u1');
+    assert.deepEqual(again.code === 200 ? await again.call('1') : again, { ok: true, output: 1 });
+    await h.fr.end(h.a, 'Cancelled', 'bye');
+  });
+
+  it('without attempts left, a lost registration ends the Run: Failed, reason FunctionLost', async () => {
+    const h = harness({}, 0, 1, () => ({ ok: false, reason: 'NotRegistered', error: 'not registered' }));
+    await h.fr.start(h.a);
+    const t = h.fr.target(h.a, 'f', 'u1');
+    if (t.code === 200) await t.call('1');
+    for (let i = 0; i < 50 && last(h)?.phase === 'Ready'; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(last(h)?.phase, 'Failed');
+    assert.equal(ready(last(h)), 'FunctionLost');
   });
 
   it('ends after the idle timeout without calls: Timeout, reason IdleTimeout', async () => {

@@ -250,13 +250,32 @@ export class FunctionRuns {
   }
 
   private async call(a: FunctionActive, fn: FunctionState, payload: string): Promise<InvokeResult> {
+    let result: InvokeResult | undefined;
     try {
-      return await this.d.runtime.invokeFunction(a.run.metadata.uid ?? '', payload);
+      result = await this.d.runtime.invokeFunction(a.run.metadata.uid ?? '', payload);
+      return result;
     } finally {
       fn.busy = false;
       fn.drained?.();
-      this.armIdle(a);
+      if (result?.ok === false && result.reason === 'NotRegistered' && fn.ready && !fn.ended)
+        this.h.background(a.run, this.registrationLost(a, result.error));
+      else this.armIdle(a);
     }
+  }
+
+  /**
+   * The Runtime Server answered a call of a Ready function with NotRegistered: it no longer has the
+   * handler (its execution lease lapsed and it dropped its functions, or it restarted). The Run is
+   * not Ready any more; the loss is a failed attempt under the retry policy: register again, or end
+   * Failed with reason FunctionLost (never Ready with every call refused until the idle timeout).
+   */
+  private async registrationLost(a: FunctionActive, why: string): Promise<void> {
+    const fn = a.fn;
+    if (!fn || fn.ended || !fn.ready) return;
+    fn.ready = false;
+    clearTimeout(fn.idle);
+    const message = `the Runtime Server no longer has the handler registered (${why})`;
+    if (await this.retry(a, { reason: 'FunctionLost', message, retryable: true })) await this.registerLoop(a);
   }
 
   /** Ends the function: stop taking calls, drain the in-flight call (bounded), cancel it, unregister, terminal status. */
