@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tempDir } from '../../lib/fs/temp-dir.ts';
 import { chooseCommand, withNorc } from './command.ts';
 import { Execution, MIN_RECORD_COST, STREAM_LIMIT, TRUNCATED, type Summary } from './executions.ts';
 
@@ -52,7 +53,7 @@ describe('runtimed/runtime-server bash commands never source ~/.bashrc', () => {
   });
 
   it('an execution (`bash -c`) with SSH_CLIENT set does not run ~/.bashrc, as bash would for sshd', async () => {
-    const home = mkdtempSync(join(tmpdir(), 'krt-home-'));
+    const home = tempDir('krt-home-');
     writeFileSync(join(home, '.bashrc'), 'echo FROM_BASHRC\n');
     const e = await run('echo ran', { HOME: home, SSH_CLIENT: '10.0.0.1 50000 22' });
     assert.deepEqual(

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { tempDir } from '../../lib/fs/temp-dir.ts';
 import { CallOutput } from './bash-calls.ts';
 import { Functions, RegistrationError, bashScript, outputValue, splitHandler } from './functions.ts';
 
 const env = { PATH: process.env.PATH };
 
 async function dirWith(files: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'krt-fn-'));
+  const dir = tempDir('krt-fn-');
   for (const [name, text] of Object.entries(files)) {
     await mkdir(join(dir, name, '..'), { recursive: true });
     await writeFile(join(dir, name), text);

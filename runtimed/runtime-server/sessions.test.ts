@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tempDir } from '../../lib/fs/temp-dir.ts';
 import WebSocket, { type ClientOptions } from 'ws';
 import { Channel, exitCodeOf, frame, PROTOCOL } from '../../lib/session/channel.ts';
 import { MAX_FRAME_BYTES } from '../../lib/session/frames.ts';
@@ -81,7 +82,7 @@ describe('runtime server: session operations', () => {
   });
 
   it('a `bash -c` operation does not run ~/.bashrc (its stdin is a socket; SHLVL from the spec cannot undo it)', async () => {
-    const home = mkdtempSync(join(tmpdir(), 'krt-home-'));
+    const home = tempDir('krt-home-');
     writeFileSync(join(home, '.bashrc'), 'echo FROM_BASHRC\n');
     const r = await operate(
       socket,
