@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { E2E_ROOT } from './cluster.ts';
-import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
+import { admin, deleteNamespace, eventually, newNamespace, runCronJobNow, type Obj } from './helpers.ts';
 
 const SYS = 'kruntimes-system';
 type Cm = KubeObject & { data?: Record<string, string> };
@@ -136,22 +136,7 @@ describe('functions runtime (extension API server from the local overlay)', func
         metadata: { name, labels: { 'kruntimes.io/sample': 'sweep' }, annotations: { 'kruntimes.io/expires-at': at } },
       });
     }
-    const cj = await admin().get<Obj & { spec: { jobTemplate: { spec: Record<string, unknown> } } }>(
-      `/apis/batch/v1/namespaces/${SYS}/cronjobs/kruntimes-fn-sample-sweep`,
-    );
-    await admin().create(`/apis/batch/v1/namespaces/${SYS}/jobs`, {
-      apiVersion: 'batch/v1',
-      kind: 'Job',
-      metadata: { name: `sweep-manual-${process.pid}`, annotations: { 'cronjob.kubernetes.io/instantiate': 'manual' } },
-      spec: cj.spec.jobTemplate.spec,
-    });
-    await eventually('the sweep Job to complete', async () => {
-      const j = await admin().get<Obj & { status?: { conditions?: { type: string; status: string }[] } }>(
-        `/apis/batch/v1/namespaces/${SYS}/jobs/sweep-manual-${process.pid}`,
-      );
-      assert.ok(!j.status?.conditions?.some((c) => c.type === 'Failed' && c.status === 'True'), 'sweep Job failed');
-      return j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True');
-    });
+    await runCronJobNow('kruntimes-fn-sample-sweep', `sweep-manual-${process.pid}`);
     await assert.rejects(admin().get(`/api/v1/namespaces/${ns}/configmaps/expired`), (e: unknown) =>
       isApiError(e, 404),
     );

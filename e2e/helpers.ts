@@ -148,3 +148,33 @@ export async function takeRelayLeaseOver(): Promise<number> {
     if (ok) return next;
   }
 }
+
+type JobObj = Obj & { status?: { conditions?: { type: string; status: string }[] } };
+
+/**
+ * Runs a CronJob of kruntimes-system now, as `kubectl create job --from=cronjob/...` does (a Job
+ * from its template, named `job`), and waits until the Job is Complete; a Failed Job fails the wait.
+ */
+export async function runCronJobNow(cronJob: string, job: string, timeoutMs = 90_000): Promise<void> {
+  const base = '/apis/batch/v1/namespaces/kruntimes-system';
+  const cj = await admin().get<Obj & { spec: { jobTemplate: { spec: Record<string, unknown> } } }>(
+    `${base}/cronjobs/${cronJob}`,
+  );
+  await admin().create(`${base}/jobs`, {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: job, annotations: { 'cronjob.kubernetes.io/instantiate': 'manual' } },
+    spec: cj.spec.jobTemplate.spec,
+  });
+  const done = (j: JobObj, type: string): boolean =>
+    !!j.status?.conditions?.some((c) => c.type === type && c.status === 'True');
+  await eventually(
+    `Job ${job} (from CronJob ${cronJob}) to complete`,
+    async () => {
+      const j = await admin().get<JobObj>(`${base}/jobs/${job}`);
+      if (done(j, 'Failed')) throw new Error(`Job ${job} failed`);
+      return done(j, 'Complete');
+    },
+    timeoutMs,
+  );
+}

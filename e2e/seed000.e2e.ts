@@ -17,7 +17,7 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { REPO_ROOT } from '../localenv/paths.ts';
 import { E2E_ROOT } from './cluster.ts';
-import { admin, deleteNamespace, eventually, newNamespace, type Obj } from './helpers.ts';
+import { admin, deleteNamespace, eventually, newNamespace, runCronJobNow, type Obj } from './helpers.ts';
 import {
   GROUP,
   bashRuntime,
@@ -107,26 +107,7 @@ async function wfDone(ns: string, name: string): Promise<Wfr> {
 }
 /** Runs the TTL sweep now (a Job from the CronJob's template) and waits for it. */
 async function sweepNow(tag: string): Promise<void> {
-  const cj = await admin().get<Obj & { spec: { jobTemplate: { spec: Record<string, unknown> } } }>(
-    '/apis/batch/v1/namespaces/kruntimes-system/cronjobs/kruntimes-fn-workspace-ttl',
-  );
-  const job = `seed000-${tag}-${process.pid}`;
-  await admin().create('/apis/batch/v1/namespaces/kruntimes-system/jobs', {
-    apiVersion: 'batch/v1',
-    kind: 'Job',
-    metadata: { name: job },
-    spec: cj.spec.jobTemplate.spec,
-  });
-  await eventually(
-    'the sweep Job',
-    async () =>
-      (
-        await admin().get<Obj & { status?: { succeeded?: number } }>(
-          `/apis/batch/v1/namespaces/kruntimes-system/jobs/${job}`,
-        )
-      ).status?.succeeded === 1,
-    90_000,
-  );
+  await runCronJobNow('kruntimes-fn-workspace-ttl', `seed000-${tag}-${process.pid}`);
 }
 
 const PRODUCE = {

@@ -16,6 +16,7 @@ import {
   eventually,
   newNamespace,
   pkiFile,
+  runCronJobNow,
   serviceAccountClient,
   type Obj,
 } from './helpers.ts';
@@ -251,25 +252,7 @@ describe('PersistentWorkspaces', function () {
     await bound(ns, 'ttl');
     await bound(ns, 'retained');
     await new Promise((r) => setTimeout(r, 1500));
-    const cj = await admin().get<Obj & { spec: { jobTemplate: { spec: Record<string, unknown> } } }>(
-      '/apis/batch/v1/namespaces/kruntimes-system/cronjobs/kruntimes-fn-workspace-ttl',
-    );
-    const job = `ws-ttl-${process.pid}`;
-    await admin().create('/apis/batch/v1/namespaces/kruntimes-system/jobs', {
-      apiVersion: 'batch/v1',
-      kind: 'Job',
-      metadata: { name: job },
-      spec: cj.spec.jobTemplate.spec,
-    });
-    await eventually(
-      'the sweep Job',
-      async () =>
-        (
-          await admin().get<Obj & { status?: { succeeded?: number } }>(
-            `/apis/batch/v1/namespaces/kruntimes-system/jobs/${job}`,
-          )
-        ).status?.succeeded === 1,
-    );
+    await runCronJobNow('kruntimes-fn-workspace-ttl', `ws-ttl-${process.pid}`);
     await gone(wsPath(ns, 'ttl'), 'workspace ttl');
     assert.equal((await getWs(ns, 'retained')).status?.phase, 'Bound');
   });

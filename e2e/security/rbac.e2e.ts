@@ -11,6 +11,7 @@ import type { KubeClient } from '../../lib/kube/client.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import { admin, deleteNamespace, eventually, newNamespace, serviceAccountClient } from '../helpers.ts';
+import { grant } from '../krt.ts';
 import { apply, kubernetesClass, uniq, X, API_VERSION } from '../jobclass-fixtures.ts';
 
 const KRT_NS = 'kruntimes-system';
@@ -47,22 +48,6 @@ async function bindClusterRole(ns: string, name: string, role: string, sa: strin
     kind: 'RoleBinding',
     metadata: { name },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-    subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }],
-  });
-}
-
-async function role(ns: string, name: string, rules: Record<string, unknown>[], sa: string): Promise<void> {
-  await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name },
-    rules,
-  });
-  await admin().create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
     subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }],
   });
 }
@@ -250,7 +235,7 @@ describe('security: RBAC and admission attacks (issue 11)', function () {
       stringData: { password: 'hunter2' },
     });
     await serviceAccount(ns, 'submitter');
-    await role(ns, 'submit-jobs', [{ apiGroups: [E], resources: ['jobs'], verbs: ['create', 'get'] }], 'submitter');
+    await grant(ns, 'submitter', 'submit-jobs', { apiGroups: [E], resources: ['jobs'], verbs: ['create', 'get'] });
     const submitter = await serviceAccountClient(ns, 'submitter');
     clients.push(submitter);
     const create = (name: string, spec: Record<string, unknown>): Promise<unknown> =>
@@ -278,12 +263,12 @@ describe('security: RBAC and admission attacks (issue 11)', function () {
       (e: unknown) => isApiError(e, 403) && /spec\.imagePullSecret\.name: .* may not get Secret "db"/.test(e.message),
     );
     // Granting get on that one Secret (resourceNames) is what lets the Job name it.
-    await role(
-      ns,
-      'read-db',
-      [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['db'], verbs: ['get'] }],
-      'submitter',
-    );
+    await grant(ns, 'submitter', 'read-db', {
+      apiGroups: [''],
+      resources: ['secrets'],
+      resourceNames: ['db'],
+      verbs: ['get'],
+    });
     await eventually('the read-db grant', async () => {
       await create('allowed', secretEnv);
       return true;
