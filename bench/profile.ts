@@ -4,8 +4,9 @@
  * time per function and per source file, and the project's own functions with what they call.
  * For benchmarks only (BENCH_PROFILE=<component>; BENCH_PROFILE_OUT=<file> keeps the profile).
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { WebSocket } from 'ws';
+import { cpuPids } from './cpu.ts';
 
 interface ProfileNode {
   id: number;
@@ -129,4 +130,25 @@ export async function profileDuring(pid: number, during: () => Promise<void>): P
     rows('by file', selfTime(profile, fileOf, 15)),
     rows("the project's functions, including what they call", ownInclusive(profile, 40)),
   ].join('\n');
+}
+
+const procCmd = (pid: number): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+};
+
+/**
+ * BENCH_PROFILE=<a component's command-line pattern, e.g. "kruntimes.mjs runtimed">: a CPU profile of
+ * the first such process of this environment (`mine`) during `phase`, printed after it; without it,
+ * just runs `fn`.
+ */
+export async function profiled(mine: (cmd: string) => boolean, phase: string, fn: () => Promise<void>): Promise<void> {
+  const pattern = process.env.BENCH_PROFILE;
+  if (!pattern) return fn();
+  const pid = cpuPids((cmd) => mine(cmd)).find((p) => procCmd(p).includes(pattern));
+  if (pid === undefined) throw new Error(`BENCH_PROFILE: no process of this environment matches ${pattern}`);
+  process.stdout.write(`CPU profile of ${pattern} (pid ${pid}) during ${phase}:\n${await profileDuring(pid, fn)}\n`);
 }

@@ -8,7 +8,6 @@
  *   BENCH_CASE=backlog npx tsx bench/runs.ts   # 50 Runs, concurrency 10, 2 Pods × 4 slots, sleep 500ms
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { down, up, type Env } from '../localenv/environment.ts';
@@ -17,8 +16,8 @@ import type { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
 import { ms, ratio, summary } from './stats.ts';
-import { cpuDelta, cpuPids, cpuTicks, cpuTotalMs } from './cpu.ts';
-import { profileDuring } from './profile.ts';
+import { cpuDelta, cpuTicks, cpuTotalMs } from './cpu.ts';
+import { profiled } from './profile.ts';
 import { apiCounters, perUnit } from './apiserver-requests.ts';
 import { BENCH_NODE_KIND, benchUpOptions } from './node-kind.ts';
 import { benchRuntime } from './runtime.ts';
@@ -247,26 +246,6 @@ async function setup(env: Env): Promise<void> {
   );
 }
 
-/** BENCH_PROFILE=<a component's command-line pattern, e.g. "kruntimes.mjs runtimed">: a CPU profile of
- * the first such process of this environment during the Runs phase, printed after it. */
-async function profiled(mine: (cmd: string) => boolean, fn: () => Promise<void>): Promise<void> {
-  const pattern = process.env.BENCH_PROFILE;
-  if (!pattern) return fn();
-  const pid = cpuPids((cmd) => mine(cmd)).find((p) => procCmd(p).includes(pattern));
-  if (pid === undefined) throw new Error(`BENCH_PROFILE: no process of this environment matches ${pattern}`);
-  process.stdout.write(
-    `CPU profile of ${pattern} (pid ${pid}) during the Runs phase:\n${await profileDuring(pid, fn)}\n`,
-  );
-}
-
-const procCmd = (pid: number): string => {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-  } catch {
-    return '';
-  }
-};
-
 async function main(): Promise<void> {
   const root = join(REPO_ROOT, '.kruntimes', 'bench', `runs-${process.pid}`);
   const env = await up({ root, ...benchUpOptions(['bench-a', 'bench-b']) });
@@ -277,7 +256,7 @@ async function main(): Promise<void> {
     const mine = (cmd: string): boolean => cmd.includes(root);
     const before = cpuTicks(mine);
     const apiBefore = await apiCounters(env.admin);
-    await profiled(mine, () => measureRuns(env.admin));
+    await profiled(mine, 'the Runs phase', () => measureRuns(env.admin));
     const after = cpuTicks(mine);
     const apiAfter = await apiCounters(env.admin);
     process.stdout.write(`  CPU during the Runs phase: ${cpuDelta(before, after)}\n`);
