@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { setCondition, type Condition } from '../../lib/run/conditions.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
-import { sameJson, stableJson } from '../../lib/kube/same-json.ts';
+import { sameJson } from '../../lib/kube/same-json.ts';
 
 export const WORKSPACE_FINALIZER = 'kruntimes.io/workspace-cleanup';
 export type Phase = 'Pending' | 'Bound' | 'Lost' | 'Released';
@@ -259,7 +259,7 @@ export function dueAt(ws: Workspace): number | undefined {
 }
 
 /** The workspace without what its usage bookkeeping and every write change. */
-function withoutUsage(o: KubeObject): string {
+function withoutUsage(o: KubeObject): KubeObject {
   const {
     resourceVersion: _rv,
     managedFields: _mf,
@@ -268,7 +268,7 @@ function withoutUsage(o: KubeObject): string {
     managedFields?: unknown;
   };
   const { lastUsedTime: _l, ...status } = (o as Workspace).status ?? {};
-  return stableJson({ ...o, metadata, status });
+  return { ...o, metadata, status };
 }
 
 /**
@@ -277,5 +277,5 @@ function withoutUsage(o: KubeObject): string {
  * scheduler and the WorkflowRun controller need not be woken by it (issue 17).
  */
 export function usageOnly(e: { type: 'added' | 'updated' | 'deleted'; object: KubeObject; old?: KubeObject }): boolean {
-  return e.type === 'updated' && !!e.old && withoutUsage(e.old) === withoutUsage(e.object);
+  return e.type === 'updated' && !!e.old && sameJson(withoutUsage(e.old), withoutUsage(e.object));
 }
