@@ -14,6 +14,7 @@ import { REPO_ROOT } from '../localenv/paths.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { KubeClient } from '../lib/kube/client.ts';
 import { ListWatch } from '../lib/kube/watch.ts';
+import { apiCounters, perUnit } from './apiserver-requests.ts';
 import { cpuDelta, cpuTicks, cpuTotalMs } from './cpu.ts';
 import { profiled } from './profile.ts';
 import { ms, summary } from './stats.ts';
@@ -153,6 +154,7 @@ async function main(): Promise<void> {
     // This environment only: its control plane and node agents name `root`; Pods descend from its node agents.
     const mine = (cmd: string): boolean => cmd.includes(root);
     const cpuBefore = cpuTicks(mine);
+    const apiBefore = await apiCounters(api);
     await profiled(mine, 'the WorkflowRuns', async () => {
       for (let i = 0; i < N; i++) {
         const t0 = Date.now();
@@ -176,6 +178,7 @@ async function main(): Promise<void> {
     const cpuAfter = cpuTicks(mine);
     const cpu = cpuDelta(cpuBefore, cpuAfter);
     const cpuPerWfr = (cpuTotalMs(cpuBefore, cpuAfter) / N).toFixed(1);
+    const apiPerWfr = perUnit(apiBefore, await apiCounters(api), N);
     tl.lw.stop();
     await api.create(`${G}/persistentworkspaces`, {
       apiVersion: 'kruntimes.io/v1alpha1',
@@ -227,6 +230,7 @@ async function main(): Promise<void> {
         `admission: Run create with spec.workspace (webhook + SubjectAccessReview) p50 ${ms(a.p50)} p99 ${ms(a.p99)}; without (no webhook call) p50 ${ms(b.p50)} p99 ${ms(b.p99)} -> webhook adds p50 ${ms(a.p50 - b.p50)}`,
         `floor: Run create p50 ${ms(b.p50)}, Run status update p50 ${ms(u.p50)}; a step boundary needs 3 writes (WorkflowRun status, next Run create, its bind) ~ ${ms(u.p50 + b.p50 + u.p50)}`,
         `CPU during the WorkflowRuns: ${cpu}; all of it ${cpuPerWfr} ms per WorkflowRun`,
+        `kube-apiserver per WorkflowRun (requests of every client; watch events sent): ${apiPerWfr}`,
         '',
       ].join('\n'),
     );
