@@ -603,6 +603,36 @@ describe('devws-controller (in-memory state)', () => {
     assert.equal(s.get(D.projects, NS, 'p1'), undefined);
   });
 
+  it('clone_result_unknown: blocked and never dispatched again; a late definite result of the same attempt continues the same operation (success: ready; failure: the same attempt count and backoff)', () => {
+    for (const late of ['succeeded', 'failed'] as const) {
+      cloneCommit = undefined; // the Node's clone never finishes
+      const s = newState();
+      report(s, { clone: { operation: 'p1-create', attempt: 0, result: 'unknown' } });
+      settle(s);
+      const blocked = op(s, 'p1-create').status;
+      assert.deepEqual(
+        [blocked?.state, blocked?.reason, blocked?.cloneUnknown],
+        ['blocked', 'clone_result_unknown', true],
+      );
+      assert.equal(blocked?.cloneAttempts ?? 0, 0, 'no attempt consumed, none dispatched');
+      const result = late === 'succeeded' ? { result: late, commit: COMMIT } : { result: late, message: 'fatal: 503' };
+      report(s, { clone: { operation: 'p1-create', attempt: 0, ...result } });
+      if (late === 'failed') {
+        step(s, 1);
+        const again = op(s, 'p1-create').status;
+        assert.deepEqual([again?.state, again?.reason, again?.cloneAttempts], ['retry_wait', 'clone_failed', 1]);
+        assert.equal(again?.retryAt, new Date(clock.getTime() + 5000).toISOString(), 'the first backoff, 5 s');
+        cloneCommit = COMMIT; // the next attempt is a new execution, and it succeeds
+      }
+      settle(s);
+      cloneCommit = COMMIT;
+      const done = op(s, 'p1-create').status;
+      assert.equal(done?.state, 'succeeded', `${late}: ${done?.state ?? ''} ${done?.reason ?? ''}`);
+      assert.equal(ws(s).status?.observedState, 'ready');
+      assert.equal(ws(s).status?.baseCommitId, COMMIT);
+    }
+  });
+
   it('reconcile_required: effects of an older lease epoch are re-observed by ID before the operation advances', () => {
     cloneCommit = undefined;
     const s = newState();

@@ -29,6 +29,7 @@ import { HEARTBEAT_WINDOW_MS, nodeDisconnected, nodeIsLive, nodeReconnected } fr
 import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
 import { kubernetesSubstrate, type Substrate } from './substrate.ts';
 import {
+  lateCloneResult,
   stepClone,
   stepCleanup,
   stepDone,
@@ -187,6 +188,8 @@ function decideOperation(c: Ctx | ProjectCtx): FnOp[] {
   );
   if (oldest && oldest.metadata.name !== c.op.metadata.name) return [writeOp(c.op, fail(s, 'operation_in_progress'))];
   if (effectsToReconcile(s, c.epoch).length > 0) return [writeOp(c.op, reconcileEffects(c, s))];
+  const late = 'ws' in c ? lateCloneResult(c, s) : undefined;
+  if (late) return late;
   if (s.state !== 'running') return claimStep(c, s);
   return runStep(c, s);
 }
