@@ -12,7 +12,7 @@ import { R } from '../../lib/fn/resources.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { contextFor, initProject, initWorkspace, nodeHealth, reconcileOperation } from './core.ts';
-import { handle } from './index.ts';
+import fn, { handle } from './index.ts';
 import { NODE_REPORT, readNodeReport, type NodeReportDoc } from '../../lib/devws/node-report.ts';
 import { decideNode } from '../../lib/devws/node-agent.ts';
 
@@ -23,6 +23,21 @@ let uid = 0;
 
 /** The status writes in the order the relay would apply them: "<Kind>/<name>:<state>". */
 const writes: string[] = [];
+/** Every API request the decisions asked for, as RBAC sees it: "<group>/<resource>:<verb>". */
+const requests = new Set<string>();
+
+function recordRequest(o: FnOp): void {
+  if (o.op === 'requeue' || !('resource' in o)) return;
+  const r = o.resource;
+  const verb = o.op === 'status' ? 'update' : o.op === 'apply' ? 'patch' : o.op;
+  requests.add(`${r.group}/${r.resource}${o.op === 'status' ? '/status' : ''}:${verb}`);
+}
+
+const granted = (rules: typeof fn.rbac, request: string): boolean => {
+  const [target = '', verb = ''] = request.split(':');
+  const [group = '', resource = ''] = target.split(/\/(.*)/s);
+  return rules.some((x) => x.apiGroups.includes(group) && x.resources.includes(resource) && x.verbs.includes(verb));
+};
 
 function apply(state: FakeState, ops: FnOp[]): void {
   // The host sends the writes of one batch in parallel (lib/fn/execute.ts writeBatches, the real
@@ -36,6 +51,7 @@ function apply(state: FakeState, ops: FnOp[]): void {
     );
   }
   for (const o of ops) {
+    recordRequest(o);
     if (o.op === 'create' && o.resource.kind === 'Pod') assertNamedByWorkspace(state, o.object);
     if (o.op === 'status') {
       const st = o.object.status as { state?: string; observedState?: string; lifecycle?: string };
@@ -601,6 +617,24 @@ describe('devws-controller (in-memory state)', () => {
     settle(s);
     assert.equal(op(s, 'delp').status?.state, 'succeeded');
     assert.equal(s.get(D.projects, NS, 'p1'), undefined);
+  });
+
+  it("the function's RBAC grants every request its decisions make (the Events of each step transition too)", () => {
+    requests.clear();
+    const s = newState();
+    for (const [name, kind] of [
+      ['stop1', 'stop'],
+      ['start1', 'start'],
+      ['restart1', 'restart'],
+      ['del1', 'delete_project'],
+    ] as const) {
+      createOp(s, name, kind);
+      settle(s);
+      assert.equal(op(s, name).status?.state, 'succeeded', name);
+    }
+    assert.ok(requests.has('/events:create'), 'Events are created');
+    const denied = [...requests].filter((r) => !granted(fn.rbac, r));
+    assert.deepEqual(denied, [], 'requests the API server refuses (403)');
   });
 
   it('clone_result_unknown: blocked and never dispatched again; a late definite result of the same attempt continues the same operation (success: ready; failure: the same attempt count and backoff)', () => {
