@@ -667,6 +667,30 @@ describe('devws-controller (in-memory state)', () => {
     }
   });
 
+  it('external_state_conflict: a re-observation that finds another result for a succeeded effect (the sandbox answers with another node) records nothing and blocks the operation', () => {
+    const s = newState();
+    createOp(s, 'stop1', 'stop');
+    settle(s);
+    nodesUp = false; // the start waits on its node step with its sandbox_ensure effect succeeded
+    try {
+      createOp(s, 'start1', 'start');
+      settle(s);
+      const waiting = op(s, 'start1').status;
+      assert.equal(waiting?.step, 'node');
+      const ensure = waiting?.effects?.find((e) => e.kind === 'sandbox_ensure');
+      assert.equal(ensure?.outcome, 'succeeded');
+      const pod = s.get(D.pods, NS, ensure?.id ?? '') as KubeObject;
+      const annotations = { ...pod.metadata.annotations, 'dev.kruntimes.io/node-id': 'another-node' };
+      s.put(D.pods, { ...pod, metadata: { ...pod.metadata, annotations } });
+      step(s, 2); // a new lease epoch: the effect is re-observed by its ID
+      const blocked = op(s, 'start1').status;
+      assert.deepEqual([blocked?.state, blocked?.reason], ['blocked', 'external_state_conflict']);
+      assert.deepEqual(blocked?.effects, waiting?.effects, 'the recorded result is not overwritten');
+    } finally {
+      nodesUp = true;
+    }
+  });
+
   it('reconcile_required: effects of an older lease epoch are re-observed by ID before the operation advances', () => {
     cloneCommit = undefined;
     const s = newState();
