@@ -25,7 +25,15 @@ import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
 import { parseCidrList } from '../lib/devws/sync-target.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
-import { admin, deleteNamespace, eventually, newNamespace, servingCert, type Obj } from './helpers.ts';
+import {
+  admin,
+  deleteNamespace,
+  eventually,
+  newNamespace,
+  servingCert,
+  takeRelayLeaseOver,
+  type Obj,
+} from './helpers.ts';
 import { startTcpGate, type TcpGate } from './tcp-gate.ts';
 
 const G = '/apis/dev.kruntimes.io/v1alpha1';
@@ -356,6 +364,50 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     assert.equal(back.status?.admissionOpen, true);
     assert.equal((await report('p2-main')).incarnation, incarnation, 'the same Node instance');
     assert.equal(back.status?.runtimeGeneration, w0.status?.runtimeGeneration, 'no new generation');
+  });
+
+  it('external_state_conflict: a succeeded effect re-observed by ID with another result (the sandbox Pod names another node) is not overwritten; the operation blocks until retried explicitly', async () => {
+    await admin().create(p('operations'), operation('stop-c', 'p2', { workspace: 'p2-main', kind: 'stop' }));
+    await succeeded('stop-c');
+    // The new generation's Node cannot report (its RoleBinding removed): the start waits on its node step.
+    const path = `${RBAC}/namespaces/${ns}/rolebindings/kruntimes-devws-node`;
+    const binding = await admin().get<KubeObject & Record<string, unknown>>(path);
+    const restore = (): Promise<unknown> =>
+      admin()
+        .create(`${RBAC}/namespaces/${ns}/rolebindings`, {
+          metadata: { name: binding.metadata.name, labels: binding.metadata.labels },
+          roleRef: binding.roleRef,
+          subjects: binding.subjects,
+        })
+        .catch((err: unknown) => {
+          if (!isApiError(err, 409)) throw err;
+        });
+    await admin().delete(path);
+    undo.push(restore);
+    await admin().create(p('operations'), operation('start-c', 'p2', { workspace: 'p2-main', kind: 'start' }));
+    const waiting = await state(
+      'start-c',
+      (o) => o.status?.step === 'node' && o.status.effects?.[0]?.outcome === 'succeeded',
+      'waiting on its node step',
+    );
+    const ensure = waiting.status?.effects?.[0];
+    const podPath = `/api/v1/namespaces/${ns}/pods/${ensure?.id ?? ''}`;
+    const nodeId = 'dev.kruntimes.io/node-id';
+    await admin().patch(podPath, { metadata: { annotations: { [nodeId]: 'another-node' } } });
+    undo.push(() => admin().patch(podPath, { metadata: { annotations: { [nodeId]: ensure?.nodeId ?? '' } } }));
+    await takeRelayLeaseOver(); // the effect is re-observed by its ID under the new epoch
+    const blocked = await state('start-c', (o) => o.status?.state === 'blocked', 'blocked');
+    assert.equal(blocked.status?.reason, 'external_state_conflict');
+    assert.deepEqual(blocked.status?.effects, waiting.status?.effects, 'the recorded result is unchanged');
+    await admin().patch(podPath, { metadata: { annotations: { [nodeId]: ensure?.nodeId ?? '' } } });
+    await restore();
+    await admin().patch(p('operations/start-c'), { spec: { retryRequests: 1 } });
+    const done = await succeeded('start-c');
+    assert.deepEqual(
+      done.status?.effects?.map((e) => [e.id, e.outcome, e.nodeId]),
+      [[ensure?.id, 'succeeded', ensure?.nodeId]],
+    );
+    assert.equal((await ws('p2-main')).status?.observedState, 'ready');
   });
 
   it('clone_failed: a failed clone is retried after 5 s, then 10 s; the third failure fails the operation and the Workspace is unavailable; the Project stays active', async () => {
