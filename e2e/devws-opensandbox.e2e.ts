@@ -25,7 +25,7 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
-import { readNodeReport } from '../lib/devws/node-report.ts';
+import { NODE_REPORT, readNodeReport } from '../lib/devws/node-report.ts';
 import { loadNodeConfig, NodeAgent, runNodeAgent } from '../runtimed/devws-node.ts';
 import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
@@ -588,8 +588,7 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     assert.deepEqual(ofP2(), ['Running'], 'the same sandbox: no new one was needed');
   });
 
-  it("clone_result_unknown: a Node restarted mid-clone reports unknown, the operation blocks and is never dispatched again; the original execution's late definite result continues the same operation", async () => {
-    const of = (name: string): Promise<Operation> => op(name);
+  it("base_commit_mismatch (OpenSandbox): a clone result with another commit, written with the sandbox instance's Node identity while its clone is held, is refused (400) and not recorded", async () => {
     runtime.paused = true; // p4-main's Node starts only once its snapshot is recorded and the gate holds clones
     try {
       await admin().create<Project>(p('projects'), {
@@ -602,12 +601,49 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
         const s = (await admin().get<Project>(p('projects/p4'))).status?.snapshot;
         return s?.commit;
       });
-      cloneGate.set('hold');
+      cloneGate.set('hold'); // held until the next spec lets the original execution go on
     } finally {
       runtime.paused = false;
     }
+    await eventually('the clone of p4-create held at the Git Server', async () => {
+      const o = await op('p4-create');
+      return o.status?.step === 'clone' && cloneGate.held > 0;
+    });
+    const w = await admin().get<Workspace>(p('workspaces/p4-main'));
+    const instance = w.status?.sandbox?.id ?? '';
+    const tr = await admin().create<KubeObject & { status: { token: string } }>(
+      `/api/v1/namespaces/${ns}/serviceaccounts/${instance}/token`,
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } },
+    );
+    const node = new KubeClient({
+      server: cluster().server,
+      ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')),
+      token: tr.status.token,
+    });
+    const before = readNodeReport(w.metadata.annotations);
+    assert.ok(before, 'the Node registered');
+    const clone = { operation: 'p4-create', attempt: 0, result: 'succeeded', commit: 'f'.repeat(40) };
+    const forged = { ...before, heartbeatAt: new Date().toISOString(), clone };
+    const refused = await node
+      .patch(p('workspaces/p4-main'), { metadata: { annotations: { [NODE_REPORT]: JSON.stringify(forged) } } })
+      .then(
+        () => 'accepted',
+        (err: unknown) => (isApiError(err) ? `${err.code} ${err.message}` : String(err)),
+      );
+    assert.match(refused, /^400 .*base_commit_mismatch/);
+    const after = await admin().get<Workspace>(p('workspaces/p4-main'));
+    assert.equal(readNodeReport(after.metadata.annotations)?.clone, undefined, 'not recorded');
+    const still = await op('p4-create');
+    assert.deepEqual(
+      [still.status?.state, still.status?.step, still.status?.cloneAttempts ?? 0],
+      ['running', 'clone', 0],
+    );
+  });
+
+  it("clone_result_unknown: a Node restarted mid-clone reports unknown, the operation blocks and is never dispatched again; the original execution's late definite result continues the same operation", async () => {
+    const of = (name: string): Promise<Operation> => op(name);
     try {
-      await eventually('the clone of p4-create held at the Git Server', async () => {
+      await eventually('the clone of p4-create held at the Git Server (the spec before)', async () => {
         const o = await of('p4-create');
         return o.status?.step === 'clone' && cloneGate.held > 0;
       });
