@@ -3,8 +3,9 @@
  * per rule of docs/workspaces-dev.md's table that devws.e2e.ts does not cover: invalid_ref, a
  * repository URL with a query, fragment or password, base_commit_mismatch (not recorded), an
  * Operation created queued and returned at once (202), stale_plugin_report, a Node disconnect
- * during install_plugin, clone retries after 5 s and 10 s then failed (the Workspace
- * unavailable), and delete_project waiting for a running sync (repository_operation_running).
+ * during install_plugin, external_state_conflict, clone retries after 5 s and 10 s then failed (the
+ * Workspace unavailable), a sandbox create answered late (held by an admission webhook of this
+ * process), and delete_project waiting for a running sync (repository_operation_running).
  *
  * Faults come from TCP gates (e2e/tcp-gate.ts) in front of the Git Server (clones) and of the
  * external repository (syncs), and a ResourceQuota of no Pods that holds a create's sandbox until
@@ -12,6 +13,8 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,6 +65,7 @@ async function refusal(client: KubeClient, call: (c: KubeClient) => Promise<unkn
 }
 
 const portOf = (url: string): number => Number(new URL(url).port);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)', function () {
   let ns: string;
@@ -442,6 +446,93 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
       'p1 active after its failed create',
       async () => (await proj('p1')).status?.lifecycle === 'active',
     );
+  });
+
+  it('a sandbox create the API server answers late (held by an admission webhook) is never read as not executed: meanwhile nothing new is planned, every create names the effect ID; one sandbox', async () => {
+    await admin().create(p('operations'), operation('stop-late', 'p2', { workspace: 'p2-main', kind: 'stop' }));
+    await succeeded('stop-late');
+    const generation = (await ws('p2-main')).status?.runtimeGeneration ?? 0;
+    // A webhook in this process holds every Pod create of the namespace until the spec lets it go.
+    const pki = servingCert(`devws-rules-hook-${ns}`, ['hook.local']);
+    const held: { name: string; answer: () => void }[] = [];
+    let release = false;
+    const hook = https.createServer({ cert: pki.cert, key: pki.key }, (req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const request = (JSON.parse(body) as { request: { uid: string; object: KubeObject } }).request;
+        const answer = (): void => {
+          const review = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' };
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ ...review, response: { uid: request.uid, allowed: true } }));
+        };
+        const name = request.object.metadata.name ?? '';
+        if (name === 'hook-probe') {
+          const review = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' };
+          const status = { code: 403, message: 'late-pods webhook active' };
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify({ ...review, response: { uid: request.uid, allowed: false, status } }));
+        } else if (release) answer();
+        else held.push({ name, answer });
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', () => r()));
+    const letGo = (): void => {
+      release = true;
+      for (const h of held) h.answer();
+    };
+    const hookPath = `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/devws-late-${ns}`;
+    undo.push(async () => {
+      letGo();
+      await admin().delete(hookPath);
+      hook.close();
+    });
+    await admin().create('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
+      metadata: { name: `devws-late-${ns}` },
+      webhooks: [
+        {
+          name: 'late-pods.e2e.kruntimes.io',
+          admissionReviewVersions: ['v1'],
+          sideEffects: 'None',
+          failurePolicy: 'Fail',
+          timeoutSeconds: 30,
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+          rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }],
+          clientConfig: {
+            url: `https://127.0.0.1:${(hook.address() as AddressInfo).port}/validate`,
+            caBundle: pki.ca.toString('base64'),
+          },
+        },
+      ],
+    });
+    // The webhook configuration reaches the API server's admission chain a moment after it is
+    // written: a dry-run probe it refuses shows it is there.
+    const probe = { metadata: { name: 'hook-probe' }, spec: { containers: [{ name: 'x', image: 'x' }] } };
+    await eventually('the webhook active', async () => {
+      const r = await refusal(admin(), (c) => c.create(`/api/v1/namespaces/${ns}/pods`, probe, { dryRun: 'All' }));
+      return r.includes('late-pods webhook active');
+    });
+    await admin().create(p('operations'), operation('start-late', 'p2', { workspace: 'p2-main', kind: 'start' }));
+    await eventually('the sandbox Pod create held', () => Promise.resolve(held.length > 0));
+    await sleep(3000); // the controller decides again meanwhile (the Workspace's own key, its requeues)
+    const waiting = await op('start-late');
+    assert.deepEqual([waiting.status?.state, waiting.status?.step], ['running', 'sandbox']);
+    const effects = waiting.status?.effects ?? [];
+    assert.deepEqual(
+      effects.map((e) => [e.kind, e.generation, e.outcome ?? 'none']),
+      [['sandbox_ensure', generation + 1, 'none']],
+      'one effect, no outcome: not read as done, nor as not executed',
+    );
+    assert.deepEqual([...new Set(held.map((h) => h.name))], [effects[0]?.id], 'every create names the effect ID');
+    assert.deepEqual(await pods(), [], 'nothing landed yet');
+    letGo();
+    const done = await succeeded('start-late');
+    assert.deepEqual(
+      done.status?.effects?.map((e) => [e.id, e.outcome]),
+      [[effects[0]?.id, 'succeeded']],
+    );
+    assert.deepEqual(await pods(), [effects[0]?.id], 'one sandbox, named by the effect planned before');
+    assert.equal((await ws('p2-main')).status?.runtimeGeneration, generation + 1);
   });
 
   it('repository_operation_running: delete_project waits (retry_wait) while a sync of the repository runs, touching no Workspace, then proceeds', async () => {
