@@ -25,7 +25,7 @@ import { isApiError } from '../lib/kube/errors.ts';
 import { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
-import { readNodeReport } from '../lib/devws/node-report.ts';
+import { NODE_REPORT, readNodeReport } from '../lib/devws/node-report.ts';
 import { loadNodeConfig, NodeAgent, runNodeAgent } from '../runtimed/devws-node.ts';
 import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
@@ -36,7 +36,8 @@ import { createCa } from '../lib/tls/certs.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import { admin, deleteNamespace, eventually, newNamespace, servingCert, takeRelayLeaseOver } from './helpers.ts';
-import { startOpenSandboxServer, type OpenSandboxTestServer } from './opensandbox-server/server.ts';
+import { startOpenSandboxServer, type OpenSandboxTestServer, type StoredSandbox } from './opensandbox-server/server.ts';
+import { startTcpGate, type TcpGate } from './tcp-gate.ts';
 
 const G = '/apis/dev.kruntimes.io/v1alpha1';
 const SYS = 'kruntimes-system';
@@ -61,6 +62,8 @@ class Runtime {
   private readonly busy = new Set<string>();
   /** Sandbox instance IDs whose Node is kept down (a Node that disappeared). */
   private readonly held = new Set<string>();
+  /** No new Node starts while paused (a sandbox created meanwhile waits for its Node). */
+  paused = false;
   private timer: NodeJS.Timeout | undefined;
   constructor(
     private readonly srv: OpenSandboxTestServer,
@@ -104,7 +107,7 @@ class Runtime {
       const home = this.home(s.request.volumes?.[0]?.pvc?.claimName);
       if (s.status.state === 'Terminated' || s.status.state === 'Failed') this.nodes.get(s.id)?.abort();
       if (s.status.state !== 'Running' || this.nodes.has(s.id) || this.busy.has(s.id)) continue;
-      if (this.held.has(s.request.env?.POD_NAME ?? '')) continue;
+      if (this.held.has(s.request.env?.POD_NAME ?? '') || (this.paused && role === 'sandbox')) continue;
       if (role === 'data-wipe') {
         for (const f of readdirSync(home)) rmSync(join(home, f), { recursive: true, force: true });
         this.srv.finish(s.id, true);
@@ -186,6 +189,9 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
   let runtime: Runtime;
   let root: string;
   let pki: ReturnType<typeof servingCert>;
+  /** In front of the Git Server: every clone goes through it (the configured gitServerUrl). */
+  let cloneGate: TcpGate;
+  let gitUrl: string;
   const p = (n: string): string => `${G}/namespaces/${ns}/${n}`;
   const op = (name: string): Promise<Operation> => admin().get<Operation>(p(`operations/${name}`));
   const ws = (): Promise<Workspace> => admin().get<Workspace>(p('workspaces/p1-main'));
@@ -232,16 +238,19 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
       authority: kubeGitAuthority(admin()),
       targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
     });
+    cloneGate = await startTcpGate(E2E_HOST_ADDRESS, Number(new URL(gitServer.url).port));
+    gitUrl = `https://${E2E_HOST_ADDRESS}:${cloneGate.port}`;
     osb = await startOpenSandboxServer({ apiKeys: [KEY], insecure: true, host: E2E_HOST_ADDRESS });
     runtime = new Runtime(osb, join(root, 'volumes'), ns);
     runtime.start();
     await upsert(SYNC_SECRET, { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token } });
     await upsert(OSB_SECRET, { metadata: { name: 'kruntimes-devws-opensandbox' }, stringData: { apiKey: KEY } });
-    const data = { gitServerUrl: gitServer.url, gitServerCA: pki.ca.toString(), openSandboxEndpoint: osb.url };
+    const data = { gitServerUrl: gitUrl, gitServerCA: pki.ca.toString(), openSandboxEndpoint: osb.url };
     await upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data });
   });
   after(async () => {
     runtime.stop();
+    await cloneGate.close();
     git.close();
     await gitServer.close();
     assert.deepEqual(osb.requestViolations, [], 'every request the controller sent matched the OpenSandbox spec');
@@ -510,8 +519,54 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     assert.equal((await ws()).status?.observedState, 'ready');
   });
 
+  it('external_binding_conflict: a succeeded sandbox_ensure re-observed by ID under another external ID is not rebound; the operation blocks until retried explicitly', async () => {
+    await admin().create(p('operations'), lifecycle('stop-b', 'stop'));
+    await succeeded('stop-b');
+    runtime.paused = true; // the new sandbox's Node does not start: the start waits on its node step
+    const byKey = (id: string): StoredSandbox | undefined =>
+      [...osb.sandboxes.values()].find((x) => x.request.metadata?.[META.sandbox] === id);
+    let moved: { from: StoredSandbox; to: StoredSandbox } | undefined;
+    const putBack = (): void => {
+      if (!moved) return;
+      osb.sandboxes.delete(moved.to.id);
+      osb.sandboxes.set(moved.from.id, moved.from);
+      moved = undefined;
+    };
+    try {
+      await admin().create(p('operations'), lifecycle('start-b', 'start'));
+      const waiting = await eventually('start-b waiting on its node step', async () => {
+        const o = await op('start-b');
+        const e = o.status?.effects?.find((x) => x.kind === 'sandbox_ensure');
+        return o.status?.step === 'node' && e?.outcome === 'succeeded' ? o : undefined;
+      });
+      const ensure = waiting.status?.effects?.find((x) => x.kind === 'sandbox_ensure');
+      const from = byKey(ensure?.id ?? '');
+      assert.ok(from, 'the sandbox on the server');
+      assert.equal(ensure?.externalId, from.id);
+      // The server now lists that sandbox instance under another external ID.
+      moved = { from, to: { ...from, id: `${from.id}-other` } };
+      osb.sandboxes.delete(from.id);
+      osb.sandboxes.set(moved.to.id, moved.to);
+      await takeRelayLeaseOver(); // the effect is re-observed by its ID under the new epoch
+      const blocked = await eventually('start-b blocked', async () => {
+        const o = await op('start-b');
+        return o.status?.state === 'blocked' ? o : undefined;
+      });
+      assert.equal(blocked.status?.reason, 'external_binding_conflict');
+      assert.deepEqual(blocked.status?.effects, waiting.status?.effects, 'still bound to its first external ID');
+      putBack();
+      await admin().patch(p('operations/start-b'), { spec: { retryRequests: 1 } });
+    } finally {
+      putBack();
+      runtime.paused = false;
+    }
+    const done = await succeeded('start-b');
+    assert.equal(done.status?.effects?.find((x) => x.kind === 'sandbox_ensure')?.outcome, 'succeeded');
+    assert.equal((await ws()).status?.observedState, 'ready');
+  });
+
   it("a Git Server CA configured after the sandbox was created (rotated from one the server's certificate does not chain to): the Node trusts the configured one at its clone; one sandbox, ready", async () => {
-    const right = { gitServerUrl: gitServer.url, gitServerCA: pki.ca.toString(), openSandboxEndpoint: osb.url };
+    const right = { gitServerUrl: gitUrl, gitServerCA: pki.ca.toString(), openSandboxEndpoint: osb.url };
     const other = (await createCa('devws-osb-other', new Date(), 1)).cert;
     await upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data: { ...right, gitServerCA: other } });
     await admin().create<Project>(p('projects'), {
@@ -531,6 +586,104 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     const w = await admin().get<Workspace>(p('workspaces/p2-main'));
     assert.deepEqual([w.status?.observedState, w.status?.baseCommitId], ['ready', git.commit]);
     assert.deepEqual(ofP2(), ['Running'], 'the same sandbox: no new one was needed');
+  });
+
+  it("base_commit_mismatch (OpenSandbox): a clone result with another commit, written with the sandbox instance's Node identity while its clone is held, is refused (400) and not recorded", async () => {
+    runtime.paused = true; // p4-main's Node starts only once its snapshot is recorded and the gate holds clones
+    try {
+      await admin().create<Project>(p('projects'), {
+        apiVersion: 'dev.kruntimes.io/v1alpha1',
+        kind: 'Project',
+        metadata: { name: 'p4' },
+        spec: { repository: { url: git.url, defaultBranch: 'main' }, substrate: 'opensandbox' },
+      });
+      await eventually('the snapshot of p4 recorded', async () => {
+        const s = (await admin().get<Project>(p('projects/p4'))).status?.snapshot;
+        return s?.commit;
+      });
+      cloneGate.set('hold'); // held until the next spec lets the original execution go on
+    } finally {
+      runtime.paused = false;
+    }
+    await eventually('the clone of p4-create held at the Git Server', async () => {
+      const o = await op('p4-create');
+      return o.status?.step === 'clone' && cloneGate.held > 0;
+    });
+    const w = await admin().get<Workspace>(p('workspaces/p4-main'));
+    const instance = w.status?.sandbox?.id ?? '';
+    const tr = await admin().create<KubeObject & { status: { token: string } }>(
+      `/api/v1/namespaces/${ns}/serviceaccounts/${instance}/token`,
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } },
+    );
+    const node = new KubeClient({
+      server: cluster().server,
+      ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')),
+      token: tr.status.token,
+    });
+    const before = readNodeReport(w.metadata.annotations);
+    assert.ok(before, 'the Node registered');
+    const clone = { operation: 'p4-create', attempt: 0, result: 'succeeded', commit: 'f'.repeat(40) };
+    const forged = { ...before, heartbeatAt: new Date().toISOString(), clone };
+    const refused = await node
+      .patch(p('workspaces/p4-main'), { metadata: { annotations: { [NODE_REPORT]: JSON.stringify(forged) } } })
+      .then(
+        () => 'accepted',
+        (err: unknown) => (isApiError(err) ? `${err.code} ${err.message}` : String(err)),
+      );
+    assert.match(refused, /^400 .*base_commit_mismatch/);
+    const after = await admin().get<Workspace>(p('workspaces/p4-main'));
+    assert.equal(readNodeReport(after.metadata.annotations)?.clone, undefined, 'not recorded');
+    const still = await op('p4-create');
+    assert.deepEqual(
+      [still.status?.state, still.status?.step, still.status?.cloneAttempts ?? 0],
+      ['running', 'clone', 0],
+    );
+  });
+
+  it("clone_result_unknown: a Node restarted mid-clone reports unknown, the operation blocks and is never dispatched again; the original execution's late definite result continues the same operation", async () => {
+    const of = (name: string): Promise<Operation> => op(name);
+    try {
+      await eventually('the clone of p4-create held at the Git Server (the spec before)', async () => {
+        const o = await of('p4-create');
+        return o.status?.step === 'clone' && cloneGate.held > 0;
+      });
+      // The Node process stops mid-clone (its git goes on, held) and a new incarnation starts.
+      const w = await admin().get<Workspace>(p('workspaces/p4-main'));
+      const instance = w.status?.sandbox?.id ?? '';
+      const first = readNodeReport(w.metadata.annotations)?.incarnation;
+      runtime.hold(instance);
+      runtime.release(instance);
+      const blocked = await eventually('p4-create blocked', async () => {
+        const o = await of('p4-create');
+        return o.status?.state === 'blocked' ? o : undefined;
+      });
+      assert.deepEqual([blocked.status?.step, blocked.status?.reason], ['clone', 'clone_result_unknown']);
+      assert.equal(blocked.status?.cloneUnknown, true);
+      assert.equal(blocked.status?.cloneAttempts ?? 0, 0, 'no attempt consumed');
+      const restarted = readNodeReport((await admin().get<Workspace>(p('workspaces/p4-main'))).metadata.annotations);
+      assert.notEqual(restarted?.incarnation, first, 'reported by the new incarnation');
+      assert.equal(restarted?.clone?.result, 'unknown');
+      const connections = cloneGate.accepted;
+      await new Promise((r) => setTimeout(r, 3000)); // several rounds of the controller and the Node
+      const still = await of('p4-create');
+      assert.deepEqual([still.status?.state, still.status?.cloneAttempts ?? 0], ['blocked', 0], 'never retried');
+      assert.equal(cloneGate.accepted, connections, 'no second clone dispatched');
+    } finally {
+      cloneGate.set('pass'); // the original execution's clone goes on and reports its result late
+    }
+    const done = await succeeded('p4-create');
+    assert.equal(done.status?.cloneAttempts ?? 0, 0, 'the same attempt, continued');
+    assert.deepEqual(done.status?.steps, ['sandbox', 'node', 'clone', 'done']);
+    const w = await admin().get<Workspace>(p('workspaces/p4-main'));
+    assert.deepEqual([w.status?.observedState, w.status?.baseCommitId], ['ready', git.commit]);
+    const ofP4 = [...osb.sandboxes.values()].filter(
+      (s) => s.request.metadata?.[META.role] === 'sandbox' && s.request.env?.KRT_WORKSPACE === 'p4-main',
+    );
+    assert.deepEqual(
+      ofP4.map((s) => s.status.state),
+      ['Running'],
+      'one sandbox',
+    );
   });
 
   it('snapshot_not_ready while the first sync runs (no attempt consumed), repository_sync_failed once it fails; the Project stays active; a delete_project a busy Node refuses (resource_in_use) returns it to active', async () => {

@@ -12,7 +12,7 @@ import { R } from '../../lib/fn/resources.ts';
 import type { Operation as FnOp } from '../../lib/fn/types.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { contextFor, initProject, initWorkspace, nodeHealth, reconcileOperation } from './core.ts';
-import { handle } from './index.ts';
+import fn, { handle } from './index.ts';
 import { NODE_REPORT, readNodeReport, type NodeReportDoc } from '../../lib/devws/node-report.ts';
 import { decideNode } from '../../lib/devws/node-agent.ts';
 
@@ -23,6 +23,21 @@ let uid = 0;
 
 /** The status writes in the order the relay would apply them: "<Kind>/<name>:<state>". */
 const writes: string[] = [];
+/** Every API request the decisions asked for, as RBAC sees it: "<group>/<resource>:<verb>". */
+const requests = new Set<string>();
+
+function recordRequest(o: FnOp): void {
+  if (o.op === 'requeue' || !('resource' in o)) return;
+  const r = o.resource;
+  const verb = o.op === 'status' ? 'update' : o.op === 'apply' ? 'patch' : o.op;
+  requests.add(`${r.group}/${r.resource}${o.op === 'status' ? '/status' : ''}:${verb}`);
+}
+
+const granted = (rules: typeof fn.rbac, request: string): boolean => {
+  const [target = '', verb = ''] = request.split(':');
+  const [group = '', resource = ''] = target.split(/\/(.*)/s);
+  return rules.some((x) => x.apiGroups.includes(group) && x.resources.includes(resource) && x.verbs.includes(verb));
+};
 
 function apply(state: FakeState, ops: FnOp[]): void {
   // The host sends the writes of one batch in parallel (lib/fn/execute.ts writeBatches, the real
@@ -36,6 +51,7 @@ function apply(state: FakeState, ops: FnOp[]): void {
     );
   }
   for (const o of ops) {
+    recordRequest(o);
     if (o.op === 'create' && o.resource.kind === 'Pod') assertNamedByWorkspace(state, o.object);
     if (o.op === 'status') {
       const st = o.object.status as { state?: string; observedState?: string; lifecycle?: string };
@@ -601,6 +617,78 @@ describe('devws-controller (in-memory state)', () => {
     settle(s);
     assert.equal(op(s, 'delp').status?.state, 'succeeded');
     assert.equal(s.get(D.projects, NS, 'p1'), undefined);
+  });
+
+  it("the function's RBAC grants every request its decisions make (the Events of each step transition too)", () => {
+    requests.clear();
+    const s = newState();
+    for (const [name, kind] of [
+      ['stop1', 'stop'],
+      ['start1', 'start'],
+      ['restart1', 'restart'],
+      ['del1', 'delete_project'],
+    ] as const) {
+      createOp(s, name, kind);
+      settle(s);
+      assert.equal(op(s, name).status?.state, 'succeeded', name);
+    }
+    assert.ok(requests.has('/events:create'), 'Events are created');
+    const denied = [...requests].filter((r) => !granted(fn.rbac, r));
+    assert.deepEqual(denied, [], 'requests the API server refuses (403)');
+  });
+
+  it('clone_result_unknown: blocked and never dispatched again; a late definite result of the same attempt continues the same operation (success: ready; failure: the same attempt count and backoff)', () => {
+    for (const late of ['succeeded', 'failed'] as const) {
+      cloneCommit = undefined; // the Node's clone never finishes
+      const s = newState();
+      report(s, { clone: { operation: 'p1-create', attempt: 0, result: 'unknown' } });
+      settle(s);
+      const blocked = op(s, 'p1-create').status;
+      assert.deepEqual(
+        [blocked?.state, blocked?.reason, blocked?.cloneUnknown],
+        ['blocked', 'clone_result_unknown', true],
+      );
+      assert.equal(blocked?.cloneAttempts ?? 0, 0, 'no attempt consumed, none dispatched');
+      const result = late === 'succeeded' ? { result: late, commit: COMMIT } : { result: late, message: 'fatal: 503' };
+      report(s, { clone: { operation: 'p1-create', attempt: 0, ...result } });
+      if (late === 'failed') {
+        step(s, 1);
+        const again = op(s, 'p1-create').status;
+        assert.deepEqual([again?.state, again?.reason, again?.cloneAttempts], ['retry_wait', 'clone_failed', 1]);
+        assert.equal(again?.retryAt, new Date(clock.getTime() + 5000).toISOString(), 'the first backoff, 5 s');
+        cloneCommit = COMMIT; // the next attempt is a new execution, and it succeeds
+      }
+      settle(s);
+      cloneCommit = COMMIT;
+      const done = op(s, 'p1-create').status;
+      assert.equal(done?.state, 'succeeded', `${late}: ${done?.state ?? ''} ${done?.reason ?? ''}`);
+      assert.equal(ws(s).status?.observedState, 'ready');
+      assert.equal(ws(s).status?.baseCommitId, COMMIT);
+    }
+  });
+
+  it('external_state_conflict: a re-observation that finds another result for a succeeded effect (the sandbox answers with another node) records nothing and blocks the operation', () => {
+    const s = newState();
+    createOp(s, 'stop1', 'stop');
+    settle(s);
+    nodesUp = false; // the start waits on its node step with its sandbox_ensure effect succeeded
+    try {
+      createOp(s, 'start1', 'start');
+      settle(s);
+      const waiting = op(s, 'start1').status;
+      assert.equal(waiting?.step, 'node');
+      const ensure = waiting?.effects?.find((e) => e.kind === 'sandbox_ensure');
+      assert.equal(ensure?.outcome, 'succeeded');
+      const pod = s.get(D.pods, NS, ensure?.id ?? '') as KubeObject;
+      const annotations = { ...pod.metadata.annotations, 'dev.kruntimes.io/node-id': 'another-node' };
+      s.put(D.pods, { ...pod, metadata: { ...pod.metadata, annotations } });
+      step(s, 2); // a new lease epoch: the effect is re-observed by its ID
+      const blocked = op(s, 'start1').status;
+      assert.deepEqual([blocked?.state, blocked?.reason], ['blocked', 'external_state_conflict']);
+      assert.deepEqual(blocked?.effects, waiting?.effects, 'the recorded result is not overwritten');
+    } finally {
+      nodesUp = true;
+    }
   });
 
   it('reconcile_required: effects of an older lease epoch are re-observed by ID before the operation advances', () => {

@@ -7,6 +7,7 @@
 import {
   API_VERSION,
   D,
+  DevwsError,
   type Operation,
   type OperationStatus,
   type Project,
@@ -16,6 +17,7 @@ import { effectsToReconcile, reconcileAbsent, recordEffect } from '../../lib/dev
 import { projectAfter } from '../../lib/devws/lifecycle.ts';
 import { hasPluginWork } from '../../lib/devws/plugins.ts';
 import {
+  block,
   claim,
   explicitRetry,
   fail,
@@ -29,6 +31,7 @@ import { HEARTBEAT_WINDOW_MS, nodeDisconnected, nodeIsLive, nodeReconnected } fr
 import { currentNodeReport, nodeFromReport } from '../../lib/devws/node-report.ts';
 import { kubernetesSubstrate, type Substrate } from './substrate.ts';
 import {
+  lateCloneResult,
   stepClone,
   stepCleanup,
   stepDone,
@@ -106,14 +109,24 @@ export function initWorkspace(ws: Workspace, p: Project | undefined): FnOp[] {
   return [{ op: 'create', resource: D.operations, object: op }, init];
 }
 
-/** Effects of an older epoch are re-observed by ID (get without creating) before anything else. */
+/**
+ * Effects of an older epoch are re-observed by ID (get without creating) before anything else. A
+ * substrate that answers with another external ID or another result than the one recorded
+ * (external_binding_conflict, external_state_conflict) changes nothing recorded: the operation
+ * blocks with that reason, for a person to look at, and is retried only explicitly.
+ */
 function reconcileEffects(c: OpCtx, s: OperationStatus): OperationStatus {
   let out = s;
   for (const e of effectsToReconcile(s, c.epoch)) {
     const v = e.kind === 'sandbox_ensure' ? c.substrate.sandbox(e.id) : undefined;
-    out = v
-      ? recordEffect(out, e.id, { externalId: v.externalId, outcome: 'succeeded', nodeId: v.nodeId }, c.epoch)
-      : reconcileAbsent(out, e.id, c.epoch);
+    try {
+      out = v
+        ? recordEffect(out, e.id, { externalId: v.externalId, outcome: 'succeeded', nodeId: v.nodeId }, c.epoch)
+        : reconcileAbsent(out, e.id, c.epoch);
+    } catch (err) {
+      if (err instanceof DevwsError && err.reason.startsWith('external_')) return block(s, err.reason, err.message);
+      throw err;
+    }
   }
   return out;
 }
@@ -187,6 +200,8 @@ function decideOperation(c: Ctx | ProjectCtx): FnOp[] {
   );
   if (oldest && oldest.metadata.name !== c.op.metadata.name) return [writeOp(c.op, fail(s, 'operation_in_progress'))];
   if (effectsToReconcile(s, c.epoch).length > 0) return [writeOp(c.op, reconcileEffects(c, s))];
+  const late = 'ws' in c ? lateCloneResult(c, s) : undefined;
+  if (late) return late;
   if (s.state !== 'running') return claimStep(c, s);
   return runStep(c, s);
 }

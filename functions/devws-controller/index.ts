@@ -182,6 +182,8 @@ const fn: FunctionDef = {
       resourceNames: [OPENSANDBOX_SECRET],
       scope: 'namespace',
     },
+    // An Event for every step transition of an Operation (core.ts withEvent).
+    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
     // The Node's namespaced identity (substrate.ts nodeIdentity): bound, never granted by the controller itself.
     // An OpenSandbox sandbox's Node: a ServiceAccount per sandbox instance, deleted when it is terminated.
     { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['get', 'create', 'patch', 'delete'] },

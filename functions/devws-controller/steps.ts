@@ -219,7 +219,6 @@ function withGitServerCA(s: OperationStatus, c: Ctx): OperationStatus {
 }
 
 export function stepClone(c: Ctx, s: OperationStatus): FnOp[] {
-  const wst = c.ws.status ?? {};
   if (!s.cloneInput) {
     const branch = workspaceBranch(c.ws.metadata.name ?? '', c.project.spec.repository.defaultBranch);
     return [writeOp(c.op, withGitServerCA(freezeCloneInput(s, c.project, branch, c.gitServer, c.now).status, c))];
@@ -227,7 +226,23 @@ export function stepClone(c: Ctx, s: OperationStatus): FnOp[] {
   // A CA configured (or rotated) since: the Node's next attempt trusts it.
   if (c.gitServerCA && c.gitServerCA !== s.gitServerCA) return [writeOp(c.op, { ...s, gitServerCA: c.gitServerCA })];
   const report = cloneReport(c, s.cloneAttempts ?? 0);
-  if (!report) return [requeue(2000)];
+  return report ? applyClone(c, s, report) : [requeue(2000)];
+}
+
+/**
+ * An operation blocked clone_result_unknown is never dispatched again, but the original
+ * execution's definite result, arriving late for the same attempt, continues it (seed 002: success
+ * makes it claimable again, failure keeps the attempt count and backoff). Undefined: nothing came.
+ */
+export function lateCloneResult(c: Ctx, s: OperationStatus): FnOp[] | undefined {
+  if (s.state !== 'blocked' || s.step !== 'clone' || !s.cloneUnknown) return undefined;
+  const report = cloneReport(c, s.cloneAttempts ?? 0);
+  return report && report.kind !== 'unknown' ? applyClone(c, s, report) : undefined;
+}
+
+/** Records a clone result: the Workspace's commit (or unavailable) and the Operation's next state. */
+function applyClone(c: Ctx, s: OperationStatus, report: CloneResult): FnOp[] {
+  const wst = c.ws.status ?? {};
   try {
     const out = applyCloneResult(s, report, c.now);
     const ws2: WorkspaceStatus = out.workspaceUnavailable
