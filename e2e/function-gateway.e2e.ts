@@ -30,6 +30,7 @@ import {
   getRun,
   GROUP,
   phase,
+  runEvent,
   runtimePods,
 } from './runs-helpers.ts';
 
@@ -126,11 +127,13 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
   let ns: string;
   let caller: string;
   let makerKubeconfig: string;
+  /** The warm worker pid of each Run the stale-owner spec leaves uncalled, before the Runtime Server stopped. */
+  const workers = new Map<string, number>();
   before(async () => {
     ns = await newNamespace('fngw');
     const bash = example('examples/runtimes/bash.yaml') as { spec: Record<string, unknown> };
     await createRuntime(ns, 'two', { ...bash.spec, replicas: 1, capacity: { resources: { runs: '2' } } });
-    await createRuntime(ns, 'gw', { ...bash.spec, replicas: 1, capacity: { resources: { runs: '4' } } });
+    await createRuntime(ns, 'gw', { ...bash.spec, replicas: 1, capacity: { resources: { runs: '6' } } });
     const runs = ['runs'];
     await grant(ns, 'maker', 'maker', { apiGroups: ['kruntimes.io'], resources: runs, verbs: ['create', 'get'] });
     makerKubeconfig = await saKubeconfig(ns, 'maker');
@@ -138,6 +141,10 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
     await createRun(ns, fn('gw', 'tool.tool', TOOL), { name: 'tool' });
     await createRun(ns, fn('two', 'tool.tool', TOOL), { name: 'holder' });
     await createRun(ns, fn('gw', 'tool.tool', TOOL), { name: 'fenced' });
+    // Not called while the Runtime Server is stopped: they find their handler gone after it is back.
+    const retryPolicy = { maxAttempts: 3, backoff: '100ms' };
+    await createRun(ns, { ...fn('gw', 'tool.tool', TOOL), retryPolicy }, { name: 'relost' });
+    await createRun(ns, fn('gw', 'tool.tool', TOOL), { name: 'dropped' });
     await runtimePods(ns, 'two', 1);
     await runtimePods(ns, 'gw', 1);
   });
@@ -228,6 +235,10 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
 
   it('answers 503 for a stale owner: a runtimed whose execution lease lapsed (its Runtime Server stopped) serves no call', async () => {
     const ready = await phase(ns, 'fenced', 'Ready');
+    for (const name of ['relost', 'dropped']) {
+      await phase(ns, name, 'Ready');
+      workers.set(name, (await invokeEndpoint(await endpointOf(admin(), ns, name), caller, 'pid')).output as number);
+    }
     const ep = await endpointOf(admin(), ns, 'fenced');
     const pid = await runtimeServerPid(ns, ready.status?.assignedPod ?? '');
     assert.ok(existsSync(`/proc/${pid}`), `Runtime Server pid ${pid}`);
@@ -250,5 +261,45 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
     } finally {
       process.kill(pid, 'SIGCONT');
     }
+    // That call found the handler fenced, and so lost: no retries left, the Run ends FunctionLost.
+    const lost = await finished(ns, 'fenced');
+    assert.deepEqual([lost.status?.phase, cond(lost, 'Ready')?.reason], ['Failed', 'FunctionLost']);
+  });
+
+  it('after its Runtime Server dropped the handler (the lease lapsed, then it ran again): registered again under the retry policy, else Failed FunctionLost', async () => {
+    // The lapse killed the warm workers and unregistered every function; runtimed still has them Ready.
+    for (const [name, worker] of workers)
+      await eventually(`the worker of ${name} (${worker}) to be killed by the lapse`, async () => processGone(worker));
+    assert.equal((await getRun(ns, 'relost')).status?.phase, 'Ready');
+    const ep = await endpointOf(admin(), ns, 'relost');
+    const seen: string[] = [];
+    const out = await eventually(
+      'a call of relost to succeed once it is registered again',
+      async () => {
+        const r = await invokeEndpoint(ep, caller, 'pid').catch((e: unknown) => e);
+        if (r instanceof InvokeError) seen.push(`${r.code} ${r.reason}`);
+        return r instanceof InvokeError ? undefined : (r as { output: number }).output;
+      },
+      60_000,
+      200,
+    );
+    assert.equal(seen[0], '503 NotRegistered', `answers before the success: ${seen.join(', ')}`);
+    assert.ok(Number.isInteger(out) && out !== workers.get('relost') && !processGone(out), `new worker ${out}`);
+    const again = await getRun(ns, 'relost');
+    assert.equal(again.status?.phase, 'Ready');
+    assert.equal(cond(again, 'Ready')?.reason, 'FunctionRegistered');
+    assert.ok((again.status?.attempt ?? 0) >= 2, `attempt ${again.status?.attempt}`);
+    const event = await runEvent(ns, 'relost', 'FunctionLost');
+    assert.match(event.message, /registration attempt 1 failed: the Runtime Server no longer has the handler/);
+    // Without retries: the first call finds the handler gone (503), and the Run ends Failed FunctionLost.
+    const dropped = await endpointOf(admin(), ns, 'dropped');
+    const first = await refused(invokeEndpoint(dropped, caller, 'pid'));
+    assert.deepEqual([first.code, first.reason], [503, 'NotRegistered']);
+    const end = await finished(ns, 'dropped');
+    assert.deepEqual([end.status?.phase, cond(end, 'Ready')?.reason], ['Failed', 'FunctionLost']);
+    assert.match(end.status?.message ?? '', /no longer has the handler registered/);
+    assert.equal((end.status as { endpoint?: unknown }).endpoint, undefined);
+    const after = await refused(invokeEndpoint(dropped, caller, 'pid'));
+    assert.equal(after.code, 404, `${after.code} ${after.reason}: ${after.message}`);
   });
 });
