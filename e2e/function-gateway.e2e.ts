@@ -218,6 +218,35 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
     assert.equal(e.code, 404);
   });
 
+  it('cancel drains a call in flight: it ends with its answer, new calls get 503, then Cancelled and the worker gone', async () => {
+    const inline = 'nap() { sleep 4; echo "$BASHPID"; }\n';
+    await createRun(ns, fn('gw', 'nap.nap', { inlinePath: 'nap.sh', inline }), { name: 'nap' });
+    await phase(ns, 'nap', 'Ready');
+    const ep = await endpointOf(admin(), ns, 'nap');
+    let settled = false;
+    const first = invokeEndpoint(ep, caller, 1).finally(() => {
+      settled = true;
+    });
+    await eventually('a 429 while the first call runs', async () =>
+      (await refused(invokeEndpoint(ep, caller, 2))).code === 429 ? true : undefined,
+    );
+    await admin().patch(`${GROUP}/namespaces/${ns}/runs/nap`, { spec: { cancelRequested: true } });
+    const ending = await eventually('a 503 for a new call once the cancel is seen', async () => {
+      const e = await refused(invokeEndpoint(ep, caller, 3));
+      return e.code === 503 ? e : undefined;
+    });
+    assert.match(ending.message, /is ending/);
+    assert.equal(settled, false, 'the first call ended before the cancel was seen: nothing was drained');
+    const pid = (await first).output as number;
+    assert.ok(Number.isInteger(pid), `worker pid ${pid}`);
+    const done = await finished(ns, 'nap');
+    assert.deepEqual([done.status?.phase, cond(done, 'Ready')?.reason], ['Cancelled', 'Cancelled']);
+    await eventually('the function-cleanup finalizer to be removed', async () =>
+      (await getRun(ns, 'nap')).metadata.finalizers?.includes(FINALIZER) ? undefined : true,
+    );
+    assert.ok(processGone(pid), `the drained function's worker ${pid} still runs after its Run was cancelled`);
+  });
+
   it('krt run --function --handler creates a function Run that krt invoke calls', async () => {
     const script = 'hello() { printf \'{"hello":%s}\\n\' "$1"; }\n';
     const args = ['--runtime', 'gw', '--name', 'cli', '--inline', script, '--idle-timeout', '600'];
