@@ -298,7 +298,9 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
   it('after its Runtime Server dropped the handler (the lease lapsed, then it ran again): registered again under the retry policy, else Failed FunctionLost', async () => {
     // The lapse killed the warm workers and unregistered every function; runtimed still has them Ready.
     for (const [name, worker] of workers)
-      await eventually(`the worker of ${name} (${worker}) to be killed by the lapse`, async () => processGone(worker));
+      await eventually(`the worker of ${name} (${worker}) to be killed by the lapse`, () =>
+        Promise.resolve(processGone(worker)),
+      );
     assert.equal((await getRun(ns, 'relost')).status?.phase, 'Ready');
     const ep = await endpointOf(admin(), ns, 'relost');
     const seen: string[] = [];
