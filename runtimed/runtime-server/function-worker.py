@@ -122,9 +122,6 @@ class Worker:
         self.conn = None
         self.conn_lines = None
         self.pending = {}
-        # Registered once (not an fd set rebuilt per call, as select does): stdin, the IPC
-        # channel, and the call channel while one is held.
-        self.poll = select.epoll()
 
     def on_stdin(self):
         data = os.read(0, 65536)
@@ -159,9 +156,9 @@ class Worker:
             self.take(conn, head)
 
     def take(self, conn, head):
-        self.drop()
+        if self.conn is not None:
+            self.conn.close()
         self.conn, self.conn_lines = conn, Lines()
-        self.poll.register(conn.fileno(), select.EPOLLIN)
         try:
             conn.sendall(
                 b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: kruntimes-function-calls\r\n"
@@ -175,7 +172,6 @@ class Worker:
 
     def drop(self):
         if self.conn is not None:
-            self.poll.unregister(self.conn.fileno())
             self.conn.close()
         self.conn = self.conn_lines = None
 
@@ -203,16 +199,13 @@ class Worker:
                 return
 
     def serve(self, ipc):
-        ipc_fd = ipc.sock.fileno() if ipc else -1
-        self.poll.register(0, select.EPOLLIN)
-        if ipc:
-            self.poll.register(ipc_fd, select.EPOLLIN)
         while True:
-            ready = {fd for fd, _ in self.poll.poll()}
+            fds = [0] + ([ipc.sock] if ipc else []) + ([self.conn] if self.conn is not None else [])
+            ready, _, _ = select.select(fds, [], [])
             # The Runtime Server's messages first: a lease renewal sent before a call is applied to it.
-            if ipc_fd in ready and not self.on_ipc(ipc):
+            if ipc and ipc.sock in ready and not self.on_ipc(ipc):
                 return 0
-            if self.conn is not None and self.conn.fileno() in ready:
+            if self.conn is not None and self.conn in ready:
                 self.on_conn()
             if 0 in ready and not self.on_stdin():
                 return 0
