@@ -4,7 +4,9 @@
  * once it ends); the gateway's 503 for a Run that is not Ready yet and for a stale owner (a
  * runtimed whose execution lease lapsed); the 1 MiB request and response limits; the finalizer
  * unregistering the handler before the Run goes (its warm worker is gone when the object is);
- * `krt run --function --handler`, then `krt invoke`.
+ * cancel draining a call in flight; `krt run --function --handler`, then `krt invoke`; and a
+ * handler the Runtime Server dropped after its lease lapsed (registered again under the retry
+ * policy, else Failed FunctionLost).
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
