@@ -4,7 +4,9 @@
  * once it ends); the gateway's 503 for a Run that is not Ready yet and for a stale owner (a
  * runtimed whose execution lease lapsed); the 1 MiB request and response limits; the finalizer
  * unregistering the handler before the Run goes (its warm worker is gone when the object is);
- * `krt run --function --handler`, then `krt invoke`.
+ * cancel draining a call in flight; `krt run --function --handler`, then `krt invoke`; and a
+ * handler the Runtime Server dropped after its lease lapsed (registered again under the retry
+ * policy, else Failed FunctionLost).
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -30,6 +32,7 @@ import {
   getRun,
   GROUP,
   phase,
+  runEvent,
   runtimePods,
 } from './runs-helpers.ts';
 
@@ -126,11 +129,13 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
   let ns: string;
   let caller: string;
   let makerKubeconfig: string;
+  /** The warm worker pid of each Run the stale-owner spec leaves uncalled, before the Runtime Server stopped. */
+  const workers = new Map<string, number>();
   before(async () => {
     ns = await newNamespace('fngw');
     const bash = example('examples/runtimes/bash.yaml') as { spec: Record<string, unknown> };
     await createRuntime(ns, 'two', { ...bash.spec, replicas: 1, capacity: { resources: { runs: '2' } } });
-    await createRuntime(ns, 'gw', { ...bash.spec, replicas: 1, capacity: { resources: { runs: '4' } } });
+    await createRuntime(ns, 'gw', { ...bash.spec, replicas: 1, capacity: { resources: { runs: '6' } } });
     const runs = ['runs'];
     await grant(ns, 'maker', 'maker', { apiGroups: ['kruntimes.io'], resources: runs, verbs: ['create', 'get'] });
     makerKubeconfig = await saKubeconfig(ns, 'maker');
@@ -138,6 +143,10 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
     await createRun(ns, fn('gw', 'tool.tool', TOOL), { name: 'tool' });
     await createRun(ns, fn('two', 'tool.tool', TOOL), { name: 'holder' });
     await createRun(ns, fn('gw', 'tool.tool', TOOL), { name: 'fenced' });
+    // Not called while the Runtime Server is stopped: they find their handler gone after it is back.
+    const retryPolicy = { maxAttempts: 3, backoff: '100ms' };
+    await createRun(ns, { ...fn('gw', 'tool.tool', TOOL), retryPolicy }, { name: 'relost' });
+    await createRun(ns, fn('gw', 'tool.tool', TOOL), { name: 'dropped' });
     await runtimePods(ns, 'two', 1);
     await runtimePods(ns, 'gw', 1);
   });
@@ -211,6 +220,35 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
     assert.equal(e.code, 404);
   });
 
+  it('cancel drains a call in flight: it ends with its answer, new calls get 503, then Cancelled and the worker gone', async () => {
+    const inline = 'nap() { sleep 4; echo "$BASHPID"; }\n';
+    await createRun(ns, fn('gw', 'nap.nap', { inlinePath: 'nap.sh', inline }), { name: 'nap' });
+    await phase(ns, 'nap', 'Ready');
+    const ep = await endpointOf(admin(), ns, 'nap');
+    let settled = false;
+    const first = invokeEndpoint(ep, caller, 1).finally(() => {
+      settled = true;
+    });
+    await eventually('a 429 while the first call runs', async () =>
+      (await refused(invokeEndpoint(ep, caller, 2))).code === 429 ? true : undefined,
+    );
+    await admin().patch(`${GROUP}/namespaces/${ns}/runs/nap`, { spec: { cancelRequested: true } });
+    const ending = await eventually('a 503 for a new call once the cancel is seen', async () => {
+      const e = await refused(invokeEndpoint(ep, caller, 3));
+      return e.code === 503 ? e : undefined;
+    });
+    assert.match(ending.message, /is ending/);
+    assert.equal(settled, false, 'the first call ended before the cancel was seen: nothing was drained');
+    const pid = (await first).output as number;
+    assert.ok(Number.isInteger(pid), `worker pid ${pid}`);
+    const done = await finished(ns, 'nap');
+    assert.deepEqual([done.status?.phase, cond(done, 'Ready')?.reason], ['Cancelled', 'Cancelled']);
+    await eventually('the function-cleanup finalizer to be removed', async () =>
+      (await getRun(ns, 'nap')).metadata.finalizers?.includes(FINALIZER) ? undefined : true,
+    );
+    assert.ok(processGone(pid), `the drained function's worker ${pid} still runs after its Run was cancelled`);
+  });
+
   it('krt run --function --handler creates a function Run that krt invoke calls', async () => {
     const script = 'hello() { printf \'{"hello":%s}\\n\' "$1"; }\n';
     const args = ['--runtime', 'gw', '--name', 'cli', '--inline', script, '--idle-timeout', '600'];
@@ -228,6 +266,10 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
 
   it('answers 503 for a stale owner: a runtimed whose execution lease lapsed (its Runtime Server stopped) serves no call', async () => {
     const ready = await phase(ns, 'fenced', 'Ready');
+    for (const name of ['relost', 'dropped']) {
+      await phase(ns, name, 'Ready');
+      workers.set(name, (await invokeEndpoint(await endpointOf(admin(), ns, name), caller, 'pid')).output as number);
+    }
     const ep = await endpointOf(admin(), ns, 'fenced');
     const pid = await runtimeServerPid(ns, ready.status?.assignedPod ?? '');
     assert.ok(existsSync(`/proc/${pid}`), `Runtime Server pid ${pid}`);
@@ -250,5 +292,47 @@ describe('Function-mode Runs: capacity, deletion, limits, stale owner and krt ru
     } finally {
       process.kill(pid, 'SIGCONT');
     }
+    // That call found the handler fenced, and so lost: no retries left, the Run ends FunctionLost.
+    const lost = await finished(ns, 'fenced');
+    assert.deepEqual([lost.status?.phase, cond(lost, 'Ready')?.reason], ['Failed', 'FunctionLost']);
+  });
+
+  it('after its Runtime Server dropped the handler (the lease lapsed, then it ran again): registered again under the retry policy, else Failed FunctionLost', async () => {
+    // The lapse killed the warm workers and unregistered every function; runtimed still has them Ready.
+    for (const [name, worker] of workers)
+      await eventually(`the worker of ${name} (${worker}) to be killed by the lapse`, () =>
+        Promise.resolve(processGone(worker)),
+      );
+    assert.equal((await getRun(ns, 'relost')).status?.phase, 'Ready');
+    const ep = await endpointOf(admin(), ns, 'relost');
+    const seen: string[] = [];
+    const out = await eventually(
+      'a call of relost to succeed once it is registered again',
+      async () => {
+        const r = await invokeEndpoint(ep, caller, 'pid').catch((e: unknown) => e);
+        if (r instanceof InvokeError) seen.push(`${r.code} ${r.reason}`);
+        return r instanceof InvokeError ? undefined : (r as { output: number }).output;
+      },
+      60_000,
+      200,
+    );
+    assert.equal(seen[0], '503 NotRegistered', `answers before the success: ${seen.join(', ')}`);
+    assert.ok(Number.isInteger(out) && out !== workers.get('relost') && !processGone(out), `new worker ${out}`);
+    const again = await getRun(ns, 'relost');
+    assert.equal(again.status?.phase, 'Ready');
+    assert.equal(cond(again, 'Ready')?.reason, 'FunctionRegistered');
+    assert.ok((again.status?.attempt ?? 0) >= 2, `attempt ${again.status?.attempt}`);
+    const event = await runEvent(ns, 'relost', 'FunctionLost');
+    assert.match(event.message, /registration attempt 1 failed: the Runtime Server no longer has the handler/);
+    // Without retries: the first call finds the handler gone (503), and the Run ends Failed FunctionLost.
+    const dropped = await endpointOf(admin(), ns, 'dropped');
+    const first = await refused(invokeEndpoint(dropped, caller, 'pid'));
+    assert.deepEqual([first.code, first.reason], [503, 'NotRegistered']);
+    const end = await finished(ns, 'dropped');
+    assert.deepEqual([end.status?.phase, cond(end, 'Ready')?.reason], ['Failed', 'FunctionLost']);
+    assert.match(end.status?.message ?? '', /no longer has the handler registered/);
+    assert.equal((end.status as { endpoint?: unknown }).endpoint, undefined);
+    const after = await refused(invokeEndpoint(dropped, caller, 'pid'));
+    assert.equal(after.code, 404, `${after.code} ${after.reason}: ${after.message}`);
   });
 });

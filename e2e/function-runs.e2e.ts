@@ -25,6 +25,7 @@ import {
   getRun,
   GROUP,
   phase,
+  runEvent,
   runtimePods,
 } from './runs-helpers.ts';
 
@@ -241,6 +242,38 @@ describe('Function-mode Runs through the Runtime Gateway', function () {
     assert.equal(cond(r, 'Ready')?.reason, 'FunctionRegistration');
     assert.equal(r.status?.attempt, 2);
     assert.match(r.status?.message ?? '', /no bash function "missing"/);
+  });
+
+  it('registers again after a registration error when the retry policy allows it: Ready at attempt 2', async () => {
+    // The first sourcing defines no function (and leaves a marker); the second one defines it.
+    const marker = `/tmp/krt-e2e-${ns}-flaky`;
+    const inline = [
+      `if [ -e ${marker} ]; then`,
+      `  rm -f ${marker}`,
+      `  flaky() { echo '"second"'; }`,
+      'else',
+      `  : >${marker}`,
+      'fi',
+      '',
+    ].join('\n');
+    await createRun(
+      ns,
+      {
+        runtime: 'bash',
+        mode: { function: { handler: 'flaky.flaky' } },
+        source: { inlinePath: 'flaky.sh', inline },
+        retryPolicy: { maxAttempts: 3, backoff: '100ms' },
+      },
+      { name: 'flaky' },
+    );
+    const ready = await phase(ns, 'flaky', 'Ready');
+    assert.equal(ready.status?.attempt, 2);
+    assert.equal(cond(ready, 'Ready')?.reason, 'FunctionRegistered');
+    const event = await runEvent(ns, 'flaky', 'FunctionRegistration');
+    assert.match(event.message, /registration attempt 1 failed: .*no bash function "flaky"/);
+    assert.equal((await invokeEndpoint(await endpointOf(admin(), ns, 'flaky'), caller, 1)).output, 'second');
+    await admin().patch(`${GROUP}/namespaces/${ns}/runs/flaky`, { spec: { cancelRequested: true } });
+    assert.equal((await finished(ns, 'flaky')).status?.phase, 'Cancelled');
   });
 
   it('after Pod loss: a Run with retries is Ready again on the new Pod with a new endpoint; one without fails without it', async () => {
