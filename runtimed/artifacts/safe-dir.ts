@@ -63,16 +63,15 @@ export function isComponent(name: string): boolean {
 /** A directory handle on a descriptor a walk opened; closing it twice closes it once. */
 function fdHandle(fd: number, st: Stats, shown: string): DirHandle {
   let open = true;
-  const close = (): Promise<void> => {
-    if (!open) return Promise.resolve();
-    open = false;
-    try {
-      closeFd(fd);
-      return Promise.resolve();
-    } catch (err) {
-      return Promise.reject(err as Error);
-    }
-  };
+  // A failed close rejects (the executor's throw).
+  const close = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (open) {
+        open = false;
+        closeFd(fd);
+      }
+      resolve();
+    });
   return { path: `${PROC_FD}/${fd}`, dev: st.dev, ino: st.ino, shown, close };
 }
 
@@ -255,9 +254,9 @@ function* lstatEntry(parent: DirHandle, name: string): Walk<Stats | undefined> {
 }
 
 /** Removes `name` below `parent` with `remove` (unlink or rmdir); gone already is not an error. */
-function* removeName(parent: DirHandle, name: string, remove: typeof op.unlink): Walk<void> {
+function* removeName(parent: DirHandle, name: string, how: 'unlink' | 'rmdir'): Walk<void> {
   try {
-    yield* remove(`${parent.path}/${name}`);
+    yield* op[how](`${parent.path}/${name}`);
   } catch (err) {
     if (errnoCode(err) !== 'ENOENT')
       throw new UnsafePathError(`cannot remove ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
@@ -299,7 +298,7 @@ function* removeEntry(parent: DirHandle, name: string, depth: number, listed?: L
   if (isDir === undefined) return;
   if (!isDir) {
     try {
-      yield* removeName(parent, name, op.unlink);
+      yield* removeName(parent, name, 'unlink');
     } catch (err) {
       // Listed as a file but a directory now: look again.
       if (!listed || !isUnsafePathError(err)) throw err;
@@ -314,7 +313,7 @@ function* removeEntry(parent: DirHandle, name: string, depth: number, listed?: L
   const dir = yield* openToEmpty(parent, name);
   if (dir === null) return;
   if (!dir) {
-    yield* removeName(parent, name, op.unlink);
+    yield* removeName(parent, name, 'unlink');
     return;
   }
   try {
@@ -323,7 +322,7 @@ function* removeEntry(parent: DirHandle, name: string, depth: number, listed?: L
   } finally {
     closeQuietly(dir);
   }
-  yield* removeName(parent, name, op.rmdir);
+  yield* removeName(parent, name, 'rmdir');
 }
 
 /** removeBeneath as a walk. */
