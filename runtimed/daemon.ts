@@ -21,7 +21,6 @@ import { removeBeneath } from './artifacts/safe-dir.ts';
 import { startGateway } from './gateway.ts';
 import { LazyMetrics } from './lazy-metrics.ts';
 import { serveHealth, StartGate } from './health.ts';
-import { batchedWriter } from './logs.ts';
 
 export interface Daemon {
   /** Keeps cleaning up deleted Runs' artifacts while the namespace or Runtime is going away (bounded). */
@@ -205,25 +204,18 @@ const mark = (m: Marks, step: string): void => {
 /** Everything but the health port, in order; what it opened is closed again when a step fails. */
 async function startParts(o: DaemonDeps, metrics: LazyMetrics, marks: Marks): Promise<Parts> {
   const { client, cfg, runtime, log } = o;
-  const records = batchedWriter((s) => process.stdout.write(s));
-  process.on('exit', records.flush);
   const runner = new Runner({
     client,
     cfg,
     runtime,
     log,
     now: () => new Date(),
-    out: records.write,
+    out: (s) => {
+      process.stdout.write(s);
+    },
     finisher: o.finisher,
   });
-  const opened: { stop(): void }[] = [
-    {
-      stop: () => {
-        records.flush();
-        process.off('exit', records.flush);
-      },
-    },
-  ];
+  const opened: { stop(): void }[] = [];
   // The session server (its key and certificate) starts while the Runtime Server starts; Runs
   // are taken only once the Runtime Server answers.
   const sessionsStarted = serveSessions(o, runner);

@@ -43,37 +43,3 @@ export function endRecord(run: Run, ctx: LogContext, attempt: number, time: stri
     attempt,
   })}\n`;
 }
-
-/** Pending log text written at once whatever the turn (a long Run's output is not held). */
-export const BATCH_BYTES = 64 * 1024;
-
-/**
- * Log records written once per turn of the event loop: the records of a burst of Runs go to the
- * container's stdout pipe in one write(2), which wakes its reader (the node agent) once, instead
- * of one write each (issue 17). `flush` writes what is pending now (runtimed stops, or exits).
- */
-export function batchedWriter(
-  write: (s: string) => void,
-  later: (fn: () => void) => void = setImmediate,
-): { write: (s: string) => void; flush: () => void } {
-  let pending = '';
-  let armed = false;
-  const flush = (): void => {
-    armed = false;
-    if (!pending) return;
-    const s = pending;
-    pending = '';
-    write(s);
-  };
-  return {
-    write: (s) => {
-      pending += s;
-      if (pending.length >= BATCH_BYTES) flush();
-      else if (!armed) {
-        armed = true;
-        later(flush);
-      }
-    },
-    flush,
-  };
-}
