@@ -38,6 +38,14 @@ describe('runtimed RuntimeClient: one request per Run to the Runtime Server', ()
     assert.deepEqual(seen, ['POST /v1/executions?follow=1']);
   });
 
+  it('answers once a silent execution started, before its end: it can be cancelled while followed', async () => {
+    const following = await pair.client.executeFollowing(script('s', 'sleep 30'));
+    await pair.client.cancel('s');
+    const end = await following(() => undefined);
+    assert.equal(end.state, 'FAILED');
+    assert.equal(end.errorMessage, 'cancelled');
+  });
+
   it('is refused while the execution lease has lapsed, as execute is', async () => {
     await pair.client.renewLease(0);
     await assert.rejects(pair.client.executeFollowing(script('f', 'true')), /fenced/);

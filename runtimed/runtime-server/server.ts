@@ -68,6 +68,9 @@ function streamRecords(res: ServerResponse, e: Execution, from: number, follow: 
     res.end(`${JSON.stringify({ end: e.summary() })}\n`);
     return;
   }
+  // The headers go now: runtimed's execute-and-follow request is answered once the execution
+  // started, not with its first output line (a silent Run may have none for a long time).
+  res.flushHeaders();
   const onRecord = (r: OutputRecord): void => write(r);
   const onEnd = (s: Summary): void => {
     cleanup();
