@@ -23,7 +23,10 @@ export class LostExecution extends Error {
 
 /** Records in the Run directory that this attempt is launched (resumeDecision reads it after a restart). */
 export async function markLaunched(dir: DirHandle, attempt: number): Promise<void> {
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+  // O_NONBLOCK: a FIFO an earlier attempt left under this name fails the open (ENXIO) instead of
+  // holding it, and with it runtimed's event loop (the open is synchronous, fs-ops.ts).
+  const flags =
+    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
   closeFd(await drive(op.open(`${dir.path}/${LAUNCHED}${attempt}`, flags, 0o600)));
 }
 
