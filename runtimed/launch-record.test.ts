@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +32,16 @@ describe('launch record (resume after a runtimed restart)', () => {
     await markLaunched(dir, attempt);
     await dir.close();
   }
+
+  it("refuses a FIFO an earlier attempt left under the record's name instead of waiting for a reader", async () => {
+    const c = context();
+    await launched(c, 1);
+    execFileSync('mkfifo', [join(c.root, 'runs', 'u1', '.kruntimes-launched-2')]);
+    const dir = await openDirBeneath(c.root, c.runDirSegments);
+    assert.ok(dir);
+    await assert.rejects(markLaunched(dir, 2), { code: 'ENXIO' });
+    await dir.close();
+  });
 
   it('launches a Run created after this runtimed started, without looking further', async () => {
     const c = context();

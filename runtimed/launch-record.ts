@@ -5,7 +5,8 @@
  * result is lost (ExecutionLost), never run again in the same attempt.
  */
 import { constants } from 'node:fs';
-import { lstat, open } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
+import { closeFd, drive, op } from './artifacts/fs-ops.ts';
 import { currentAttempt } from '../lib/run/retry.ts';
 import { openDirBeneath, type DirHandle } from './artifacts/safe-dir.ts';
 import { resumeDecision, type Resume } from './fence.ts';
@@ -22,9 +23,11 @@ export class LostExecution extends Error {
 
 /** Records in the Run directory that this attempt is launched (resumeDecision reads it after a restart). */
 export async function markLaunched(dir: DirHandle, attempt: number): Promise<void> {
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
-  const fh = await open(`${dir.path}/${LAUNCHED}${attempt}`, flags, 0o600);
-  await fh.close();
+  // O_NONBLOCK: a FIFO an earlier attempt left under this name fails the open (ENXIO) instead of
+  // holding it, and with it runtimed's event loop (the open is synchronous, fs-ops.ts).
+  const flags =
+    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+  closeFd(await drive(op.open(`${dir.path}/${LAUNCHED}${attempt}`, flags, 0o600)));
 }
 
 /** Whether markLaunched ran for this attempt in the Run directory (closes the handle). */

@@ -5,6 +5,7 @@
  */
 import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { drive, op, type Walk } from './artifacts/fs-ops.ts';
 
 export const MAX_OUTPUT_KEYS = 64;
 export const MAX_OUTPUT_KEY_BYTES = 128;
@@ -124,12 +125,24 @@ async function readCapped(fh: FileHandle, cap: number): Promise<Buffer | undefin
   return Buffer.concat(chunks, total);
 }
 
+/** Whether `path` names an entry (of any type, a link too); an error other than ENOENT says yes. */
+function* present(path: string): Walk<boolean> {
+  try {
+    yield* op.lstat(path);
+    return true;
+  } catch (err) {
+    return errnoCode(err) !== 'ENOENT';
+  }
+}
+
 /**
  * Reads and parses an outputs file. A missing file means no outputs. The file is opened without
  * following a symlink and without blocking on a FIFO; anything but a regular file is rejected, and
  * the read stops after `maxFileBytes` so a huge file cannot exhaust memory.
  */
 export async function readOutputsFile(path: string, maxFileBytes = MAX_OUTPUTS_FILE_BYTES): Promise<OutputsResult> {
+  // Most Runs write no outputs: that costs one lstat on the event loop, not a thread-pool open.
+  if (!(await drive(present(path)))) return { ok: true, outputs: undefined };
   let fh: FileHandle;
   try {
     fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);

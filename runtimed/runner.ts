@@ -25,8 +25,8 @@ import {
 import { backoffMs, currentAttempt, shouldRetry } from '../lib/run/retry.ts';
 import type { RuntimedConfig } from './config.ts';
 import { endRecord, logRecord } from './logs.ts';
-import type { RuntimeClient } from './runtime-client.ts';
-import type { Summary } from './runtime-server/executions.ts';
+import type { Following, RuntimeClient } from './runtime-client.ts';
+import type { OutputRecord, Summary } from './runtime-server/executions.ts';
 import { PrepareError, prepareSource } from './source.ts';
 import type { Run } from './types.ts';
 import { writeRunStatus, type StatusWriteDeps } from './status-write.ts';
@@ -459,8 +459,9 @@ export class Runner implements FunctionHost {
     const claimTimer = (a.claimTimer = setTimeout(() => {
       a.claim = this.claim(a);
     }, CLAIM_DELAY_MS));
+    let following: Following | undefined;
     try {
-      await this.launch(a);
+      following = await this.launch(a);
     } catch (err) {
       clearTimeout(claimTimer);
       if (err instanceof LostExecution) {
@@ -480,7 +481,7 @@ export class Runner implements FunctionHost {
       );
       return;
     }
-    await this.follow(a, 0, () => clearTimeout(claimTimer));
+    await this.follow(a, 0, () => clearTimeout(claimTimer), following);
   }
 
   /** The claim write (phase Running, startTime = when runtimed took the Run); abandons the Run if it was taken away. */
@@ -499,15 +500,16 @@ export class Runner implements FunctionHost {
     if (a.claim) await a.claim;
   }
 
-  /** Stages the source and starts the execution (idempotent per Run UID on the Runtime Server). */
-  /** adopt: a Run runtimed may have started before it restarted keeps its execution (no re-staging).
+  /** Stages the source and starts the execution (idempotent per Run UID on the Runtime Server),
+   * followed in the same request (undefined when adopted: follow it anew).
+   * adopt: a Run runtimed may have started before it restarted keeps its execution (no re-staging).
    * Only Runs created before this runtimed started can have one. */
-  private async launch(a: Active, adopt = true): Promise<void> {
+  private async launch(a: Active, adopt = true): Promise<Following | undefined> {
     const run = a.run;
     const resume = adopt ? await this.resume(run) : 'launch';
     if (resume === 'adopt') {
       a.workdir = this.workdirOf(run);
-      return;
+      return undefined;
     }
     if (resume === 'lost') throw new LostExecution();
     const runDir = this.runDir(run);
@@ -521,7 +523,7 @@ export class Runner implements FunctionHost {
     });
     a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
     const inline = run.spec.source?.inline !== undefined;
-    await this.d.runtime.execute({
+    return this.d.runtime.executeFollowing({
       id: run.metadata.uid ?? '',
       workingDir: a.workdir,
       env,
@@ -582,14 +584,16 @@ export class Runner implements FunctionHost {
     );
   }
 
-  private async follow(a: Active, from = 0, ended: () => void = () => undefined): Promise<void> {
+  /** Follows the execution to its end (over `following`, the launch's request, when there is one). */
+  private async follow(a: Active, from = 0, ended: () => void = () => undefined, following?: Following): Promise<void> {
     this.armDeadline(a);
     let summary: Summary;
     const ctx = { pod: this.d.cfg.podName, runtime: this.d.cfg.runtime };
+    const onRecord = (rec: OutputRecord): void => this.d.out(logRecord(a.run, ctx, rec, a.attempt));
     try {
-      summary = await this.d.runtime.follow(a.run.metadata.uid ?? '', from, (rec) =>
-        this.d.out(logRecord(a.run, ctx, rec, a.attempt)),
-      );
+      summary = await (following
+        ? following(onRecord)
+        : this.d.runtime.follow(a.run.metadata.uid ?? '', from, onRecord));
       this.d.out(endRecord(a.run, ctx, a.attempt, this.d.now().toISOString()));
       ended();
     } catch (err) {
@@ -706,7 +710,7 @@ export class Runner implements FunctionHost {
     }
     await this.d.runtime.forget(a.run.metadata.uid ?? '').catch(() => undefined);
     await this.launch(a, false).then(
-      () => this.follow(a),
+      (following) => this.follow(a, 0, undefined, following),
       (err: unknown) =>
         err instanceof InputError || isUnsafePathError(err)
           ? this.done(a, err.reason, err.message)
@@ -770,14 +774,8 @@ export class Runner implements FunctionHost {
       for (const ws of a.session.ops) ws.close(1001, 'session ended');
     }
     const uid = a.run.metadata.uid ?? '';
-    for (let i = 0; i < 50; i++) {
-      try {
-        await this.d.runtime.forget(uid);
-        break;
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    // With the next execute request (runtime-client.ts): no request of its own in a burst.
+    this.d.runtime.forgetLater(uid);
     await removeBeneath(await this.root.get(), this.runDirSegments(a.run)).catch((err: unknown) =>
       this.d.log.warn({ err, run: a.run.metadata.name }, 'Run directory not removed'),
     );

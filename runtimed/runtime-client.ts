@@ -11,8 +11,22 @@ export class FunctionRegistrationError extends Error {
   readonly reason = 'FunctionRegistration';
 }
 
+/** Streams an execution's output records to `onRecord` until it ends; resolves with its final summary. */
+export type Following = (onRecord: (r: OutputRecord) => void) => Promise<Summary>;
+
+/** How long a finished execution waits to be forgotten when no execute request carries it. */
+export const FORGET_DELAY_MS = 200;
+/** Attempts to forget an execution while the Runtime Server does not answer (then it is left). */
+const FORGET_ATTEMPTS = 50;
+
 export class RuntimeClient {
   private readonly agent: http.Agent;
+  /** Finished executions to forget (id → failed attempts), sent with the next execute (forgetLater). */
+  private readonly toForget = new Map<string, number>();
+  private forgetTimer?: NodeJS.Timeout;
+  private flushing?: Promise<void>;
+  /** Whether the Runtime Server starts and follows an execution in one request (from its last answer). */
+  private followsInExecute = false;
   private readonly channels = new Map<string, Channel>();
   /** Channels being opened, so that concurrent openers (a call, the reopen after a worker ended) share one. */
   private readonly opening = new Map<string, Promise<Channel | undefined>>();
@@ -27,6 +41,7 @@ export class RuntimeClient {
     path: string,
     body?: unknown,
     timeoutMs = 10_000,
+    untilHeaders = false,
   ): Promise<{ code: number; res: IncomingMessage }> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
@@ -38,7 +53,11 @@ export class RuntimeClient {
           agent: this.agent,
           headers: payload ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {},
         },
-        (res) => resolve({ code: res.statusCode ?? 0, res }),
+        (res) => {
+          // A followed execution may be silent for longer than the timeout: it bounds the answer only.
+          if (untilHeaders) req.setTimeout(0);
+          resolve({ code: res.statusCode ?? 0, res });
+        },
       );
       req.on('error', reject);
       req.setTimeout(timeoutMs, () => req.destroy(new Error(`runtime server ${method} ${path}: timed out`)));
@@ -53,9 +72,7 @@ export class RuntimeClient {
     timeoutMs?: number,
   ): Promise<{ code: number; body: T }> {
     const { code, res } = await this.request(method, path, body, timeoutMs);
-    const chunks: Buffer[] = [];
-    for await (const c of res) chunks.push(c as Buffer);
-    return { code, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as T };
+    return { code, body: await readJson<T>(res) };
   }
 
   async health(): Promise<boolean> {
@@ -70,6 +87,72 @@ export class RuntimeClient {
     const r = await this.json<Summary & { message?: string }>('POST', '/v1/executions', req);
     if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
     return r.body;
+  }
+
+  /**
+   * Starts the execution (idempotent per id) and follows it in the same request; resolves once the
+   * Runtime Server accepted it. The executions forgetLater queued go with it (forgotten first).
+   * A Runtime Server that answers with a summary only (an older one) is followed separately.
+   */
+  async executeFollowing(req: ExecRequest): Promise<Following> {
+    await this.flushing;
+    const forget = this.followsInExecute ? this.takeForgets() : [];
+    const body = forget.length ? { ...req, forget: forget.map(([id]) => id) } : req;
+    let r: { code: number; res: IncomingMessage };
+    try {
+      r = await this.request('POST', '/v1/executions?follow=1', body, 10_000, true);
+    } catch (err) {
+      this.requeueForgets(forget);
+      throw err;
+    }
+    const { code, res } = r;
+    if (code >= 300) {
+      const answer = await readJson<{ message?: string }>(res);
+      throw new Error(answer.message ?? `runtime server answered ${code}`);
+    }
+    this.followsInExecute = res.headers['content-type'] === NDJSON;
+    if (this.followsInExecute) return (onRecord) => readRecords(res, req.id, onRecord);
+    this.requeueForgets(forget);
+    await readJson(res);
+    return (onRecord) => this.follow(req.id, 0, onRecord);
+  }
+
+  /**
+   * Forgets a finished execution soon: with the next executeFollowing, or on its own after
+   * FORGET_DELAY_MS (retried while the Runtime Server does not answer).
+   */
+  forgetLater(id: string): void {
+    if (!this.toForget.has(id)) this.toForget.set(id, 0);
+    this.armForgets();
+  }
+
+  private armForgets(): void {
+    this.forgetTimer ??= setTimeout(() => this.flushForgets(), FORGET_DELAY_MS).unref();
+  }
+
+  private takeForgets(): [string, number][] {
+    const taken = [...this.toForget];
+    this.toForget.clear();
+    return taken;
+  }
+
+  /** Forgets that were not delivered go again, each at most FORGET_ATTEMPTS times. */
+  private requeueForgets(ids: [string, number][]): void {
+    for (const [id, failed] of ids) if (failed + 1 < FORGET_ATTEMPTS) this.toForget.set(id, failed + 1);
+    if (this.toForget.size) this.armForgets();
+  }
+
+  private flushForgets(): void {
+    this.forgetTimer = undefined;
+    const taken = this.takeForgets();
+    if (!taken.length) return;
+    const failed: [string, number][] = [];
+    this.flushing = Promise.all(taken.map(([id, n]) => this.forget(id).catch(() => void failed.push([id, n])))).then(
+      () => {
+        this.flushing = undefined;
+        this.requeueForgets(failed);
+      },
+    );
   }
 
   async get(id: string): Promise<Summary | undefined> {
@@ -213,27 +296,41 @@ export class RuntimeClient {
       0,
     );
     if (code === 404) throw Object.assign(new Error(`execution ${id} not found`), { notFound: true });
-    let buf = '';
-    let end: Summary | undefined;
-    for await (const chunk of res) {
-      buf += (chunk as Buffer).toString('utf8');
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (!line) continue;
-        const msg = JSON.parse(line) as OutputRecord | { end: Summary };
-        if ('end' in msg) end = msg.end;
-        else onRecord(msg);
-      }
-    }
-    if (!end) throw new Error(`execution ${id}: output stream ended early`);
-    return end;
+    return readRecords(res, id, onRecord);
   }
 
   close(): void {
+    clearTimeout(this.forgetTimer);
     this.agent.destroy();
     for (const ch of this.channels.values()) ch.close();
     this.channels.clear();
   }
+}
+
+const NDJSON = 'application/x-ndjson';
+
+async function readJson<T>(res: IncomingMessage): Promise<T> {
+  const chunks: Buffer[] = [];
+  for await (const c of res) chunks.push(c as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as T;
+}
+
+/** Reads an NDJSON record stream to its end record; its summary. */
+async function readRecords(res: IncomingMessage, id: string, onRecord: (r: OutputRecord) => void): Promise<Summary> {
+  let buf = '';
+  let end: Summary | undefined;
+  for await (const chunk of res) {
+    buf += (chunk as Buffer).toString('utf8');
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (!line) continue;
+      const msg = JSON.parse(line) as OutputRecord | { end: Summary };
+      if ('end' in msg) end = msg.end;
+      else onRecord(msg);
+    }
+  }
+  if (!end) throw new Error(`execution ${id}: output stream ended early`);
+  return end;
 }

@@ -4,8 +4,8 @@
  */
 import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { closeFd, drive, op, type Walk } from './artifacts/fs-ops.ts';
 import { isComponent, openDirBeneath, type DirHandle } from './artifacts/safe-dir.ts';
 import { runtimedGitVar } from '../lib/run/template-policy.ts';
 
@@ -84,18 +84,24 @@ export function inlineFileSegments(source: Source, mode: 'task' | 'function'): s
   return segments;
 }
 
+/** Creates (or truncates) `name` below `dir` and writes `content`, never through a link or into a FIFO. */
+function* writeFileWalk(dir: DirHandle, name: string, content: string): Walk<void> {
+  const flags =
+    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+  const fd = yield* op.open(`${dir.path}/${name}`, flags, 0o664);
+  try {
+    if (!(yield* op.fstat(fd)).isFile()) throw new Error('not a regular file');
+    yield* op.write(fd, Buffer.from(content, 'utf8'));
+  } finally {
+    closeFd(fd);
+  }
+}
+
 async function writeInline(dir: DirHandle, segments: string[], content: string): Promise<void> {
   const parent = segments.length > 1 ? await openDirBeneath(dir, segments.slice(0, -1), { create: 0o775 }) : dir;
   try {
-    const flags =
-      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-    const fh = await open(`${parent?.path}/${segments[segments.length - 1]}`, flags, 0o664);
-    try {
-      if (!(await fh.stat()).isFile()) throw new Error('not a regular file');
-      await fh.writeFile(content);
-    } finally {
-      await fh.close();
-    }
+    if (!parent) throw new Error('the parent directory could not be opened');
+    await drive(writeFileWalk(parent, segments[segments.length - 1] as string, content));
   } catch (e) {
     throw new PrepareError(
       `prepare source: write inline: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,

@@ -8,7 +8,8 @@
  * through a path string a Run could have changed.
  */
 import { constants, type Stats } from 'node:fs';
-import { lstat, mkdir, open, readdir, rmdir, unlink, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { closeFd, drive, op, type Walk } from './fs-ops.ts';
 import { errnoCode } from './errors.ts';
 
 /** The stable reason of every refusal of this module; it becomes a Run condition reason. */
@@ -59,15 +60,44 @@ export function isComponent(name: string): boolean {
   return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\0');
 }
 
-/** Opens a directory runtimed itself owns (its path is trusted and may contain links). */
-export async function openTrustedDir(path: string): Promise<DirHandle> {
-  let fh: FileHandle;
+/** A directory handle on a descriptor a walk opened; closing it twice closes it once. */
+function fdHandle(fd: number, st: Stats, shown: string): DirHandle {
+  let open = true;
+  // A failed close rejects (the executor's throw).
+  const close = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (open) {
+        open = false;
+        closeFd(fd);
+      }
+      resolve();
+    });
+  return { path: `${PROC_FD}/${fd}`, dev: st.dev, ino: st.ino, shown, close };
+}
+
+/** fdHandle for `fd` (closed on failure). */
+function* pinFd(fd: number, shown: string): Walk<DirHandle> {
   try {
-    fh = await open(path, constants.O_RDONLY | constants.O_DIRECTORY);
+    return fdHandle(fd, yield* op.fstat(fd), shown);
+  } catch (err) {
+    closeFd(fd);
+    throw err;
+  }
+}
+
+function* openTrustedDirWalk(path: string): Walk<DirHandle> {
+  let fd: number;
+  try {
+    fd = yield* op.open(path, constants.O_RDONLY | constants.O_DIRECTORY);
   } catch (err) {
     throw new UnsafePathError(`cannot open ${JSON.stringify(path)}: ${errnoCode(err) ?? String(err)}`, { cause: err });
   }
-  return pinDir(fh, path);
+  return yield* pinFd(fd, path);
+}
+
+/** Opens a directory runtimed itself owns (its path is trusted and may contain links). */
+export function openTrustedDir(path: string): Promise<DirHandle> {
+  return drive(openTrustedDirWalk(path));
 }
 
 /**
@@ -96,10 +126,19 @@ export class PinnedDir {
   }
 }
 
+/** lstat of `parent/name`; undefined when it cannot be looked at. */
+function* lookAt(parent: DirHandle, name: string): Walk<Stats | undefined> {
+  try {
+    return yield* op.lstat(`${parent.path}/${name}`);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Why `name` below `parent` cannot be opened as a directory, as a message. */
-async function refusal(parent: DirHandle, name: string, err: unknown): Promise<UnsafePathError> {
+function* refusal(parent: DirHandle, name: string, err: unknown): Walk<UnsafePathError> {
   const shown = JSON.stringify(`${parent.shown}/${name}`);
-  const st = await lstat(`${parent.path}/${name}`).catch(() => undefined);
+  const st = yield* lookAt(parent, name);
   if (st?.isSymbolicLink()) return new UnsafePathError(`${shown} is a symbolic link`, { cause: err });
   if (st && !st.isDirectory()) return new UnsafePathError(`${shown} is not a directory`, { cause: err });
   return new UnsafePathError(`cannot open ${shown}: ${errnoCode(err) ?? String(err)}`, { cause: err });
@@ -112,33 +151,68 @@ export interface OpenBeneathOptions {
   sameDevice?: boolean;
 }
 
+function* openChildDirWalk(parent: DirHandle, name: string, opts: OpenBeneathOptions): Walk<DirHandle | undefined> {
+  if (!isComponent(name)) throw new UnsafePathError(`${JSON.stringify(name)} is not a single path component`);
+  const child = `${parent.path}/${name}`;
+  if (opts.create !== undefined) {
+    try {
+      yield* op.mkdir(child, opts.create);
+    } catch (err) {
+      if (errnoCode(err) !== 'EEXIST')
+        throw new UnsafePathError(`cannot create ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
+    }
+  }
+  let fd: number;
+  try {
+    fd = yield* op.open(child, DIR_FLAGS);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT' && opts.create === undefined) return undefined;
+    throw yield* refusal(parent, name, err);
+  }
+  const dir = yield* pinFd(fd, `${parent.shown}/${name}`);
+  if (opts.sameDevice && dir.dev !== parent.dev) {
+    closeQuietly(dir);
+    throw new UnsafePathError(`${JSON.stringify(dir.shown)} is a mount point`);
+  }
+  return dir;
+}
+
+/** Closes a handle a walk opened (fdHandle: synchronous, never fails the walk). */
+function closeQuietly(dir: DirHandle): void {
+  dir.close().catch(() => undefined);
+}
+
 /** Opens `name` below `parent` without following a link; undefined when it does not exist (and create is unset). */
-export async function openChildDir(
+export function openChildDir(
   parent: DirHandle,
   name: string,
   opts: OpenBeneathOptions = {},
 ): Promise<DirHandle | undefined> {
-  if (!isComponent(name)) throw new UnsafePathError(`${JSON.stringify(name)} is not a single path component`);
-  const child = `${parent.path}/${name}`;
-  if (opts.create !== undefined) {
-    await mkdir(child, { mode: opts.create }).catch((err: unknown) => {
-      if (errnoCode(err) !== 'EEXIST')
-        throw new UnsafePathError(`cannot create ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
-    });
-  }
-  let fh: FileHandle;
+  return drive(openChildDirWalk(parent, name, opts));
+}
+
+/** openDirBeneath as a walk. */
+export function* openDirBeneathWalk(
+  root: string | DirHandle,
+  segments: readonly string[],
+  opts: OpenBeneathOptions = {},
+): Walk<DirHandle | undefined> {
+  let current = typeof root === 'string' ? yield* openTrustedDirWalk(root) : root;
+  let ownsCurrent = typeof root === 'string';
   try {
-    fh = await open(child, DIR_FLAGS);
+    for (const segment of segments) {
+      const next = yield* openChildDirWalk(current, segment, opts);
+      if (ownsCurrent) closeQuietly(current);
+      if (!next) return undefined;
+      current = next;
+      ownsCurrent = true;
+    }
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT' && opts.create === undefined) return undefined;
-    throw await refusal(parent, name, err);
+    if (ownsCurrent) closeQuietly(current);
+    throw err;
   }
-  const dir = await pinDir(fh, `${parent.shown}/${name}`);
-  if (opts.sameDevice && dir.dev !== parent.dev) {
-    await dir.close().catch(() => undefined);
-    throw new UnsafePathError(`${JSON.stringify(dir.shown)} is a mount point`);
-  }
-  return dir;
+  if (!ownsCurrent) throw new UnsafePathError('openDirBeneath needs at least one segment below a handle');
+  return current;
 }
 
 /**
@@ -146,28 +220,12 @@ export async function openChildDir(
  * semantics): a link or non-directory on the way is an UnsafePathError. Returns undefined when a
  * component does not exist and `create` is unset. The caller closes the handle.
  */
-export async function openDirBeneath(
+export function openDirBeneath(
   root: string | DirHandle,
   segments: readonly string[],
   opts: OpenBeneathOptions = {},
 ): Promise<DirHandle | undefined> {
-  let current = typeof root === 'string' ? await openTrustedDir(root) : root;
-  const owned = typeof root === 'string';
-  let ownsCurrent = owned;
-  try {
-    for (const segment of segments) {
-      const next = await openChildDir(current, segment, opts);
-      if (ownsCurrent) await current.close().catch(() => undefined);
-      if (!next) return undefined;
-      current = next;
-      ownsCurrent = true;
-    }
-  } catch (err) {
-    if (ownsCurrent) await current.close().catch(() => undefined);
-    throw err;
-  }
-  if (!ownsCurrent) throw new UnsafePathError('openDirBeneath needs at least one segment below a handle');
-  return current;
+  return drive(openDirBeneathWalk(root, segments, opts));
 }
 
 /** Runs `fn` with `root/segments…` open; undefined (fn not called) when it does not exist. */
@@ -186,30 +244,48 @@ export async function withDirBeneath<T>(
   }
 }
 
-async function lstatEntry(parent: DirHandle, name: string): Promise<Stats | undefined> {
+function* lstatEntry(parent: DirHandle, name: string): Walk<Stats | undefined> {
   try {
-    return await lstat(`${parent.path}/${name}`);
+    return yield* op.lstat(`${parent.path}/${name}`);
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return undefined;
     throw new UnsafePathError(`cannot inspect ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
   }
 }
 
-async function unlinkEntry(parent: DirHandle, name: string): Promise<void> {
-  await unlink(`${parent.path}/${name}`).catch((err: unknown) => {
+/** Removes `name` below `parent` with `remove` (unlink or rmdir); gone already is not an error. */
+function* removeName(parent: DirHandle, name: string, how: 'unlink' | 'rmdir'): Walk<void> {
+  try {
+    yield* op[how](`${parent.path}/${name}`);
+  } catch (err) {
     if (errnoCode(err) !== 'ENOENT')
       throw new UnsafePathError(`cannot remove ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
-  });
+  }
 }
 
 /** What a directory listing says an entry is; undefined when it was not listed (look with lstat). */
-type Listed = 'dir' | 'other' | undefined;
+type ListedAs = 'dir' | 'other' | undefined;
 
 /** Whether `name` below `parent` is a directory (undefined: gone), from its listing when there is one. */
-async function isDirEntry(parent: DirHandle, name: string, listed: Listed): Promise<boolean | undefined> {
+function* isDirEntry(parent: DirHandle, name: string, listed: ListedAs): Walk<boolean | undefined> {
   if (listed) return listed === 'dir';
-  const st = await lstatEntry(parent, name);
+  const st = yield* lstatEntry(parent, name);
   return st && st.isDirectory();
+}
+
+/**
+ * Opens directory `name` below `parent` to empty it; undefined when it was swapped for a link or
+ * file since the listing or lstat (remove that instead of following it), null when it is gone.
+ */
+function* openToEmpty(parent: DirHandle, name: string): Walk<DirHandle | undefined | null> {
+  try {
+    return yield* openChildDirWalk(parent, name, { sameDevice: true });
+  } catch (err) {
+    const now = yield* lstatEntry(parent, name);
+    if (now && !now.isDirectory()) return undefined;
+    if (!now) return null;
+    throw err;
+  }
 }
 
 /**
@@ -217,43 +293,60 @@ async function isDirEntry(parent: DirHandle, name: string, listed: Listed): Prom
  * mount. Entries of a listed directory come with their type (readdir's d_type), so only an entry
  * that changed since the listing costs an lstat.
  */
-async function removeEntry(parent: DirHandle, name: string, depth: number, listed?: Listed): Promise<void> {
-  const isDir = await isDirEntry(parent, name, listed);
+function* removeEntry(parent: DirHandle, name: string, depth: number, listed?: ListedAs): Walk<void> {
+  const isDir = yield* isDirEntry(parent, name, listed);
   if (isDir === undefined) return;
   if (!isDir) {
-    await unlinkEntry(parent, name).catch((err: unknown) => {
+    try {
+      yield* removeName(parent, name, 'unlink');
+    } catch (err) {
       // Listed as a file but a directory now: look again.
-      if (listed && isUnsafePathError(err)) return removeEntry(parent, name, depth);
-      throw err;
-    });
+      if (!listed || !isUnsafePathError(err)) throw err;
+      yield* removeEntry(parent, name, depth);
+    }
     return;
   }
   if (depth >= MAX_DIR_DEPTH)
     throw new UnsafePathError(
       `${JSON.stringify(`${parent.shown}/${name}`)}: nested deeper than ${MAX_DIR_DEPTH} levels`,
     );
-  const dir = await openChildDir(parent, name, { sameDevice: true }).catch(async (err: unknown) => {
-    // Swapped for a link or file since the listing or lstat: remove that instead of following it.
-    const now = await lstatEntry(parent, name);
-    if (now && !now.isDirectory()) return undefined;
-    if (!now) return null;
-    throw err;
-  });
+  const dir = yield* openToEmpty(parent, name);
   if (dir === null) return;
   if (!dir) {
-    await unlinkEntry(parent, name);
+    yield* removeName(parent, name, 'unlink');
     return;
   }
   try {
-    for (const child of await readdir(dir.path, { withFileTypes: true }))
-      await removeEntry(dir, child.name, depth + 1, child.isDirectory() ? 'dir' : 'other');
+    for (const child of yield* op.readdir(dir.path))
+      yield* removeEntry(dir, child.name, depth + 1, child.dir ? 'dir' : 'other');
   } finally {
-    await dir.close().catch(() => undefined);
+    closeQuietly(dir);
   }
-  await rmdir(`${parent.path}/${name}`).catch((err: unknown) => {
-    if (errnoCode(err) !== 'ENOENT')
-      throw new UnsafePathError(`cannot remove ${JSON.stringify(`${parent.shown}/${name}`)}: ${errnoCode(err)}`);
-  });
+  yield* removeName(parent, name, 'rmdir');
+}
+
+/** removeBeneath as a walk. */
+export function* removeBeneathWalk(root: string | DirHandle, segments: readonly string[]): Walk<void> {
+  if (segments.length === 0) throw new UnsafePathError('refusing to remove the root itself');
+  const last = segments[segments.length - 1] as string;
+  if (!isComponent(last)) throw new UnsafePathError(`${JSON.stringify(last)} is not a single path component`);
+  const parents = segments.slice(0, -1);
+  const top = typeof root === 'string' ? yield* openTrustedDirWalk(root) : root;
+  try {
+    if (parents.length === 0) {
+      yield* removeEntry(top, last, 0);
+      return;
+    }
+    const parent = yield* openDirBeneathWalk(top, parents, { sameDevice: true });
+    if (!parent) return;
+    try {
+      yield* removeEntry(parent, last, 0);
+    } finally {
+      closeQuietly(parent);
+    }
+  } finally {
+    if (typeof root === 'string') closeQuietly(top);
+  }
 }
 
 /**
@@ -261,16 +354,6 @@ async function removeEntry(parent: DirHandle, name: string, depth: number, liste
  * link in any component, without descending into a mount point and without leaving `root`.
  * A missing path is not an error; a link as the last segment is removed itself.
  */
-export async function removeBeneath(root: string | DirHandle, segments: readonly string[]): Promise<void> {
-  if (segments.length === 0) throw new UnsafePathError('refusing to remove the root itself');
-  const last = segments[segments.length - 1] as string;
-  if (!isComponent(last)) throw new UnsafePathError(`${JSON.stringify(last)} is not a single path component`);
-  const parents = segments.slice(0, -1);
-  const top = typeof root === 'string' ? await openTrustedDir(root) : root;
-  try {
-    if (parents.length === 0) await removeEntry(top, last, 0);
-    else await withDirBeneath(top, parents, { sameDevice: true }, (parent) => removeEntry(parent, last, 0));
-  } finally {
-    if (typeof root === 'string') await top.close().catch(() => undefined);
-  }
+export function removeBeneath(root: string | DirHandle, segments: readonly string[]): Promise<void> {
+  return drive(removeBeneathWalk(root, segments));
 }

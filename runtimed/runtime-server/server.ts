@@ -1,7 +1,9 @@
 /**
  * The Runtime Server of a Runtime Pod's `runtime` container (bash or python toolchain). It
  * listens on a Unix socket in the shared /workspace volume; runtimed is its only client.
- *   POST   /v1/executions                  start (idempotent per id)
+ *   POST   /v1/executions                  start (idempotent per id); with ?follow=1 the answer is the
+ *                                          execution's NDJSON records, then {"end":summary} (one request
+ *                                          per Run); body.forget: ids to forget first (finished Runs)
  *   GET    /v1/executions                  list
  *   GET    /v1/executions/:id              summary
  *   GET    /v1/executions/:id/records?from=N&follow=1   NDJSON records, then {"end":summary}
@@ -56,8 +58,8 @@ function readRaw(req: IncomingMessage, limit: number): Promise<string> {
   });
 }
 
-function streamRecords(res: ServerResponse, e: Execution, from: number, follow: boolean): void {
-  res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
+function streamRecords(res: ServerResponse, e: Execution, from: number, follow: boolean, code = 200): void {
+  res.writeHead(code, { 'Content-Type': 'application/x-ndjson' });
   const write = (r: OutputRecord): void => {
     if (r.seq >= from) res.write(`${JSON.stringify(r)}\n`);
   };
@@ -66,6 +68,9 @@ function streamRecords(res: ServerResponse, e: Execution, from: number, follow: 
     res.end(`${JSON.stringify({ end: e.summary() })}\n`);
     return;
   }
+  // The headers go now: runtimed's execute-and-follow request is answered once the execution
+  // started, not with its first output line (a silent Run may have none for a long time).
+  res.flushHeaders();
   const onRecord = (r: OutputRecord): void => write(r);
   const onEnd = (s: Summary): void => {
     cleanup();
@@ -80,19 +85,28 @@ function streamRecords(res: ServerResponse, e: Execution, from: number, follow: 
   res.on('close', cleanup);
 }
 
+/** Forgets the finished executions runtimed listed (a running one is kept, an unknown one ignored). */
+function forgetListed(ex: Executions, ids: unknown): void {
+  if (!Array.isArray(ids)) return;
+  for (const id of ids) if (typeof id === 'string') ex.forget(id);
+}
+
 async function collection(
   req: IncomingMessage,
   res: ServerResponse,
   ex: Executions,
   lease: ExecutionLease,
+  follow: boolean,
 ): Promise<void> {
   if (req.method === 'GET') return json(res, 200, { executions: ex.list() });
   if (req.method !== 'POST') return json(res, 405, { message: 'method not allowed' });
+  const { forget, ...body } = (await readBody(req)) as ExecRequest & { forget?: unknown };
+  forgetListed(ex, forget);
   if (lease.expired())
     return json(res, 503, { message: 'fenced: the execution lease lapsed; runtimed must renew it first' });
-  const body = (await readBody(req)) as ExecRequest;
   if (!body.id || !body.workingDir) return json(res, 400, { message: 'id and workingDir are required' });
   const { execution, created } = ex.execute(body);
+  if (follow) return streamRecords(res, execution, 0, true, created ? 201 : 200);
   return json(res, created ? 201 : 200, execution.summary());
 }
 
@@ -168,7 +182,7 @@ async function route(
   if (parts[0] === 'v1' && parts[1] === 'functions') return functionRoute(req, res, fns, lease, parts);
   if (parts[0] !== 'v1' || parts[1] !== 'executions') return json(res, 404, { message: 'not found' });
   const id = parts[2] ? decodeURIComponent(parts[2]) : undefined;
-  if (!id) return collection(req, res, ex, lease);
+  if (!id) return collection(req, res, ex, lease, url.searchParams.get('follow') === '1');
   const e = ex.get(id);
   if (!e) return json(res, 404, { message: `execution ${id} not found` });
   if (req.method === 'GET' && parts[3] === 'records')
