@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, renameSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '../lib/fs/temp-dir.ts';
 import { openDirBeneath } from './artifacts/safe-dir.ts';
 import { markLaunched, resumeRun, type ResumeContext } from './launch-record.ts';
 import type { Run } from './types.ts';
@@ -17,7 +17,7 @@ describe('launch record (resume after a runtimed restart)', () => {
   const older = '2026-12-02T04:59:00Z';
 
   function context(hasExecution = false): ResumeContext & { root: string } {
-    const root = mkdtempSync(join(tmpdir(), 'launch-record-'));
+    const root = tempDir('launch-record-');
     return {
       root,
       bornAt: BORN,
