@@ -15,7 +15,10 @@
  * nodeagent/pod-worker.test.ts); the file passed from a clone under /tmp since.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
@@ -178,6 +181,77 @@ describe('devws Git Server component (deployed, issue 14)', function () {
       assert.deepEqual([w.status?.observedState, w.status?.baseCommitId], ['ready', external.commit]);
     } finally {
       await sshd.close();
+    }
+  });
+  it("credential_passphrase_unsupported: an ssh repository whose credential's key is passphrase-protected is refused by the deployed component before any connection; the create fails repository_sync_failed, the Event says why, the Project stays active", async () => {
+    const sshd = await startTestSshd(E2E_HOST_ADDRESS);
+    const scratch = mkdtempSync(join(tmpdir(), 'krt-devws-gc-key-'));
+    try {
+      // The key sshd accepts, protected with a passphrase (the sync cannot enter one).
+      const locked = join(scratch, 'key');
+      writeFileSync(locked, sshd.userKey, { mode: 0o600 });
+      execFileSync('ssh-keygen', ['-q', '-p', '-P', '', '-N', 'secret', '-f', locked]);
+      const key = readFileSync(locked, 'utf8');
+      assert.notEqual(key, sshd.userKey, 'the key is re-encrypted');
+      const core = `/api/v1/namespaces/${ns}`;
+      const rbac = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}`;
+      const b64 = (t: string): string => Buffer.from(t).toString('base64');
+      await admin().create(`${core}/secrets`, {
+        metadata: { name: 'ssh-locked' },
+        type: 'kubernetes.io/ssh-auth',
+        data: { 'ssh-privatekey': b64(key), known_hosts: b64(sshd.knownHosts) },
+      });
+      // Readable by the Git Server (by name), so that the refusal is about the key, not the grant.
+      await admin().create(`${rbac}/roles`, {
+        metadata: { name: 'git-credentials-locked' },
+        rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: ['ssh-locked'], verbs: ['get'] }],
+      });
+      await admin().create(`${rbac}/rolebindings`, {
+        metadata: { name: 'git-credentials-locked' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'git-credentials-locked' },
+        subjects: [{ kind: 'ServiceAccount', name: 'kruntimes-devws-git', namespace: SYS }],
+      });
+      await admin().create<Project>(p('projects'), {
+        apiVersion: 'dev.kruntimes.io/v1alpha1',
+        kind: 'Project',
+        metadata: { name: 'p3' },
+        spec: {
+          repository: {
+            url: sshd.url(join(external.root, 'repo.git')),
+            defaultBranch: 'main',
+            credentialRef: 'ssh-locked',
+          },
+        },
+      });
+      const failed = await eventually('p3-create failed', async () => {
+        const o = await admin()
+          .get<Operation>(p('operations/p3-create'))
+          .catch(() => undefined);
+        assert.notEqual(o?.status?.state, 'succeeded', 'a passphrase-protected key is never used');
+        return o?.status?.state === 'failed' ? o : undefined;
+      });
+      assert.equal(failed.status?.reason, 'repository_sync_failed', failed.status?.message);
+      const events = (await admin().list<KubeObject & { reason?: string; message?: string }>(`${core}/events`)).items
+        .filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === 'p3')
+        .filter((e) => e.reason === 'RepositorySyncFailed')
+        .map((e) => e.message ?? '');
+      assert.equal(events.length, 1, events.join('; '));
+      assert.match(
+        events[0] ?? '',
+        /^Git Server answered 422: credential_passphrase_unsupported .*passphrase-protected ssh-privatekey/,
+      );
+      const keyBody = key.split('\n')[1] ?? '';
+      assert.ok(keyBody && !JSON.stringify(events).includes(keyBody), 'no Event carries the key');
+      assert.equal(sshd.connections, 0, 'refused before any connection to the repository');
+      const proj = await admin().get<Project>(p('projects/p3'));
+      assert.deepEqual([proj.status?.sync?.state, proj.status?.snapshot], ['failed', undefined]);
+      await eventually(
+        'p3 active after its failed create',
+        async () => (await admin().get<Project>(p('projects/p3'))).status?.lifecycle === 'active',
+      );
+    } finally {
+      await sshd.close();
+      rmSync(scratch, { recursive: true, force: true });
     }
   });
 });

@@ -220,6 +220,47 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
       .filter((s) => s.request.metadata?.[META.role] === role)
       .map((s) => ({ id: s.id, instance: s.request.metadata?.[META.sandbox] ?? '', state: s.status.state }));
 
+  /** The server's sandboxes of one Workspace (by its UID), with their role, ID metadata, volume and state. */
+  const ofWorkspace = (uid: string): StoredSandbox[] =>
+    [...osb.sandboxes.values()].filter((s) => s.request.metadata?.[META.workspace] === uid);
+  /** Its data was deleted on the server: one wipe sandbox carrying the effect's ID, on its volume, completed. */
+  const assertWiped = (w: Workspace, o: Operation): void => {
+    const uid = w.metadata.uid ?? '';
+    const effect = o.status?.effects?.find(
+      (e) => e.kind === 'workspace_data_delete' && e.workspace === w.metadata.name,
+    );
+    assert.deepEqual([effect?.outcome, effect?.removed], ['succeeded', true], `${w.metadata.name ?? ''}: data removed`);
+    const all = ofWorkspace(uid);
+    const wipes = all.filter((s) => s.request.metadata?.[META.role] === 'data-wipe');
+    assert.deepEqual(
+      wipes.map((s) => [
+        s.request.metadata?.[META.sandbox],
+        s.id,
+        s.request.volumes?.[0]?.pvc?.claimName,
+        s.request.entrypoint?.join(' '),
+        s.status.state,
+        s.status.reason,
+      ]),
+      [
+        [
+          effect?.id,
+          effect?.externalId,
+          `devws-${uid}`,
+          'find /home/dev -mindepth 1 -delete',
+          'Terminated',
+          'completed',
+        ],
+      ],
+      'one wipe sandbox on the server, named by the effect ID, on the Workspace volume, completed',
+    );
+    assert.deepEqual(
+      all.filter((s) => s.request.metadata?.[META.role] === 'sandbox' && s.status.state !== 'Terminated'),
+      [],
+      'no live sandbox of the Workspace on the server',
+    );
+    assert.deepEqual(readdirSync(runtime.home(`devws-${uid}`)), [], 'its volume is empty');
+  };
+
   before(async () => {
     ns = await newNamespace('devws-osb');
     root = mkdtempSync(join(tmpdir(), 'krt-devws-osb-'));
@@ -736,5 +777,68 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     assert.equal(after.status?.observedState, w.status?.observedState, 'the Workspace back as it was');
     await admin().create(p('operations'), del('p3-del'));
     await succeeded('p3-del');
+  });
+
+  it("delete_workspace (OpenSandbox): an isolated Workspace's data is deleted by a wipe sandbox on the server (its own effect ID, the Workspace's volume, completed) before the Workspace is deleted; the main Workspace's data is kept", async () => {
+    await admin().create(p('workspaces'), {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Workspace',
+      metadata: { name: 'p1-task' },
+      spec: { project: 'p1', kind: 'isolated', desiredState: 'running', taskTitle: 'a task' },
+    });
+    await succeeded('p1-task-create');
+    const task = await admin().get<Workspace>(p('workspaces/p1-task'));
+    const home = runtime.home(`devws-${task.metadata.uid ?? ''}`);
+    assert.ok(readdirSync(join(home, 'src')).includes('README.md'), 'cloned onto its own volume');
+    writeFileSync(join(home, 'notes.txt'), 'work in progress\n');
+    const del = lifecycle('del-task', 'delete_workspace');
+    await admin().create(p('operations'), { ...del, spec: { ...del.spec, workspace: 'p1-task' } });
+    const done = await succeeded('del-task');
+    assert.deepEqual(done.status?.steps, ['quiesce', 'terminate', 'cleanup', 'done']);
+    assert.equal((await admin().get<Workspace>(p('workspaces/p1-task'))).status?.observedState, 'deleted');
+    assertWiped(task, done);
+    const main = await ws();
+    assert.equal(main.status?.observedState, 'ready');
+    const mainHome = runtime.home(`devws-${main.metadata.uid ?? ''}`);
+    assert.ok(readdirSync(join(mainHome, 'src')).includes('README.md'), "the main Workspace's data kept");
+    assert.deepEqual(
+      ofWorkspace(main.metadata.uid ?? '').filter((s) => s.request.metadata?.[META.role] === 'data-wipe'),
+      [],
+      'no wipe of the main Workspace',
+    );
+  });
+
+  it('delete_project (OpenSandbox): every Workspace closed, its sandbox terminated on the server and its data deleted by a completed wipe sandbox, then the Project goes; other Projects untouched', async () => {
+    const main = await ws();
+    const p1uid = (await admin().get<Project>(p('projects/p1'))).metadata.uid ?? '';
+    const running = (): string[] =>
+      [...osb.sandboxes.values()]
+        .filter((s) => s.request.metadata?.[META.project] !== p1uid && s.status.state === 'Running')
+        .map((s) => s.id)
+        .sort();
+    const before = running();
+    await admin().create(p('operations'), {
+      apiVersion: 'dev.kruntimes.io/v1alpha1',
+      kind: 'Operation',
+      metadata: { name: 'del-p1' },
+      spec: { project: 'p1', kind: 'delete_project' },
+    });
+    const done = await succeeded('del-p1');
+    assert.deepEqual(done.status?.steps, ['quiesce', 'terminate', 'cleanup', 'done']);
+    assert.deepEqual(
+      done.status?.workspacesBefore?.map((b) => b.workspace),
+      ['p1-main'],
+      'the isolated Workspace was deleted before',
+    );
+    assertWiped(main, done);
+    assert.deepEqual(running(), before, "the other Projects' sandboxes untouched");
+    await eventually('the Project and its Workspaces gone', async () => {
+      const gone = await admin()
+        .get(p('projects/p1'))
+        .then(() => false)
+        .catch((err: unknown) => isApiError(err, 404));
+      const left = (await admin().list<Workspace>(p('workspaces'))).items.filter((x) => x.spec.project === 'p1');
+      return gone && left.length === 0;
+    });
   });
 });

@@ -3,9 +3,10 @@
  * per rule of docs/workspaces-dev.md's table that devws.e2e.ts does not cover: invalid_ref, a
  * repository URL with a query, fragment or password, base_commit_mismatch (not recorded), an
  * Operation created queued and returned at once (202), stale_plugin_report, a Node disconnect
- * during install_plugin, external_state_conflict, clone retries after 5 s and 10 s then failed (the
- * Workspace unavailable), a sandbox create answered late (held by an admission webhook of this
- * process), and delete_project waiting for a running sync (repository_operation_running).
+ * during install_plugin, external_state_conflict, a ~/.krt/plugins planted as a link out of the home
+ * (unsafe_plugin_path), clone retries after 5 s and 10 s then failed (the Workspace unavailable), a
+ * sandbox create answered late (held by an admission webhook of this process), and delete_project
+ * waiting for a running sync (repository_operation_running).
  *
  * Faults come from TCP gates (e2e/tcp-gate.ts) in front of the Git Server (clones) and of the
  * external repository (syncs), and a ResourceQuota of no Pods that holds a create's sandbox until
@@ -15,7 +16,18 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -412,6 +424,71 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
       [[ensure?.id, 'succeeded', ensure?.nodeId]],
     );
     assert.equal((await ws('p2-main')).status?.observedState, 'ready');
+  });
+
+  it("unsafe_plugin_path: a ~/.krt/plugins planted as a link out of the home is refused by the Node's install_plugin, nothing is written through it, and the Workspace stays ready", async () => {
+    const w0 = await ws('p2-main');
+    assert.equal(w0.status?.observedState, 'ready');
+    // The Workspace's data volume as the local environment provisions it (a hostPath the sandbox mounts as its home).
+    const pvc = await admin().get<KubeObject & { spec: { volumeName: string } }>(
+      `/api/v1/namespaces/${ns}/persistentvolumeclaims/devws-p2-main-data`,
+    );
+    const pv = await admin().get<KubeObject & { spec: { hostPath?: { path: string } } }>(
+      `/api/v1/persistentvolumes/${pvc.spec.volumeName}`,
+    );
+    assert.ok(pv.spec.hostPath, 'the local environment provisions hostPath volumes');
+    const plugins = join(pv.spec.hostPath.path, '.krt', 'plugins');
+    // Outside the home, where the Node's uid could write (a Node following the link would): the link's target.
+    const outside = `${pv.spec.hostPath.path}-outside`;
+    mkdirSync(outside, { mode: 0o777 });
+    chmodSync(outside, 0o777);
+    if (existsSync(plugins)) renameSync(plugins, `${plugins}.kept`); // the plugins installed before
+    symlinkSync(outside, plugins);
+    const unplant = (): Promise<void> => {
+      rmSync(plugins, { force: true });
+      if (existsSync(`${plugins}.kept`)) renameSync(`${plugins}.kept`, plugins);
+      rmSync(outside, { recursive: true, force: true });
+      return Promise.resolve();
+    };
+    undo.push(unplant);
+    await admin().create(
+      p('operations'),
+      operation('linked1', 'p2', {
+        workspace: 'p2-main',
+        kind: 'install_plugin',
+        plugin: { name: 'linked', manifest: '{"files":{"c.txt":"c"}}' },
+      }),
+    );
+    const done = await succeeded('linked1');
+    assert.deepEqual(done.status?.steps, ['plugin', 'done']);
+    assert.deepEqual(
+      done.status?.plugins?.map((i) => [i.name, i.result, i.message]),
+      [['linked', 'failed', 'unsafe_plugin_path: ~/.krt/plugins is not a directory']],
+      "the Node's stable reason",
+    );
+    assert.deepEqual(readdirSync(outside), [], 'nothing written outside the home');
+    const w = await ws('p2-main');
+    assert.deepEqual(
+      w.status?.plugins?.filter((i) => i.name === 'linked').map((i) => [i.state, i.message]),
+      [['failed', 'unsafe_plugin_path: ~/.krt/plugins is not a directory']],
+      'recorded on its instance',
+    );
+    assert.deepEqual(
+      [w.status?.observedState, w.status?.admissionOpen, w.status?.runtimeGeneration],
+      ['ready', true, w0.status?.runtimeGeneration],
+      'the Workspace stays ready',
+    );
+    await unplant();
+    await admin().create(
+      p('operations'),
+      operation('linked2', 'p2', { workspace: 'p2-main', kind: 'remove_plugin', plugin: { name: 'linked' } }),
+    );
+    await succeeded('linked2');
+    assert.deepEqual(
+      (await ws('p2-main')).status?.plugins?.map((i) => [i.name, i.state]),
+      w0.status?.plugins?.map((i) => [i.name, i.state]),
+      'the failed instance removed, the installed ones kept',
+    );
   });
 
   it('clone_failed: a failed clone is retried after 5 s, then 10 s; the third failure fails the operation and the Workspace is unavailable; the Project stays active', async () => {

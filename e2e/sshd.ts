@@ -27,6 +27,8 @@ export interface TestSshd {
   wrongKnownHosts: string;
   /** ssh://user@host:port<path> */
   url(path: string): string;
+  /** How many connections the server has accepted so far. */
+  readonly connections: number;
   close(): Promise<void>;
 }
 
@@ -64,7 +66,9 @@ export async function startTestSshd(host = '127.0.0.1'): Promise<TestSshd> {
   // Privilege separation of a root sshd needs its directory (the service creates it; nothing else here does).
   if (process.getuid?.() === 0) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
   const children = new Set<ChildProcess>();
+  let connections = 0;
   const srv = net.createServer((socket) => {
+    connections++;
     const child = spawn(SSHD, ['-i', '-e', '-f', join(dir, 'sshd_config')], { stdio: ['pipe', 'pipe', 'ignore'] });
     children.add(child);
     socket.pipe(child.stdin);
@@ -87,6 +91,9 @@ export async function startTestSshd(host = '127.0.0.1'): Promise<TestSshd> {
     knownHosts: `${known(hostKey.pub)}\n`,
     wrongKnownHosts: `${known(otherHost.pub)}\n`,
     url: (path) => `ssh://${me}@${host}:${port}${path}`,
+    get connections() {
+      return connections;
+    },
     close: () =>
       new Promise((resolve) => {
         for (const c of children) c.kill();

@@ -1,5 +1,14 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { manifestFiles, PLUGIN_MARKER, runPluginItem } from './node-agent-plugins.ts';
@@ -51,15 +60,25 @@ describe('devws-node plugin executions (inside the sandbox, on the home volume)'
     assert.equal(existsSync(dir()), false);
   });
 
-  it('refuses a ~/.krt/plugins that is a link planted in the home', () => {
+  it('refuses a ~/.krt/plugins that is a link planted in the home (unsafe_plugin_path), writing nothing through it', () => {
     const elsewhere = join(home, 'elsewhere');
     mkdirSync(elsewhere);
     mkdirSync(join(home, '.krt'));
     symlinkSync(elsewhere, join(home, '.krt', 'plugins'));
+    for (const r of [install('ws-plg-1'), runPluginItem(home, { id: 'ws-plg-2', name: 'lint', action: 'remove' })]) {
+      assert.equal(r.result, 'failed');
+      assert.equal(r.message, 'unsafe_plugin_path: ~/.krt/plugins is not a directory');
+    }
+    assert.deepEqual(readdirSync(elsewhere), []);
+  });
+
+  it('refuses a ~/.krt that is a link planted in the home (unsafe_plugin_path)', () => {
+    const elsewhere = join(home, 'elsewhere');
+    mkdirSync(elsewhere);
+    symlinkSync(elsewhere, join(home, '.krt'));
     const r = install('ws-plg-1');
-    assert.equal(r.result, 'failed');
-    assert.match(r.message ?? '', /not a directory/);
-    assert.equal(existsSync(join(elsewhere, 'lint')), false);
+    assert.deepEqual([r.result, r.message], ['failed', 'unsafe_plugin_path: ~/.krt is not a directory']);
+    assert.deepEqual(readdirSync(elsewhere), []);
   });
 
   it('remove deletes the plugin directory; removing an absent plugin is done', () => {

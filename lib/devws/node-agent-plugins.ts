@@ -17,6 +17,8 @@ export const PLUGIN_DIR = join('.krt', 'plugins');
 export const PLUGIN_MARKER = '.krt-plugin.json';
 const MAX_FILES = 32;
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+/** The reason a plugin path that is not a real directory is refused with (the message's first word). */
+export const UNSAFE_PLUGIN_PATH = 'unsafe_plugin_path';
 
 /** The files a manifest installs besides plugin.json (relative paths, no traversal, no dot-first segment). */
 export function manifestFiles(manifest: string): Record<string, string> {
@@ -41,10 +43,11 @@ export function manifestFiles(manifest: string): Record<string, string> {
   return Object.fromEntries(entries) as Record<string, string>;
 }
 
-/** A directory of the plugin path that must be a real directory (never a link planted in the home). */
-function realDir(path: string): void {
+/** A directory of the plugin path (relative to the home) that must be a real directory, never a link planted there. */
+function realDir(home: string, rel: string): void {
+  const path = join(home, rel);
   try {
-    if (!lstatSync(path).isDirectory()) throw new Error(`${path} is not a directory`);
+    if (!lstatSync(path).isDirectory()) throw new Error(`${UNSAFE_PLUGIN_PATH}: ~/${rel} is not a directory`);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
     mkdirSync(path, { mode: 0o755 });
@@ -52,10 +55,9 @@ function realDir(path: string): void {
 }
 
 function pluginsRoot(home: string): string {
-  realDir(join(home, '.krt'));
-  const root = join(home, PLUGIN_DIR);
-  realDir(root);
-  return root;
+  realDir(home, '.krt');
+  realDir(home, PLUGIN_DIR);
+  return join(home, PLUGIN_DIR);
 }
 
 function markerOf(dir: string): string | undefined {
