@@ -235,22 +235,12 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     assert.deepEqual(
       wipes.map((s) => [
         s.request.metadata?.[META.sandbox],
-        s.id,
         s.request.volumes?.[0]?.pvc?.claimName,
         s.request.entrypoint?.join(' '),
         s.status.state,
         s.status.reason,
       ]),
-      [
-        [
-          effect?.id,
-          effect?.externalId,
-          `devws-${uid}`,
-          'find /home/dev -mindepth 1 -delete',
-          'Terminated',
-          'completed',
-        ],
-      ],
+      [[effect?.id, `devws-${uid}`, 'find /home/dev -mindepth 1 -delete', 'Terminated', 'completed']],
       'one wipe sandbox on the server, named by the effect ID, on the Workspace volume, completed',
     );
     assert.deepEqual(
