@@ -19,7 +19,6 @@ import type { AddressInfo } from 'node:net';
 import {
   chmodSync,
   existsSync,
-  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -438,16 +437,20 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     );
     assert.ok(pv.spec.hostPath, 'the local environment provisions hostPath volumes');
     const plugins = join(pv.spec.hostPath.path, '.krt', 'plugins');
-    // Outside the home, where the Node's uid could write (a Node following the link would): the link's target.
-    const outside = `${pv.spec.hostPath.path}-outside`;
-    mkdirSync(outside, { mode: 0o777 });
+    // The link's target: outside the home, a directory the Node's uid could write into (a Node that
+    // followed the link would). /var/tmp, not /tmp: the node agent gives each container its own /tmp.
+    const outside = mkdtempSync(join('/var/tmp', 'krt-devws-rules-outside-'));
     chmodSync(outside, 0o777);
     if (existsSync(plugins)) renameSync(plugins, `${plugins}.kept`); // the plugins installed before
     symlinkSync(outside, plugins);
+    let planted = true;
     const unplant = (): Promise<void> => {
-      rmSync(plugins, { force: true });
-      if (existsSync(`${plugins}.kept`)) renameSync(`${plugins}.kept`, plugins);
-      rmSync(outside, { recursive: true, force: true });
+      if (planted) {
+        rmSync(plugins, { force: true });
+        if (existsSync(`${plugins}.kept`)) renameSync(`${plugins}.kept`, plugins);
+        rmSync(outside, { recursive: true, force: true });
+        planted = false;
+      }
       return Promise.resolve();
     };
     undo.push(unplant);
