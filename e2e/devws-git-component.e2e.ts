@@ -238,7 +238,7 @@ describe('devws Git Server component (deployed, issue 14)', function () {
       assert.equal(events.length, 1, events.join('; '));
       assert.match(
         events[0] ?? '',
-        /^Git Server answered 422: credential_passphrase_unsupported .*passphrase-protected ssh-privatekey/,
+        /^Git Server answered 422: credential_passphrase_unsupported: .*passphrase-protected ssh-privatekey/,
       );
       const keyBody = key.split('\n')[1] ?? '';
       assert.ok(keyBody && !JSON.stringify(events).includes(keyBody), 'no Event carries the key');
