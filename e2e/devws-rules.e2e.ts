@@ -26,6 +26,7 @@ import { NODE_REPORT, readNodeReport, type NodeReportDoc } from '../lib/devws/no
 import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
 import { parseCidrList } from '../lib/devws/sync-target.ts';
+import { WORKSPACE_LABEL } from '../functions/devws-controller/substrate.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import {
@@ -79,8 +80,12 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
   const op = (name: string): Promise<Operation> => admin().get<Operation>(p(`operations/${name}`));
   const ws = (name: string): Promise<Workspace> => admin().get<Workspace>(p(`workspaces/${name}`));
   const proj = (name: string): Promise<Project> => admin().get<Project>(p(`projects/${name}`));
-  const pods = async (): Promise<string[]> =>
-    (await admin().list(`/api/v1/namespaces/${ns}/pods`)).items.map((x) => x.metadata.name ?? '').sort();
+  /** The namespace's Pods, or only the sandbox Pods of one Workspace (a Pod another spec left may still be going). */
+  const pods = async (workspace?: string): Promise<string[]> => {
+    const query = workspace ? { labelSelector: `${WORKSPACE_LABEL}=${workspace}` } : undefined;
+    const list = await admin().list(`/api/v1/namespaces/${ns}/pods`, query);
+    return list.items.map((x) => x.metadata.name ?? '').sort();
+  };
   const undo: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     for (const u of undo.splice(0).reverse()) await u().catch(() => undefined);
@@ -524,14 +529,14 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
       'one effect, no outcome: not read as done, nor as not executed',
     );
     assert.deepEqual([...new Set(held.map((h) => h.name))], [effects[0]?.id], 'every create names the effect ID');
-    assert.deepEqual(await pods(), [], 'nothing landed yet');
+    assert.deepEqual(await pods('p2-main'), [], 'nothing landed yet');
     letGo();
     const done = await succeeded('start-late');
     assert.deepEqual(
       done.status?.effects?.map((e) => [e.id, e.outcome]),
       [[effects[0]?.id, 'succeeded']],
     );
-    assert.deepEqual(await pods(), [effects[0]?.id], 'one sandbox, named by the effect planned before');
+    assert.deepEqual(await pods('p2-main'), [effects[0]?.id], 'one sandbox, named by the effect planned before');
     assert.equal((await ws('p2-main')).status?.runtimeGeneration, generation + 1);
   });
 
