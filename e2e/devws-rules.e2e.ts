@@ -484,13 +484,14 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     await new Promise<void>((r) => hook.listen(0, '127.0.0.1', () => r()));
     const letGo = (): void => {
       release = true;
-      for (const h of held) h.answer();
+      for (const h of held.splice(0)) h.answer(); // each answered once: a second answer would throw
     };
     const hookPath = `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/devws-late-${ns}`;
     undo.push(async () => {
       letGo();
-      await admin().delete(hookPath);
       hook.close();
+      hook.closeAllConnections();
+      await admin().delete(hookPath);
     });
     await admin().create('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
       metadata: { name: `devws-late-${ns}` },
