@@ -34,8 +34,10 @@ import {
   deleteNamespace,
   eventually,
   newNamespace,
+  refusal,
   servingCert,
   takeRelayLeaseOver,
+  upsert,
   type Obj,
 } from './helpers.ts';
 import { startTcpGate, type TcpGate } from './tcp-gate.ts';
@@ -45,25 +47,6 @@ const SYS = 'kruntimes-system';
 const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
 const SYNC_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-git-sync`;
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
-
-async function upsert(path: string, body: KubeObject & Record<string, unknown>): Promise<void> {
-  await admin()
-    .create(path.slice(0, path.lastIndexOf('/')), body)
-    .catch(async (err: unknown) => {
-      if (!isApiError(err, 409)) throw err;
-      await admin().patch(path, body);
-    });
-}
-
-async function refusal(client: KubeClient, call: (c: KubeClient) => Promise<unknown>): Promise<string> {
-  try {
-    await call(client);
-  } catch (err) {
-    if (isApiError(err)) return `${err.code} ${err.message}`;
-    throw err;
-  }
-  return 'accepted';
-}
 
 const portOf = (url: string): number => Number(new URL(url).port);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
