@@ -70,6 +70,22 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     return list.items.map((x) => x.metadata.name ?? '').sort();
   };
   const undo: (() => Promise<unknown>)[] = [];
+  /** Deletes the namespace's Node RoleBinding (its Nodes can no longer report); returns its restore. */
+  const cutNodeBinding = async (): Promise<() => Promise<unknown>> => {
+    const path = `${RBAC}/namespaces/${ns}/rolebindings/kruntimes-devws-node`;
+    const binding = await admin().get<KubeObject & Record<string, unknown>>(path);
+    await admin().delete(path);
+    return () =>
+      admin()
+        .create(`${RBAC}/namespaces/${ns}/rolebindings`, {
+          metadata: { name: binding.metadata.name, labels: binding.metadata.labels },
+          roleRef: binding.roleRef,
+          subjects: binding.subjects,
+        })
+        .catch((err: unknown) => {
+          if (!isApiError(err, 409)) throw err;
+        });
+  };
   afterEach(async () => {
     for (const u of undo.splice(0).reverse()) await u().catch(() => undefined);
   });
@@ -311,19 +327,7 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
   it('a Node disconnect during install_plugin makes the ready Workspace unavailable and closes admission; the same Node back finishes the step and restores it', async () => {
     const w0 = await ws('p2-main');
     const incarnation = (await report('p2-main')).incarnation;
-    const path = `${RBAC}/namespaces/${ns}/rolebindings/kruntimes-devws-node`;
-    const binding = await admin().get<KubeObject & Record<string, unknown>>(path);
-    const restore = (): Promise<unknown> =>
-      admin()
-        .create(`${RBAC}/namespaces/${ns}/rolebindings`, {
-          metadata: { name: binding.metadata.name, labels: binding.metadata.labels },
-          roleRef: binding.roleRef,
-          subjects: binding.subjects,
-        })
-        .catch((err: unknown) => {
-          if (!isApiError(err, 409)) throw err;
-        });
-    await admin().delete(path);
+    const restore = await cutNodeBinding();
     undo.push(restore);
     await admin().create(
       p('operations'),
@@ -362,19 +366,7 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     await admin().create(p('operations'), operation('stop-c', 'p2', { workspace: 'p2-main', kind: 'stop' }));
     await succeeded('stop-c');
     // The new generation's Node cannot report (its RoleBinding removed): the start waits on its node step.
-    const path = `${RBAC}/namespaces/${ns}/rolebindings/kruntimes-devws-node`;
-    const binding = await admin().get<KubeObject & Record<string, unknown>>(path);
-    const restore = (): Promise<unknown> =>
-      admin()
-        .create(`${RBAC}/namespaces/${ns}/rolebindings`, {
-          metadata: { name: binding.metadata.name, labels: binding.metadata.labels },
-          roleRef: binding.roleRef,
-          subjects: binding.subjects,
-        })
-        .catch((err: unknown) => {
-          if (!isApiError(err, 409)) throw err;
-        });
-    await admin().delete(path);
+    const restore = await cutNodeBinding();
     undo.push(restore);
     await admin().create(p('operations'), operation('start-c', 'p2', { workspace: 'p2-main', kind: 'start' }));
     const waiting = await state(
