@@ -15,7 +15,6 @@ The IPC channel also carries the execution lease: {"lease": "<CLOCK_MONOTONIC ns
 renewal. A call after that deadline is refused (fenced), as the Runtime Server refuses it.
 The function's own prints go to stderr so they never corrupt either protocol.
 """
-import gc
 import importlib
 import json
 import os
@@ -46,11 +45,11 @@ def resolve(handler):
 
 
 def failure(reason, error):
-    return json.dumps({"ok": False, "reason": reason, "error": error[:IO_LIMIT]}) + "\n"
+    return json.dumps({"ok": False, "reason": reason, "error": error[:IO_LIMIT]})
 
 
 def call(fn, line, deadline):
-    """One call: the payload line in, the InvokeResult line out with its newline (the same on both paths)."""
+    """One call: the payload line in, the InvokeResult line out (the same on both paths)."""
     if deadline is not None and MONOTONIC_NS() >= deadline:
         return failure("NotRegistered", "fenced: the execution lease lapsed")
     try:
@@ -63,7 +62,7 @@ def call(fn, line, deadline):
         return failure("FunctionError", f"{type(e).__name__}: {e}")
     if len(output) > IO_LIMIT:
         return failure("OutputTooLarge", f"output exceeds {IO_LIMIT} bytes")
-    return '{"ok":true,"output":' + output + "}\n"
+    return '{"ok":true,"output":' + output + "}"
 
 
 class Lines:
@@ -129,7 +128,7 @@ class Worker:
         if not data:
             return False
         for line in self.stdin.feed(data) or []:
-            self.proto.write(call(self.fn, line, self.deadline))
+            self.proto.write(call(self.fn, line, self.deadline) + "\n")
         return True
 
     def on_ipc(self, ipc):
@@ -184,10 +183,6 @@ class Worker:
         if not data:
             self.drop()
             return
-        # The usual call: one whole line in one read, nothing buffered (no split, no copies).
-        if not self.conn_lines.buf and data.find(b"\n") == len(data) - 1:
-            self.answer(data[:-1])
-            return
         self.on_lines(data)
 
     def on_lines(self, data):
@@ -196,24 +191,17 @@ class Worker:
             self.drop()
             return
         for line in lines:
-            if not self.answer(line):
+            answer = call(self.fn, line, self.deadline)
+            try:
+                self.conn.sendall(answer.encode() + b"\n")
+            except OSError:
+                self.drop()
                 return
 
-    def answer(self, line):
-        """Answers one call on the channel; False when the channel was dropped."""
-        try:
-            self.conn.sendall(call(self.fn, line, self.deadline).encode())
-            return True
-        except OSError:
-            self.drop()
-            return False
-
     def serve(self, ipc):
-        select_ = select.select
-        none = []
         while True:
             fds = [0] + ([ipc.sock] if ipc else []) + ([self.conn] if self.conn is not None else [])
-            ready, _, _ = select_(fds, none, none)
+            ready, _, _ = select.select(fds, [], [])
             # The Runtime Server's messages first: a lease renewal sent before a call is applied to it.
             if ipc and ipc.sock in ready and not self.on_ipc(ipc):
                 return 0
@@ -237,10 +225,6 @@ def main():
         proto.write(json.dumps({"ready": False, "error": f"{type(e).__name__}: {e}"}) + "\n")
         return 1
     proto.write(json.dumps({"ready": True}) + "\n")
-    # What the import left is kept for the worker's life: the collector never walks it again (a
-    # full collection triggered by a handler's allocations then touches only the calls' objects).
-    gc.collect()
-    gc.freeze()
     return Worker(fn, proto).serve(ipc)
 
 
