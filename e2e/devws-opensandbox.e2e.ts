@@ -35,7 +35,15 @@ import { META } from '../functions/devws-controller/opensandbox.ts';
 import { createCa } from '../lib/tls/certs.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
-import { admin, deleteNamespace, eventually, newNamespace, servingCert, takeRelayLeaseOver } from './helpers.ts';
+import {
+  admin,
+  deleteNamespace,
+  eventually,
+  newNamespace,
+  servingCert,
+  takeRelayLeaseOver,
+  upsert,
+} from './helpers.ts';
 import { startOpenSandboxServer, type OpenSandboxTestServer, type StoredSandbox } from './opensandbox-server/server.ts';
 import { startTcpGate, type TcpGate } from './tcp-gate.ts';
 
@@ -45,16 +53,6 @@ const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
 const SYNC_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-git-sync`;
 const OSB_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-opensandbox`;
 const KEY = randomBytes(12).toString('hex');
-
-async function upsert(path: string, body: KubeObject & Record<string, unknown>): Promise<void> {
-  const collection = path.slice(0, path.lastIndexOf('/'));
-  await admin()
-    .create(collection, body)
-    .catch(async (err: unknown) => {
-      if (!isApiError(err, 409)) throw err;
-      await admin().patch(path, body);
-    });
-}
 
 /** The sandbox runtime the test server lacks: Nodes for Running sandboxes, wipes for wipe sandboxes. */
 class Runtime {

@@ -26,6 +26,7 @@ import { NODE_REPORT, readNodeReport, type NodeReportDoc } from '../lib/devws/no
 import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
 import { parseCidrList } from '../lib/devws/sync-target.ts';
+import { WORKSPACE_LABEL } from '../functions/devws-controller/substrate.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import {
@@ -33,8 +34,10 @@ import {
   deleteNamespace,
   eventually,
   newNamespace,
+  refusal,
   servingCert,
   takeRelayLeaseOver,
+  upsert,
   type Obj,
 } from './helpers.ts';
 import { startTcpGate, type TcpGate } from './tcp-gate.ts';
@@ -44,25 +47,6 @@ const SYS = 'kruntimes-system';
 const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
 const SYNC_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-git-sync`;
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
-
-async function upsert(path: string, body: KubeObject & Record<string, unknown>): Promise<void> {
-  await admin()
-    .create(path.slice(0, path.lastIndexOf('/')), body)
-    .catch(async (err: unknown) => {
-      if (!isApiError(err, 409)) throw err;
-      await admin().patch(path, body);
-    });
-}
-
-async function refusal(client: KubeClient, call: (c: KubeClient) => Promise<unknown>): Promise<string> {
-  try {
-    await call(client);
-  } catch (err) {
-    if (isApiError(err)) return `${err.code} ${err.message}`;
-    throw err;
-  }
-  return 'accepted';
-}
 
 const portOf = (url: string): number => Number(new URL(url).port);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -79,9 +63,29 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
   const op = (name: string): Promise<Operation> => admin().get<Operation>(p(`operations/${name}`));
   const ws = (name: string): Promise<Workspace> => admin().get<Workspace>(p(`workspaces/${name}`));
   const proj = (name: string): Promise<Project> => admin().get<Project>(p(`projects/${name}`));
-  const pods = async (): Promise<string[]> =>
-    (await admin().list(`/api/v1/namespaces/${ns}/pods`)).items.map((x) => x.metadata.name ?? '').sort();
+  /** The namespace's Pods, or only the sandbox Pods of one Workspace (a Pod another spec left may still be going). */
+  const pods = async (workspace?: string): Promise<string[]> => {
+    const query = workspace ? { labelSelector: `${WORKSPACE_LABEL}=${workspace}` } : undefined;
+    const list = await admin().list(`/api/v1/namespaces/${ns}/pods`, query);
+    return list.items.map((x) => x.metadata.name ?? '').sort();
+  };
   const undo: (() => Promise<unknown>)[] = [];
+  /** Deletes the namespace's Node RoleBinding (its Nodes can no longer report); returns its restore. */
+  const cutNodeBinding = async (): Promise<() => Promise<unknown>> => {
+    const path = `${RBAC}/namespaces/${ns}/rolebindings/kruntimes-devws-node`;
+    const binding = await admin().get<KubeObject & Record<string, unknown>>(path);
+    await admin().delete(path);
+    return () =>
+      admin()
+        .create(`${RBAC}/namespaces/${ns}/rolebindings`, {
+          metadata: { name: binding.metadata.name, labels: binding.metadata.labels },
+          roleRef: binding.roleRef,
+          subjects: binding.subjects,
+        })
+        .catch((err: unknown) => {
+          if (!isApiError(err, 409)) throw err;
+        });
+  };
   afterEach(async () => {
     for (const u of undo.splice(0).reverse()) await u().catch(() => undefined);
   });
@@ -323,19 +327,7 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
   it('a Node disconnect during install_plugin makes the ready Workspace unavailable and closes admission; the same Node back finishes the step and restores it', async () => {
     const w0 = await ws('p2-main');
     const incarnation = (await report('p2-main')).incarnation;
-    const path = `${RBAC}/namespaces/${ns}/rolebindings/kruntimes-devws-node`;
-    const binding = await admin().get<KubeObject & Record<string, unknown>>(path);
-    const restore = (): Promise<unknown> =>
-      admin()
-        .create(`${RBAC}/namespaces/${ns}/rolebindings`, {
-          metadata: { name: binding.metadata.name, labels: binding.metadata.labels },
-          roleRef: binding.roleRef,
-          subjects: binding.subjects,
-        })
-        .catch((err: unknown) => {
-          if (!isApiError(err, 409)) throw err;
-        });
-    await admin().delete(path);
+    const restore = await cutNodeBinding();
     undo.push(restore);
     await admin().create(
       p('operations'),
@@ -374,19 +366,7 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     await admin().create(p('operations'), operation('stop-c', 'p2', { workspace: 'p2-main', kind: 'stop' }));
     await succeeded('stop-c');
     // The new generation's Node cannot report (its RoleBinding removed): the start waits on its node step.
-    const path = `${RBAC}/namespaces/${ns}/rolebindings/kruntimes-devws-node`;
-    const binding = await admin().get<KubeObject & Record<string, unknown>>(path);
-    const restore = (): Promise<unknown> =>
-      admin()
-        .create(`${RBAC}/namespaces/${ns}/rolebindings`, {
-          metadata: { name: binding.metadata.name, labels: binding.metadata.labels },
-          roleRef: binding.roleRef,
-          subjects: binding.subjects,
-        })
-        .catch((err: unknown) => {
-          if (!isApiError(err, 409)) throw err;
-        });
-    await admin().delete(path);
+    const restore = await cutNodeBinding();
     undo.push(restore);
     await admin().create(p('operations'), operation('start-c', 'p2', { workspace: 'p2-main', kind: 'start' }));
     const waiting = await state(
@@ -479,13 +459,14 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     await new Promise<void>((r) => hook.listen(0, '127.0.0.1', () => r()));
     const letGo = (): void => {
       release = true;
-      for (const h of held) h.answer();
+      for (const h of held.splice(0)) h.answer(); // each answered once: a second answer would throw
     };
     const hookPath = `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/devws-late-${ns}`;
     undo.push(async () => {
       letGo();
-      await admin().delete(hookPath);
       hook.close();
+      hook.closeAllConnections();
+      await admin().delete(hookPath);
     });
     await admin().create('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', {
       metadata: { name: `devws-late-${ns}` },
@@ -524,14 +505,14 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
       'one effect, no outcome: not read as done, nor as not executed',
     );
     assert.deepEqual([...new Set(held.map((h) => h.name))], [effects[0]?.id], 'every create names the effect ID');
-    assert.deepEqual(await pods(), [], 'nothing landed yet');
+    assert.deepEqual(await pods('p2-main'), [], 'nothing landed yet');
     letGo();
     const done = await succeeded('start-late');
     assert.deepEqual(
       done.status?.effects?.map((e) => [e.id, e.outcome]),
       [[effects[0]?.id, 'succeeded']],
     );
-    assert.deepEqual(await pods(), [effects[0]?.id], 'one sandbox, named by the effect planned before');
+    assert.deepEqual(await pods('p2-main'), [effects[0]?.id], 'one sandbox, named by the effect planned before');
     assert.equal((await ws('p2-main')).status?.runtimeGeneration, generation + 1);
   });
 

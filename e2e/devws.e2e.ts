@@ -37,9 +37,11 @@ import {
   deleteNamespace,
   eventually,
   newNamespace,
-  servingCert,
+  refusal,
   serviceAccountClient,
+  servingCert,
   takeRelayLeaseOver,
+  upsert,
   type Obj,
 } from './helpers.ts';
 import { krt, saKubeconfig } from './krt.ts';
@@ -61,7 +63,7 @@ async function gitServerIdentity(ns: string): Promise<KubeClient> {
     .map((d) => d.toJSON() as KubeObject)
     .find((d) => d.kind === 'ClusterRole');
   assert.ok(role, 'the component has a ClusterRole');
-  await upsert(`${RBAC}/clusterroles`, GIT_ROLE, role);
+  await upsert(GIT_ROLE, role);
   await admin().create(`/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: 'devws-git' } });
   await admin().create(`${RBAC}/clusterrolebindings`, {
     metadata: { name: `kruntimes:devws-git:${ns}` },
@@ -83,26 +85,6 @@ function infoRefs(base: string, ca: Buffer, path: string, token?: string): Promi
     req.on('error', reject);
     req.end();
   });
-}
-
-/** Creates an object in kruntimes-system, or replaces the content of the one a previous run left. */
-async function upsert(collection: string, path: string, body: KubeObject & Record<string, unknown>): Promise<void> {
-  await admin()
-    .create(collection, body)
-    .catch(async (err: unknown) => {
-      if (!isApiError(err, 409)) throw err;
-      await admin().patch(path, body);
-    });
-}
-
-async function refusal(client: KubeClient, call: (c: KubeClient) => Promise<unknown>): Promise<string> {
-  try {
-    await call(client);
-  } catch (err) {
-    if (isApiError(err)) return `${err.code} ${err.message}`;
-    throw err;
-  }
-  return 'accepted';
 }
 
 type PodObj = Obj & { spec: { nodeName: string }; status?: { containerStatuses?: { ready: boolean }[] } };
@@ -217,9 +199,9 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
       targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
     });
     const secret = { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token } };
-    await upsert(`/api/v1/namespaces/${SYS}/secrets`, SYNC_SECRET, secret);
+    await upsert(SYNC_SECRET, secret);
     const data = { gitServerUrl: gitServer.url, gitServerCA: pki.ca.toString() };
-    await upsert(`/api/v1/namespaces/${SYS}/configmaps`, CONFIG, { metadata: { name: 'kruntimes-devws' }, data });
+    await upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data });
   });
   after(async () => {
     git.close();
@@ -722,8 +704,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     // No Git Server configured (the ConfigMap gone, the controller has no KRT_DEVWS_GIT_SERVER_URL).
     const config = (await admin().get<KubeObject & { data: Record<string, string> }>(CONFIG)).data;
     await admin().delete(CONFIG);
-    const configure = (): Promise<void> =>
-      upsert(`/api/v1/namespaces/${SYS}/configmaps`, CONFIG, { metadata: { name: 'kruntimes-devws' }, data: config });
+    const configure = (): Promise<void> => upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data: config });
     undo.push(configure);
     const pvcsBefore = (await admin().list(`/api/v1/namespaces/${ns}/persistentvolumeclaims`)).items
       .map((x) => x.metadata.name ?? '')

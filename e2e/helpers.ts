@@ -12,6 +12,27 @@ export function admin(): KubeClient {
   return cluster().admin;
 }
 
+/** Creates the object at `path` (in its collection), or patches the one a previous run left there. */
+export async function upsert(path: string, body: KubeObject & Record<string, unknown>): Promise<void> {
+  await admin()
+    .create(path.slice(0, path.lastIndexOf('/')), body)
+    .catch(async (err: unknown) => {
+      if (!isApiError(err, 409)) throw err;
+      await admin().patch(path, body);
+    });
+}
+
+/** What the API server answered a call that should be refused: "code message", or "accepted". */
+export async function refusal(client: KubeClient, call: (c: KubeClient) => Promise<unknown>): Promise<string> {
+  try {
+    await call(client);
+  } catch (err) {
+    if (isApiError(err)) return `${err.code} ${err.message}`;
+    throw err;
+  }
+  return 'accepted';
+}
+
 /** Polls fn until it returns a value; on timeout the error names what was awaited, the last error,
  * and what `explain` says about the state then (e.g. the object's status), for CI logs. */
 export async function eventually<T>(

@@ -1,6 +1,7 @@
 /** Mocha global fixtures: the e2e control plane is started once per run (this file is only required by e2e configs). */
 import { chmodSync, mkdirSync } from 'node:fs';
 import { startCluster, stopCluster } from './cluster.ts';
+import { armExitWatchdog } from './exit-watchdog.ts';
 
 export async function mochaGlobalSetup(): Promise<void> {
   // Under c8 every Node.js process the node agent starts inherits NODE_V8_COVERAGE; containers
@@ -16,4 +17,6 @@ export async function mochaGlobalSetup(): Promise<void> {
 
 export async function mochaGlobalTeardown(): Promise<void> {
   await stopCluster();
+  // Mocha runs without --exit: a handle a spec leaked would hang the suite; fail and name it instead.
+  armExitWatchdog(120_000);
 }

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { STALE_MS } from '../lib/run/fencing.ts';
 import { classifyFailure, isShutdownKill } from './finish.ts';
-import { FENCE_MS, SettledAttempts, leaseValidity, resumeDecision, takenAway } from './fence.ts';
+import {
+  FENCE_MS,
+  LAUNCH_MIN_LEASE_MS,
+  SettledAttempts,
+  leaseValidity,
+  mayLaunch,
+  resumeDecision,
+  takenAway,
+} from './fence.ts';
 import {
   ExecutionLease,
   MAX_LEASE_MS,
@@ -106,6 +114,17 @@ describe('fencing: execution lease timing', () => {
     assert.equal(typeof parseRenewal({}), 'string');
     for (const deadlineNs of [123, '-1', '1e9', '', 'x'.repeat(3)])
       assert.equal(typeof parseRenewal({ validForMs: 1, deadlineNs }), 'string', JSON.stringify(deadlineNs));
+  });
+
+  it('launches only on a lease with room left: never on one a renewal after a stall armed for moments', () => {
+    assert.equal(mayLaunch(undefined, 1_000), true, 'before the first renewal nothing is fenced');
+    assert.equal(mayLaunch(1_000 + FENCE_MS, 1_000), true, 'a fresh renewal');
+    assert.equal(mayLaunch(1_000 + LAUNCH_MIN_LEASE_MS, 1_000), true);
+    assert.equal(mayLaunch(1_000 + LAUNCH_MIN_LEASE_MS - 1, 1_000), false);
+    // The e2e case: a heartbeat stamped before runtimed was stopped, accepted after it resumed.
+    assert.equal(mayLaunch(1_000 + leaseValidity(0, FENCE_MS - 7), 1_000), false, '7 ms left');
+    assert.equal(mayLaunch(500, 1_000), false, 'lapsed');
+    assert.ok(LAUNCH_MIN_LEASE_MS < FENCE_MS - 5_000, 'a lease renewed every 5 s heartbeat stays launchable');
   });
 
   it('refuses a validity that would disable fencing', () => {

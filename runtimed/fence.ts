@@ -21,6 +21,19 @@ export function leaseValidity(probedAt: number, now: number, fenceMs = FENCE_MS)
 }
 
 /**
+ * The lease a launch needs left. A renewal that follows a stall (the heartbeat it rests on was
+ * stamped before runtimed was stopped) may be valid for moments only; an execution started then
+ * is killed as fenced at once, and its Run retried for nothing. A fresh heartbeat renews within
+ * milliseconds of that one, so waiting for it costs a launch almost nothing.
+ */
+export const LAUNCH_MIN_LEASE_MS = FENCE_MS / 4;
+
+/** Whether runtimed may start an execution: the lease was never armed, or has minMs or more left. */
+export function mayLaunch(leaseUntil: number | undefined, now: number, minMs = LAUNCH_MIN_LEASE_MS): boolean {
+  return leaseUntil === undefined || leaseUntil - now >= minMs;
+}
+
+/**
  * Whether `observed` (a newer version of the Run) belongs to another execution than the one
  * `held` describes: it was reassigned (other Pod UID), put back to Pending, or rescheduled to a
  * later attempt (Pending/Scheduled again). runtimed's own in-place retries stay Running on the

@@ -523,6 +523,8 @@ export class Runner implements FunctionHost {
     });
     a.workdir = run.spec.workspace ? this.workspaceDir(run.spec.workspace.name) : staged;
     const inline = run.spec.source?.inline !== undefined;
+    // Not on a lease about to lapse (a renewal right after a stall): the execution would be fenced at once.
+    await this.d.runtime.leaseHeld();
     return this.d.runtime.executeFollowing({
       id: run.metadata.uid ?? '',
       workingDir: a.workdir,

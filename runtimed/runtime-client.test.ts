@@ -52,6 +52,17 @@ describe('runtimed RuntimeClient: one request per Run to the Runtime Server', ()
     assert.deepEqual(ids(), []);
   });
 
+  it('waits to launch while the lease has less than the minimum left, and goes on once a renewal gives room', async () => {
+    await pair.client.renewLease(50); // a renewal resting on a heartbeat stamped before a stall
+    let held = false;
+    const waiting = pair.client.leaseHeld(5_000, 5).then(() => (held = true));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(held, false, 'not held: 50 ms is less than the minimum');
+    await pair.client.renewLease(20_000);
+    await waiting;
+    assert.equal(held, true);
+  });
+
   it('forgets a finished execution with the next execute, without a request of its own', async () => {
     assert.equal((await (await pair.client.executeFollowing(script('a', 'true')))(() => undefined)).state, 'SUCCEEDED');
     const seen = requestsOf(pair);

@@ -2,6 +2,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import { CallChannel, ChannelRefused, oneLine, type Channel } from './call-channel.ts';
 import type { DialIn } from './dial-in.ts';
+import { LAUNCH_MIN_LEASE_MS, mayLaunch } from './fence.ts';
 import type { ExecRequest } from './runtime-server/command.ts';
 import type { OutputRecord, Summary } from './runtime-server/executions.ts';
 import { REGISTER_TIMEOUT_MS, type FunctionSpec, type InvokeResult } from './runtime-server/functions.ts';
@@ -183,6 +184,13 @@ export class RuntimeClient {
     if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
     // Counted from before the request: never later than the Runtime Server's own deadline.
     this.leaseUntil = deadline;
+  }
+
+  /** Resolves once this runtimed holds the execution lease with minMs or more left (at once before the first renewal). */
+  async leaseHeld(minMs = LAUNCH_MIN_LEASE_MS, pollMs = 100): Promise<void> {
+    const ms = (ns: bigint): number => Number(ns) / 1e6;
+    const until = (): number | undefined => (this.leaseUntil === undefined ? undefined : ms(this.leaseUntil));
+    while (!mayLaunch(until(), ms(this.monotonicNs()), minMs)) await new Promise((r) => setTimeout(r, pollMs));
   }
 
   /** Whether the execution lease lapsed as far as this runtimed renewed it (no call may start then). */
