@@ -766,6 +766,18 @@ export class Runner implements FunctionHost {
     await this.release(a);
   }
 
+  /** Forgets the execution now, retried while the Runtime Server does not answer (a running one stays). */
+  private async forgetNow(uid: string): Promise<void> {
+    for (let i = 0; i < 50; i++) {
+      try {
+        await this.d.runtime.forget(uid);
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
   async release(a: Active): Promise<void> {
     if (a.released) return;
     a.released = true;
@@ -776,8 +788,13 @@ export class Runner implements FunctionHost {
       for (const ws of a.session.ops) ws.close(1001, 'session ended');
     }
     const uid = a.run.metadata.uid ?? '';
-    // With the next execute request (runtime-client.ts): no request of its own in a burst.
-    this.d.runtime.forgetLater(uid);
+    // A Run whose result was written is not looked for again: forgotten with the next execute
+    // request (runtime-client.ts), no request of its own in a burst. Any other (taken away, its
+    // write refused, handed back) may be taken up again at once, here, by a new attempt: the old
+    // execution must be gone first, or that attempt would adopt it (or execute would return it,
+    // being idempotent per Run UID) and end with the old one's result.
+    if (isTerminal(a.run.status?.phase)) this.d.runtime.forgetLater(uid);
+    else await this.forgetNow(uid);
     await removeBeneath(await this.root.get(), this.runDirSegments(a.run)).catch((err: unknown) =>
       this.d.log.warn({ err, run: a.run.metadata.name }, 'Run directory not removed'),
     );
