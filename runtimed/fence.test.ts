@@ -10,7 +10,13 @@ import {
   resumeDecision,
   takenAway,
 } from './fence.ts';
-import { ExecutionLease, MAX_LEASE_MS, type LeaseClock } from './runtime-server/lease.ts';
+import {
+  ExecutionLease,
+  MAX_LEASE_MS,
+  parseRenewal,
+  renewalDeadline,
+  type LeaseClock,
+} from './runtime-server/lease.ts';
 import type { Run } from './types.ts';
 
 const run = (status: Run['status']): Run => ({ metadata: { name: 'r', uid: 'u' }, spec: { runtime: 'bash' }, status });
@@ -65,6 +71,51 @@ describe('fencing: execution lease timing', () => {
     assert.equal(lease.expired(), true);
   });
 
+  it('a renewal processed late holds the lease no longer than the deadline its sender computed', () => {
+    const clock = new FakeClock();
+    let fenced = 0;
+    const lease = new ExecutionLease(() => fenced++, clock);
+    // runtimed sent "20 s from 0"; the Runtime Server (stopped, starved) processes it at 15 s.
+    clock.advance(15_000);
+    lease.renew(20_000, 20_000);
+    assert.equal(lease.remainingMs(), 5_000);
+    clock.advance(4_999);
+    assert.equal(fenced, 0);
+    clock.advance(1);
+    assert.equal(fenced, 1, 'fenced at the sent deadline, not 20 s after processing');
+    assert.equal(lease.expired(), true);
+  });
+
+  it('a renewal processed after its deadline ends the lease at once, however long the last one had', () => {
+    const clock = new FakeClock();
+    let fenced = 0;
+    const lease = new ExecutionLease(() => fenced++, clock);
+    lease.renew(20_000, 20_000);
+    clock.advance(12_000);
+    lease.renew(20_000, 10_000);
+    assert.equal(lease.expired(), true);
+    clock.advance(0);
+    assert.equal(fenced, 1);
+  });
+
+  it('without a deadline (an older runtimed) counts validForMs from now; a later deadline is capped to it', () => {
+    assert.equal(renewalDeadline(1_000, 20_000), 21_000);
+    assert.equal(renewalDeadline(1_000, 20_000, 900_000), 21_000, 'another clock cannot lengthen the lease');
+    assert.equal(renewalDeadline(1_000, 20_000, 5_000), 5_000);
+    assert.equal(renewalDeadline(1_000, -5, 5_000), 1_000);
+  });
+
+  it('parses a renewal: validForMs, and the deadline as CLOCK_MONOTONIC nanoseconds', () => {
+    assert.deepEqual(parseRenewal({ validForMs: 20_000 }), { validForMs: 20_000 });
+    assert.deepEqual(parseRenewal({ validForMs: 20_000, deadlineNs: '123456789000' }), {
+      validForMs: 20_000,
+      deadlineMs: 123_456.789,
+    });
+    assert.equal(typeof parseRenewal({}), 'string');
+    for (const deadlineNs of [123, '-1', '1e9', '', 'x'.repeat(3)])
+      assert.equal(typeof parseRenewal({ validForMs: 1, deadlineNs }), 'string', JSON.stringify(deadlineNs));
+  });
+
   it('launches only on a lease with room left: never on one a renewal after a stall armed for moments', () => {
     assert.equal(mayLaunch(undefined, 1_000), true, 'before the first renewal nothing is fenced');
     assert.equal(mayLaunch(1_000 + FENCE_MS, 1_000), true, 'a fresh renewal');
@@ -80,6 +131,7 @@ describe('fencing: execution lease timing', () => {
     const lease = new ExecutionLease(() => undefined, new FakeClock());
     assert.throws(() => lease.renew(MAX_LEASE_MS + 1), RangeError);
     assert.throws(() => lease.renew(Number.NaN), RangeError);
+    assert.throws(() => lease.renew(1_000, Number.NaN), RangeError);
   });
 
   it('classifies a fenced execution with its own reason', () => {

@@ -31,9 +31,13 @@ export class RuntimeClient {
   private readonly channels = new Map<string, Channel>();
   /** Channels being opened, so that concurrent openers (a call, the reopen after a worker ended) share one. */
   private readonly opening = new Map<string, Promise<Channel | undefined>>();
-  /** When the execution lease this runtimed last renewed lapses (performance.now()), undefined before the first. */
-  private leaseUntil?: number;
-  constructor(readonly channel: DialIn) {
+  /** When the execution lease this runtimed last renewed lapses (CLOCK_MONOTONIC ns), undefined before the first. */
+  private leaseUntil?: bigint;
+  /** `monotonicNs`: CLOCK_MONOTONIC in nanoseconds, the clock the Runtime Server's lease runs on too. */
+  constructor(
+    readonly channel: DialIn,
+    private readonly monotonicNs: () => bigint = () => process.hrtime.bigint(),
+  ) {
     this.agent = channel.agent();
   }
 
@@ -169,22 +173,28 @@ export class RuntimeClient {
     await this.json('POST', `/v1/executions/${encodeURIComponent(id)}/cancel`);
   }
 
-  /** Renews the Runtime Server's execution lease (fencing; runtime-server/lease.ts). */
+  /**
+   * Renews the Runtime Server's execution lease (fencing; runtime-server/lease.ts) until
+   * validForMs from now: the renewal carries that deadline, so the Runtime Server does not hold
+   * the lease past it however late it processes the renewal.
+   */
   async renewLease(validForMs: number): Promise<void> {
-    const sent = performance.now();
-    const r = await this.json<{ message?: string }>('POST', '/v1/lease', { validForMs });
+    const deadline = this.monotonicNs() + BigInt(Math.round(Math.max(0, validForMs) * 1e6));
+    const r = await this.json<{ message?: string }>('POST', '/v1/lease', { validForMs, deadlineNs: String(deadline) });
     if (r.code >= 300) throw new Error(r.body.message ?? `runtime server answered ${r.code}`);
     // Counted from before the request: never later than the Runtime Server's own deadline.
-    this.leaseUntil = sent + validForMs;
+    this.leaseUntil = deadline;
   }
 
   /** Resolves once this runtimed holds the execution lease with minMs or more left (at once before the first renewal). */
   async leaseHeld(minMs = LAUNCH_MIN_LEASE_MS, pollMs = 100): Promise<void> {
-    while (!mayLaunch(this.leaseUntil, performance.now(), minMs)) await new Promise((r) => setTimeout(r, pollMs));
+    const ms = (ns: bigint): number => Number(ns) / 1e6;
+    const until = (): number | undefined => (this.leaseUntil === undefined ? undefined : ms(this.leaseUntil));
+    while (!mayLaunch(until(), ms(this.monotonicNs()), minMs)) await new Promise((r) => setTimeout(r, pollMs));
   }
 
   /** Whether the execution lease lapsed as far as this runtimed renewed it (no call may start then). */
-  fenced(now = performance.now()): boolean {
+  fenced(now = this.monotonicNs()): boolean {
     return this.leaseUntil !== undefined && now >= this.leaseUntil;
   }
 

@@ -74,6 +74,37 @@ describe('runtime server: execution lease (fencing) with real processes', () => 
     assert.equal((await client.follow('b', 0, () => undefined)).state, 'SUCCEEDED');
   });
 
+  it('a renewal processed after the deadline runtimed sent fences at once: it does not extend the lease', async () => {
+    // runtimed computed the renewal 60 s before the Runtime Server processes it (as when the
+    // Runtime Server was stopped with the request queued): 30 s of validity ended 30 s ago.
+    const late = new RuntimeClient(channel, () => process.hrtime.bigint() - 60_000_000_000n);
+    try {
+      await client.renewLease(60_000);
+      const mark = join(dir, 'late');
+      await start('l', loop(mark));
+      while (!existsSync(`${mark}.pid`)) await new Promise((r) => setTimeout(r, 20));
+      await late.renewLease(30_000);
+      await assert.rejects(start('m', 'true'), /fenced/);
+      assert.equal((await client.follow('l', 0, () => undefined)).errorMessage, 'fenced');
+    } finally {
+      late.close();
+    }
+  });
+
+  it("runtimed's own view of the lease lapses at the deadline it sent, on its clock", async () => {
+    let now = process.hrtime.bigint();
+    const own = new RuntimeClient(channel, () => now);
+    try {
+      await own.renewLease(20_000);
+      now += 19_999_999_999n;
+      assert.equal(own.fenced(), false);
+      now += 1n;
+      assert.equal(own.fenced(), true);
+    } finally {
+      own.close();
+    }
+  });
+
   it('kills the process groups of its executions when it closes (SIGTERM): none outlives it', async () => {
     const mark = join(dir, 'c');
     await start('c', `sleep 300 & echo $! > "${mark}.child"; ${loop(mark)}`);

@@ -18,7 +18,8 @@
  *   GET    /v1/functions/:id/stderr        {stderr}: the tail of a bash function's last call's stderr
  *   POST   /v1/functions/:id/cancel        kill the in-flight call
  *   DELETE /v1/functions/:id               unregister (kills an in-flight call)
- *   POST   /v1/lease                       {"validForMs": n}: renew the execution lease (lease.ts)
+ *   POST   /v1/lease                       {"validForMs": n, "deadlineNs": "<CLOCK_MONOTONIC ns>"}: renew the
+ *                                          execution lease, never past the deadline runtimed sent (lease.ts)
  *   GET    /v1/sessions                    WebSocket: one interactive operation (sessions.ts)
  *   GET    /healthz
  */
@@ -27,7 +28,7 @@ import { dialOut, type DialOut } from './dial-out.ts';
 import type { ExecRequest, Language } from './command.ts';
 import { Executions, type Execution, type OutputRecord, type Summary } from './executions.ts';
 import { SessionOperations } from './sessions.ts';
-import { ExecutionLease } from './lease.ts';
+import { ExecutionLease, parseRenewal } from './lease.ts';
 import { CALLS_UPGRADE, callsPathId, serveCallChannel } from './function-calls.ts';
 import { FUNCTION_IO_LIMIT, Functions, RegistrationError, type FunctionSpec } from './functions.ts';
 import { refuseUpgrade } from '../../lib/http/upgrade-refusal.ts';
@@ -117,9 +118,9 @@ async function renewLease(
   fns: Functions,
 ): Promise<void> {
   if (req.method !== 'POST') return json(res, 405, { message: 'method not allowed' });
-  const body = (await readBody(req)) as { validForMs?: unknown };
-  if (typeof body.validForMs !== 'number') return json(res, 400, { message: 'validForMs (a number) is required' });
-  lease.renew(body.validForMs);
+  const renewal = parseRenewal((await readBody(req)) as { validForMs?: unknown; deadlineNs?: unknown });
+  if (typeof renewal === 'string') return json(res, 400, { message: renewal });
+  lease.renew(renewal.validForMs, renewal.deadlineMs);
   fns.leaseRenewed();
   return json(res, 200, { remainingMs: lease.remainingMs() });
 }
