@@ -11,7 +11,7 @@ import type { Finisher } from './finish.ts';
 import type { ArtifactRef } from './artifacts/store.ts';
 import type { RuntimeClient } from './runtime-client.ts';
 import { Runner } from './runner.ts';
-import { leaseValidity } from './fence.ts';
+import { leaseValidity, RenewalOrder } from './fence.ts';
 import { ArtifactCleaner } from './artifact-gc.ts';
 import { startWorkspaceCleaner, usedByAssignedRuns } from './workspaces.ts';
 import { Jwks } from './session-auth.ts';
@@ -104,10 +104,11 @@ function startHeartbeat(
   log: Logger,
 ): NodeJS.Timeout {
   const since = new Date().toISOString();
+  const order = new RenewalOrder();
   const beat = (): void => {
     const probedAt = performance.now();
     heartbeat(client, cfg, new Date(), since, fingerprint)
-      .then(() => runtime.renewLease(leaseValidity(probedAt, performance.now())))
+      .then(() => (order.admit(probedAt) ? runtime.renewLease(leaseValidity(probedAt, performance.now())) : undefined))
       .catch((err: unknown) => log.warn({ err }, 'heartbeat or lease renewal failed'));
   };
   beat();

@@ -4,6 +4,7 @@ import { classifyFailure, isShutdownKill } from './finish.ts';
 import {
   FENCE_MS,
   LAUNCH_MIN_LEASE_MS,
+  RenewalOrder,
   SettledAttempts,
   leaseValidity,
   mayLaunch,
@@ -125,6 +126,15 @@ describe('fencing: execution lease timing', () => {
     assert.equal(mayLaunch(1_000 + leaseValidity(0, FENCE_MS - 7), 1_000), false, '7 ms left');
     assert.equal(mayLaunch(500, 1_000), false, 'lapsed');
     assert.ok(LAUNCH_MIN_LEASE_MS < FENCE_MS - 5_000, 'a lease renewed every 5 s heartbeat stays launchable');
+  });
+
+  it('renews in heartbeat order: a heartbeat answered after a fresher one renewed does not cut the lease short', () => {
+    const order = new RenewalOrder();
+    assert.equal(order.admit(1_000), true);
+    assert.equal(order.admit(6_000), true, 'the next heartbeat');
+    assert.equal(order.admit(2_000), false, 'stamped before the stall, answered after the fresh one');
+    assert.equal(order.admit(6_000), false, 'the same heartbeat twice');
+    assert.equal(order.admit(11_000), true);
   });
 
   it('refuses a validity that would disable fencing', () => {

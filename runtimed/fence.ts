@@ -21,6 +21,23 @@ export function leaseValidity(probedAt: number, now: number, fenceMs = FENCE_MS)
 }
 
 /**
+ * Renewals in heartbeat order. A heartbeat answered late (runtimed stopped, an API server that
+ * stalled) would renew the lease from its older stamp after a fresher heartbeat had renewed it,
+ * cutting the lease short on both sides. Only a heartbeat stamped after the last one that renewed
+ * may renew.
+ */
+export class RenewalOrder {
+  private last = -Infinity;
+
+  /** Whether the heartbeat stamped at probedAt may renew; records it when it may. */
+  admit(probedAt: number): boolean {
+    if (probedAt <= this.last) return false;
+    this.last = probedAt;
+    return true;
+  }
+}
+
+/**
  * The lease a launch needs left. A renewal that follows a stall (the heartbeat it rests on was
  * stamped before runtimed was stopped) may be valid for moments only; an execution started then
  * is killed as fenced at once, and its Run retried for nothing. A fresh heartbeat renews within
