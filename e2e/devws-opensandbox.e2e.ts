@@ -27,10 +27,8 @@ import type { KubeObject } from '../lib/kube/types.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
 import { NODE_REPORT, readNodeReport } from '../lib/devws/node-report.ts';
 import { loadNodeConfig, NodeAgent, runNodeAgent } from '../runtimed/devws-node.ts';
-import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
-import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
+import type { RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { GIT_AUDIENCE } from '../lib/devws/git-access.ts';
-import { parseCidrList } from '../lib/devws/sync-target.ts';
 import { META } from '../functions/devws-controller/opensandbox.ts';
 import { createCa } from '../lib/tls/certs.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
@@ -46,11 +44,8 @@ import {
 } from './helpers.ts';
 import { startOpenSandboxServer, type OpenSandboxTestServer, type StoredSandbox } from './opensandbox-server/server.ts';
 import { startTcpGate, type TcpGate } from './tcp-gate.ts';
+import { CONFIG, G, startSpecGitServer, SYNC_SECRET, SYS } from './devws-fixtures.ts';
 
-const G = '/apis/dev.kruntimes.io/v1alpha1';
-const SYS = 'kruntimes-system';
-const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
-const SYNC_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-git-sync`;
 const OSB_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-opensandbox`;
 const KEY = randomBytes(12).toString('hex');
 
@@ -254,25 +249,13 @@ describe('developer workspaces on the OpenSandbox substrate', function () {
     root = mkdtempSync(join(tmpdir(), 'krt-devws-osb-'));
     pki = servingCert(`devws-osb-git-${ns}`, ['git.local']);
     git = await startGitServer({ 'README.md': '# p1 on OpenSandbox\n' }, pki);
-    writeFileSync(join(root, 'external-ca.pem'), pki.ca);
-    const token = randomBytes(24).toString('hex');
-    gitServer = await startDevwsGitServer({
-      root: join(root, 'repos'),
-      cert: pki.cert,
-      key: pki.key,
-      syncToken: token,
-      externalCAFile: join(root, 'external-ca.pem'),
-      host: E2E_HOST_ADDRESS,
-      // Reads are reviewed by the cluster (as the spec's identity here; devws.e2e.ts checks the component's role).
-      authority: kubeGitAuthority(admin()),
-      targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
-    });
+    // Reads are reviewed as the spec's identity here (devws.e2e.ts checks the component's role).
+    gitServer = await startSpecGitServer(root, pki, admin());
     cloneGate = await startTcpGate(E2E_HOST_ADDRESS, Number(new URL(gitServer.url).port));
     gitUrl = `https://${E2E_HOST_ADDRESS}:${cloneGate.port}`;
     osb = await startOpenSandboxServer({ apiKeys: [KEY], insecure: true, host: E2E_HOST_ADDRESS });
     runtime = new Runtime(osb, join(root, 'volumes'), ns);
     runtime.start();
-    await upsert(SYNC_SECRET, { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token } });
     await upsert(OSB_SECRET, { metadata: { name: 'kruntimes-devws-opensandbox' }, stringData: { apiKey: KEY } });
     const data = { gitServerUrl: gitUrl, gitServerCA: pki.ca.toString(), openSandboxEndpoint: osb.url };
     await upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data });

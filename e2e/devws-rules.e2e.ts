@@ -13,20 +13,9 @@
  * its snapshot is recorded (so a gate closes between the sync and the clone, never racing them).
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import {
-  chmodSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isApiError } from '../lib/kube/errors.ts';
@@ -34,11 +23,9 @@ import { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
 import { NODE_REPORT, readNodeReport, type NodeReportDoc } from '../lib/devws/node-report.ts';
-import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
-import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
-import { parseCidrList } from '../lib/devws/sync-target.ts';
+import type { RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { WORKSPACE_LABEL } from '../functions/devws-controller/substrate.ts';
-import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
+import { E2E_HOST_ADDRESS } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import {
   admin,
@@ -48,16 +35,10 @@ import {
   refusal,
   servingCert,
   takeRelayLeaseOver,
-  upsert,
   type Obj,
 } from './helpers.ts';
 import { startTcpGate, type TcpGate } from './tcp-gate.ts';
-
-const G = '/apis/dev.kruntimes.io/v1alpha1';
-const SYS = 'kruntimes-system';
-const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
-const SYNC_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-git-sync`;
-const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+import { configureDevws, CONFIG, G, nodeClient, RBAC, startSpecGitServer, SYNC_SECRET } from './devws-fixtures.ts';
 
 const portOf = (url: string): number => Number(new URL(url).port);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -155,26 +136,6 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     undo.push(lift);
     return lift;
   };
-  /** A client with the Node's own identity: a token of kruntimes-devws-node bound to the sandbox Pod. */
-  const nodeClient = async (sandbox: string): Promise<KubeClient> => {
-    const pod = await admin().get<KubeObject>(`/api/v1/namespaces/${ns}/pods/${sandbox}`);
-    const tr = await admin().create<KubeObject & { status: { token: string } }>(
-      `/api/v1/namespaces/${ns}/serviceaccounts/kruntimes-devws-node/token`,
-      {
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenRequest',
-        spec: {
-          expirationSeconds: 600,
-          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata.name, uid: pod.metadata.uid },
-        },
-      },
-    );
-    return new KubeClient({
-      server: cluster().server,
-      ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')),
-      token: tr.status.token,
-    });
-  };
   const writeReport = (workspace: string, r: NodeReportDoc) => (c: KubeClient) =>
     c.patch(p(`workspaces/${workspace}`), { metadata: { annotations: { [NODE_REPORT]: JSON.stringify(r) } } });
   const report = async (workspace: string): Promise<NodeReportDoc> => {
@@ -189,23 +150,13 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     git = await startGitServer({ 'README.md': '# rules\n' }, pki);
     syncGate = await startTcpGate(E2E_HOST_ADDRESS, portOf(git.url));
     root = mkdtempSync(join(tmpdir(), 'krt-devws-rules-'));
-    writeFileSync(join(root, 'external-ca.pem'), pki.ca);
-    const token = randomBytes(24).toString('hex');
-    gitServer = await startDevwsGitServer({
-      root: join(root, 'repos'),
-      cert: pki.cert,
-      key: pki.key,
-      syncToken: token,
-      externalCAFile: join(root, 'external-ca.pem'),
-      host: E2E_HOST_ADDRESS,
-      // Reads are reviewed by the cluster (as the spec's identity; devws.e2e.ts checks the component's role).
-      authority: kubeGitAuthority(admin()),
-      targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
-    });
+    // Reads are reviewed as the spec's identity (devws.e2e.ts checks the component's role).
+    gitServer = await startSpecGitServer(root, pki, admin());
     cloneGate = await startTcpGate(E2E_HOST_ADDRESS, portOf(gitServer.url));
-    await upsert(SYNC_SECRET, { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token } });
-    const data = { gitServerUrl: `https://${E2E_HOST_ADDRESS}:${cloneGate.port}`, gitServerCA: pki.ca.toString() };
-    await upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data });
+    await configureDevws({
+      gitServerUrl: `https://${E2E_HOST_ADDRESS}:${cloneGate.port}`,
+      gitServerCA: pki.ca.toString(),
+    });
   });
   after(async () => {
     await cloneGate.close();
@@ -259,7 +210,7 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     );
     assert.equal(cloning.status?.cloneInput?.baseCommit, git.commit);
     const w = await ws('p2-main');
-    const node = await nodeClient(w.status?.sandbox?.id ?? '');
+    const node = await nodeClient(ns, w.status?.sandbox?.id ?? '');
     const before = await report('p2-main');
     const wrong = 'f'.repeat(40);
     const clone = { operation: 'p2-create', attempt: 0, result: 'succeeded' as const, commit: wrong };
@@ -312,7 +263,7 @@ describe('developer workspaces: seed rules on the cluster (Kubernetes substrate)
     const w = await ws('p2-main');
     assert.equal(w.status?.operation?.name, 'lint1');
     const id = (await op('lint1')).status?.plugins?.[0]?.id ?? '';
-    const node = await nodeClient(w.status?.sandbox?.id ?? '');
+    const node = await nodeClient(ns, w.status?.sandbox?.id ?? '');
     const before = await report('p2-main');
     const forge = (plugins: NodeReportDoc['plugins']): NodeReportDoc => ({
       ...before,

@@ -14,7 +14,6 @@
  * bumping the relay Lease's leaseTransitions), a clone blocked without a Git Server, then retried.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,12 +22,11 @@ import { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
 import type { Operation, Project, Workspace } from '../lib/devws/api.ts';
 import { NODE_REPORT, readNodeReport } from '../lib/devws/node-report.ts';
-import { cluster, E2E_HOST_ADDRESS, E2E_NODE_KIND, E2E_ROOT } from './cluster.ts';
+import { E2E_NODE_KIND, E2E_ROOT } from './cluster.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
-import { startGitServer as startDevwsGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
+import type { RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
 import { GIT_AUDIENCE } from '../lib/devws/git-access.ts';
-import { parseCidrList } from '../lib/devws/sync-target.ts';
 import { parseAllDocuments } from 'yaml';
 import https from 'node:https';
 import { REPO_ROOT } from '../localenv/paths.ts';
@@ -45,12 +43,8 @@ import {
   type Obj,
 } from './helpers.ts';
 import { krt, saKubeconfig } from './krt.ts';
+import { configureDevws, CONFIG, G, nodeClient, RBAC, startSpecGitServer, SYNC_SECRET, SYS } from './devws-fixtures.ts';
 
-const G = '/apis/dev.kruntimes.io/v1alpha1';
-const SYS = 'kruntimes-system';
-const CONFIG = `/api/v1/namespaces/${SYS}/configmaps/kruntimes-devws`;
-const SYNC_SECRET = `/api/v1/namespaces/${SYS}/secrets/kruntimes-devws-git-sync`;
-const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 const GIT_ROLE = `${RBAC}/clusterroles/kruntimes:devws-git`;
 
 /**
@@ -183,25 +177,10 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     git = await startGitServer({ 'README.md': '# p1\n' }, pki);
     snapshotCommit = git.commit;
     gitRoot = mkdtempSync(join(tmpdir(), 'krt-devws-git-server-'));
-    writeFileSync(join(gitRoot, 'external-ca.pem'), pki.ca);
-    const token = randomBytes(24).toString('hex');
     gitCA = pki.ca;
-    gitServer = await startDevwsGitServer({
-      root: join(gitRoot, 'repos'),
-      cert: pki.cert,
-      key: pki.key,
-      syncToken: token,
-      externalCAFile: join(gitRoot, 'external-ca.pem'),
-      host: E2E_HOST_ADDRESS,
-      // Every read is reviewed by the cluster, as the component's ServiceAccount.
-      authority: kubeGitAuthority((gitIdentity = await gitServerIdentity(ns))),
-      // The external repository is on this host: allowed explicitly (a sync refuses internal addresses).
-      targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
-    });
-    const secret = { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token } };
-    await upsert(SYNC_SECRET, secret);
-    const data = { gitServerUrl: gitServer.url, gitServerCA: pki.ca.toString() };
-    await upsert(CONFIG, { metadata: { name: 'kruntimes-devws' }, data });
+    // Every read is reviewed by the cluster, as the component's ServiceAccount.
+    gitServer = await startSpecGitServer(gitRoot, pki, (gitIdentity = await gitServerIdentity(ns)));
+    await configureDevws({ gitServerUrl: gitServer.url, gitServerCA: pki.ca.toString() });
   });
   after(async () => {
     git.close();
@@ -402,23 +381,7 @@ describe('developer workspaces (dev.kruntimes.io)', function () {
     const forged = { ...report, heartbeatAt: new Date().toISOString() };
     assert.match(await refusal(admin(), write(forged)), /^403 .*node_report_reserved/);
     // The Node's own identity: a token bound to the live sandbox Pod, as its projected token is.
-    const sandbox = await admin().get<KubeObject>(`/api/v1/namespaces/${ns}/pods/${report.sandboxId}`);
-    const tr = await admin().create<KubeObject & { status: { token: string } }>(
-      `/api/v1/namespaces/${ns}/serviceaccounts/kruntimes-devws-node/token`,
-      {
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenRequest',
-        spec: {
-          expirationSeconds: 600,
-          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: sandbox.metadata.name, uid: sandbox.metadata.uid },
-        },
-      },
-    );
-    const node = new KubeClient({
-      server: cluster().server,
-      ca: readFileSync(join(E2E_ROOT, 'pki', 'ca.crt')),
-      token: tr.status.token,
-    });
+    const node = await nodeClient(ns, report.sandboxId);
     const stale = { ...report, generation: report.generation - 1, heartbeatAt: new Date().toISOString() };
     assert.match(await refusal(node, write(stale)), /^409 .*stale_node/);
     const widen = write(report, { spec: { desiredState: 'stopped' } });
