@@ -108,6 +108,20 @@ describe('devws Git Server component (deployed, issue 14)', function () {
     assert.ok(Array.isArray(report.events), JSON.stringify(report.events));
   });
 
+  /** The create's Operation and the Project's sync, for a create that never ends (whole-suite runs). */
+  const explainCreate = async (): Promise<string> => {
+    const o = await admin()
+      .get<Operation>(p('operations/p1-create'))
+      .catch((err: unknown) => String(err));
+    const pr = await admin()
+      .get<Project>(p('projects/p1'))
+      .catch((err: unknown) => String(err));
+    return JSON.stringify({
+      operation: typeof o === 'string' ? o : o.status,
+      project: typeof pr === 'string' ? pr : pr.status,
+    });
+  };
+
   it('create_project: the deployed Git Server syncs the external repository, the Node clones the snapshot from it, the Workspace is ready', async () => {
     const created = await admin().create<Project>(p('projects'), {
       apiVersion: 'dev.kruntimes.io/v1alpha1',
@@ -115,14 +129,20 @@ describe('devws Git Server component (deployed, issue 14)', function () {
       metadata: { name: 'p1' },
       spec: { repository: { url: external.url, defaultBranch: 'main' } },
     });
-    const done = await eventually('p1-create succeeded', async () => {
-      const o = await admin()
-        .get<Operation>(p('operations/p1-create'))
-        .catch(() => undefined);
-      const s = o?.status;
-      assert.notEqual(s?.state, 'failed', `p1-create failed: ${s?.reason ?? ''} ${s?.message ?? ''}`);
-      return s?.state === 'succeeded' ? o : undefined;
-    });
+    const done = await eventually(
+      'p1-create succeeded',
+      async () => {
+        const o = await admin()
+          .get<Operation>(p('operations/p1-create'))
+          .catch(() => undefined);
+        const s = o?.status;
+        assert.notEqual(s?.state, 'failed', `p1-create failed: ${s?.reason ?? ''} ${s?.message ?? ''}`);
+        return s?.state === 'succeeded' ? o : undefined;
+      },
+      120_000,
+      200,
+      explainCreate,
+    );
     const ref = `refs/ora/upstreams/${created.metadata.uid ?? ''}/snapshots/${external.commit}`;
     const synced = await admin().get<Project>(p('projects/p1'));
     assert.deepEqual(synced.status?.snapshot, { ref, commit: external.commit });
