@@ -1,12 +1,10 @@
 /** What the developer-workspace e2e specs share: API paths, and the devws Git Server run for a spec. */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeClient } from '../lib/kube/client.ts';
 import type { KubeObject } from '../lib/kube/types.ts';
-import { parseCidrList } from '../lib/devws/sync-target.ts';
-import { kubeGitAuthority } from '../runtimed/devws-git-authority.ts';
-import { startGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
+import { startHostGitServer, type RunningGitServer } from '../runtimed/devws-git-server.ts';
 import { cluster, E2E_HOST_ADDRESS, E2E_ROOT } from './cluster.ts';
 import { admin, upsert, type Pki } from './helpers.ts';
 
@@ -23,19 +21,10 @@ export const RBAC = '/apis/rbac.authorization.k8s.io/v1';
  * reviewed by the cluster as `reviewer`. Its sync token is new and is stored in the sync Secret.
  */
 export async function startSpecGitServer(root: string, pki: Pki, reviewer: KubeClient): Promise<RunningGitServer> {
-  writeFileSync(join(root, 'external-ca.pem'), pki.ca);
-  const token = randomBytes(24).toString('hex');
-  const server = await startGitServer({
-    root: join(root, 'repos'),
-    cert: pki.cert,
-    key: pki.key,
-    syncToken: token,
-    externalCAFile: join(root, 'external-ca.pem'),
-    host: E2E_HOST_ADDRESS,
-    authority: kubeGitAuthority(reviewer),
-    targets: { allow: parseCidrList(`${E2E_HOST_ADDRESS}/32`), deny: [] },
-  });
-  await upsert(SYNC_SECRET, { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token } });
+  const syncToken = randomBytes(24).toString('hex');
+  const { cert, key, ca } = pki;
+  const server = await startHostGitServer({ dir: root, cert, key, ca, host: E2E_HOST_ADDRESS, syncToken, reviewer });
+  await upsert(SYNC_SECRET, { metadata: { name: 'kruntimes-devws-git-sync' }, stringData: { token: syncToken } });
   return server;
 }
 

@@ -49,6 +49,7 @@ import {
 import { parseCidrList, vetAddresses, type TargetPolicy } from '../lib/devws/sync-target.ts';
 import { kubeGitAuthority, type GitAuthority } from './devws-git-authority.ts';
 import { defaultClient } from '../lib/kube/config.ts';
+import type { KubeClient } from '../lib/kube/client.ts';
 
 export interface GitServerOptions {
   /** Where the Projects' bare repositories live. */
@@ -482,6 +483,34 @@ export async function startGitServer(o: GitServerOptions): Promise<RunningGitSer
         srv.closeAllConnections();
       }),
   };
+}
+
+/**
+ * The Git Server run on this host (the demo, e2e specs) as the component runs it: repositories under
+ * `dir`/repos, served with `cert`/`key`, trusting `ca` (PEM) for an external repository that is also
+ * on `host` (allowed explicitly: a sync refuses internal addresses), every read reviewed by the
+ * cluster as `reviewer`.
+ */
+export function startHostGitServer(o: {
+  dir: string;
+  cert: Buffer | string;
+  key: Buffer | string;
+  ca: Buffer | string;
+  host: string;
+  syncToken: string;
+  reviewer: KubeClient;
+}): Promise<RunningGitServer> {
+  writeFileSync(join(o.dir, 'external-ca.pem'), o.ca);
+  return startGitServer({
+    root: join(o.dir, 'repos'),
+    cert: o.cert,
+    key: o.key,
+    syncToken: o.syncToken,
+    externalCAFile: join(o.dir, 'external-ca.pem'),
+    host: o.host,
+    authority: kubeGitAuthority(o.reviewer),
+    targets: { allow: parseCidrList(`${o.host}/32`), deny: [] },
+  });
 }
 
 /** The daemon's configuration from its environment (files mounted from Secrets, its own ServiceAccount). */

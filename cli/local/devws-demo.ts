@@ -18,14 +18,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { Operation, Project, Workspace } from '../../lib/devws/api.ts';
-import { parseCidrList } from '../../lib/devws/sync-target.ts';
 import type { KubeClient } from '../../lib/kube/client.ts';
 import { isApiError } from '../../lib/kube/errors.ts';
 import type { KubeObject } from '../../lib/kube/types.ts';
 import { createCa, issueServing } from '../../lib/tls/certs.ts';
 import { REPO_ROOT } from '../../localenv/paths.ts';
-import { kubeGitAuthority } from '../../runtimed/devws-git-authority.ts';
-import { serveGit, startGitServer } from '../../runtimed/devws-git-server.ts';
+import { serveGit, startHostGitServer } from '../../runtimed/devws-git-server.ts';
 import { syncProgress, syncRequested, waitOperation } from '../devws/commands.ts';
 
 const SYS = 'kruntimes-system';
@@ -149,19 +147,17 @@ async function startGit(admin: KubeClient, host: string): Promise<DemoGit> {
   const now = new Date();
   const ca = await createCa('krt-devws-demo', now, 1);
   const tls = await issueServing(ca, host, { dns: ['localhost'], ips: [host] }, now, 1);
-  writeFileSync(join(dir, 'ca.pem'), ca.cert);
   const external = await externalRepository(dir, tls, host);
   const token = randomBytes(24).toString('hex');
-  const server = await startGitServer({
-    root: join(dir, 'repos'),
+  const reviewer = await gitServerIdentity(admin);
+  const server = await startHostGitServer({
+    dir,
     cert: tls.cert,
     key: tls.key,
-    syncToken: token,
-    externalCAFile: join(dir, 'ca.pem'),
+    ca: ca.cert,
     host,
-    authority: kubeGitAuthority(await gitServerIdentity(admin)),
-    // The demo's repository is on this host: allowed explicitly (a sync refuses internal addresses).
-    targets: { allow: parseCidrList(`${host}/32`), deny: [] },
+    syncToken: token,
+    reviewer,
   });
   const labels = MANAGED;
   const secret = { metadata: { name: 'kruntimes-devws-git-sync', labels }, stringData: { token } };
